@@ -1,0 +1,317 @@
+//! The `Compactor`: plans against a model's budget, applies host outcomes, keeps stats and
+//! calibration in a serializable state.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::models::{self, ModelInfo};
+use crate::offload;
+use crate::plan::{Action, Applied, Event, EventStatus, Note, Outcome, Plan, Strategy};
+use crate::tokens::{CachedCounter, TokenCounter};
+
+/// Plans compactions for one model and configuration. Cheap to keep for a whole session: it
+/// caches token counts by content hash.
+#[derive(Debug)]
+pub struct Compactor {
+    config: Config,
+    model: ModelInfo,
+    counter: CachedCounter,
+    state: State,
+}
+
+/// Everything a compactor learns over a session, as plain data. Persist it (edge workers are
+/// stateless per request) and pass it back with [`Compactor::with_state`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct State {
+    pub version: u32,
+    /// Learned ratio of provider-reported input tokens to our count, for this model.
+    pub calibration: Option<Calibration>,
+    pub stats: Stats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Calibration {
+    pub model: String,
+    pub ratio: f64,
+    pub samples: u32,
+}
+
+/// Totals over the session (SPEC §9).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Stats {
+    /// `apply` calls that changed the conversation.
+    pub compactions: u32,
+    pub tokens_saved: u64,
+    pub files_written: u32,
+    pub actions_failed: u32,
+    pub by_strategy: BTreeMap<Strategy, StrategyStats>,
+    /// Tokens before and after each compaction, oldest first (the last 100).
+    pub timeline: Vec<UsagePoint>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StrategyStats {
+    pub events: u32,
+    pub tokens_saved: u64,
+    pub files_written: u32,
+    pub messages_affected: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsagePoint {
+    pub compaction: u32,
+    pub tokens_before: u32,
+    pub tokens_after: u32,
+}
+
+const TIMELINE_LIMIT: usize = 100;
+const STATE_VERSION: u32 = 1;
+
+/// How full the window is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub tokens: u32,
+    pub window: u32,
+    pub fraction: f64,
+}
+
+impl Compactor {
+    /// A compactor with exact tiktoken counting for the model's encoding.
+    pub fn new(config: Config) -> Result<Self> {
+        Self::with_state(config, State::default())
+    }
+
+    /// Resumes from a state saved with [`Compactor::state`].
+    pub fn with_state(config: Config, state: State) -> Result<Self> {
+        config.validate()?;
+        let model = resolve_model(&config);
+        let mut counter = CachedCounter::new(model.encoding);
+        counter.image_tokens = config.image_tokens;
+        counter.file_tokens = config.file_tokens;
+        let mut compactor = Self { config, model, counter, state: State::default() };
+        compactor.set_state(state)?;
+        Ok(compactor)
+    }
+
+    /// Replaces the token counter (e.g. a provider's own tokenizer).
+    pub fn with_counter(mut self, counter: Box<dyn TokenCounter>) -> Self {
+        let mut cached = CachedCounter::with_counter(self.model.encoding, counter);
+        cached.image_tokens = self.config.image_tokens;
+        cached.file_tokens = self.config.file_tokens;
+        self.counter = cached;
+        self
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn model(&self) -> &ModelInfo {
+        &self.model
+    }
+
+    pub fn window(&self) -> u32 {
+        self.model.context_window
+    }
+
+    /// Plans the compaction of `messages`. Pure: no IO, same input → same plan.
+    pub fn plan(&self, messages: &[Message]) -> Result<Plan> {
+        crate::message::validate(messages)?;
+        let window = self.window();
+        let tokens_before = self.count(messages);
+        let threshold = self.offload_threshold();
+        let offloads =
+            offload::plan(messages, &self.config.offload, threshold, |output| self.scale(self.counter.output(output)));
+        let saved: u32 = offloads.iter().map(|a| a.tokens_before - a.tokens_after).sum();
+        let tokens_after = tokens_before.saturating_sub(saved);
+
+        let mut notes = Vec::new();
+        if self.model.matched.is_none() && self.config.context_window.is_none() {
+            notes.push(Note::UnknownModel { name: self.model.name.clone(), assumed_window: window });
+        }
+        if tokens_after > window {
+            notes.push(Note::OverBudget {
+                tokens_after,
+                window,
+                reason: format!(
+                    "offloading every tool result over {threshold} tokens leaves {tokens_after} tokens; \
+                     the rest is conversation text, which only the summarization tier can shrink"
+                ),
+            });
+        }
+        Ok(Plan {
+            model: self.model.clone(),
+            window,
+            tokens_before,
+            tokens_after,
+            actions: offloads.into_iter().map(Action::Offload).collect(),
+            notes,
+        })
+    }
+
+    /// Applies the host's outcomes: only actions reported `written` change the conversation.
+    pub fn apply(&mut self, mut messages: Vec<Message>, plan: &Plan, outcomes: &[Outcome]) -> Result<Applied> {
+        let by_id: HashMap<&str, &Outcome> = outcomes.iter().map(|o| (o.id(), o)).collect();
+        if let Some(stray) = outcomes.iter().find(|o| !plan.actions.iter().any(|a| a.id() == o.id())) {
+            return Err(Error::PlanMismatch {
+                action_id: Some(stray.id().to_owned()),
+                message: format!("outcome for \"{}\", which is not an action of this plan", stray.id()),
+            });
+        }
+        let tokens_before = self.count(&messages);
+        let mut events = Vec::with_capacity(plan.actions.len());
+        for action in &plan.actions {
+            let Action::Offload(offload) = action;
+            let (status, error) = match by_id.get(offload.id.as_str()) {
+                Some(Outcome::Written { .. }) => {
+                    offload::apply(&mut messages, offload)?;
+                    (EventStatus::Applied, None)
+                }
+                Some(Outcome::Failed { error, .. }) => (EventStatus::Failed, Some(error.clone())),
+                None => (EventStatus::NotExecuted, None),
+            };
+            let applied = status == EventStatus::Applied;
+            events.push(Event {
+                action_id: offload.id.clone(),
+                strategy: Strategy::Offload,
+                status,
+                message_index: offload.message_index,
+                path: Some(offload.path.clone()),
+                tokens_before: offload.tokens_before,
+                tokens_after: if applied { offload.tokens_after } else { offload.tokens_before },
+                tokens_saved: if applied { offload.tokens_before - offload.tokens_after } else { 0 },
+                error,
+            });
+        }
+        let tokens_after = self.count(&messages);
+        self.record(&events, tokens_before, tokens_after);
+        Ok(Applied { messages, events, tokens_before, tokens_after })
+    }
+
+    /// Tokens of `messages` for this model (exact for OpenAI encodings; estimated and calibrated
+    /// for other families).
+    pub fn count(&self, messages: &[Message]) -> u32 {
+        self.scale(self.counter.messages(messages))
+    }
+
+    pub fn usage(&self, messages: &[Message]) -> Usage {
+        let tokens = self.count(messages);
+        let window = self.window();
+        Usage { tokens, window, fraction: f64::from(tokens) / f64::from(window) }
+    }
+
+    /// Learns from the provider's reported input tokens for a request we counted as `predicted`
+    /// (our count before calibration is applied). Ratios outside [0.5, 3] are ignored as
+    /// misreports.
+    pub fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
+        if predicted_raw == 0 || actual == 0 {
+            return;
+        }
+        let sample = f64::from(actual) / f64::from(predicted_raw);
+        if !(0.5..=3.0).contains(&sample) {
+            return;
+        }
+        let model = self.model.name.clone();
+        let calibration = self.state.calibration.get_or_insert(Calibration { model, ratio: sample, samples: 0 });
+        // Exponential moving average: recent requests matter most, one outlier does not swing it.
+        calibration.ratio = if calibration.samples == 0 { sample } else { 0.7 * calibration.ratio + 0.3 * sample };
+        calibration.samples += 1;
+    }
+
+    /// Our uncalibrated count, the figure to pass back to [`Compactor::observe_usage`].
+    pub fn count_raw(&self, messages: &[Message]) -> u32 {
+        self.counter.messages(messages)
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.state.stats
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Restores a saved state. A calibration learned for another model is dropped.
+    pub fn set_state(&mut self, mut state: State) -> Result<()> {
+        if state.version > STATE_VERSION {
+            return Err(Error::InvalidConfig {
+                field: "state.version".into(),
+                message: format!("state version {} is newer than this build ({STATE_VERSION})", state.version),
+            });
+        }
+        state.version = STATE_VERSION;
+        if state.calibration.as_ref().is_some_and(|c| c.model != self.model.name) {
+            state.calibration = None;
+        }
+        self.state = state;
+        Ok(())
+    }
+
+    /// Tool results above this many tokens are offloaded.
+    pub fn offload_threshold(&self) -> u32 {
+        let fraction = (f64::from(self.window()) * self.config.offload.max_window_fraction) as u32;
+        self.config.offload.threshold_tokens.min(fraction.max(1))
+    }
+
+    fn scale(&self, raw: u32) -> u32 {
+        let ratio = self.state.calibration.as_ref().map_or(self.model.token_ratio, |c| c.ratio);
+        if ratio == 1.0 {
+            return raw;
+        }
+        (f64::from(raw) * ratio).ceil() as u32
+    }
+
+    fn record(&mut self, events: &[Event], tokens_before: u32, tokens_after: u32) {
+        let stats = &mut self.state.stats;
+        let applied: Vec<&Event> = events.iter().filter(|e| e.status == EventStatus::Applied).collect();
+        stats.actions_failed += events.iter().filter(|e| e.status == EventStatus::Failed).count() as u32;
+        if applied.is_empty() {
+            return;
+        }
+        stats.compactions += 1;
+        for event in &applied {
+            let s = stats.by_strategy.entry(event.strategy).or_default();
+            s.events += 1;
+            s.tokens_saved += u64::from(event.tokens_saved);
+            s.messages_affected += 1;
+            if event.path.is_some() {
+                s.files_written += 1;
+                stats.files_written += 1;
+            }
+            stats.tokens_saved += u64::from(event.tokens_saved);
+        }
+        stats.timeline.push(UsagePoint { compaction: stats.compactions, tokens_before, tokens_after });
+        if stats.timeline.len() > TIMELINE_LIMIT {
+            stats.timeline.remove(0);
+        }
+    }
+}
+
+fn resolve_model(config: &Config) -> ModelInfo {
+    let name = config.model.clone().unwrap_or_default();
+    let mut model = models::lookup(&name).unwrap_or_else(|| models::unknown(&name));
+    if let Some(window) = config.context_window {
+        model.context_window = window;
+    }
+    if let Some(max_output) = config.max_output_tokens {
+        model.max_output_tokens = max_output;
+    }
+    if let Some(encoding) = config.encoding {
+        model.encoding = encoding;
+    }
+    // A window given without a known model: count exactly with o200k rather than inflate.
+    if model.matched.is_none() && config.context_window.is_some() {
+        model.token_ratio = 1.0;
+    }
+    model
+}

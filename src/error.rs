@@ -1,0 +1,61 @@
+//! Typed errors. Every error that concerns the conversation names the message index and the
+//! field (a JSON-path-like string such as `content[1].toolCallId`).
+
+use serde::Serialize;
+
+/// Everything that can go wrong in the core. Serializes as `{ "code": "...", ... }` so hosts can
+/// branch on `code` without parsing messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[serde(tag = "code", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Error {
+    /// The input is not JSON at all (the text could not be parsed).
+    #[error("malformed JSON in {what} at line {line}, column {column}: {message}")]
+    MalformedJson { what: String, line: usize, column: usize, message: String },
+
+    /// A message does not have the AI SDK `ModelMessage` shape.
+    #[error("message {index}: invalid `{field}`: {message}")]
+    InvalidMessage { index: usize, field: String, message: String },
+
+    /// The messages value itself is not an array.
+    #[error("messages: {message}")]
+    InvalidMessages { message: String },
+
+    /// A `tool-result` whose `toolCallId` no earlier assistant `tool-call` carries. Providers
+    /// reject such conversations with a 400, so we refuse them up front.
+    #[error("message {index}: `content[{part}].toolCallId` \"{tool_call_id}\" has no matching tool-call in an earlier assistant message")]
+    OrphanToolResult { index: usize, part: usize, tool_call_id: String },
+
+    /// A configuration value is missing, of the wrong type, or out of range.
+    #[error("config: invalid `{field}`: {message}")]
+    InvalidConfig { field: String, message: String },
+
+    /// Outcomes or a plan given to `apply` do not fit the plan or the messages.
+    #[error("apply: {message}")]
+    PlanMismatch { action_id: Option<String>, message: String },
+
+    /// An encoding name the counter does not know.
+    #[error("unknown encoding \"{name}\" (expected \"o200k_base\" or \"cl100k_base\")")]
+    UnknownEncoding { name: String },
+}
+
+impl Error {
+    pub(crate) fn json(what: &str, e: &serde_json::Error) -> Self {
+        Error::MalformedJson {
+            what: what.to_owned(),
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        }
+    }
+}
+
+/// serde_json appends " at line L column C" to its messages; we report those as fields.
+pub(crate) fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,72 @@
+//! # context-compactor
+//!
+//! A sans-IO context-window manager for LLM apps and agents. The core never touches a file, a
+//! clock, the network or an LLM: it takes a conversation (Vercel AI SDK `ModelMessage` shape)
+//! and a configuration, and returns a [`Plan`] — plain data saying what to store where and what
+//! to replace. A host executes the plan against its own store, reports an [`Outcome`] per action,
+//! and [`Compactor::apply`] changes the conversation only where the host succeeded. Nothing
+//! leaves the conversation before it is stored.
+//!
+//! ## The host loop
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use context_compactor::{parse_messages, Action, Compactor, Config, Outcome};
+//!
+//! // A conversation with one huge tool result.
+//! let huge: String = (0..30_000).map(|i| format!("result line {i}\n")).collect();
+//! let json = serde_json::json!([
+//!     {"role": "user", "content": "find it"},
+//!     {"role": "assistant", "content": [
+//!         {"type": "tool-call", "toolCallId": "c1", "toolName": "search", "input": {"q": "it"}}]},
+//!     {"role": "tool", "content": [
+//!         {"type": "tool-result", "toolCallId": "c1", "toolName": "search",
+//!          "output": {"type": "text", "value": huge}}]},
+//! ]);
+//! let messages = parse_messages(&json.to_string())?;
+//!
+//! let mut compactor = Compactor::new(Config { model: Some("gpt-4o".into()), ..Config::default() })?;
+//! let plan = compactor.plan(&messages)?;
+//!
+//! // The host executes each action against its store and reports what happened.
+//! let mut store: HashMap<String, String> = HashMap::new();
+//! let outcomes: Vec<Outcome> = plan.actions.iter().map(|action| match action {
+//!     Action::Offload(offload) => {
+//!         store.insert(offload.path.clone(), offload.content.clone());
+//!         Outcome::Written { id: offload.id.clone() }
+//!     }
+//!     _ => unreachable!("this version plans offloads only"),
+//! }).collect();
+//!
+//! let applied = compactor.apply(messages, &plan, &outcomes)?;
+//! assert!(applied.tokens_after < 2_000 && applied.tokens_before > 100_000);
+//! let Action::Offload(offload) = &plan.actions[0] else { unreachable!() };
+//! assert_eq!(store[&offload.path], huge);                  // nothing lost
+//! assert!(compactor.plan(&applied.messages)?.is_empty());  // idempotent
+//! # Ok::<(), context_compactor::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod compactor;
+mod config;
+mod error;
+mod hash;
+mod message;
+mod models;
+mod offload;
+mod plan;
+mod tokens;
+
+#[cfg(feature = "wasm")]
+mod wasm;
+
+pub use compactor::{Calibration, Compactor, State, Stats, StrategyStats, Usage, UsagePoint};
+pub use config::{Config, OffloadConfig};
+pub use error::{Error, Result};
+pub use message::{
+    messages_from_value, parse_messages, validate, ApprovalRequest, ApprovalResponse, Content, FilePart,
+    ImagePart, Message, Part, Role, TextPart, ToolCall, ToolOutput, ToolResult,
+};
+pub use models::{lookup as lookup_model, Family, ModelInfo};
+pub use plan::{Action, Applied, Event, EventStatus, Note, Offload, Outcome, Plan, Strategy};
+pub use tokens::{count_tokens, CachedCounter, Encoding, TokenCounter, Tiktoken};

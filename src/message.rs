@@ -1,0 +1,641 @@
+//! The conversation model: the Vercel AI SDK `ModelMessage` shape.
+//!
+//! Known parts are typed; unknown part types, unknown output types and unknown fields
+//! (`providerOptions`, provider metadata, anything newer than this crate) are preserved as JSON
+//! and written back unchanged. Parsing goes through [`parse_messages`] / [`messages_from_value`],
+//! which name the message index and the field of every error.
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Content,
+    /// Every other field of the message (`providerOptions`, ids, ...), passed through untouched.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// Message content: a plain string or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+/// A content part. Serialized with its `type` tag, like the AI SDK.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(TextPart),
+    Reasoning(TextPart),
+    Image(ImagePart),
+    File(FilePart),
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    ToolApprovalRequest(ApprovalRequest),
+    ToolApprovalResponse(ApprovalResponse),
+    /// A part type this crate does not know. Kept whole, counted as its JSON.
+    Unknown(Map<String, Value>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextPart {
+    pub text: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImagePart {
+    /// base64 string, URL string, or bytes serialized by the host.
+    pub image: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FilePart {
+    pub data: Value,
+    pub media_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub input: Value,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub output: ToolOutput,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequest {
+    pub approval_id: String,
+    pub tool_call_id: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalResponse {
+    pub approval_id: String,
+    pub approved: bool,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The `output` of a tool result (AI SDK `ToolResultOutput`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    Text { value: String, extra: Map<String, Value> },
+    Json { value: Value, extra: Map<String, Value> },
+    ErrorText { value: String, extra: Map<String, Value> },
+    ErrorJson { value: Value, extra: Map<String, Value> },
+    /// `{type:'content', value:[{type:'text', text}, {type:'media', ...}, ...]}`
+    Content { value: Vec<Value>, extra: Map<String, Value> },
+    ExecutionDenied { extra: Map<String, Value> },
+    Unknown(Map<String, Value>),
+}
+
+impl ToolOutput {
+    /// The text a model sees for this output, as stored when offloaded: text values verbatim,
+    /// JSON values pretty-printed, the text items of `content` joined by newlines.
+    pub fn text(&self) -> String {
+        match self {
+            ToolOutput::Text { value, .. } | ToolOutput::ErrorText { value, .. } => value.clone(),
+            ToolOutput::Json { value, .. } | ToolOutput::ErrorJson { value, .. } => {
+                serde_json::to_string_pretty(value).unwrap_or_default()
+            }
+            ToolOutput::Content { value, .. } => value
+                .iter()
+                .filter_map(|item| item.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            ToolOutput::ExecutionDenied { extra } => {
+                extra.get("reason").and_then(Value::as_str).unwrap_or_default().to_owned()
+            }
+            ToolOutput::Unknown(map) => serde_json::to_string(map).unwrap_or_default(),
+        }
+    }
+
+    pub fn is_json(&self) -> bool {
+        matches!(self, ToolOutput::Json { .. } | ToolOutput::ErrorJson { .. })
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, ToolOutput::ErrorText { .. } | ToolOutput::ErrorJson { .. })
+    }
+
+    fn type_name(&self) -> &str {
+        match self {
+            ToolOutput::Text { .. } => "text",
+            ToolOutput::Json { .. } => "json",
+            ToolOutput::ErrorText { .. } => "error-text",
+            ToolOutput::ErrorJson { .. } => "error-json",
+            ToolOutput::Content { .. } => "content",
+            ToolOutput::ExecutionDenied { .. } => "execution-denied",
+            ToolOutput::Unknown(_) => "",
+        }
+    }
+}
+
+impl Part {
+    pub fn type_name(&self) -> &str {
+        match self {
+            Part::Text(_) => "text",
+            Part::Reasoning(_) => "reasoning",
+            Part::Image(_) => "image",
+            Part::File(_) => "file",
+            Part::ToolCall(_) => "tool-call",
+            Part::ToolResult(_) => "tool-result",
+            Part::ToolApprovalRequest(_) => "tool-approval-request",
+            Part::ToolApprovalResponse(_) => "tool-approval-response",
+            Part::Unknown(map) => map.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+}
+
+impl Message {
+    /// The parts of this message; a string content is one text part's worth of nothing here.
+    pub fn parts(&self) -> &[Part] {
+        match &self.content {
+            Content::Parts(parts) => parts,
+            Content::Text(_) => &[],
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serialization: the `type` tag goes first, then the part's own fields.
+
+#[derive(Serialize)]
+struct Tagged<'a, T: Serialize> {
+    #[serde(rename = "type")]
+    ty: &'a str,
+    #[serde(flatten)]
+    inner: &'a T,
+}
+
+fn tagged<S: Serializer, T: Serialize>(s: S, ty: &str, inner: &T) -> Result<S::Ok, S::Error> {
+    Tagged { ty, inner }.serialize(s)
+}
+
+impl Serialize for Part {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Part::Text(p) | Part::Reasoning(p) => tagged(s, self.type_name(), p),
+            Part::Image(p) => tagged(s, "image", p),
+            Part::File(p) => tagged(s, "file", p),
+            Part::ToolCall(p) => tagged(s, "tool-call", p),
+            Part::ToolResult(p) => tagged(s, "tool-result", p),
+            Part::ToolApprovalRequest(p) => tagged(s, "tool-approval-request", p),
+            Part::ToolApprovalResponse(p) => tagged(s, "tool-approval-response", p),
+            Part::Unknown(map) => map.serialize(s),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ValueOutput<'a, T: Serialize> {
+    value: &'a T,
+    #[serde(flatten)]
+    extra: &'a Map<String, Value>,
+}
+
+impl Serialize for ToolOutput {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let ty = self.type_name();
+        match self {
+            ToolOutput::Text { value, extra } | ToolOutput::ErrorText { value, extra } => {
+                tagged(s, ty, &ValueOutput { value, extra })
+            }
+            ToolOutput::Json { value, extra } | ToolOutput::ErrorJson { value, extra } => {
+                tagged(s, ty, &ValueOutput { value, extra })
+            }
+            ToolOutput::Content { value, extra } => tagged(s, ty, &ValueOutput { value, extra }),
+            ToolOutput::ExecutionDenied { extra } => tagged(s, ty, extra),
+            ToolOutput::Unknown(map) => map.serialize(s),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing, by hand over `serde_json::Value`, so that every error knows its message index and the
+// path of the field inside the message.
+
+/// Parses a JSON array of messages and validates it (see [`validate`]).
+pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
+    let value: Value = serde_json::from_str(json).map_err(|e| Error::json("messages", &e))?;
+    messages_from_value(value)
+}
+
+/// Converts an already-parsed JSON value (an array of messages) and validates it.
+pub fn messages_from_value(value: Value) -> Result<Vec<Message>> {
+    let Value::Array(items) = value else {
+        return Err(Error::InvalidMessages {
+            message: format!("expected an array of messages, got {}", kind(&value)),
+        });
+    };
+    let messages = items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| message_from_value(index, item))
+        .collect::<Result<Vec<_>>>()?;
+    validate(&messages)?;
+    Ok(messages)
+}
+
+/// Checks what the types alone cannot: every tool result answers an earlier tool call, and a
+/// system message has string content.
+pub fn validate(messages: &[Message]) -> Result<()> {
+    let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for (index, message) in messages.iter().enumerate() {
+        if message.role == Role::System && !matches!(message.content, Content::Text(_)) {
+            return Err(Error::InvalidMessage {
+                index,
+                field: "content".into(),
+                message: "a system message must have string content".into(),
+            });
+        }
+        for (part, p) in message.parts().iter().enumerate() {
+            match p {
+                Part::ToolCall(call) => {
+                    calls.insert(&call.tool_call_id);
+                }
+                Part::ToolResult(result) if message.role == Role::Tool => {
+                    if !calls.contains(result.tool_call_id.as_str()) {
+                        return Err(Error::OrphanToolResult {
+                            index,
+                            part,
+                            tool_call_id: result.tool_call_id.clone(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn invalid(index: usize, field: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::InvalidMessage { index, field: field.into(), message: message.into() }
+}
+
+/// Deserializes a typed struct from a JSON object, reporting the failing field as
+/// `{prefix}.{path}`.
+fn typed<T: serde::de::DeserializeOwned>(
+    index: usize,
+    prefix: &str,
+    map: Map<String, Value>,
+) -> Result<T> {
+    serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
+        let inner = e.path().to_string();
+        let message = crate::error::strip_position(&e.inner().to_string());
+        // A missing field has no path of its own: take its name from the message.
+        let field = match (inner.as_str(), missing_field(&message)) {
+            (".", Some(name)) | ("", Some(name)) => format!("{prefix}.{name}"),
+            (".", None) | ("", None) => prefix.to_owned(),
+            (path, _) => format!("{prefix}.{path}"),
+        };
+        invalid(index, field, message)
+    })
+}
+
+fn missing_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("missing field `")?;
+    rest.split('`').next()
+}
+
+fn take_object(index: usize, field: &str, value: Value) -> Result<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(invalid(index, field, format!("expected an object, got {}", kind(&other)))),
+    }
+}
+
+fn type_tag(index: usize, field: &str, map: &Map<String, Value>) -> Result<String> {
+    match map.get("type") {
+        Some(Value::String(ty)) => Ok(ty.clone()),
+        Some(other) => Err(invalid(
+            index,
+            format!("{field}.type"),
+            format!("expected a string, got {}", kind(other)),
+        )),
+        None => Err(invalid(index, format!("{field}.type"), "missing field `type`")),
+    }
+}
+
+fn message_from_value(index: usize, value: Value) -> Result<Message> {
+    let mut map = take_object(index, "", value).map_err(|_| {
+        invalid(index, "(message)", "expected a message object with `role` and `content`")
+    })?;
+    let role = match map.remove("role") {
+        Some(Value::String(role)) => match role.as_str() {
+            "system" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            _ => {
+                return Err(invalid(
+                    index,
+                    "role",
+                    format!("unknown role \"{role}\", expected system, user, assistant or tool"),
+                ))
+            }
+        },
+        Some(other) => return Err(invalid(index, "role", format!("expected a string, got {}", kind(&other)))),
+        None => return Err(invalid(index, "role", "missing field `role`")),
+    };
+    let content = match map.remove("content") {
+        Some(Value::String(text)) => Content::Text(text),
+        Some(Value::Array(items)) => Content::Parts(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| part_from_value(index, &format!("content[{i}]"), item))
+                .collect::<Result<_>>()?,
+        ),
+        Some(other) => {
+            return Err(invalid(
+                index,
+                "content",
+                format!("expected a string or an array of parts, got {}", kind(&other)),
+            ))
+        }
+        None => return Err(invalid(index, "content", "missing field `content`")),
+    };
+    Ok(Message { role, content, extra: map })
+}
+
+fn part_from_value(index: usize, field: &str, value: Value) -> Result<Part> {
+    let mut map = take_object(index, field, value)?;
+    let ty = type_tag(index, field, &map)?;
+    if KNOWN_PARTS.contains(&ty.as_str()) {
+        map.remove("type");
+    }
+    Ok(match ty.as_str() {
+        "text" => Part::Text(typed(index, field, map)?),
+        "reasoning" => Part::Reasoning(typed(index, field, map)?),
+        "image" => Part::Image(typed(index, field, map)?),
+        "file" => Part::File(typed(index, field, map)?),
+        "tool-call" => Part::ToolCall(typed(index, field, map)?),
+        "tool-result" => {
+            let output = map
+                .remove("output")
+                .ok_or_else(|| invalid(index, format!("{field}.output"), "missing field `output`"))?;
+            let output = output_from_value(index, &format!("{field}.output"), output)?;
+            let result: ToolResultHead = typed(index, field, map)?;
+            Part::ToolResult(ToolResult {
+                tool_call_id: result.tool_call_id,
+                tool_name: result.tool_name,
+                output,
+                extra: result.extra,
+            })
+        }
+        "tool-approval-request" => Part::ToolApprovalRequest(typed(index, field, map)?),
+        "tool-approval-response" => Part::ToolApprovalResponse(typed(index, field, map)?),
+        _ => Part::Unknown(map),
+    })
+}
+
+const KNOWN_PARTS: [&str; 8] = [
+    "text",
+    "reasoning",
+    "image",
+    "file",
+    "tool-call",
+    "tool-result",
+    "tool-approval-request",
+    "tool-approval-response",
+];
+
+/// A tool result without its output, which is parsed separately for a precise error path.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultHead {
+    tool_call_id: String,
+    tool_name: String,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
+fn output_from_value(index: usize, field: &str, value: Value) -> Result<ToolOutput> {
+    let mut map = take_object(index, field, value)?;
+    let ty = type_tag(index, field, &map)?;
+    let mut value_of = |want: &str| -> Result<Value> {
+        map.remove("value")
+            .ok_or_else(|| invalid(index, format!("{field}.value"), format!("missing field `value` ({want})")))
+    };
+    let string = |v: Value| -> Result<String> {
+        match v {
+            Value::String(s) => Ok(s),
+            other => Err(invalid(index, format!("{field}.value"), format!("expected a string, got {}", kind(&other)))),
+        }
+    };
+    let output = match ty.as_str() {
+        "text" => {
+            let value = string(value_of("a string")?)?;
+            map.remove("type");
+            ToolOutput::Text { value, extra: map }
+        }
+        "error-text" => {
+            let value = string(value_of("a string")?)?;
+            map.remove("type");
+            ToolOutput::ErrorText { value, extra: map }
+        }
+        "json" => {
+            let value = value_of("any JSON value")?;
+            map.remove("type");
+            ToolOutput::Json { value, extra: map }
+        }
+        "error-json" => {
+            let value = value_of("any JSON value")?;
+            map.remove("type");
+            ToolOutput::ErrorJson { value, extra: map }
+        }
+        "content" => {
+            let value = match value_of("an array")? {
+                Value::Array(items) => items,
+                other => {
+                    return Err(invalid(index, format!("{field}.value"), format!("expected an array, got {}", kind(&other))))
+                }
+            };
+            map.remove("type");
+            ToolOutput::Content { value, extra: map }
+        }
+        "execution-denied" => {
+            map.remove("type");
+            ToolOutput::ExecutionDenied { extra: map }
+        }
+        _ => ToolOutput::Unknown(map),
+    };
+    Ok(output)
+}
+
+impl<'de> Deserialize<'de> for Message {
+    /// Direct deserialization for native users; errors name the field but not the index
+    /// (use [`parse_messages`] for whole conversations).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        message_from_value(0, value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolOutput {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        output_from_value(0, "output", value).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips_every_part_and_unknown_fields() {
+        let input = json!([
+            {"role": "system", "content": "be brief", "providerOptions": {"anthropic": {"cacheControl": {"type": "ephemeral"}}}},
+            {"role": "user", "content": [
+                {"type": "text", "text": "hi", "providerOptions": {"x": 1}},
+                {"type": "image", "image": "https://example.com/a.png", "mediaType": "image/png"},
+                {"type": "file", "data": "aGVsbG8=", "mediaType": "text/plain", "filename": "a.txt"},
+                {"type": "future-part", "payload": [1, 2, 3]}
+            ]},
+            {"role": "assistant", "content": [
+                {"type": "reasoning", "text": "hmm"},
+                {"type": "tool-call", "toolCallId": "c1", "toolName": "search", "input": {"q": "x"}, "providerExecuted": false},
+                {"type": "tool-approval-request", "approvalId": "a1", "toolCallId": "c1"}
+            ]},
+            {"role": "tool", "content": [
+                {"type": "tool-approval-response", "approvalId": "a1", "approved": true, "reason": "ok"},
+                {"type": "tool-result", "toolCallId": "c1", "toolName": "search", "output": {"type": "json", "value": {"hits": [1]}}, "providerOptions": {"y": 2}}
+            ]},
+            {"role": "assistant", "content": "done", "id": "m5"}
+        ]);
+        let messages = messages_from_value(input.clone()).unwrap();
+        assert!(matches!(messages[1].parts()[3], Part::Unknown(_)));
+        assert_eq!(serde_json::to_value(&messages).unwrap(), input);
+    }
+
+    #[test]
+    fn every_output_type_round_trips() {
+        for output in [
+            json!({"type": "text", "value": "t"}),
+            json!({"type": "error-text", "value": "boom"}),
+            json!({"type": "json", "value": [1, {"a": null}]}),
+            json!({"type": "error-json", "value": {"code": 3}}),
+            json!({"type": "content", "value": [{"type": "text", "text": "a"}, {"type": "media", "data": "AA==", "mediaType": "image/png"}]}),
+            json!({"type": "execution-denied", "reason": "user said no"}),
+            json!({"type": "brand-new", "value": 1}),
+        ] {
+            let input = json!([
+                {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {}}]},
+                {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c", "toolName": "t", "output": output}]}
+            ]);
+            let messages = messages_from_value(input.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&messages).unwrap(), input);
+        }
+    }
+
+    fn err(input: Value) -> Error {
+        messages_from_value(input).unwrap_err()
+    }
+
+    #[test]
+    fn errors_name_index_and_field() {
+        assert_eq!(
+            err(json!([{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}])),
+            invalid(1, "role", "unknown role \"robot\", expected system, user, assistant or tool")
+        );
+        let e = err(json!([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "tool-call", "toolName": "t", "input": {}}]}]));
+        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[1].toolCallId"), "{e:?}");
+        let e = err(json!([{"role": "assistant", "content": [{"type": "tool-call", "toolCallId": 7, "toolName": "t", "input": {}}]}]));
+        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[0].toolCallId"), "{e:?}");
+        let e = err(json!([{"role": "user", "content": 5}]));
+        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content"), "{e:?}");
+        let e = err(json!([{"role": "user", "content": [{"text": "no type"}]}]));
+        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[0].type"), "{e:?}");
+        let e = err(json!([
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c", "toolName": "t", "output": {"type": "text", "value": 3}}]}
+        ]));
+        assert!(matches!(&e, Error::InvalidMessage { index: 1, field, .. } if field == "content[0].output.value"), "{e:?}");
+        assert!(matches!(err(json!({"role": "user"})), Error::InvalidMessages { .. }));
+        assert!(matches!(err(json!([3])), Error::InvalidMessage { index: 0, .. }));
+    }
+
+    #[test]
+    fn orphan_tool_result_is_refused() {
+        let e = err(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "ghost", "toolName": "t", "output": {"type": "text", "value": "x"}}]}
+        ]));
+        assert_eq!(e, Error::OrphanToolResult { index: 1, part: 0, tool_call_id: "ghost".into() });
+    }
+
+    #[test]
+    fn malformed_json_reports_position() {
+        let e = parse_messages("[{\"role\": \"user\",, }]").unwrap_err();
+        assert!(matches!(e, Error::MalformedJson { line: 1, .. }), "{e:?}");
+    }
+}

@@ -1,0 +1,175 @@
+//! Model registry: context window, max output tokens, encoding and family for current models,
+//! matched by exact name, then by the longest known prefix. Provider prefixes such as
+//! `openai/gpt-4o` (AI SDK gateway ids) are stripped first. Unknown models get a conservative
+//! default and the plan says so.
+
+use serde::{Deserialize, Serialize};
+
+use crate::tokens::Encoding;
+
+/// What the planner needs to know about a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    /// The name asked for.
+    pub name: String,
+    /// The registry entry it matched (`None` when unknown or given only by window).
+    pub matched: Option<String>,
+    pub context_window: u32,
+    pub max_output_tokens: u32,
+    pub encoding: Encoding,
+    pub family: Family,
+    /// Estimated tokens per o200k/cl100k token for this family (1.0 for OpenAI: exact).
+    pub token_ratio: f64,
+}
+
+/// Tokenizer family. Only OpenAI counts are exact; the others are estimated from the o200k
+/// count times a factor, then calibrated from observed provider usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Openai,
+    Anthropic,
+    Google,
+    Meta,
+    Mistral,
+    Qwen,
+    Deepseek,
+    Unknown,
+}
+
+impl Family {
+    /// Default ratio of the family's token count to the o200k count. Rough published and
+    /// measured figures: Claude's tokenizer yields ~15-25 % more tokens than OpenAI's on English
+    /// and code; Gemini, Llama 3 (a 128k-vocab tiktoken derivative), Qwen and DeepSeek are within
+    /// ~5-10 %; Mistral's smaller vocab ~15 % more. Errs high; calibration corrects it.
+    pub fn default_ratio(self) -> f64 {
+        match self {
+            Family::Openai => 1.0,
+            Family::Anthropic => 1.20,
+            Family::Google => 1.08,
+            Family::Meta => 1.08,
+            Family::Mistral => 1.15,
+            Family::Qwen => 1.08,
+            Family::Deepseek => 1.08,
+            Family::Unknown => 1.15,
+        }
+    }
+}
+
+/// Window for models the registry does not know: small enough not to overflow most models
+/// (an 8k-window local model included), and the plan carries an `unknown_model` note.
+pub const UNKNOWN_MODEL_WINDOW: u32 = 8_192;
+pub const UNKNOWN_MODEL_MAX_OUTPUT: u32 = 2_048;
+
+struct Entry {
+    prefix: &'static str,
+    window: u32,
+    max_output: u32,
+    encoding: Encoding,
+    family: Family,
+}
+
+const fn e(prefix: &'static str, window: u32, max_output: u32, encoding: Encoding, family: Family) -> Entry {
+    Entry { prefix, window, max_output, encoding, family }
+}
+
+use Encoding::{Cl100kBase as CL, O200kBase as O2};
+use Family::*;
+
+/// Published limits (provider docs, 2025-2026). Longest matching prefix wins.
+const REGISTRY: &[Entry] = &[
+    e("gpt-5", 400_000, 128_000, O2, Openai),
+    e("gpt-5-chat", 128_000, 16_384, O2, Openai),
+    e("gpt-4.1", 1_047_576, 32_768, O2, Openai),
+    e("gpt-4o", 128_000, 16_384, O2, Openai),
+    e("gpt-4o-mini", 128_000, 16_384, O2, Openai),
+    e("chatgpt-4o", 128_000, 16_384, O2, Openai),
+    e("gpt-4-turbo", 128_000, 4_096, CL, Openai),
+    e("gpt-4", 8_192, 8_192, CL, Openai),
+    e("gpt-4-32k", 32_768, 8_192, CL, Openai),
+    e("gpt-3.5-turbo", 16_385, 4_096, CL, Openai),
+    e("o1", 200_000, 100_000, O2, Openai),
+    e("o1-mini", 128_000, 65_536, O2, Openai),
+    e("o3", 200_000, 100_000, O2, Openai),
+    e("o3-mini", 200_000, 100_000, O2, Openai),
+    e("o4-mini", 200_000, 100_000, O2, Openai),
+    e("gpt-oss", 131_072, 131_072, O2, Openai),
+    e("claude-opus-4", 200_000, 32_000, O2, Anthropic),
+    e("claude-opus-4-5", 200_000, 64_000, O2, Anthropic),
+    e("claude-sonnet-4", 200_000, 64_000, O2, Anthropic),
+    e("claude-haiku-4", 200_000, 64_000, O2, Anthropic),
+    e("claude-3-7-sonnet", 200_000, 64_000, O2, Anthropic),
+    e("claude-3-5-sonnet", 200_000, 8_192, O2, Anthropic),
+    e("claude-3-5-haiku", 200_000, 8_192, O2, Anthropic),
+    e("claude-3", 200_000, 4_096, O2, Anthropic),
+    e("claude", 200_000, 8_192, O2, Anthropic),
+    e("gemini-2.5", 1_048_576, 65_536, O2, Google),
+    e("gemini-2.0", 1_048_576, 8_192, O2, Google),
+    e("gemini-1.5-pro", 2_097_152, 8_192, O2, Google),
+    e("gemini-1.5-flash", 1_048_576, 8_192, O2, Google),
+    e("gemini-3", 1_048_576, 65_536, O2, Google),
+    e("gemini", 1_048_576, 8_192, O2, Google),
+    e("llama-3.1", 131_072, 8_192, O2, Meta),
+    e("llama-3.2", 131_072, 8_192, O2, Meta),
+    e("llama-3.3", 131_072, 8_192, O2, Meta),
+    e("llama-4", 1_048_576, 16_384, O2, Meta),
+    e("llama3", 8_192, 2_048, O2, Meta),
+    e("mistral-large", 131_072, 8_192, O2, Mistral),
+    e("mistral-medium", 131_072, 8_192, O2, Mistral),
+    e("mistral-small", 32_768, 8_192, O2, Mistral),
+    e("codestral", 262_144, 8_192, O2, Mistral),
+    e("qwen3", 131_072, 32_768, O2, Qwen),
+    e("qwen2.5", 32_768, 8_192, O2, Qwen),
+    e("qwen", 32_768, 8_192, O2, Qwen),
+    e("deepseek", 128_000, 8_192, O2, Deepseek),
+];
+
+/// Looks a model up: exact name, then the longest registry prefix. `None` when unknown.
+pub fn lookup(name: &str) -> Option<ModelInfo> {
+    let bare = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    let entry = REGISTRY
+        .iter()
+        .filter(|entry| bare.starts_with(entry.prefix))
+        .max_by_key(|entry| entry.prefix.len())?;
+    Some(ModelInfo {
+        name: name.to_owned(),
+        matched: Some(entry.prefix.to_owned()),
+        context_window: entry.window,
+        max_output_tokens: entry.max_output,
+        encoding: entry.encoding,
+        family: entry.family,
+        token_ratio: entry.family.default_ratio(),
+    })
+}
+
+/// The entry used for a model the registry does not know.
+pub fn unknown(name: &str) -> ModelInfo {
+    ModelInfo {
+        name: name.to_owned(),
+        matched: None,
+        context_window: UNKNOWN_MODEL_WINDOW,
+        max_output_tokens: UNKNOWN_MODEL_MAX_OUTPUT,
+        encoding: Encoding::O200kBase,
+        family: Family::Unknown,
+        token_ratio: Family::Unknown.default_ratio(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_and_prefix_matches() {
+        let m = lookup("gpt-4o").unwrap();
+        assert_eq!((m.context_window, m.encoding), (128_000, Encoding::O200kBase));
+        assert_eq!(lookup("gpt-4o-2024-08-06").unwrap().matched.as_deref(), Some("gpt-4o"));
+        assert_eq!(lookup("gpt-4-0613").unwrap().encoding, Encoding::Cl100kBase);
+        assert_eq!(lookup("gpt-4-turbo-preview").unwrap().context_window, 128_000);
+        assert_eq!(lookup("openai/gpt-4.1-mini").unwrap().context_window, 1_047_576);
+        assert_eq!(lookup("anthropic/claude-sonnet-4-5-20250929").unwrap().family, Family::Anthropic);
+        assert!(lookup("my-local-model").is_none());
+        assert_eq!(unknown("x").context_window, UNKNOWN_MODEL_WINDOW);
+    }
+}

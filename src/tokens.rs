@@ -1,0 +1,236 @@
+//! Token accounting: exact BPE counts for OpenAI encodings behind a small trait, a cache keyed by
+//! content hash, and the documented per-message framing and media estimates.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::message::{Content, Message, Part, ToolOutput};
+
+/// A BPE encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// gpt-4o, gpt-4.1, o-series, gpt-5 — and the base of every non-OpenAI estimate.
+    O200kBase,
+    /// gpt-4, gpt-3.5-turbo.
+    Cl100kBase,
+}
+
+impl Encoding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+        }
+    }
+}
+
+impl std::str::FromStr for Encoding {
+    type Err = Error;
+    fn from_str(name: &str) -> Result<Self, Error> {
+        match name {
+            "o200k_base" => Ok(Encoding::O200kBase),
+            "cl100k_base" => Ok(Encoding::Cl100kBase),
+            _ => Err(Error::UnknownEncoding { name: name.to_owned() }),
+        }
+    }
+}
+
+/// Counts the tokens of a text. Replaceable: the planner only ever calls this.
+pub trait TokenCounter: Send + Sync {
+    fn count(&self, text: &str) -> usize;
+}
+
+/// Exact counts from tiktoken-rs (`encode_ordinary`: special-token text is counted as text).
+#[derive(Debug, Clone, Copy)]
+pub struct Tiktoken(pub Encoding);
+
+impl TokenCounter for Tiktoken {
+    fn count(&self, text: &str) -> usize {
+        let bpe = match self.0 {
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        };
+        bpe.encode_ordinary(text).len()
+    }
+}
+
+/// Exact token count of `text` in `encoding`, uncached.
+pub fn count_tokens(text: &str, encoding: Encoding) -> usize {
+    Tiktoken(encoding).count(text)
+}
+
+/// Framing a chat API adds around every message (OpenAI cookbook: 3 tokens per message plus the
+/// role's one token).
+pub const MESSAGE_OVERHEAD: u32 = 4;
+/// Tokens that prime the assistant's reply, once per request (OpenAI cookbook).
+pub const REPLY_PRIMING: u32 = 3;
+/// Framing around each tool call or tool result part (call id, name delimiters).
+pub const TOOL_PART_OVERHEAD: u32 = 8;
+/// Default estimate for an image part: Anthropic's cost of a ~1.15 megapixel image
+/// (width × height / 750); OpenAI charges 765 for a 1024² high-detail image, so this errs high.
+pub const DEFAULT_IMAGE_TOKENS: u32 = 1_600;
+/// Default estimate for a file part (a PDF page costs 1.5k–3k on Anthropic; one page assumed).
+pub const DEFAULT_FILE_TOKENS: u32 = 1_600;
+/// The cache is dropped whole when it grows past this many entries (bounded memory).
+const CACHE_LIMIT: usize = 500_000;
+
+/// A counter with a content-hash cache: re-counting a conversation that grew by k messages
+/// tokenizes only those k messages.
+pub struct CachedCounter {
+    encoding: Encoding,
+    counter: Box<dyn TokenCounter>,
+    cache: Mutex<HashMap<u128, u32>>,
+    pub image_tokens: u32,
+    pub file_tokens: u32,
+}
+
+impl std::fmt::Debug for CachedCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedCounter").field("encoding", &self.encoding).finish_non_exhaustive()
+    }
+}
+
+impl CachedCounter {
+    pub fn new(encoding: Encoding) -> Self {
+        Self::with_counter(encoding, Box::new(Tiktoken(encoding)))
+    }
+
+    /// Uses a host-supplied counter in place of tiktoken.
+    pub fn with_counter(encoding: Encoding, counter: Box<dyn TokenCounter>) -> Self {
+        Self {
+            encoding,
+            counter,
+            cache: Mutex::new(HashMap::new()),
+            image_tokens: DEFAULT_IMAGE_TOKENS,
+            file_tokens: DEFAULT_FILE_TOKENS,
+        }
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Tokens of a text, from the cache when this exact text was counted before.
+    pub fn text(&self, text: &str) -> u32 {
+        if text.is_empty() {
+            return 0;
+        }
+        let key = crate::hash::content_hash(text.as_bytes());
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&n) = cache.get(&key) {
+            return n;
+        }
+        let n = u32::try_from(self.counter.count(text)).unwrap_or(u32::MAX);
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, n);
+        n
+    }
+
+    /// Number of distinct texts in the cache (for stats and tests).
+    pub fn cached_entries(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// Tokens of one message including its framing.
+    pub fn message(&self, message: &Message) -> u32 {
+        let body = match &message.content {
+            Content::Text(text) => self.text(text),
+            Content::Parts(parts) => parts.iter().map(|p| self.part(p)).sum(),
+        };
+        MESSAGE_OVERHEAD + body
+    }
+
+    /// Tokens of a whole request: every message plus the reply priming.
+    pub fn messages(&self, messages: &[Message]) -> u32 {
+        REPLY_PRIMING + messages.iter().map(|m| self.message(m)).sum::<u32>()
+    }
+
+    pub fn part(&self, part: &Part) -> u32 {
+        match part {
+            Part::Text(p) | Part::Reasoning(p) => self.text(&p.text),
+            Part::Image(_) => self.image_tokens,
+            Part::File(_) => self.file_tokens,
+            Part::ToolCall(call) => {
+                TOOL_PART_OVERHEAD + self.text(&call.tool_name) + self.json(&call.input)
+            }
+            Part::ToolResult(result) => {
+                TOOL_PART_OVERHEAD + self.text(&result.tool_name) + self.output(&result.output)
+            }
+            Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => TOOL_PART_OVERHEAD,
+            Part::Unknown(map) => self.text(&serde_json::to_string(map).unwrap_or_default()),
+        }
+    }
+
+    /// Tokens of a tool output as the model sees it.
+    pub fn output(&self, output: &ToolOutput) -> u32 {
+        match output {
+            ToolOutput::Text { value, .. } | ToolOutput::ErrorText { value, .. } => self.text(value),
+            ToolOutput::Json { value, .. } | ToolOutput::ErrorJson { value, .. } => self.json(value),
+            ToolOutput::Content { value, .. } => value
+                .iter()
+                .map(|item| match item.get("type").and_then(|t| t.as_str()) {
+                    Some("text") => self.text(item.get("text").and_then(|t| t.as_str()).unwrap_or("")),
+                    Some("media") | Some("image-data") | Some("image-url") => self.image_tokens,
+                    _ => self.text(&item.to_string()),
+                })
+                .sum(),
+            ToolOutput::ExecutionDenied { .. } => self.text(&output.text()) + 4,
+            ToolOutput::Unknown(map) => self.text(&serde_json::to_string(map).unwrap_or_default()),
+        }
+    }
+
+    fn json(&self, value: &serde_json::Value) -> u32 {
+        match value {
+            serde_json::Value::String(s) => self.text(s),
+            other => self.text(&other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_counts() {
+        // Checked against the official tiktoken (tests/fixtures/token-counts.json has the rest).
+        assert_eq!(count_tokens("hello world", Encoding::O200kBase), 2);
+        assert_eq!(count_tokens("hello world", Encoding::Cl100kBase), 2);
+        assert_eq!(count_tokens("", Encoding::O200kBase), 0);
+    }
+
+    #[test]
+    fn cache_counts_each_text_once() {
+        struct Counting(std::sync::atomic::AtomicUsize);
+        impl TokenCounter for Counting {
+            fn count(&self, text: &str) -> usize {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                text.len()
+            }
+        }
+        let inner = std::sync::Arc::new(Counting(0.into()));
+        struct Shared(std::sync::Arc<Counting>);
+        impl TokenCounter for Shared {
+            fn count(&self, text: &str) -> usize {
+                self.0.count(text)
+            }
+        }
+        let counter = CachedCounter::with_counter(Encoding::O200kBase, Box::new(Shared(inner.clone())));
+        assert_eq!(counter.text("abcd"), 4);
+        assert_eq!(counter.text("abcd"), 4);
+        assert_eq!(counter.text("xy"), 2);
+        assert_eq!(inner.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn unknown_encoding_is_a_typed_error() {
+        let e = "p50k".parse::<Encoding>().unwrap_err();
+        assert_eq!(e, Error::UnknownEncoding { name: "p50k".into() });
+    }
+}
