@@ -1,0 +1,13 @@
+// The public API, shared by every runtime entry (entry/*.ts add only how the .wasm is loaded).
+export { createCompactor, Compactor } from './compactor.js';
+export type { CompactorOptions, OffloadOptions, PrepareStepInput } from './compactor.js';
+export { countTokens, warmUp } from './tokens.js';
+export { MemoryStore, checkPath, MAX_PATH_LENGTH } from './store.js';
+export type { FileStore } from './store.js';
+export { CompactorError } from './errors.js';
+export type { CompactorErrorCode } from './errors.js';
+export { init, isInitialized } from './init.js';
+export type { WasmSource } from './init.js';
+export type * from './types.js';
+/** Which runtime entry was loaded (set by each entry module). */
+export declare const runtimeEntry: 'node' | 'deno' | 'browser' | 'workerd' | 'edge';

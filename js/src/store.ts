@@ -1,0 +1,62 @@
+import { CompactorError } from './errors.js';
+
+type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * Where offloaded content goes. Paths are absolute POSIX-style (`/tool_outputs/x.txt`).
+ * Implementations must make `write` durable before it resolves: the compactor removes content
+ * from the conversation only after the write succeeded.
+ */
+export interface FileStore {
+  read(path: string): MaybePromise<string | null>;
+  write(path: string, text: string): MaybePromise<void>;
+  /** Paths under `prefix`, sorted. */
+  list(prefix: string): MaybePromise<string[]>;
+  delete(path: string): MaybePromise<void>;
+}
+
+/** Longest path a store accepts (bytes of UTF-16 code units; generous for content hashes). */
+export const MAX_PATH_LENGTH = 1024;
+
+/** Rejects paths that could escape a store's root or confuse a backend. */
+export function checkPath(path: unknown): string {
+  const fail = (why: string): never => {
+    throw new CompactorError('invalid_path', `invalid store path ${JSON.stringify(path)}: ${why}`, {
+      path: typeof path === 'string' ? path : String(path),
+    });
+  };
+  if (typeof path !== 'string') return fail('not a string');
+  if (!path.startsWith('/')) fail('must be absolute (start with "/")');
+  if (path.includes('\0')) fail('contains a NUL character');
+  if (path.length > MAX_PATH_LENGTH) fail(`longer than ${MAX_PATH_LENGTH} characters`);
+  if (path.split('/').some((segment) => segment === '..' || segment === '.')) fail('contains "." or ".." segments');
+  if (path.includes('\\')) fail('contains a backslash');
+  return path;
+}
+
+/** An in-memory store: per process, per isolate, per tab. */
+export class MemoryStore implements FileStore {
+  readonly #files = new Map<string, string>();
+
+  async read(path: string): Promise<string | null> {
+    return this.#files.get(checkPath(path)) ?? null;
+  }
+
+  async write(path: string, text: string): Promise<void> {
+    if (typeof text !== 'string') throw new TypeError(`MemoryStore.write(${path}): text must be a string`);
+    this.#files.set(checkPath(path), text);
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    return [...this.#files.keys()].filter((p) => p.startsWith(prefix)).sort();
+  }
+
+  async delete(path: string): Promise<void> {
+    this.#files.delete(checkPath(path));
+  }
+
+  /** Number of files held. */
+  get size(): number {
+    return this.#files.size;
+  }
+}

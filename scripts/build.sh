@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the wasm core and the npm package into js/dist. Run scripts/setup.sh once first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '\033[1m[build]\033[0m %s\n' "$*" >&2; }
+WASM_ROUTE=rustup
+[ -f .tools/env ] && . .tools/env
+
+wasm=target/wasm32-unknown-unknown/release/context_compactor.wasm
+log "cargo build (wasm32, release, route: $WASM_ROUTE)"
+if [ "$WASM_ROUTE" = debian ]; then
+  # Debian's rustc 1.9x with the std built from source; rust-lld is a broken link there.
+  PATH=/usr/bin:$PATH CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC_BOOTSTRAP=1 \
+    cargo build -q --release --target wasm32-unknown-unknown --features wasm --lib -Zbuild-std=std,panic_abort
+else
+  cargo build -q --release --target wasm32-unknown-unknown --features wasm --lib
+fi
+
+log "wasm-bindgen --target web"
+rm -rf pkg/web && wasm-bindgen --target web --out-dir pkg/web "$wasm"
+
+log "tsc"
+rm -rf js/dist js/src/wasm && mkdir -p js/src/wasm
+cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts js/src/wasm/
+(cd js && node_modules/.bin/tsc -p tsconfig.json)
+mkdir -p js/dist/wasm
+cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts pkg/web/context_compactor_bg.wasm js/dist/wasm/
+raw=$(wc -c < js/dist/wasm/context_compactor_bg.wasm)
+gz=$(gzip -9 -c js/dist/wasm/context_compactor_bg.wasm | wc -c)
+log "js/dist ready: wasm $raw bytes, $gz gzipped"

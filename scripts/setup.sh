@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs everything the demo and the tests need, on a fresh machine. Idempotent: every step
+# checks first and skips what is already there. Needs: rustup/cargo, Node 20+ with npm, and
+# root (or sudo-less apt) for Debian packages. Usage: bash scripts/setup.sh [--no-browser]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+mkdir -p .tools
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq >/dev/null; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# 1. The wasm32 standard library. Route 1: rustup's target (what users do). Route 2, when rustup
+#    cannot download it: Debian's Rust toolchain with build-std (scripts/build.sh reads .tools/env).
+route=rustup
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  log "adding the wasm32-unknown-unknown target with rustup"
+  if ! timeout 600 rustup target add wasm32-unknown-unknown; then
+    log "rustup could not add the target; falling back to Debian's toolchain with build-std"
+    apt_install rustc-web cargo-web rust-web-src rust-web-llvm lld
+    route=debian
+  fi
+fi
+echo "WASM_ROUTE=$route" > .tools/env
+
+# 2. wasm-bindgen CLI, exactly the version in Cargo.lock (the glue and the CLI must match).
+want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+  log "installing wasm-bindgen-cli $want (a few minutes, once)"
+  cargo install -q wasm-bindgen-cli --version "=$want"
+fi
+
+# 3. npm packages: the host's build tools, the examples and AI SDK tests, the runtimes.
+for dir in js . tests/runtimes; do
+  [ -f "$dir/package.json" ] || continue
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    log "npm ci in $dir"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done
+
+# 4. Chromium for the browser tests (Debian's package: npm's browser downloads cannot run here).
+if [ "${1:-}" != "--no-browser" ] && ! command -v chromium >/dev/null 2>&1; then
+  log "installing Debian's chromium"
+  apt_install chromium
+fi
+log "ready (wasm route: $route)"

@@ -1,0 +1,106 @@
+//! The wasm-bindgen binding. It only converts: JSON strings in, JSON strings out, and every
+//! error thrown as a JSON string `{"code": ..., "message": ...}` that the TypeScript host turns
+//! into a typed `CompactorError`. JSON strings measured faster than serde-wasm-bindgen on large
+//! conversations (see README, "Boundary").
+
+use wasm_bindgen::prelude::*;
+
+use crate::{parse_messages, Compactor, Config, Encoding, Error, Outcome, Plan, State};
+
+type JsResult<T> = Result<T, JsValue>;
+
+fn throw(error: Error) -> JsValue {
+    let mut value = serde_json::to_value(&error).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("message".into(), error.to_string().into());
+    }
+    JsValue::from_str(&value.to_string())
+}
+
+fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> JsResult<T> {
+    serde_json::from_str(json).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            throw(Error::json(what, &e))
+        } else {
+            throw(Error::PlanMismatch { action_id: None, message: format!("{what}: {}", crate::error::strip_position(&e.to_string())) })
+        }
+    })
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    // Serializing our own types to a String cannot fail (no non-string map keys, no IO).
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Exact token count of `text` in `encoding` (`o200k_base` or `cl100k_base`).
+#[wasm_bindgen(js_name = countTokens)]
+pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
+    let encoding: Encoding = encoding.parse().map_err(throw)?;
+    Ok(u32::try_from(crate::count_tokens(text, encoding)).unwrap_or(u32::MAX))
+}
+
+/// Forces the encoding's rank tables to load now rather than on first count.
+#[wasm_bindgen(js_name = warmUp)]
+pub fn warm_up(encoding: &str) -> JsResult<()> {
+    count_tokens("warm", encoding).map(|_| ())
+}
+
+#[wasm_bindgen]
+pub struct WasmCompactor {
+    inner: Compactor,
+}
+
+#[wasm_bindgen]
+impl WasmCompactor {
+    #[wasm_bindgen(constructor)]
+    pub fn new(config_json: &str, state_json: Option<String>) -> JsResult<WasmCompactor> {
+        let config = Config::from_json(config_json).map_err(throw)?;
+        let state: State = match state_json {
+            Some(json) => parse("state", &json)?,
+            None => State::default(),
+        };
+        Ok(WasmCompactor { inner: Compactor::with_state(config, state).map_err(throw)? })
+    }
+
+    pub fn plan(&self, messages_json: &str) -> JsResult<String> {
+        let messages = parse_messages(messages_json).map_err(throw)?;
+        Ok(to_json(&self.inner.plan(&messages).map_err(throw)?))
+    }
+
+    pub fn apply(&mut self, messages_json: &str, plan_json: &str, outcomes_json: &str) -> JsResult<String> {
+        let messages = parse_messages(messages_json).map_err(throw)?;
+        let plan: Plan = parse("plan", plan_json)?;
+        let outcomes: Vec<Outcome> = parse("outcomes", outcomes_json)?;
+        Ok(to_json(&self.inner.apply(messages, &plan, &outcomes).map_err(throw)?))
+    }
+
+    /// `{tokens, window, fraction}` as JSON.
+    pub fn usage(&self, messages_json: &str) -> JsResult<String> {
+        let messages = parse_messages(messages_json).map_err(throw)?;
+        Ok(to_json(&self.inner.usage(&messages)))
+    }
+
+    /// Uncalibrated count, to pair with a later `observeUsage`.
+    #[wasm_bindgen(js_name = countRaw)]
+    pub fn count_raw(&self, messages_json: &str) -> JsResult<u32> {
+        let messages = parse_messages(messages_json).map_err(throw)?;
+        Ok(self.inner.count_raw(&messages))
+    }
+
+    #[wasm_bindgen(js_name = observeUsage)]
+    pub fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
+        self.inner.observe_usage(predicted_raw, actual);
+    }
+
+    pub fn state(&self) -> String {
+        to_json(self.inner.state())
+    }
+
+    pub fn stats(&self) -> String {
+        to_json(self.inner.stats())
+    }
+
+    pub fn model(&self) -> String {
+        to_json(self.inner.model())
+    }
+}
