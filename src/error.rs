@@ -6,7 +6,7 @@ use serde::Serialize;
 /// Everything that can go wrong in the core. Serializes as `{ "code": "...", ... }` so hosts can
 /// branch on `code` without parsing messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
-#[serde(tag = "code", rename_all = "snake_case")]
+#[serde(tag = "code", rename_all = "snake_case", rename_all_fields = "camelCase")]
 #[non_exhaustive]
 pub enum Error {
     /// The input is not JSON at all (the text could not be parsed).

@@ -76,7 +76,7 @@ pub struct Offload {
 
 /// What the host reports for one action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 #[non_exhaustive]
 pub enum Outcome {
     /// The action's content is stored.
@@ -95,7 +95,7 @@ impl Outcome {
 
 /// A remark attached to a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case")]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 #[non_exhaustive]
 pub enum Note {
     /// The model is not in the registry; a conservative window was assumed.
