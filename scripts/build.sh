@@ -17,7 +17,7 @@ else
 fi
 
 log "wasm-bindgen --target web"
-rm -rf pkg/web && wasm-bindgen --target web --out-dir pkg/web "$wasm"
+rm -rf pkg/web && wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg/web "$wasm"
 
 log "tsc"
 rm -rf js/dist js/src/wasm && mkdir -p js/src/wasm

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Every test: installs what it needs, builds once, then runs each suite and prints a summary.
+#   bash scripts/test.sh            all suites
+#   SUITES="rust host" bash scripts/test.sh   a subset (names below)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+bash scripts/build.sh || { echo "build failed"; exit 1; }
+
+suites=${SUITES:-"rust host ai-sdk demo runtimes"}
+passed=0; failed=0; failed_names=()
+run() {
+  local name=$1; shift
+  case " $suites " in *" $name "*) ;; *) return ;; esac
+  printf '\n\033[1m=== %s: %s\033[0m\n' "$name" "$*"
+  local start=$SECONDS
+  if "$@"; then passed=$((passed + 1)); echo "=== $name passed in $((SECONDS - start)) s"
+  else failed=$((failed + 1)); failed_names+=("$name"); echo "=== $name FAILED after $((SECONDS - start)) s"; fi
+}
+
+run rust      cargo test --quiet
+run host      node --test js/test/
+run ai-sdk    node --test tests/ai-sdk/
+run demo      node examples/demo/demo.mjs
+run runtimes  node tests/runtimes/run-all.mjs
+
+echo
+[ "$failed" -gt 0 ] && echo "failed suites: ${failed_names[*]}"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
