@@ -1,0 +1,52 @@
+// esbuild helpers shared by the bundling runners (Node-side).
+import { readFile, copyFile, mkdir } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseFixture } from './common.mjs';
+
+export const runtimesDir = fileURLToPath(new URL('..', import.meta.url));
+export const defaultFixture = fileURLToPath(new URL('../../fixtures/token-counts.json', import.meta.url));
+
+export async function loadFixtureInfo(path = defaultFixture) {
+  const text = await readFile(path, 'utf8').catch(() => null);
+  return parseFixture(text, path);
+}
+
+/** `import x from 'virtual:fixture'` -> the parsed fixture (plus any load problem), inlined. */
+export function fixturePlugin(fixtureInfo) {
+  return {
+    name: 'virtual-fixture',
+    setup(build) {
+      build.onResolve({ filter: /^virtual:fixture$/ }, () => ({ path: 'fixture', namespace: 'virtual-fixture' }));
+      build.onLoad({ filter: /.*/, namespace: 'virtual-fixture' }, () => ({
+        contents: JSON.stringify(fixtureInfo),
+        loader: 'json',
+      }));
+    },
+  };
+}
+
+/**
+ * Plain `.wasm` imports stay imports: the file is copied next to the bundle and the import is
+ * kept external, so the host (workerd) loads it as its own CompiledWasm module. Records the
+ * resolved source paths in `seen`.
+ */
+export function externalWasmPlugin(outdir, seen = []) {
+  return {
+    name: 'external-wasm',
+    setup(build) {
+      build.onResolve({ filter: /\.wasm$/ }, async (args) => {
+        const src = fileURLToPath(new URL(args.path, 'file://' + args.resolveDir + '/'));
+        await mkdir(outdir, { recursive: true });
+        await copyFile(src, `${outdir}/${basename(src)}`);
+        seen.push(src);
+        return { path: './' + basename(src), external: true };
+      });
+    },
+  };
+}
+
+export async function pkgVersion(name) {
+  const text = await readFile(`${runtimesDir}/node_modules/${name}/package.json`, 'utf8').catch(() => '{}');
+  return JSON.parse(text).version ?? '?';
+}

@@ -1,0 +1,17 @@
+// Cloudflare module worker (bundled by runners/workerd.mjs with the workerd conditions).
+// Named imports, as users write them: with the package's `sideEffects` setting a bundler may
+// tree-shake an entry module whose own exports are unused, so a namespace import here would hide
+// bugs that users hit. `runtimeEntry` is checked by a separate bundle (probe.mjs) for that reason.
+// `virtual:fixture` is the token-count fixture, embedded at bundle time.
+import { init, countTokens, MemoryStore, createCompactor } from 'context-compactor';
+import fixtureInfo from 'virtual:fixture';
+import { runScenario } from '../../scenario.mjs';
+import { runReport } from '../common.mjs';
+
+export default {
+  async fetch() {
+    const cc = { init, countTokens, MemoryStore, createCompactor };
+    const report = await runReport('workerd', undefined, async () => cc, fixtureInfo, runScenario);
+    return Response.json(report);
+  },
+};

@@ -1,0 +1,89 @@
+// workerd via miniflare 4: `node runners/workerd.mjs [fixture.json]`.
+// Bundles runners/bundled/worker.mjs with esbuild using the workerd conditions
+// (workerd, worker, browser — what wrangler uses); the package's `.wasm` import stays a
+// separate module that miniflare loads as CompiledWasm (modulesRules), exactly as a
+// wrangler deploy would upload it. The worker runs the scenario on fetch and returns JSON.
+// A second, separate bundle (bundled/probe.mjs) reports `runtimeEntry`.
+import { build } from 'esbuild';
+import { Miniflare } from 'miniflare';
+import { mkdtemp, rm, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { printReport, errString } from './common.mjs';
+import { runtimesDir, loadFixtureInfo, fixturePlugin, externalWasmPlugin, pkgVersion } from './bundle.mjs';
+
+/** Bundles `entry` into a fresh dir, runs it in miniflare, returns { json, wasmFiles, bundleMs, fetchMs }. */
+async function runWorker(entry, fixtureInfo) {
+  const outdir = await mkdtemp(join(tmpdir(), 'cc-workerd-'));
+  let mf;
+  try {
+    const t0 = Date.now();
+    const wasmFiles = [];
+    await build({
+      entryPoints: [join(runtimesDir, entry)],
+      outfile: join(outdir, 'worker.js'),
+      bundle: true,
+      format: 'esm',
+      platform: 'neutral',
+      target: 'es2022',
+      conditions: ['workerd', 'worker', 'browser'],
+      mainFields: ['module', 'main'],
+      absWorkingDir: runtimesDir,
+      logLevel: 'error',
+      plugins: [fixturePlugin(fixtureInfo), externalWasmPlugin(outdir, wasmFiles)],
+    });
+    const bundleMs = Date.now() - t0;
+    // Did the entry's `.wasm` import survive tree-shaking? (Resolution alone proves nothing.)
+    const bundled = await readFile(join(outdir, 'worker.js'), 'utf8');
+    const keptWasmImports = wasmFiles.filter((f) => bundled.includes(`"./${f.split('/').pop()}"`));
+    mf = new Miniflare({
+      modules: true,
+      scriptPath: join(outdir, 'worker.js'),
+      modulesRoot: outdir,
+      modulesRules: [
+        { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
+        { type: 'CompiledWasm', include: ['**/*.wasm'] },
+      ],
+      compatibilityDate: '2025-09-01',
+    });
+    const t1 = Date.now();
+    const res = await mf.dispatchFetch('http://localhost/');
+    const text = await res.text();
+    let json;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new Error(`${entry}: worker answered ${res.status}: ${text.slice(0, 1000)}`);
+    }
+    return { json, wasmFiles, keptWasmImports, bundleMs, fetchMs: Date.now() - t1 };
+  } finally {
+    await mf?.dispose().catch(() => {});
+    await rm(outdir, { recursive: true, force: true });
+  }
+}
+
+let report;
+try {
+  const fixtureInfo = await loadFixtureInfo(process.argv[2]);
+  const probe = await runWorker('runners/bundled/probe.mjs', fixtureInfo);
+  const main = await runWorker('runners/bundled/worker.mjs', fixtureInfo);
+  report = main.json;
+  report.checks.unshift(
+    {
+      name: "export condition resolves to the 'workerd' entry (separate probe bundle)",
+      ok: probe.json.runtimeEntry === 'workerd',
+      detail: `runtimeEntry=${JSON.stringify(probe.json.runtimeEntry)}`,
+    },
+    {
+      name: 'bundle (named imports) keeps the .wasm as a separate CompiledWasm module',
+      ok: main.keptWasmImports.length === 1,
+      detail: main.keptWasmImports.join(', ') ||
+        `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
+    },
+  );
+  report.runtime = `workerd (miniflare ${await pkgVersion('miniflare')})`;
+  report.timings = { ...report.timings, bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs };
+} catch (e) {
+  report = { runtime: 'workerd', checks: [{ name: 'worker builds and answers', ok: false, detail: errString(e) }], timings: {} };
+}
+process.exitCode = printReport(report) ? 0 : 1;

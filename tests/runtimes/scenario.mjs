@@ -1,0 +1,230 @@
+// The one scenario every runtime runs. Runtime-agnostic: no node:/Deno/Bun APIs, no I/O except
+// through the package under test. Each runner loads `context-compactor` its own way and passes
+// the module namespace in as `cc`.
+//
+// runScenario(cc, fixture, { expectedEntry }) -> [{ name, ok, detail }]
+
+export const CONTEXT_WINDOW = 16000;
+export const BIG_TEXT_MIN_TOKENS = 100000;
+const CALL_ID = 'call_search_1';
+const TOOL_NAME = 'search';
+
+/** Deterministic, varied, ~100k-token (o200k_base) tool output: 2,550 distinct log-like lines (109,158 o200k tokens by gpt-tokenizer). */
+export function makeBigText(lines = 2550) {
+  // xorshift32 with a fixed seed: same text on every runtime, every run.
+  let s = 0x9e3779b9;
+  const next = () => {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    return s;
+  };
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'theta', 'kappa', 'lambda',
+    'sigma', 'omega', 'router', 'cache', 'shard', 'tensor', 'widget', 'parser', 'queue', 'ledger',
+    'compile', 'render', 'fetch', 'stream', 'token', 'window', 'budget'];
+  const levels = ['INFO', 'WARN', 'DEBUG', 'ERROR', 'TRACE'];
+  const out = [];
+  for (let i = 0; i < lines; i++) {
+    const a = next(), b = next(), c = next(), d = next();
+    const w1 = words[a % words.length], w2 = words[b % words.length], w3 = words[c % words.length];
+    const hex = (d >>> 0).toString(16).padStart(8, '0');
+    const score = ((a % 100000) / 100000).toFixed(5);
+    out.push(
+      `${String(i).padStart(5, '0')} ${levels[d % levels.length]} src/${w1}/${w2}_${c % 97}.ts:${b % 1000} ` +
+      `result id=${hex} score=${score} ${w3} ${w1}-${w2} matched "${w2} ${w3} ${b % 7919}" in ${a % 512}ms`,
+    );
+  }
+  return out.join('\n');
+}
+
+export function makeConversation(bigText) {
+  return [
+    { role: 'system', content: 'You are a careful research assistant. Use tools when needed.' },
+    { role: 'user', content: 'Search the logs for every slow request and tell me what stands out.' },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Let me search the logs.' },
+        { type: 'tool-call', toolCallId: CALL_ID, toolName: TOOL_NAME, input: { q: 'slow requests', limit: 5000 } },
+      ],
+    },
+    {
+      role: 'tool',
+      content: [
+        { type: 'tool-result', toolCallId: CALL_ID, toolName: TOOL_NAME, output: { type: 'text', value: bigText } },
+      ],
+    },
+    { role: 'assistant', content: [{ type: 'text', text: 'The search returned a large log; the ERROR lines cluster in src/router.' }] },
+  ];
+}
+
+const isOffload = (x) => !!x && [x.type, x.strategy, x.kind, x.action].some((v) => typeof v === 'string' && /offload/i.test(v));
+const short = (v, n = 300) => {
+  let s;
+  try { s = typeof v === 'string' ? v : JSON.stringify(v); } catch { s = String(v); }
+  return s && s.length > n ? s.slice(0, n) + `... (${s.length} chars)` : s;
+};
+const errText = (e) => (e && (e.stack || e.message)) ? String(e.stack || e.message).split('\n').slice(0, 4).join(' | ') : String(e);
+
+/** Index of the message containing a part of `type` with our toolCallId, and all such indexes. */
+function partIndexes(messages, type) {
+  const idx = [];
+  messages.forEach((m, i) => {
+    if (Array.isArray(m?.content) && m.content.some((p) => p?.type === type && p.toolCallId === CALL_ID)) idx.push(i);
+  });
+  return idx;
+}
+
+function toolResultPart(messages) {
+  for (const m of messages) {
+    if (m?.role !== 'tool' || !Array.isArray(m.content)) continue;
+    const p = m.content.find((q) => q?.type === 'tool-result' && q.toolCallId === CALL_ID);
+    if (p) return p;
+  }
+  return undefined;
+}
+
+export async function runScenario(cc, fixture, { expectedEntry } = {}) {
+  const results = [];
+  const check = (name, ok, detail = '') => { results.push({ name, ok: !!ok, detail: ok ? detail : (detail || 'failed') }); return !!ok; };
+  // Runs fn; a throw becomes a failed check instead of aborting the whole scenario.
+  const step = async (name, fn) => {
+    try { return await fn(); } catch (e) { check(name, false, 'threw: ' + errText(e)); return undefined; }
+  };
+  const timings = {};
+  const now = () => (globalThis.performance?.now ? performance.now() : Date.now());
+
+  // (0) which entry did the runtime's module resolution pick?
+  if (expectedEntry !== undefined) {
+    check(`export condition resolves to the '${expectedEntry}' entry`, cc.runtimeEntry === expectedEntry,
+      `runtimeEntry=${JSON.stringify(cc.runtimeEntry)}`);
+  }
+
+  // (a) init, idempotent
+  let t0 = now();
+  const initOk = await step('init() resolves', async () => {
+    await cc.init();
+    await cc.init();
+    return true;
+  });
+  timings.initMs = Math.round(now() - t0);
+  if (initOk) check('init() resolves (twice, idempotent)', true, `${timings.initMs} ms`);
+  if (!initOk) return results; // nothing else can work
+
+  // (b) exact token counts from the fixture
+  const cases = Array.isArray(fixture?.cases) ? fixture.cases : [];
+  check('token-count fixture has cases', cases.length > 0, `${cases.length} cases`);
+  t0 = now();
+  for (const enc of ['o200k_base', 'cl100k_base']) {
+    const bad = [];
+    let n = 0;
+    for (const c of cases) {
+      if (typeof c[enc] !== 'number') continue;
+      n++;
+      let got;
+      try { got = cc.countTokens(c.text, enc); } catch (e) { got = 'threw ' + (e?.message ?? e); }
+      if (got !== c[enc]) bad.push(`${c.name}: got ${got}, want ${c[enc]}`);
+    }
+    check(`countTokens(${enc}) matches fixture`, n > 0 && bad.length === 0,
+      bad.length ? `${bad.length}/${n} mismatched: ${short(bad.slice(0, 8).join('; '), 800)}` : `${n} cases`);
+  }
+  timings.fixtureCountMs = Math.round(now() - t0);
+
+  // (c) a conversation with one huge tool result
+  const bigText = makeBigText();
+  const messages = makeConversation(bigText);
+  const snapshot = JSON.stringify(messages);
+  t0 = now();
+  const bigTokens = await step('countTokens(bigText)', () => cc.countTokens(bigText, 'o200k_base'));
+  timings.bigCountMs = Math.round(now() - t0);
+  if (bigTokens !== undefined) {
+    check(`big tool output is >= ${BIG_TEXT_MIN_TOKENS} o200k tokens`, bigTokens >= BIG_TEXT_MIN_TOKENS,
+      `${bigTokens} tokens, ${bigText.length} chars, counted in ${timings.bigCountMs} ms`);
+  }
+
+  // (d) compaction
+  const store = new cc.MemoryStore();
+  const compactor = await step('createCompactor()', () =>
+    cc.createCompactor({ contextWindow: CONTEXT_WINDOW, model: 'gpt-4o', store }));
+  if (!compactor) return finish();
+
+  const before = await step('usage() before', () => compactor.usage(messages));
+  if (before) {
+    check('usage() before manage is over the window', before.tokens > CONTEXT_WINDOW && before.window === CONTEXT_WINDOW,
+      short(before));
+  }
+
+  const dry = await step('plan() dry run', () => compactor.plan(messages));
+  if (dry) {
+    const offloads = (dry.actions || []).filter(isOffload);
+    const listed = await step('store.list() after plan()', () => store.list(''));
+    check('plan() is a dry run with one offload action, and plain data',
+      offloads.length === 1 && typeof offloads[0].path === 'string' && Array.isArray(listed) && listed.length === 0 &&
+        JSON.stringify(JSON.parse(JSON.stringify(dry))) === JSON.stringify(dry),
+      `offload actions=${offloads.length} path=${offloads[0]?.path} store entries=${short(listed)}`);
+  }
+
+  t0 = now();
+  const res = await step('manage()', () => compactor.manage(messages));
+  timings.manageMs = Math.round(now() - t0);
+  if (!res) return finish();
+  check('manage() returns { messages, events, plan }',
+    Array.isArray(res.messages) && Array.isArray(res.events) && res.plan && Array.isArray(res.plan.actions),
+    `keys=${Object.keys(res)} in ${timings.manageMs} ms`);
+  check('manage() does not mutate its input', JSON.stringify(messages) === snapshot);
+
+  const actions = (res.plan?.actions || []).filter(isOffload);
+  const events = (res.events || []).filter(isOffload);
+  const path = actions[0]?.path;
+  const ev = events[0];
+  check('exactly one offload action and one applied offload event for its path',
+    actions.length === 1 && events.length === 1 && typeof path === 'string' && path.length > 0 &&
+      (ev.status === undefined || ev.status === 'applied') && (ev.path == null || ev.path === path),
+    `actions=${short(res.plan?.actions)} events=${short(res.events)}`);
+
+  const out = res.messages || [];
+  const part = toolResultPart(out);
+  const partJson = part ? JSON.stringify(part.output) : '';
+  check('the tool result now references the offload path',
+    !!path && partJson.includes(path) && !partJson.includes(bigText),
+    `output=${short(part?.output, 400)}`);
+
+  if (path) {
+    const stored = await step('store.read(path)', () => store.read(path));
+    check('store.read(path) returns the original text exactly',
+      typeof stored === 'string' && stored.length === bigText.length && stored === bigText,
+      `stored length=${stored?.length}, original length=${bigText.length}`);
+  }
+
+  const after = await step('usage() after', () => compactor.usage(out));
+  if (after) check(`usage() after manage is <= ${CONTEXT_WINDOW}`, after.tokens <= CONTEXT_WINDOW, short(after));
+
+  const calls = partIndexes(out, 'tool-call');
+  const results_ = partIndexes(out, 'tool-result');
+  const callPart = calls.length ? out[calls[0]].content.find((p) => p.type === 'tool-call') : undefined;
+  check('tool-call/tool-result pair intact (same id, result after call)',
+    calls.length === 1 && results_.length === 1 && results_[0] > calls[0] && out[calls[0]].role === 'assistant' &&
+      out[results_[0]].role === 'tool' && callPart?.toolName === TOOL_NAME && part?.toolName === TOOL_NAME,
+    `call at ${calls}, result at ${results_}`);
+  check('message count and roles unchanged',
+    out.length === messages.length && out.every((m, i) => m.role === messages[i].role),
+    `${messages.length} -> ${out.length}: ${out.map((m) => m.role)}`);
+
+  // idempotence
+  const listBefore = await step('store.list()', () => store.list(''));
+  const res2 = await step('second manage()', () => compactor.manage(out));
+  if (res2) {
+    const again = [...(res2.plan?.actions || []).filter(isOffload), ...(res2.events || []).filter(isOffload)];
+    const listAfter = await step('store.list() after second manage()', () => store.list(''));
+    check('second manage() is idempotent (no new offload, same messages, same store)',
+      again.length === 0 && JSON.stringify(res2.messages) === JSON.stringify(out) &&
+        JSON.stringify(listAfter) === JSON.stringify(listBefore),
+      `new offloads=${again.length}, store=${short(listAfter)}`);
+  }
+  return finish();
+
+  function finish() {
+    results.timings = timings;
+    return results;
+  }
+}
