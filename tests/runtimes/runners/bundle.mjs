@@ -50,3 +50,38 @@ export async function pkgVersion(name) {
   const text = await readFile(`${runtimesDir}/node_modules/${name}/package.json`, 'utf8').catch(() => '{}');
   return JSON.parse(text).version ?? '?';
 }
+
+/** Parses a bundled worker's JSON answer; anything else is an error naming the entry. */
+export async function answerJson(res, entry, what) {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`${entry}: ${what} answered ${res.status}: ${text.slice(0, 1000)}`);
+  }
+}
+
+/**
+ * The report of a bundled runtime: the main scenario's checks, preceded by the two packaging
+ * checks (the export condition picked `expectedEntry`, checked in a separate probe bundle so it
+ * cannot keep the entry alive in the main one; the main bundle kept its .wasm import).
+ */
+export function bundledReport({ expectedEntry, probe, main, wasmCheck, runtime, timings }) {
+  const report = main.json;
+  report.checks.unshift(
+    {
+      name: `export condition resolves to the '${expectedEntry}' entry (separate probe bundle)`,
+      ok: probe.json.runtimeEntry === expectedEntry,
+      detail: `runtimeEntry=${JSON.stringify(probe.json.runtimeEntry)}`,
+    },
+    {
+      name: wasmCheck,
+      ok: main.keptWasmImports.length === 1,
+      detail: main.keptWasmImports.join(', ') ||
+        `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
+    },
+  );
+  report.runtime = runtime;
+  report.timings = { ...report.timings, ...timings };
+  return report;
+}

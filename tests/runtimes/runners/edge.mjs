@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printReport, errString } from './common.mjs';
-import { runtimesDir, loadFixtureInfo, fixturePlugin, pkgVersion } from './bundle.mjs';
+import { runtimesDir, loadFixtureInfo, fixturePlugin, pkgVersion, answerJson, bundledReport } from './bundle.mjs';
 
 /** `*.wasm?module` -> `export default globalThis.__CC_WASM_MODULES__[<index>]`; records the file. */
 function wasmModulePlugin(seen) {
@@ -82,13 +82,7 @@ async function runEdge(entry, fixtureInfo) {
   runtime.evaluate(code);
   const t2 = Date.now();
   const res = await runtime.dispatchFetch('http://localhost/');
-  const text = await res.text();
-  let json;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new Error(`${entry}: edge function answered ${res.status}: ${text.slice(0, 1000)}`);
-  }
+  const json = await answerJson(res, entry, 'edge function');
   return { json, wasmFiles, keptWasmImports, bundleMs, compileMs, fetchMs: Date.now() - t2 };
 }
 
@@ -97,22 +91,14 @@ try {
   const fixtureInfo = await loadFixtureInfo(process.argv[2]);
   const probe = await runEdge('runners/bundled/probe.mjs', fixtureInfo);
   const main = await runEdge('runners/bundled/edge-worker.mjs', fixtureInfo);
-  report = main.json;
-  report.checks.unshift(
-    {
-      name: "export condition resolves to the 'edge' entry (separate probe bundle)",
-      ok: probe.json.runtimeEntry === 'edge',
-      detail: `runtimeEntry=${JSON.stringify(probe.json.runtimeEntry)}`,
-    },
-    {
-      name: 'bundle (named imports) imports the .wasm as a precompiled WebAssembly.Module (?module)',
-      ok: main.keptWasmImports.length === 1,
-      detail: main.keptWasmImports.join(', ') ||
-        `the bundle has no .wasm?module binding (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
-    },
-  );
-  report.runtime = `edge-runtime ${await pkgVersion('edge-runtime')}`;
-  report.timings = { ...report.timings, bundleMs: main.bundleMs, compileMs: main.compileMs, fetchMs: main.fetchMs };
+  report = bundledReport({
+    expectedEntry: 'edge',
+    probe,
+    main,
+    wasmCheck: 'bundle (named imports) imports the .wasm as a precompiled WebAssembly.Module (?module)',
+    runtime: `edge-runtime ${await pkgVersion('edge-runtime')}`,
+    timings: { bundleMs: main.bundleMs, compileMs: main.compileMs, fetchMs: main.fetchMs },
+  });
 } catch (e) {
   report = { runtime: 'edge', checks: [{ name: 'edge function builds and answers', ok: false, detail: errString(e) }], timings: {} };
 }

@@ -10,7 +10,7 @@ import { mkdtemp, rm, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { printReport, errString } from './common.mjs';
-import { runtimesDir, loadFixtureInfo, fixturePlugin, externalWasmPlugin, pkgVersion } from './bundle.mjs';
+import { runtimesDir, loadFixtureInfo, fixturePlugin, externalWasmPlugin, pkgVersion, answerJson, bundledReport } from './bundle.mjs';
 
 /** Bundles `entry` into a fresh dir, runs it in miniflare, returns { json, wasmFiles, bundleMs, fetchMs }. */
 async function runWorker(entry, fixtureInfo) {
@@ -48,13 +48,7 @@ async function runWorker(entry, fixtureInfo) {
     });
     const t1 = Date.now();
     const res = await mf.dispatchFetch('http://localhost/');
-    const text = await res.text();
-    let json;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new Error(`${entry}: worker answered ${res.status}: ${text.slice(0, 1000)}`);
-    }
+    const json = await answerJson(res, entry, 'worker');
     return { json, wasmFiles, keptWasmImports, bundleMs, fetchMs: Date.now() - t1 };
   } finally {
     await mf?.dispose().catch(() => {});
@@ -67,22 +61,14 @@ try {
   const fixtureInfo = await loadFixtureInfo(process.argv[2]);
   const probe = await runWorker('runners/bundled/probe.mjs', fixtureInfo);
   const main = await runWorker('runners/bundled/worker.mjs', fixtureInfo);
-  report = main.json;
-  report.checks.unshift(
-    {
-      name: "export condition resolves to the 'workerd' entry (separate probe bundle)",
-      ok: probe.json.runtimeEntry === 'workerd',
-      detail: `runtimeEntry=${JSON.stringify(probe.json.runtimeEntry)}`,
-    },
-    {
-      name: 'bundle (named imports) keeps the .wasm as a separate CompiledWasm module',
-      ok: main.keptWasmImports.length === 1,
-      detail: main.keptWasmImports.join(', ') ||
-        `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
-    },
-  );
-  report.runtime = `workerd (miniflare ${await pkgVersion('miniflare')})`;
-  report.timings = { ...report.timings, bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs };
+  report = bundledReport({
+    expectedEntry: 'workerd',
+    probe,
+    main,
+    wasmCheck: 'bundle (named imports) keeps the .wasm as a separate CompiledWasm module',
+    runtime: `workerd (miniflare ${await pkgVersion('miniflare')})`,
+    timings: { bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs },
+  });
 } catch (e) {
   report = { runtime: 'workerd', checks: [{ name: 'worker builds and answers', ok: false, detail: errString(e) }], timings: {} };
 }
