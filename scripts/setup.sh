@@ -15,8 +15,13 @@ apt_install() {
 
 # 1. The wasm32 standard library. Route 1: rustup's target (what users do). Route 2, when rustup
 #    cannot download it: Debian's Rust toolchain with build-std (scripts/build.sh reads .tools/env).
+#    CC_WASM_ROUTE=debian forces route 2 (to test it).
 route=rustup
-if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+if [ "${CC_WASM_ROUTE:-}" = debian ]; then
+  log "route forced: Debian's toolchain with build-std"
+  apt_install rustc-web cargo-web rust-web-src rust-web-llvm lld
+  route=debian
+elif ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   log "adding the wasm32-unknown-unknown target with rustup"
   if ! timeout 600 rustup target add wasm32-unknown-unknown; then
     log "rustup could not add the target; falling back to Debian's toolchain with build-std"
