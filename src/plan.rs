@@ -54,6 +54,14 @@ impl Action {
             Action::Offload(a) => &a.id,
         }
     }
+
+    /// The store writes this action needs, as `(path, content)`: a host executes every one of
+    /// them and answers `written` only if all succeeded.
+    pub fn writes(&self) -> Vec<(&str, &str)> {
+        match self {
+            Action::Offload(a) => vec![(a.path.as_str(), a.content.as_str())],
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

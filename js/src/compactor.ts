@@ -88,6 +88,10 @@ export class Compactor {
   constructor(options: CompactorOptions = {}) {
     const config = Object.fromEntries(Object.entries(options).filter(([key]) => !HOST_ONLY.has(key)));
     this.store = options.store ?? new MemoryStore();
+    const missing = (['read', 'write', 'list', 'delete'] as const).filter((m) => typeof this.store[m] !== 'function');
+    if (missing.length > 0) {
+      throw new CompactorError('invalid_config', `store must implement read, write, list and delete; missing: ${missing.join(', ')}`, { field: 'store' });
+    }
     this.#onEvent = options.onEvent;
     const state = options.state === undefined ? undefined : JSON.stringify(options.state);
     this.#core = core(() => new WasmCompactor(JSON.stringify(config), state));

@@ -72,6 +72,7 @@ test('bad input gets typed errors naming message index and field', async () => {
   await assert.rejects(createCompactor({ contextWindw: 5 }), (e) => e.code === 'invalid_config' && /contextWindw/.test(e.message));
   await assert.rejects(createCompactor({ offload: { thresholdTokens: -1 } }), (e) => e.code === 'invalid_config' && e.field === 'offload.thresholdTokens');
   assert.throws(() => countTokens('x', 'p50k_base'), (e) => e.code === 'unknown_encoding');
+  await assert.rejects(createCompactor({ store: { read() {}, write() {} } }), (e) => e.code === 'invalid_config' && e.field === 'store' && /list, delete/.test(e.message));
   await assert.rejects(compactor.manage([{ role: 'user', content: 7 }]), (e) => e.code === 'invalid_message' && e.field === 'content');
 });
 
