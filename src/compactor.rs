@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::message::Message;
 use crate::models::{self, ModelInfo};
 use crate::offload;
-use crate::plan::{Action, Applied, Event, EventStatus, Note, Outcome, Plan, Strategy};
+use crate::plan::{Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Trigger};
+use crate::tier2;
 use crate::tokens::{CachedCounter, TokenCounter};
 
 /// Plans compactions for one model and configuration. Cheap to keep for a whole session: it
@@ -51,7 +52,7 @@ pub struct Stats {
     pub tokens_saved: u64,
     pub files_written: u32,
     pub actions_failed: u32,
-    pub by_strategy: BTreeMap<Strategy, StrategyStats>,
+    pub by_strategy: BTreeMap<crate::plan::Strategy, StrategyStats>,
     /// Tokens before and after each compaction, oldest first (the last 100).
     pub timeline: Vec<UsagePoint>,
 }
@@ -126,37 +127,86 @@ impl Compactor {
 
     /// Plans the compaction of `messages`. Pure: no IO, same input → same plan.
     pub fn plan(&self, messages: &[Message]) -> Result<Plan> {
+        self.plan_with(messages, false)
+    }
+
+    /// Plans a manual compaction: tier 2 runs even below its trigger and takes every candidate.
+    pub fn plan_manual(&self, messages: &[Message]) -> Result<Plan> {
+        self.plan_with(messages, true)
+    }
+
+    fn plan_with(&self, messages: &[Message], manual: bool) -> Result<Plan> {
         crate::message::validate(messages)?;
         let window = self.window();
         let tokens_before = self.count(messages);
         let threshold = self.offload_threshold();
-        let offloads =
-            offload::plan(messages, &self.config.offload, threshold, |output| self.scale(self.counter.output(output)));
-        let saved: u32 = offloads.iter().map(|a| a.tokens_before - a.tokens_after).sum();
-        let tokens_after = tokens_before.saturating_sub(saved);
+        let mut actions: Vec<Action> =
+            offload::plan(messages, &self.config.offload, threshold, |output| self.scale(self.counter.output(output)))
+                .into_iter()
+                .map(Action::Offload)
+                .collect();
+        let mut predicted = tokens_before.saturating_sub(savings(&actions));
+
+        let compaction = &self.config.compaction;
+        let compact_at = fraction_of(window, compaction.trigger_fraction);
+        let target = fraction_of(window, compaction.target_fraction);
+        let tier2 = manual || predicted > compact_at;
+        if tier2 {
+            let mut taken: tier2::Taken = actions.iter().map(|a| (a.edit().message_index, a.edit().part_index)).collect();
+            for candidate in tier2::candidates(messages, compaction, &Scaled(self), &mut taken) {
+                // Automatic compaction stops at the target; a manual one takes every
+                // reversible edit (the user asked for room).
+                if predicted <= target && !manual {
+                    break;
+                }
+                predicted = predicted.saturating_sub(savings(std::slice::from_ref(&candidate)));
+                actions.push(candidate);
+            }
+        }
 
         let mut notes = Vec::new();
         if self.model.matched.is_none() && self.config.context_window.is_none() {
             notes.push(Note::UnknownModel { name: self.model.name.clone(), assumed_window: window });
         }
-        if tokens_after > window {
-            notes.push(Note::OverBudget {
-                tokens_after,
-                window,
-                reason: format!(
-                    "offloading every tool result over {threshold} tokens leaves {tokens_after} tokens; \
-                     the rest is conversation text, which only the summarization tier can shrink"
-                ),
+        if tier2 && predicted > target {
+            notes.push(Note::TargetNotMet {
+                tokens_after: predicted,
+                target,
+                reason: "every reversible edit above the minimum saving is planned; the rest is conversation text \
+                         and recent tool results, which only summarization (tier 3, not in this version) can shrink"
+                    .into(),
             });
         }
+        if predicted > window {
+            notes.push(Note::OverBudget {
+                tokens_after: predicted,
+                window,
+                reason: format!("{predicted} tokens remain after every planned edit; see the other notes"),
+            });
+        }
+        let cache = self.cache_impact(messages, &actions);
         Ok(Plan {
             model: self.model.clone(),
             window,
             tokens_before,
-            tokens_after,
-            actions: offloads.into_iter().map(Action::Offload).collect(),
+            tokens_after: predicted,
+            actions,
             notes,
+            trigger: Trigger { compact_at, target, tier2 },
+            cache,
         })
+    }
+
+    fn cache_impact(&self, messages: &[Message], actions: &[Action]) -> CacheImpact {
+        let Some(first) = actions.iter().map(|a| a.edit().message_index).min() else {
+            return CacheImpact::default();
+        };
+        let last = messages.len().saturating_sub(1);
+        CacheImpact {
+            prefix_changing_edits: actions.iter().filter(|a| a.edit().message_index < last).count() as u32,
+            first_changed_message: Some(first),
+            tokens_invalidated: self.scale(messages[first..].iter().map(|m| self.counter.message(m)).sum()),
+        }
     }
 
     /// Applies the host's outcomes: only actions reported `written` change the conversation.
@@ -171,10 +221,10 @@ impl Compactor {
         let tokens_before = self.count(&messages);
         let mut events = Vec::with_capacity(plan.actions.len());
         for action in &plan.actions {
-            let Action::Offload(offload) = action;
-            let (status, error) = match by_id.get(offload.id.as_str()) {
+            let edit = action.edit();
+            let (status, error) = match by_id.get(edit.id.as_str()) {
                 Some(Outcome::Written { .. }) => {
-                    offload::apply(&mut messages, offload)?;
+                    crate::edit::apply(&mut messages, edit)?;
                     (EventStatus::Applied, None)
                 }
                 Some(Outcome::Failed { error, .. }) => (EventStatus::Failed, Some(error.clone())),
@@ -182,14 +232,14 @@ impl Compactor {
             };
             let applied = status == EventStatus::Applied;
             events.push(Event {
-                action_id: offload.id.clone(),
-                strategy: Strategy::Offload,
+                action_id: edit.id.clone(),
+                strategy: action.strategy(),
                 status,
-                message_index: offload.message_index,
-                path: Some(offload.path.clone()),
-                tokens_before: offload.tokens_before,
-                tokens_after: if applied { offload.tokens_after } else { offload.tokens_before },
-                tokens_saved: if applied { offload.tokens_before - offload.tokens_after } else { 0 },
+                message_index: edit.message_index,
+                path: Some(edit.path.clone()),
+                tokens_before: edit.tokens_before,
+                tokens_after: if applied { edit.tokens_after } else { edit.tokens_before },
+                tokens_saved: if applied { edit.tokens_before.saturating_sub(edit.tokens_after) } else { 0 },
                 error,
             });
         }
@@ -294,6 +344,29 @@ impl Compactor {
         if stats.timeline.len() > TIMELINE_LIMIT {
             stats.timeline.remove(0);
         }
+    }
+}
+
+fn savings(actions: &[Action]) -> u32 {
+    actions.iter().map(|a| a.edit().tokens_before.saturating_sub(a.edit().tokens_after)).sum()
+}
+
+fn fraction_of(window: u32, fraction: f64) -> u32 {
+    (f64::from(window) * fraction) as u32
+}
+
+/// The compactor's counts, scaled for the model, as tier 2 needs them.
+struct Scaled<'a>(&'a Compactor);
+
+impl tier2::Tokens for Scaled<'_> {
+    fn text(&self, text: &str) -> u32 {
+        self.0.scale(self.0.counter.text(text))
+    }
+    fn output(&self, output: &crate::message::ToolOutput) -> u32 {
+        self.0.scale(self.0.counter.output(output))
+    }
+    fn json(&self, value: &serde_json::Value) -> u32 {
+        self.0.scale(self.0.counter.json(value))
     }
 }
 

@@ -19,6 +19,8 @@ pub struct Config {
     pub encoding: Option<Encoding>,
     /// Tier 1: offloading large tool results.
     pub offload: OffloadConfig,
+    /// Tier 2: reversible edits once the window fills up.
+    pub compaction: CompactionConfig,
     /// Estimated tokens of an image part (see `tokens::DEFAULT_IMAGE_TOKENS`).
     pub image_tokens: u32,
     /// Estimated tokens of a file part (see `tokens::DEFAULT_FILE_TOKENS`).
@@ -33,6 +35,7 @@ impl Default for Config {
             max_output_tokens: None,
             encoding: None,
             offload: OffloadConfig::default(),
+            compaction: CompactionConfig::default(),
             image_tokens: crate::tokens::DEFAULT_IMAGE_TOKENS,
             file_tokens: crate::tokens::DEFAULT_FILE_TOKENS,
         }
@@ -79,6 +82,54 @@ impl Default for OffloadConfig {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CompactionConfig {
+    /// Tier 2 fires above this fraction of the window. 0.85 (seeds 000, 001, 002: "tool call
+    /// compaction / eviction at 85 % of the context window").
+    pub trigger_fraction: f64,
+    /// …and compacts down to this fraction (hysteresis: 15 % of growth before it fires again;
+    /// our choice, the seeds name no target).
+    pub target_fraction: f64,
+    /// An edit that changes an earlier message invalidates the provider's prompt cache after
+    /// it; edits saving fewer tokens than this are skipped. 500.
+    pub min_saving_tokens: u32,
+    /// Tool results among the last K stay verbatim; older ones may be masked. 10 (the
+    /// observation window of "The Complexity Trap", 2025).
+    pub keep_tool_results: usize,
+    /// Tool calls whose file-content arguments are evicted (seeds 000, 002).
+    pub evict_input_tools: Vec<String>,
+    /// Which string arguments of those calls hold file content (seeds: `content`, `new_text`).
+    pub evict_input_fields: Vec<String>,
+    /// Characters of the evicted content kept as a preview. 100 (seeds 000, 002).
+    pub input_preview_chars: usize,
+    /// Tools that read files, for dedupe: an older read of a path read again later becomes
+    /// `[Previously read: path]` (seed 001).
+    pub read_tools: Vec<String>,
+    /// Arguments that name the file a read tool read.
+    pub path_fields: Vec<String>,
+    /// Store directory for evicted inputs and masked results.
+    pub path_prefix: String,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        let strings = |xs: &[&str]| xs.iter().map(|s| (*s).to_owned()).collect();
+        Self {
+            trigger_fraction: 0.85,
+            target_fraction: 0.70,
+            min_saving_tokens: 500,
+            keep_tool_results: 10,
+            evict_input_tools: strings(&["write_file", "edit_file", "create_file", "str_replace_editor"]),
+            evict_input_fields: strings(&["content", "new_text", "new_string", "file_text"]),
+            input_preview_chars: 100,
+            read_tools: strings(&["read_file", "open_file", "view_file", "cat"]),
+            path_fields: strings(&["path", "file_path", "filePath", "filename"]),
+            path_prefix: "/tool_outputs/".into(),
+        }
+    }
+}
+
 impl Config {
     /// Parses a JSON configuration; errors name the offending field.
     pub fn from_json(json: &str) -> Result<Self> {
@@ -114,8 +165,14 @@ impl Config {
         if !(o.max_window_fraction > 0.0 && o.max_window_fraction <= 1.0) {
             return bad("offload.maxWindowFraction", "must be in (0, 1]");
         }
-        if !o.path_prefix.starts_with('/') || !o.path_prefix.ends_with('/') || o.path_prefix.contains("..") {
-            return bad("offload.pathPrefix", "must be an absolute directory like \"/tool_outputs/\" without \"..\"");
+        for (field, prefix) in [("offload.pathPrefix", &o.path_prefix), ("compaction.pathPrefix", &self.compaction.path_prefix)] {
+            if !prefix.starts_with('/') || !prefix.ends_with('/') || prefix.contains("..") {
+                return bad(field, "must be an absolute directory like \"/tool_outputs/\" without \"..\"");
+            }
+        }
+        let c = &self.compaction;
+        if !(c.target_fraction > 0.0 && c.target_fraction <= c.trigger_fraction && c.trigger_fraction <= 1.0) {
+            return bad("compaction.targetFraction", "need 0 < targetFraction <= triggerFraction <= 1");
         }
         Ok(())
     }

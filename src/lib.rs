@@ -31,11 +31,13 @@
 //! // The host executes each action against its store and reports what happened.
 //! let mut store: HashMap<String, String> = HashMap::new();
 //! let outcomes: Vec<Outcome> = plan.actions.iter().map(|action| match action {
-//!     Action::Offload(offload) => {
-//!         store.insert(offload.path.clone(), offload.content.clone());
-//!         Outcome::Written { id: offload.id.clone() }
+//!     // Every action of this version stores content before replacing it.
+//!     action => {
+//!         for (path, content) in action.writes() {
+//!             store.insert(path.to_owned(), content.to_owned());
+//!         }
+//!         Outcome::Written { id: action.id().to_owned() }
 //!     }
-//!     _ => unreachable!("this version plans offloads only"),
 //! }).collect();
 //!
 //! let applied = compactor.apply(messages, &plan, &outcomes)?;
@@ -49,24 +51,28 @@
 
 mod compactor;
 mod config;
+mod edit;
 mod error;
 mod hash;
 mod message;
 mod models;
 mod offload;
 mod plan;
+mod tier2;
 mod tokens;
 
 #[cfg(feature = "wasm")]
 mod wasm;
 
 pub use compactor::{Calibration, Compactor, State, Stats, StrategyStats, Usage, UsagePoint};
-pub use config::{Config, OffloadConfig};
+pub use config::{CompactionConfig, Config, OffloadConfig};
 pub use error::{Error, Result};
 pub use message::{
     messages_from_value, parse_messages, validate, ApprovalRequest, ApprovalResponse, Content, FilePart,
     ImagePart, Message, Part, Role, TextPart, ToolCall, ToolOutput, ToolResult,
 };
 pub use models::{lookup as lookup_model, Family, ModelInfo};
-pub use plan::{Action, Applied, Event, EventStatus, Note, Offload, Outcome, Plan, Strategy};
+pub use plan::{
+    Action, Applied, CacheImpact, Event, EventStatus, Note, Offload, Outcome, Plan, Replace, StoreEdit, Strategy, Trigger,
+};
 pub use tokens::{count_tokens, CachedCounter, Encoding, TokenCounter, Tiktoken};

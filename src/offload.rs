@@ -1,13 +1,10 @@
 //! Tier 1: offload large tool results to content-addressed store paths, leaving a preview and
 //! directions for reading the rest.
 
-use serde_json::Value;
-
 use crate::config::OffloadConfig;
-use crate::error::{Error, Result};
-use crate::hash::short_hex;
+use crate::edit::{path_for, preview, replacement};
 use crate::message::{Message, Part, Role, ToolOutput};
-use crate::plan::Offload;
+use crate::plan::{Replace, StoreEdit};
 
 /// Finds every tool result over the threshold. `tokens` gives a tool output's (scaled) count.
 pub(crate) fn plan(
@@ -15,7 +12,7 @@ pub(crate) fn plan(
     config: &OffloadConfig,
     threshold: u32,
     tokens: impl Fn(&ToolOutput) -> u32,
-) -> Vec<Offload> {
+) -> Vec<StoreEdit> {
     let mut actions = Vec::new();
     for (message_index, message) in messages.iter().enumerate() {
         if message.role != Role::Tool {
@@ -34,13 +31,13 @@ pub(crate) fn plan(
                 continue;
             }
             let content = result.output.text();
-            let path = path_for(config, &result.tool_name, &content, result.output.is_json());
+            let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
             let replacement = replacement(&result.output, &preview(&content, before, &path, config));
             let after = tokens(&replacement);
             if after >= before {
                 continue;
             }
-            actions.push(Offload {
+            actions.push(StoreEdit {
                 id: format!("offload-{message_index}-{part_index}"),
                 message_index,
                 part_index,
@@ -48,7 +45,7 @@ pub(crate) fn plan(
                 tool_name: result.tool_name.clone(),
                 path,
                 content,
-                replacement,
+                replace: Replace::Output { output: replacement },
                 tokens_before: before,
                 tokens_after: after,
             });
@@ -57,131 +54,3 @@ pub(crate) fn plan(
     actions
 }
 
-/// Replaces the planned tool result's output, after checking that the message still holds the
-/// exact content the plan stored.
-pub(crate) fn apply(messages: &mut [Message], action: &Offload) -> Result<()> {
-    let mismatch = |what: &str| Error::PlanMismatch {
-        action_id: Some(action.id.clone()),
-        message: format!(
-            "message {} part {}: {what} (was the conversation changed between plan and apply?)",
-            action.message_index, action.part_index
-        ),
-    };
-    let message = messages.get_mut(action.message_index).ok_or_else(|| mismatch("no such message"))?;
-    let crate::message::Content::Parts(parts) = &mut message.content else {
-        return Err(mismatch("not a message with parts"));
-    };
-    let Some(Part::ToolResult(result)) = parts.get_mut(action.part_index) else {
-        return Err(mismatch("not a tool-result part"));
-    };
-    if result.tool_call_id != action.tool_call_id {
-        return Err(mismatch("toolCallId differs"));
-    }
-    if result.output.text() != action.content {
-        return Err(mismatch("the tool output differs from the stored content"));
-    }
-    result.output = action.replacement.clone();
-    Ok(())
-}
-
-/// `{prefix}{tool}_{hash}.{txt|json}`: the same content always lands on the same path.
-fn path_for(config: &OffloadConfig, tool: &str, content: &str, json: bool) -> String {
-    let tool: String = tool
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
-        .take(64)
-        .collect();
-    let tool = if tool.is_empty() { "tool".to_owned() } else { tool };
-    let ext = if json { "json" } else { "txt" };
-    format!("{}{tool}_{}.{ext}", config.path_prefix, short_hex(content.as_bytes()))
-}
-
-/// The text the model sees in place of the offloaded output.
-pub(crate) fn preview(content: &str, tokens: u32, path: &str, config: &OffloadConfig) -> String {
-    let lines: Vec<&str> = content.lines().collect();
-    let mut out = format!(
-        "[Tool output offloaded: {tokens} tokens, {} lines, {} bytes. Full content: {path}]\n\
-         Read it with read_file(path=\"{path}\", offset, limit) or search it with grep(pattern, path=\"{path}\").\n",
-        lines.len(),
-        content.len()
-    );
-    let head = config.preview_head_lines.min(lines.len());
-    let tail = config.preview_tail_lines.min(lines.len() - head);
-    out.push_str(&format!("--- first {head} lines ---\n"));
-    for line in &lines[..head] {
-        push_line(&mut out, line, config.preview_line_chars);
-    }
-    let omitted = lines.len() - head - tail;
-    if tail > 0 {
-        if omitted > 0 {
-            out.push_str(&format!("--- {omitted} lines omitted; last {tail} lines ---\n"));
-        } else {
-            out.push_str(&format!("--- last {tail} lines ---\n"));
-        }
-        for line in &lines[lines.len() - tail..] {
-            push_line(&mut out, line, config.preview_line_chars);
-        }
-    }
-    out.pop(); // the final newline
-    out
-}
-
-fn push_line(out: &mut String, line: &str, max_chars: usize) {
-    match line.char_indices().nth(max_chars) {
-        Some((cut, _)) => {
-            let rest = line[cut..].chars().count();
-            out.push_str(&line[..cut]);
-            out.push_str(&format!(" …[+{rest} chars]\n"));
-        }
-        None => {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-}
-
-/// Keeps the output's kind: errors stay errors, `content` keeps its non-text items (images).
-fn replacement(output: &ToolOutput, preview: &str) -> ToolOutput {
-    match output {
-        ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => {
-            ToolOutput::ErrorText { value: preview.to_owned(), extra: extra.clone() }
-        }
-        ToolOutput::Content { value, extra } => {
-            let mut items = vec![serde_json::json!({"type": "text", "text": preview})];
-            items.extend(
-                value.iter().filter(|item| item.get("type").and_then(Value::as_str) != Some("text")).cloned(),
-            );
-            ToolOutput::Content { value: items, extra: extra.clone() }
-        }
-        ToolOutput::Text { extra, .. } | ToolOutput::Json { extra, .. } => {
-            ToolOutput::Text { value: preview.to_owned(), extra: extra.clone() }
-        }
-        ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_) => output.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn preview_keeps_head_and_tail_and_cuts_long_lines() {
-        let config = OffloadConfig::default();
-        let content: String = (0..100).map(|i| format!("line {i}\n")).collect();
-        let p = preview(&content, 999, "/tool_outputs/x.txt", &config);
-        assert!(p.contains("line 0\n") && p.contains("line 9\n") && !p.contains("line 10\n"));
-        assert!(p.contains("87 lines omitted") && p.ends_with("line 99"));
-        let long = "x".repeat(10_000);
-        let p = preview(&long, 2_000, "/p", &config);
-        assert!(p.contains(" …[+9800 chars]") && p.len() < 600, "{p}");
-    }
-
-    #[test]
-    fn paths_are_content_addressed_and_safe() {
-        let c = OffloadConfig::default();
-        assert_eq!(path_for(&c, "web search", "abc", false), path_for(&c, "web search", "abc", false));
-        assert_ne!(path_for(&c, "s", "abc", false), path_for(&c, "s", "abd", false));
-        let p = path_for(&c, "../../etc/passwd", "abc", true);
-        assert!(p.starts_with("/tool_outputs/______etc_passwd_") && p.ends_with(".json"), "{p}");
-    }
-}

@@ -22,6 +22,22 @@ pub struct Plan {
     pub actions: Vec<Action>,
     /// Why the plan is what it is (unknown model, over budget, ...).
     pub notes: Vec<Note>,
+    /// Which tiers ran and why.
+    pub trigger: Trigger,
+    /// The prompt-cache cost of this plan.
+    pub cache: CacheImpact,
+}
+
+/// What set the plan off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trigger {
+    /// Tier 2 fires above this many tokens (85 % of the window by default).
+    pub compact_at: u32,
+    /// Tier 2 compacts down to this many tokens (hysteresis).
+    pub target: u32,
+    /// Whether tier 2 ran (over `compact_at` after tier 1, or a manual compaction).
+    pub tier2: bool,
 }
 
 impl Plan {
@@ -36,37 +52,58 @@ impl Plan {
 }
 
 /// One step for the host. Every action has an `id`; the host answers each with an [`Outcome`]
-/// carrying the same id.
+/// carrying the same id. Every action of this version is a [`StoreEdit`]: the host MUST write
+/// `content` to `path` in its store (overwriting is fine: paths are content-addressed) and
+/// answer `written` only once the write is durable. On `written`, apply makes the replacement;
+/// on `failed` or no answer, that part of the conversation stays as it was.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Action {
-    /// Tier 1. The host MUST write `content` to `path` in its store (overwriting is fine: the
-    /// path is content-addressed) and answer `written` only once the write is durable. On
-    /// `written`, apply replaces the tool result's output with `replacement`; on `failed` or no
-    /// answer, the output stays as it was.
-    Offload(Offload),
+    /// Tier 1: a tool result over the offload threshold → preview + path.
+    Offload(StoreEdit),
+    /// Tier 2: a large file-content argument of a write/edit tool call → pointer + 100-character
+    /// preview.
+    EvictInput(StoreEdit),
+    /// Tier 2: an older read of a file that is read again later → `[Previously read: path]`.
+    Dedupe(StoreEdit),
+    /// Tier 2: a tool result older than the last K → a placeholder pointing at its stored copy.
+    Mask(StoreEdit),
 }
 
 impl Action {
     pub fn id(&self) -> &str {
-        match self {
-            Action::Offload(a) => &a.id,
-        }
+        &self.edit().id
     }
 
     /// The store writes this action needs, as `(path, content)`: a host executes every one of
     /// them and answers `written` only if all succeeded.
     pub fn writes(&self) -> Vec<(&str, &str)> {
+        let edit = self.edit();
+        vec![(edit.path.as_str(), edit.content.as_str())]
+    }
+
+    pub fn strategy(&self) -> Strategy {
         match self {
-            Action::Offload(a) => vec![(a.path.as_str(), a.content.as_str())],
+            Action::Offload(_) => Strategy::Offload,
+            Action::EvictInput(_) => Strategy::EvictInput,
+            Action::Dedupe(_) => Strategy::Dedupe,
+            Action::Mask(_) => Strategy::Mask,
+        }
+    }
+
+    /// The store-then-replace edit every current action is.
+    pub fn edit(&self) -> &StoreEdit {
+        match self {
+            Action::Offload(e) | Action::EvictInput(e) | Action::Dedupe(e) | Action::Mask(e) => e,
         }
     }
 }
 
+/// Store `content` at `path`, then replace one piece of one tool part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Offload {
+pub struct StoreEdit {
     pub id: String,
     pub message_index: usize,
     pub part_index: usize,
@@ -76,10 +113,36 @@ pub struct Offload {
     pub path: String,
     /// The full text to store, byte for byte what the model saw.
     pub content: String,
-    /// The output that replaces the original once `content` is stored.
-    pub replacement: ToolOutput,
+    /// What replaces it once stored.
+    pub replace: Replace,
     pub tokens_before: u32,
     pub tokens_after: u32,
+}
+
+/// The Tier-1 action's payload (kept as a name for readers of older plans).
+pub type Offload = StoreEdit;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Replace {
+    /// The tool result's whole `output` becomes `output`.
+    Output { output: ToolOutput },
+    /// The string field `field` of the tool call's `input` becomes `value`.
+    InputField { field: String, value: String },
+}
+
+/// How a plan changes messages already sent, which invalidates a provider's prompt cache from
+/// the first changed message on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheImpact {
+    /// Actions that change a message before the last one.
+    pub prefix_changing_edits: u32,
+    /// The first message the plan changes (`None`: the cached prefix survives).
+    pub first_changed_message: Option<usize>,
+    /// Tokens from that message to the end, before the plan: what the next call re-reads
+    /// uncached.
+    pub tokens_invalidated: u32,
 }
 
 /// What the host reports for one action.
@@ -108,6 +171,8 @@ impl Outcome {
 pub enum Note {
     /// The model is not in the registry; a conservative window was assumed.
     UnknownModel { name: String, assumed_window: u32 },
+    /// Tier 2 ran but could not reach its target.
+    TargetNotMet { tokens_after: u32, target: u32, reason: String },
     /// Even after every action the conversation stays over the window.
     OverBudget { tokens_after: u32, window: u32, reason: String },
 }
@@ -141,6 +206,9 @@ pub struct Event {
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     Offload,
+    EvictInput,
+    Dedupe,
+    Mask,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -185,7 +185,8 @@ impl CachedCounter {
         }
     }
 
-    fn json(&self, value: &serde_json::Value) -> u32 {
+    /// A JSON value as counted inside a tool call (strings bare, everything else serialized).
+    pub fn json(&self, value: &serde_json::Value) -> u32 {
         match value {
             serde_json::Value::String(s) => self.text(s),
             other => self.text(&other.to_string()),

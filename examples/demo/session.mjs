@@ -1,6 +1,6 @@
 // A long coding-agent session, generated deterministically (no randomness, no clock): the agent
 // explores a repository, runs a test suite with huge logs, searches the web, reads files and
-// writes a fix. About 113k o200k tokens in 23 messages: 88% of a 128k window.
+// writes a fix: about 130k o200k tokens in 35 messages.
 
 const words = ['cache', 'token', 'request', 'handler', 'retry', 'budget', 'parser', 'window', 'offset', 'stream', 'buffer', 'index'];
 const pick = (i, k) => words[(i * 31 + k * 17) % words.length];
@@ -52,6 +52,10 @@ export function session() {
     ...call('open_file', { path: 'src/retry/policy.rs' }, sourceFile('policy.rs', 300)),
     ...call('run_tests', { filter: 'retry' }, testLog(2, 2_600)),
     ...call('edit_file', { path: 'src/retry/budget.rs', old_text: 'budget >= used', new_text: 'budget.saturating_sub(used) > 0' }, 'Edited src/retry/budget.rs (1 replacement).'),
+    ...call('open_file', { path: 'src/retry/budget.rs' }, sourceFile('budget.rs (edited)', 400)),
+    ...call('write_file', { path: 'tests/retry_budget_race.rs', content: sourceFile('retry_budget_race.rs', 260) }, 'Wrote tests/retry_budget_race.rs.'),
+    ...['saturating_sub', 'Budget::new', 'retry_after', 'tokio::time::pause'].flatMap((q) =>
+      call('grep', { pattern: q, path: 'src' }, sourceFile(`grep ${q}`, 90))),
     ...call('run_tests', { filter: 'retry' }, testLog(3, 2_400)),
     { role: 'assistant', content: 'The budget underflowed when two retries raced; it now saturates. Tests pass except two unrelated ones.' },
     { role: 'user', content: 'Great. Summarize what you changed and why.' },

@@ -32,9 +32,22 @@ export type ToolOutput =
   | { type: 'content'; value: unknown[]; [key: string]: unknown }
   | { type: 'execution-denied'; reason?: string; [key: string]: unknown };
 
-/** Tier 1: store `content` at `path`, then the tool result's output becomes `replacement`. */
-export interface OffloadAction {
-  type: 'offload';
+/** What replaces the stored content: a tool result's whole output, or one string argument
+ * of a tool call's input. */
+export type Replace =
+  | { kind: 'output'; output: ToolOutput }
+  | { kind: 'input-field'; field: string; value: string };
+
+/**
+ * Every action of this version: store `content` at `path` (content-addressed), and only once
+ * that write succeeded, replace the part's content as `replace` says.
+ * - `offload` (tier 1): a tool result over the offload threshold → preview + path;
+ * - `evict-input` (tier 2): the file content argument of a write/edit call → pointer + preview;
+ * - `dedupe` (tier 2): an older read of a file read again later → `[Previously read: …]`;
+ * - `mask` (tier 2): a tool result older than the last K → placeholder naming its stored copy.
+ */
+export interface StoreEditAction {
+  type: 'offload' | 'evict-input' | 'dedupe' | 'mask';
   id: string;
   messageIndex: number;
   partIndex: number;
@@ -42,15 +55,17 @@ export interface OffloadAction {
   toolName: string;
   path: string;
   content: string;
-  replacement: ToolOutput;
+  replace: Replace;
   tokensBefore: number;
   tokensAfter: number;
 }
 
-export type Action = OffloadAction;
+export type Action = StoreEditAction;
+export type Strategy = Action['type'];
 
 export type Note =
   | { type: 'unknown-model'; name: string; assumedWindow: number }
+  | { type: 'target-not-met'; tokensAfter: number; target: number; reason: string }
   | { type: 'over-budget'; tokensAfter: number; window: number; reason: string };
 
 /** A compaction plan: plain data, the same on every runtime. */
@@ -61,6 +76,10 @@ export interface Plan {
   tokensAfter: number;
   actions: Action[];
   notes: Note[];
+  /** Tier 2 fires above `compactAt` tokens and compacts down to `target`. */
+  trigger: { compactAt: number; target: number; tier2: boolean };
+  /** Prompt-cache cost: edits to earlier messages invalidate the cache from the first one on. */
+  cache: { prefixChangingEdits: number; firstChangedMessage: number | null; tokensInvalidated: number };
 }
 
 export type Outcome =
@@ -69,7 +88,7 @@ export type Outcome =
 
 export interface CompactionEvent {
   actionId: string;
-  strategy: 'offload';
+  strategy: Strategy;
   /** `applied`: stored and replaced. `failed`: the store write failed, nothing removed.
    * `not-executed`: no outcome was reported, nothing removed. */
   status: 'applied' | 'failed' | 'not-executed';
@@ -100,7 +119,7 @@ export interface Stats {
   tokensSaved: number;
   filesWritten: number;
   actionsFailed: number;
-  byStrategy: Partial<Record<'offload', StrategyStats>>;
+  byStrategy: Partial<Record<Strategy, StrategyStats>>;
   timeline: { compaction: number; tokensBefore: number; tokensAfter: number }[];
 }
 

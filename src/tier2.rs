@@ -1,0 +1,210 @@
+//! Tier 2: reversible edits once the window fills up. Every candidate stores what it removes
+//! first (a [`StoreEdit`]), so the agent can read it back:
+//! - input eviction: the file-content argument of a write/edit call becomes a pointer and a
+//!   100-character preview (the file itself holds the content; the store keeps a copy);
+//! - dedupe: an older read of a file that is read again later becomes `[Previously read: …]`;
+//! - masking: tool results older than the last K become a placeholder naming their stored copy.
+//!
+//! Candidates come oldest first within each kind; the compactor takes them until the target is
+//! met.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::config::CompactionConfig;
+use crate::edit::path_for;
+use crate::message::{Message, Part, Role, ToolOutput};
+use crate::plan::{Action, Replace, StoreEdit};
+
+/// Token counts the planner needs, scaled for the model.
+pub(crate) trait Tokens {
+    fn text(&self, text: &str) -> u32;
+    /// A JSON value as it is counted inside a tool call.
+    fn json(&self, value: &Value) -> u32;
+    fn output(&self, output: &ToolOutput) -> u32;
+}
+
+/// Parts (message, part) an earlier tier already edits.
+pub(crate) type Taken = HashSet<(usize, usize)>;
+
+/// All tier-2 candidates in preference order: evictions, then dedupes, then masks.
+pub(crate) fn candidates(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, taken: &mut Taken) -> Vec<Action> {
+    let mut out = evictions(messages, config, tokens);
+    out.extend(dedupes(messages, config, tokens, taken));
+    out.extend(masks(messages, config, tokens, taken));
+    out.retain(|a| a.edit().tokens_before.saturating_sub(a.edit().tokens_after) >= config.min_saving_tokens.max(1));
+    out
+}
+
+fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens) -> Vec<Action> {
+    let mut out = Vec::new();
+    // The last message may hold a call still being executed: leave it alone.
+    let settled = messages.len().saturating_sub(1);
+    for (message_index, message) in messages[..settled].iter().enumerate() {
+        if message.role != Role::Assistant {
+            continue;
+        }
+        for (part_index, part) in message.parts().iter().enumerate() {
+            let Part::ToolCall(call) = part else { continue };
+            if !config.evict_input_tools.contains(&call.tool_name) {
+                continue;
+            }
+            let file = file_argument(&call.input, &config.path_fields).unwrap_or("(unknown path)");
+            for field in &config.evict_input_fields {
+                let Some(Value::String(content)) = call.input.get(field.as_str()) else { continue };
+                if content.starts_with("[Content written to ") {
+                    continue; // already evicted
+                }
+                let path = path_for(&config.path_prefix, &format!("{}_{field}", call.tool_name), content, false);
+                let value = format!(
+                    "[Content written to {file} ({} tokens); copy stored at {path}. Preview: {}…]",
+                    tokens.text(content),
+                    preview_chars(content, config.input_preview_chars)
+                );
+                // A call is counted as its input's JSON (escaped newlines and quotes tokenize
+                // differently from the raw text), so the saving is measured on that.
+                let mut evicted = call.input.clone();
+                evicted[field.as_str()] = Value::String(value.clone());
+                let before = tokens.json(&call.input);
+                let after = tokens.json(&evicted);
+                out.push(Action::EvictInput(StoreEdit {
+                    id: format!("evict-input-{message_index}-{part_index}-{field}"),
+                    message_index,
+                    part_index,
+                    tool_call_id: call.tool_call_id.clone(),
+                    tool_name: call.tool_name.clone(),
+                    path,
+                    content: content.clone(),
+                    replace: Replace::InputField { field: field.clone(), value },
+                    tokens_before: before,
+                    tokens_after: after,
+                }));
+            }
+        }
+    }
+    out
+}
+
+fn dedupes(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, taken: &mut Taken) -> Vec<Action> {
+    // Which file each read call read.
+    let mut file_of: HashMap<&str, &str> = HashMap::new();
+    for message in messages {
+        for part in message.parts() {
+            if let Part::ToolCall(call) = part {
+                if config.read_tools.contains(&call.tool_name) {
+                    if let Some(file) = file_argument(&call.input, &config.path_fields) {
+                        file_of.insert(&call.tool_call_id, file);
+                    }
+                }
+            }
+        }
+    }
+    // Every read result, in order, grouped by file; all but the last of a group are stale.
+    let mut reads: Vec<(usize, usize, &str)> = Vec::new();
+    for (message_index, message) in messages.iter().enumerate() {
+        for (part_index, part) in message.parts().iter().enumerate() {
+            if let Part::ToolResult(result) = part {
+                if let Some(file) = file_of.get(result.tool_call_id.as_str()) {
+                    reads.push((message_index, part_index, file));
+                }
+            }
+        }
+    }
+    let mut last_read: HashMap<&str, (usize, usize)> = HashMap::new();
+    for &(m, p, file) in &reads {
+        last_read.insert(file, (m, p));
+    }
+    let mut out = Vec::new();
+    for &(m, p, file) in &reads {
+        if last_read[file] == (m, p) || taken.contains(&(m, p)) {
+            continue;
+        }
+        let Part::ToolResult(result) = &messages[m].parts()[p] else { continue };
+        if !matches!(result.output, ToolOutput::Text { .. } | ToolOutput::Json { .. }) {
+            continue; // errors and denials are not file contents
+        }
+        let content = result.output.text();
+        let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
+        let output = ToolOutput::Text {
+            value: format!("[Previously read: {file}. A later read of the same file follows; this earlier copy is stored at {path}]"),
+            extra: Default::default(),
+        };
+        taken.insert((m, p));
+        out.push(Action::Dedupe(edit(m, p, result, path, content, output, tokens, "dedupe")));
+    }
+    out
+}
+
+fn masks(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, taken: &mut Taken) -> Vec<Action> {
+    let results: Vec<(usize, usize)> = messages
+        .iter()
+        .enumerate()
+        .flat_map(|(m, message)| {
+            message.parts().iter().enumerate().filter_map(move |(p, part)| matches!(part, Part::ToolResult(_)).then_some((m, p)))
+        })
+        .collect();
+    let older = results.len().saturating_sub(config.keep_tool_results);
+    let mut out = Vec::new();
+    for &(m, p) in &results[..older] {
+        if taken.contains(&(m, p)) {
+            continue;
+        }
+        let Part::ToolResult(result) = &messages[m].parts()[p] else { continue };
+        if matches!(result.output, ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_)) {
+            continue;
+        }
+        let content = result.output.text();
+        if content.starts_with("[Tool output offloaded: ") || content.starts_with("[Older tool result cleared") {
+            continue; // already points at the store
+        }
+        let before = tokens.output(&result.output);
+        let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
+        let text = format!(
+            "[Older tool result cleared to save context ({before} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
+        );
+        let output = match &result.output {
+            ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => ToolOutput::ErrorText { value: text, extra: extra.clone() },
+            other => crate::edit::replacement(other, &text),
+        };
+        taken.insert((m, p));
+        out.push(Action::Mask(edit(m, p, result, path, content, output, tokens, "mask")));
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn edit(
+    message_index: usize,
+    part_index: usize,
+    result: &crate::message::ToolResult,
+    path: String,
+    content: String,
+    output: ToolOutput,
+    tokens: &dyn Tokens,
+    kind: &str,
+) -> StoreEdit {
+    StoreEdit {
+        id: format!("{kind}-{message_index}-{part_index}"),
+        message_index,
+        part_index,
+        tool_call_id: result.tool_call_id.clone(),
+        tool_name: result.tool_name.clone(),
+        path,
+        content,
+        tokens_before: tokens.output(&result.output),
+        tokens_after: tokens.output(&output),
+        replace: Replace::Output { output },
+    }
+}
+
+fn file_argument<'a>(input: &'a Value, fields: &[String]) -> Option<&'a str> {
+    fields.iter().find_map(|f| input.get(f.as_str()).and_then(Value::as_str))
+}
+
+fn preview_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((cut, _)) => &text[..cut],
+        None => text,
+    }
+}
