@@ -1,1 +1,586 @@
-fn main() {}
+//! `context-compactor`: the native CLI over the sans-IO core.
+//!
+//! ```text
+//! context-compactor plan  session.json [--model M] [--window N] [--config config.json] [--json]
+//! context-compactor stats session.json [--model M] [--window N] [--config config.json] [--json]
+//! ```
+//!
+//! `session.json` is a JSON array of AI SDK `ModelMessage`s or an object with a `messages` array
+//! (and optionally a `model` string, used when neither `--model` nor the config names one); `-`
+//! reads standard input. `plan` prints the plan, then runs the crate's host loop against an
+//! in-memory store (every write succeeds), applies the outcomes and re-plans. `stats` breaks the
+//! token count down by message, role, tool and part.
+//!
+//! Exit codes: 0 on success, 2 on any error (unreadable file, malformed JSON, invalid messages or
+//! configuration; clap's usage errors are 2 as well). Errors go to stderr, naming the message
+//! index and field.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::{Read, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use context_compactor::{
+    messages_from_value, Action, CachedCounter, Compactor, Config, Content, Error, Message, Note, Outcome, Part, Plan,
+    Role,
+};
+use serde_json::{json, Value};
+
+#[derive(Parser)]
+#[command(name = "context-compactor", version, about = "Plan and inspect context compaction for AI SDK conversations")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Plan a compaction, execute it against an in-memory store, apply it and report.
+    Plan(Opts),
+    /// Token usage by message, role, tool and part.
+    Stats(Opts),
+}
+
+#[derive(Args)]
+struct Opts {
+    /// A JSON array of AI SDK ModelMessages, or {"messages": [...]}; `-` reads stdin.
+    session: String,
+    /// Model name, looked up in the registry (e.g. gpt-4o, claude-sonnet-4-5).
+    #[arg(long)]
+    model: Option<String>,
+    /// Context window in tokens (overrides the registry).
+    #[arg(long)]
+    window: Option<u32>,
+    /// A JSON configuration file (the crate's `Config`); --model and --window override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print JSON instead of the readable report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A failure to report: the crate's typed error, or a file that could not be read.
+enum Failure {
+    Core(Error),
+    Io(String),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Core(e)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Core(e) => e.fmt(f),
+            Failure::Io(message) => f.write_str(message),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Plan(opts) => run_plan(opts),
+        Command::Stats(opts) => run_stats(opts),
+    };
+    match result {
+        Ok(output) => {
+            // A closed pipe (`| head`) is not an error worth a panic.
+            let _ = std::io::stdout().lock().write_all(output.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(failure) => {
+            eprintln!("context-compactor: error: {failure}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input
+
+fn read_text(path: &str) -> Result<String, Failure> {
+    if path == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| Failure::Io(format!("cannot read stdin: {e}")))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).map_err(|e| Failure::Io(format!("cannot read {path}: {e}")))
+}
+
+/// The messages, and the session's own `model` field when it has one.
+fn load_session(path: &str) -> Result<(Vec<Message>, Option<String>), Failure> {
+    let text = read_text(path)?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| Error::MalformedJson {
+        what: "session".into(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string().split(" at line ").next().unwrap_or_default().to_owned(),
+    })?;
+    match value {
+        Value::Object(mut session) if session.get("messages").is_some_and(Value::is_array) => {
+            let model = session.get("model").and_then(Value::as_str).map(str::to_owned);
+            let messages = session.remove("messages").unwrap_or_default();
+            Ok((messages_from_value(messages)?, model))
+        }
+        Value::Object(_) => Err(Error::InvalidMessages {
+            message: "expected an array of messages or an object with a `messages` array".into(),
+        }
+        .into()),
+        other => Ok((messages_from_value(other)?, None)),
+    }
+}
+
+fn compactor(opts: &Opts, session_model: Option<String>) -> Result<Compactor, Failure> {
+    let mut config = match &opts.config {
+        Some(path) => Config::from_json(&read_text(&path.to_string_lossy())?)?,
+        None => Config::default(),
+    };
+    if opts.model.is_some() {
+        config.model = opts.model.clone();
+    } else if config.model.is_none() {
+        config.model = session_model;
+    }
+    if opts.window.is_some() {
+        config.context_window = opts.window;
+    }
+    Ok(Compactor::new(config)?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// plan
+
+fn run_plan(opts: &Opts) -> Result<String, Failure> {
+    let (messages, session_model) = load_session(&opts.session)?;
+    let mut compactor = compactor(opts, session_model)?;
+    let plan = compactor.plan(&messages)?;
+
+    // The host loop of the crate docs, against an in-memory store: every write succeeds.
+    let mut store: HashMap<String, String> = HashMap::new();
+    let outcomes: Vec<Outcome> = plan
+        .actions
+        .iter()
+        .map(|action| {
+            for (path, content) in action.writes() {
+                store.insert(path.to_owned(), content.to_owned());
+            }
+            Outcome::Written { id: action.id().to_owned() }
+        })
+        .collect();
+    let applied = compactor.apply(messages, &plan, &outcomes)?;
+    let replan = compactor.plan(&applied.messages)?;
+
+    if opts.json {
+        let report = json!({
+            "plan": plan,
+            "applied": {
+                "tokensBefore": applied.tokens_before,
+                "tokensAfter": applied.tokens_after,
+                "events": applied.events,
+                "replanActions": replan.actions.iter().map(Action::id).collect::<Vec<_>>(),
+            },
+        });
+        return Ok(to_json(&report));
+    }
+
+    let mut out = String::new();
+    let model = &plan.model;
+    let _ = writeln!(out, "model     {}", model_line(&compactor));
+    let _ = writeln!(
+        out,
+        "tokens    {} → {} predicted ({} → {} of the window)",
+        thousands(plan.tokens_before),
+        thousands(plan.tokens_after),
+        percent(plan.tokens_before, plan.window),
+        percent(plan.tokens_after, plan.window),
+    );
+    let _ = writeln!(out, "offload   tool results over {} tokens", thousands(compactor.offload_threshold()));
+    if model.token_ratio != 1.0 {
+        let _ = writeln!(out, "          (estimated counts for this family: {} × the exact count)", model.token_ratio);
+    }
+
+    let _ = writeln!(out, "\nactions ({})", plan.actions.len());
+    if plan.actions.is_empty() {
+        let _ = writeln!(out, "  none: nothing to compact");
+    }
+    let rows: Vec<ActionRow> = plan.actions.iter().map(ActionRow::of).collect();
+    let id_width = rows.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    let kind_width = rows.iter().map(|r| r.kind.len()).max().unwrap_or(0);
+    let tool_width = rows.iter().map(|r| r.tool.len()).max().unwrap_or(0);
+    for row in &rows {
+        let _ = writeln!(
+            out,
+            "  {:<id_width$}  {:<kind_width$}  message {:>3}  {:<tool_width$}  {:>8} → {:>6} tokens  writes {}",
+            row.id,
+            row.kind,
+            row.message.map_or("-".to_owned(), |m| m.to_string()),
+            row.tool,
+            row.tokens_before.map_or("?".to_owned(), thousands),
+            row.tokens_after.map_or("?".to_owned(), thousands),
+            if row.paths.is_empty() { "nothing".to_owned() } else { row.paths.join(", ") },
+        );
+    }
+    let extra = extra_plan_fields(&plan);
+    if !extra.is_empty() {
+        let _ = writeln!(out, "\nmore plan fields");
+    }
+    for (key, value) in extra {
+        let _ = writeln!(out, "  {key}: {value}");
+    }
+
+    let _ = writeln!(out, "\nnotes");
+    if plan.notes.is_empty() {
+        let _ = writeln!(out, "  none: the predicted conversation fits the window");
+    }
+    for note in &plan.notes {
+        let _ = writeln!(out, "  {}", note_line(note));
+    }
+
+    let _ = writeln!(out, "\nafter apply (simulated, all writes succeed)");
+    let stored: usize = store.values().map(String::len).sum();
+    let _ = writeln!(out, "  store     {}, {}", plural(store.len() as u64, "file"), bytes(stored));
+    let _ = writeln!(
+        out,
+        "  tokens    {} → {} ({} of the window){}",
+        thousands(applied.tokens_before),
+        thousands(applied.tokens_after),
+        percent(applied.tokens_after, plan.window),
+        if applied.tokens_after == plan.tokens_after {
+            ", as predicted".to_owned()
+        } else {
+            format!(", predicted {}", thousands(plan.tokens_after))
+        },
+    );
+    for event in &applied.events {
+        let status = serde_json::to_value(event.status).ok();
+        let _ = writeln!(
+            out,
+            "  {:<id_width$}  {}, saved {} tokens",
+            event.action_id,
+            status.as_ref().and_then(Value::as_str).unwrap_or("?"),
+            thousands(event.tokens_saved),
+        );
+    }
+    if replan.is_empty() {
+        let _ = writeln!(out, "  re-plan   no new actions");
+    } else {
+        let ids: Vec<&str> = replan.actions.iter().map(Action::id).collect();
+        let _ = writeln!(out, "  re-plan   {} new actions: {}", ids.len(), ids.join(", "));
+    }
+    Ok(out)
+}
+
+/// What the report shows of one action, read from its JSON form so that action types added to
+/// the crate later are shown too (with whatever of these fields they carry).
+struct ActionRow {
+    id: String,
+    kind: String,
+    message: Option<u64>,
+    tool: String,
+    tokens_before: Option<u64>,
+    tokens_after: Option<u64>,
+    paths: Vec<String>,
+}
+
+impl ActionRow {
+    fn of(action: &Action) -> Self {
+        let value = serde_json::to_value(action).unwrap_or_default();
+        let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let number = |key: &str| value.get(key).and_then(Value::as_u64);
+        ActionRow {
+            id: action.id().to_owned(),
+            kind: text("type").unwrap_or_else(|| "?".into()),
+            message: number("messageIndex"),
+            tool: text("toolName").unwrap_or_default(),
+            tokens_before: number("tokensBefore"),
+            tokens_after: number("tokensAfter"),
+            paths: action.writes().into_iter().map(|(path, _)| path.to_owned()).collect(),
+        }
+    }
+}
+
+/// Plan fields this report does not know by name (added to the crate later), as compact JSON.
+fn extra_plan_fields(plan: &Plan) -> Vec<(String, String)> {
+    const KNOWN: [&str; 6] = ["model", "window", "tokensBefore", "tokensAfter", "actions", "notes"];
+    match serde_json::to_value(plan) {
+        Ok(Value::Object(map)) => map
+            .into_iter()
+            .filter(|(key, _)| !KNOWN.contains(&key.as_str()))
+            .map(|(key, value)| (key, value.to_string()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn note_line(note: &Note) -> String {
+    match note {
+        Note::UnknownModel { name, assumed_window, .. } => format!(
+            "unknown model {}: assumed a window of {} tokens (pass --window or a known --model)",
+            if name.is_empty() { "(none given)".to_owned() } else { format!("\"{name}\"") },
+            thousands(*assumed_window)
+        ),
+        Note::OverBudget { tokens_after, window, reason, .. } => format!(
+            "over budget: {} tokens after every action, window {}: {reason}",
+            thousands(*tokens_after),
+            thousands(*window)
+        ),
+        // A note type added to the crate later: its type and reason, or all of it.
+        other => {
+            let value = serde_json::to_value(other).unwrap_or_default();
+            match (value.get("type").and_then(Value::as_str), value.get("reason").and_then(Value::as_str)) {
+                (Some(kind), Some(reason)) => format!("{kind}: {reason}"),
+                _ => value.to_string(),
+            }
+        }
+    }
+}
+
+fn model_line(compactor: &Compactor) -> String {
+    let model = compactor.model();
+    let name = if model.name.is_empty() { "(none given)" } else { &model.name };
+    let matched = match &model.matched {
+        Some(entry) => format!("registry entry {entry}"),
+        None => "not in the registry".to_owned(),
+    };
+    let family = serde_json::to_value(model.family).ok();
+    format!(
+        "{name} ({matched}), window {}, encoding {}, family {}",
+        thousands(compactor.window()),
+        model.encoding.as_str(),
+        family.as_ref().and_then(Value::as_str).unwrap_or("?"),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// stats
+
+/// One part (or a message's plain string content) with its size and tokens.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PartStats {
+    message_index: usize,
+    /// `None` for a message whose content is a plain string.
+    part_index: Option<usize>,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<String>,
+    bytes: usize,
+    tokens: u32,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageStats {
+    index: usize,
+    role: &'static str,
+    tokens: u32,
+    summary: String,
+    parts: Vec<PartStats>,
+}
+
+#[derive(Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Tally {
+    count: u32,
+    tokens: u64,
+}
+
+fn run_stats(opts: &Opts) -> Result<String, Failure> {
+    let (messages, session_model) = load_session(&opts.session)?;
+    let compactor = compactor(opts, session_model)?;
+
+    // Per-message and per-part counts: the compactor's own counter settings, scaled like its
+    // totals (exact for OpenAI encodings, estimated for the other families).
+    let mut counter = CachedCounter::new(compactor.model().encoding);
+    counter.image_tokens = compactor.config().image_tokens;
+    counter.file_tokens = compactor.config().file_tokens;
+    let ratio = compactor.model().token_ratio;
+    let scale = |raw: u32| if ratio == 1.0 { raw } else { (f64::from(raw) * ratio).ceil() as u32 };
+
+    let per_message: Vec<MessageStats> = messages
+        .iter()
+        .enumerate()
+        .map(|(index, message)| {
+            let parts = part_stats(index, message, &counter, &scale);
+            MessageStats {
+                index,
+                role: message.role.as_str(),
+                tokens: scale(counter.message(message)),
+                summary: summary(&parts),
+                parts,
+            }
+        })
+        .collect();
+
+    let total = compactor.count(&messages);
+    let usage = compactor.usage(&messages);
+    let mut by_role: BTreeMap<&str, Tally> = BTreeMap::new();
+    let mut by_tool: BTreeMap<String, Tally> = BTreeMap::new();
+    for message in &per_message {
+        let role = by_role.entry(message.role).or_default();
+        role.count += 1;
+        role.tokens += u64::from(message.tokens);
+        for part in message.parts.iter().filter(|p| p.kind == "tool-result") {
+            let tool = by_tool.entry(part.tool_name.clone().unwrap_or_default()).or_default();
+            tool.count += 1;
+            tool.tokens += u64::from(part.tokens);
+        }
+    }
+    let mut largest: Vec<&PartStats> = per_message.iter().flat_map(|m| &m.parts).collect();
+    largest.sort_by(|a, b| b.tokens.cmp(&a.tokens).then(a.message_index.cmp(&b.message_index)));
+    largest.truncate(10);
+
+    if opts.json {
+        let report = json!({
+            "model": compactor.model(),
+            "messages": per_message,
+            "totals": { "tokens": total, "messages": messages.len(), "byRole": by_role, "byTool": by_tool },
+            "largestParts": largest,
+            "usage": usage,
+        });
+        return Ok(to_json(&report));
+    }
+
+    let mut out = String::new();
+    let _ = writeln!(out, "model     {}", model_line(&compactor));
+    let _ = writeln!(out, "\nmessages ({})", messages.len());
+    for m in &per_message {
+        let _ = writeln!(out, "  {:>4}  {:<9}  {:>8} tokens  {}", m.index, m.role, thousands(m.tokens), m.summary);
+    }
+
+    let _ = writeln!(out, "\nby role");
+    for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
+        if let Some(t) = by_role.get(role.as_str()) {
+            let _ = writeln!(
+                out,
+                "  {:<11}  {:>8} tokens  {}",
+                role.as_str(),
+                thousands(t.tokens),
+                plural(t.count, "message")
+            );
+        }
+    }
+    let _ = writeln!(out, "\nby tool (tool results)");
+    if by_tool.is_empty() {
+        let _ = writeln!(out, "  none");
+    }
+    let mut tools: Vec<(&String, &Tally)> = by_tool.iter().collect();
+    tools.sort_by_key(|(_, t)| std::cmp::Reverse(t.tokens));
+    let tool_width = tools.iter().map(|(name, _)| name.len()).max().unwrap_or(0).max(11);
+    for (name, t) in tools {
+        let _ =
+            writeln!(out, "  {name:<tool_width$}  {:>8} tokens  {}", thousands(t.tokens), plural(t.count, "result"));
+    }
+
+    let _ = writeln!(out, "\nlargest parts");
+    for p in &largest {
+        let place = match p.part_index {
+            Some(part) => format!("message {} part {part}", p.message_index),
+            None => format!("message {}", p.message_index),
+        };
+        let _ = writeln!(out, "  {:>8} tokens  {place:<18}  {}", thousands(p.tokens), summary(std::slice::from_ref(p)));
+    }
+
+    let _ = writeln!(
+        out,
+        "\ntotal     {} tokens, {} of a {}-token window (with {} reply-priming tokens per request)",
+        thousands(total),
+        percent(usage.tokens, usage.window),
+        thousands(usage.window),
+        total.saturating_sub(per_message.iter().map(|m| m.tokens).sum()),
+    );
+    Ok(out)
+}
+
+fn part_stats(index: usize, message: &Message, counter: &CachedCounter, scale: &impl Fn(u32) -> u32) -> Vec<PartStats> {
+    let parts = match &message.content {
+        Content::Text(text) => {
+            return vec![PartStats {
+                message_index: index,
+                part_index: None,
+                kind: "text".into(),
+                tool_name: None,
+                bytes: text.len(),
+                tokens: scale(counter.text(text)),
+            }]
+        }
+        Content::Parts(parts) => parts,
+    };
+    parts
+        .iter()
+        .enumerate()
+        .map(|(part_index, part)| {
+            let (tool_name, bytes) = match part {
+                Part::Text(p) | Part::Reasoning(p) => (None, p.text.len()),
+                Part::ToolCall(call) => (Some(call.tool_name.clone()), call.input.to_string().len()),
+                Part::ToolResult(result) => (Some(result.tool_name.clone()), result.output.text().len()),
+                other => (None, serde_json::to_string(other).map_or(0, |s| s.len())),
+            };
+            PartStats {
+                message_index: index,
+                part_index: Some(part_index),
+                kind: part.type_name().to_owned(),
+                tool_name,
+                bytes,
+                tokens: scale(counter.part(part)),
+            }
+        })
+        .collect()
+}
+
+/// `text 1.2 KB, tool-call bash (40 B)`.
+fn summary(parts: &[PartStats]) -> String {
+    parts
+        .iter()
+        .map(|p| match &p.tool_name {
+            Some(tool) => format!("{} {tool} ({})", p.kind, bytes(p.bytes)),
+            None => format!("{} {}", p.kind, bytes(p.bytes)),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+fn to_json(value: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(n: impl Into<u64>) -> String {
+    let digits = n.into().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: impl Into<u64>, word: &str) -> String {
+    let n = n.into();
+    format!("{} {word}{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
+fn percent(tokens: u32, window: u32) -> String {
+    format!("{:.1}%", 100.0 * f64::from(tokens) / f64::from(window.max(1)))
+}
+
+fn bytes(n: usize) -> String {
+    match n {
+        0..1_000 => format!("{n} B"),
+        1_000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
+        _ => format!("{:.1} MB", n as f64 / 1e6),
+    }
+}
