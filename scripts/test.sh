@@ -18,7 +18,7 @@ run() {
   else failed=$((failed + 1)); failed_names+=("$name"); echo "=== $name FAILED after $((SECONDS - start)) s"; fi
 }
 
-run rust      cargo test --quiet
+run rust      cargo test --quiet --features cli
 run host      node --test js/test/
 run ai-sdk    node --test tests/ai-sdk/
 run demo      node examples/demo/demo.mjs

@@ -200,6 +200,21 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
         percent(plan.tokens_after, plan.window),
     );
     let _ = writeln!(out, "offload   tool results over {} tokens", thousands(compactor.offload_threshold()));
+    let _ = writeln!(
+        out,
+        "tier 2    {} (fires above {}, compacts to {})",
+        if plan.trigger.tier2 { "runs" } else { "not needed" },
+        thousands(plan.trigger.compact_at),
+        thousands(plan.trigger.target),
+    );
+    if let Some(first) = plan.cache.first_changed_message {
+        let _ = writeln!(
+            out,
+            "cache     {} edits to earlier messages; the prompt cache breaks at message {first} ({} tokens re-read uncached)",
+            plan.cache.prefix_changing_edits,
+            thousands(plan.cache.tokens_invalidated),
+        );
+    }
     if model.token_ratio != 1.0 {
         let _ = writeln!(out, "          (estimated counts for this family: {} × the exact count)", model.token_ratio);
     }
@@ -306,7 +321,7 @@ impl ActionRow {
 
 /// Plan fields this report does not know by name (added to the crate later), as compact JSON.
 fn extra_plan_fields(plan: &Plan) -> Vec<(String, String)> {
-    const KNOWN: [&str; 6] = ["model", "window", "tokensBefore", "tokensAfter", "actions", "notes"];
+    const KNOWN: [&str; 8] = ["model", "window", "tokensBefore", "tokensAfter", "actions", "notes", "trigger", "cache"];
     match serde_json::to_value(plan) {
         Ok(Value::Object(map)) => map
             .into_iter()

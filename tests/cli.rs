@@ -1,0 +1,218 @@
+//! The native CLI, run as a process on a committed fixture: a 29-message coding session with two
+//! tool results over 20,000 tokens (tests/fixtures/cli/make-session.py generates it).
+#![cfg(feature = "cli")]
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_context-compactor");
+
+fn fixture() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cli/session.json").to_owned()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("the binary runs")
+}
+
+fn run_stdin(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstderr: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_str(&stdout(output)).expect("--json prints JSON")
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A temporary file holding `text`, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("cc-cli-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TempFile(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn plan_json() -> Value {
+    json(&run(&["plan", &fixture(), "--model", "gpt-4o", "--json"]))
+}
+
+fn offloads(plan: &Value) -> Vec<&Value> {
+    plan["actions"].as_array().unwrap().iter().filter(|a| a["type"] == "offload").collect()
+}
+
+#[test]
+fn fixture_is_small_and_has_two_results_over_20k_tokens() {
+    let size = std::fs::metadata(fixture()).unwrap().len();
+    assert!(size < 300_000, "{size} bytes");
+    let stats = json(&run(&["stats", &fixture(), "--model", "gpt-4o", "--json"]));
+    assert_eq!(stats["messages"].as_array().unwrap().len(), 29);
+    let big: Vec<&Value> = stats["largestParts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["type"] == "tool-result" && p["tokens"].as_u64().unwrap() > 20_000)
+        .collect();
+    assert_eq!(big.len(), 2, "{big:?}");
+}
+
+#[test]
+fn plan_json_offloads_the_two_large_results_and_applies_as_predicted() {
+    let report = plan_json();
+    let plan = &report["plan"];
+    let offloads = offloads(plan);
+    assert_eq!(offloads.len(), 2, "{:#}", plan["actions"]);
+    let tools: Vec<&str> = offloads.iter().map(|a| a["toolName"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["bash", "list_issues"]);
+    let (before, after) = (plan["tokensBefore"].as_u64().unwrap(), plan["tokensAfter"].as_u64().unwrap());
+    assert!(after < before, "{after} < {before}");
+    assert!(before > 40_000 && after < 5_000, "{before} → {after}");
+    assert_eq!(plan["model"]["matched"], "gpt-4o");
+    assert_eq!(plan["window"], 128_000);
+
+    let applied = &report["applied"];
+    assert_eq!(applied["tokensBefore"], plan["tokensBefore"]);
+    assert_eq!(applied["tokensAfter"], plan["tokensAfter"], "the prediction is exact");
+    let events = applied["events"].as_array().unwrap();
+    assert_eq!(events.len(), plan["actions"].as_array().unwrap().len());
+    assert!(events.iter().all(|e| e["status"] == "applied"), "{events:?}");
+    assert_eq!(applied["replanActions"], serde_json::json!([]), "re-planning is idempotent");
+}
+
+#[test]
+fn plan_report_names_every_path_and_the_token_counts() {
+    let report = plan_json();
+    let plan = &report["plan"];
+    let text = stdout(&run(&["plan", &fixture(), "--model", "gpt-4o"]));
+    for action in offloads(plan) {
+        let path = action["path"].as_str().unwrap();
+        assert!(path.starts_with("/tool_outputs/"), "{path}");
+        assert!(text.contains(path), "{path} missing from:\n{text}");
+        assert!(text.contains(action["id"].as_str().unwrap()));
+        assert!(text.contains(&thousands(action["tokensBefore"].as_u64().unwrap())), "{text}");
+    }
+    let before = thousands(plan["tokensBefore"].as_u64().unwrap());
+    let after = thousands(plan["tokensAfter"].as_u64().unwrap());
+    assert!(text.contains(&format!("{before} → {after} predicted")), "{text}");
+    assert!(text.contains("gpt-4o") && text.contains("128,000") && text.contains("o200k_base"), "{text}");
+    assert!(text.contains("after apply (simulated, all writes succeed)"), "{text}");
+    assert!(text.contains("re-plan   no new actions"), "{text}");
+}
+
+#[test]
+fn unknown_model_and_small_window_are_noted() {
+    let text = stdout(&run(&["plan", &fixture()]));
+    assert!(text.contains("unknown model") && text.contains("8,192"), "{text}");
+    let report = json(&run(&["plan", &fixture(), "--model", "gpt-4o", "--window", "500", "--json"]));
+    let notes = report["plan"]["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n["type"] == "over-budget"), "{notes:?}");
+    let text = stdout(&run(&["plan", &fixture(), "--model", "gpt-4o", "--window", "500"]));
+    assert!(text.contains("over budget"), "{text}");
+}
+
+#[test]
+fn stats_totals_equal_the_plans_tokens_before() {
+    let plan = plan_json();
+    let stats = json(&run(&["stats", &fixture(), "--model", "gpt-4o", "--json"]));
+    assert_eq!(stats["totals"]["tokens"], plan["plan"]["tokensBefore"]);
+    assert_eq!(stats["usage"]["tokens"], plan["plan"]["tokensBefore"]);
+    assert_eq!(stats["usage"]["window"], 128_000);
+    // Per-message counts add up to the total but for the once-per-request reply priming.
+    let sum: u64 = stats["messages"].as_array().unwrap().iter().map(|m| m["tokens"].as_u64().unwrap()).sum();
+    assert_eq!(sum + 3, stats["totals"]["tokens"].as_u64().unwrap());
+    let roles: u64 =
+        stats["totals"]["byRole"].as_object().unwrap().values().map(|r| r["tokens"].as_u64().unwrap()).sum();
+    assert_eq!(roles, sum);
+    let by_tool = &stats["totals"]["byTool"];
+    assert_eq!(by_tool["bash"]["count"], 3);
+    assert!(by_tool["list_issues"]["tokens"].as_u64().unwrap() > 20_000);
+    assert_eq!(stats["largestParts"].as_array().unwrap().len(), 10);
+
+    let text = stdout(&run(&["stats", &fixture(), "--model", "gpt-4o"]));
+    let total = thousands(stats["totals"]["tokens"].as_u64().unwrap());
+    assert!(text.contains(&format!("total     {total} tokens")), "{text}");
+    assert!(text.contains("list_issues") && text.contains("largest parts"), "{text}");
+}
+
+#[test]
+fn stdin_and_bare_arrays_are_accepted() {
+    let session: Value = serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    let array = session["messages"].to_string();
+    let from_stdin = run_stdin(&["plan", "-", "--model", "gpt-4o", "--json"], &array);
+    assert_eq!(json(&from_stdin)["plan"], plan_json()["plan"]);
+}
+
+#[test]
+fn invalid_messages_exit_2_naming_the_message_and_field() {
+    let bad = TempFile::new("robot.json", r#"[{"role":"robot","content":"x"}]"#);
+    for command in ["plan", "stats"] {
+        let output = run(&[command, bad.path()]);
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("message 0") && stderr.contains("`role`"), "{stderr}");
+        assert!(output.stdout.is_empty());
+    }
+}
+
+#[test]
+fn missing_files_and_malformed_json_exit_2() {
+    let output = run(&["plan", "/nonexistent/session.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/session.json"));
+
+    let output = run_stdin(&["stats", "-"], r#"[{"role": "user""#);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("malformed JSON"));
+
+    let output = run_stdin(&["stats", "-"], r#"{"turns": []}"#);
+    assert_eq!(output.status.code(), Some(2));
+
+    let config = TempFile::new("config.json", r#"{"offload": {"thresholdTokens": 0}}"#);
+    let output = run(&["plan", &fixture(), "--config", config.path()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("offload.thresholdTokens"));
+}
