@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::message::Message;
+use crate::message::{Message, Part};
 use crate::models::{self, ModelInfo};
 use crate::offload;
-use crate::plan::{Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Trigger};
+use crate::plan::{Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Replace, Trigger};
 use crate::tier2;
 use crate::tokens::{CachedCounter, TokenCounter};
 
@@ -138,14 +138,18 @@ impl Compactor {
     fn plan_with(&self, messages: &[Message], manual: bool) -> Result<Plan> {
         crate::message::validate(messages)?;
         let window = self.window();
-        let tokens_before = self.count(messages);
+        let raw_before = self.counter.messages(messages);
+        let tokens_before = self.scale(raw_before);
         let threshold = self.offload_threshold();
         let mut actions: Vec<Action> =
             offload::plan(messages, &self.config.offload, threshold, |output| self.scale(self.counter.output(output)))
                 .into_iter()
                 .map(Action::Offload)
                 .collect();
-        let mut predicted = tokens_before.saturating_sub(savings(&actions));
+        // Predict from raw counts and scale once: scaling each action's saving separately would
+        // round differently from counting the result.
+        let mut predicted_raw = raw_before.saturating_sub(actions.iter().map(|a| self.raw_saving(messages, a)).sum());
+        let mut predicted = self.scale(predicted_raw);
 
         let compaction = &self.config.compaction;
         let compact_at = fraction_of(window, compaction.trigger_fraction);
@@ -159,7 +163,8 @@ impl Compactor {
                 if predicted <= target && !manual {
                     break;
                 }
-                predicted = predicted.saturating_sub(savings(std::slice::from_ref(&candidate)));
+                predicted_raw = predicted_raw.saturating_sub(self.raw_saving(messages, &candidate));
+                predicted = self.scale(predicted_raw);
                 actions.push(candidate);
             }
         }
@@ -195,6 +200,23 @@ impl Compactor {
             trigger: Trigger { compact_at, target, tier2 },
             cache,
         })
+    }
+
+    /// The unscaled tokens an action removes, counted exactly as `count` will count the result.
+    fn raw_saving(&self, messages: &[Message], action: &Action) -> u32 {
+        let edit = action.edit();
+        let part = messages.get(edit.message_index).and_then(|m| m.parts().get(edit.part_index));
+        match (&edit.replace, part) {
+            (Replace::Output { output }, Some(Part::ToolResult(result))) => {
+                self.counter.output(&result.output).saturating_sub(self.counter.output(output))
+            }
+            (Replace::InputField { field, value }, Some(Part::ToolCall(call))) => {
+                let mut input = call.input.clone();
+                input[field.as_str()] = serde_json::Value::String(value.clone());
+                self.counter.json(&call.input).saturating_sub(self.counter.json(&input))
+            }
+            _ => 0,
+        }
     }
 
     fn cache_impact(&self, messages: &[Message], actions: &[Action]) -> CacheImpact {
@@ -345,10 +367,6 @@ impl Compactor {
             stats.timeline.remove(0);
         }
     }
-}
-
-fn savings(actions: &[Action]) -> u32 {
-    actions.iter().map(|a| a.edit().tokens_before.saturating_sub(a.edit().tokens_after)).sum()
 }
 
 fn fraction_of(window: u32, fraction: f64) -> u32 {

@@ -9,6 +9,18 @@ use crate::hash::short_hex;
 use crate::message::{Content, Message, Part, ToolOutput};
 use crate::plan::{Replace, StoreEdit};
 
+/// How each kind of replacement text starts. A part that already starts with one of these
+/// points at the store; planning it again would only store the pointer.
+pub(crate) const OFFLOAD_MARKER: &str = "[Tool output offloaded: ";
+pub(crate) const MASK_MARKER: &str = "[Older tool result cleared";
+pub(crate) const DEDUPE_MARKER: &str = "[Previously read: ";
+pub(crate) const EVICT_MARKER: &str = "[Content written to ";
+
+/// True when `text` is a replacement this crate wrote.
+pub(crate) fn is_compacted(text: &str) -> bool {
+    [OFFLOAD_MARKER, MASK_MARKER, DEDUPE_MARKER, EVICT_MARKER].iter().any(|m| text.starts_with(m))
+}
+
 /// Makes the planned replacement, after checking that the part still holds exactly the content
 /// the host stored.
 pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
@@ -65,7 +77,7 @@ pub(crate) fn path_for(prefix: &str, tool: &str, content: &str, json: bool) -> S
 pub(crate) fn preview(content: &str, tokens: u32, path: &str, config: &OffloadConfig) -> String {
     let lines: Vec<&str> = content.lines().collect();
     let mut out = format!(
-        "[Tool output offloaded: {tokens} tokens, {} lines, {} bytes. Full content: {path}]\n\
+        "{OFFLOAD_MARKER}{tokens} tokens, {} lines, {} bytes. Full content: {path}]\n\
          Read it with read_file(path=\"{path}\", offset, limit) or search it with grep(pattern, path=\"{path}\").\n",
         lines.len(),
         content.len()

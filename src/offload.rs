@@ -2,7 +2,7 @@
 //! directions for reading the rest.
 
 use crate::config::OffloadConfig;
-use crate::edit::{path_for, preview, replacement};
+use crate::edit::{is_compacted, path_for, preview, replacement};
 use crate::message::{Message, Part, Role, ToolOutput};
 use crate::plan::{Replace, StoreEdit};
 
@@ -31,8 +31,23 @@ pub(crate) fn plan(
                 continue;
             }
             let content = result.output.text();
+            if is_compacted(&content) {
+                continue; // already a pointer to the store: offloading it again would loop
+            }
             let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
-            let replacement = replacement(&result.output, &preview(&content, before, &path, config));
+            // The preview must itself stay well under the threshold (small windows, wide lines),
+            // or the next plan would offload the preview: halve it until it fits in half.
+            let mut shape = config.clone();
+            let replacement = loop {
+                let candidate = replacement(&result.output, &preview(&content, before, &path, &shape));
+                let fits = tokens(&candidate) <= threshold / 2;
+                if fits || (shape.preview_head_lines == 0 && shape.preview_tail_lines == 0) {
+                    break candidate;
+                }
+                shape.preview_head_lines /= 2;
+                shape.preview_tail_lines /= 2;
+                shape.preview_line_chars = (shape.preview_line_chars / 2).max(40);
+            };
             let after = tokens(&replacement);
             if after >= before {
                 continue;

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::config::CompactionConfig;
-use crate::edit::path_for;
+use crate::edit::{is_compacted, path_for, DEDUPE_MARKER, EVICT_MARKER, MASK_MARKER};
 use crate::message::{Message, Part, Role, ToolOutput};
 use crate::plan::{Action, Replace, StoreEdit};
 
@@ -39,26 +39,33 @@ pub(crate) fn candidates(messages: &[Message], config: &CompactionConfig, tokens
 
 fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens) -> Vec<Action> {
     let mut out = Vec::new();
-    // The last message may hold a call still being executed: leave it alone.
-    let settled = messages.len().saturating_sub(1);
-    for (message_index, message) in messages[..settled].iter().enumerate() {
+    // A call with no result yet may still be executing from these very messages: leave it.
+    let answered: HashSet<&str> = messages
+        .iter()
+        .flat_map(|m| m.parts())
+        .filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    for (message_index, message) in messages.iter().enumerate() {
         if message.role != Role::Assistant {
             continue;
         }
         for (part_index, part) in message.parts().iter().enumerate() {
             let Part::ToolCall(call) = part else { continue };
-            if !config.evict_input_tools.contains(&call.tool_name) {
+            if !config.evict_input_tools.contains(&call.tool_name) || !answered.contains(call.tool_call_id.as_str()) {
                 continue;
             }
             let file = file_argument(&call.input, &config.path_fields).unwrap_or("(unknown path)");
             for field in &config.evict_input_fields {
                 let Some(Value::String(content)) = call.input.get(field.as_str()) else { continue };
-                if content.starts_with("[Content written to ") {
+                if is_compacted(content) {
                     continue; // already evicted
                 }
                 let path = path_for(&config.path_prefix, &format!("{}_{field}", call.tool_name), content, false);
                 let value = format!(
-                    "[Content written to {file} ({} tokens); copy stored at {path}. Preview: {}…]",
+                    "{EVICT_MARKER}{file} ({} tokens); copy stored at {path}. Preview: {}…]",
                     tokens.text(content),
                     preview_chars(content, config.input_preview_chars)
                 );
@@ -127,7 +134,7 @@ fn dedupes(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens,
         let content = result.output.text();
         let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
         let output = ToolOutput::Text {
-            value: format!("[Previously read: {file}. A later read of the same file follows; this earlier copy is stored at {path}]"),
+            value: format!("{DEDUPE_MARKER}{file}. A later read of the same file follows; this earlier copy is stored at {path}]"),
             extra: Default::default(),
         };
         taken.insert((m, p));
@@ -155,13 +162,13 @@ fn masks(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, t
             continue;
         }
         let content = result.output.text();
-        if content.starts_with("[Tool output offloaded: ") || content.starts_with("[Older tool result cleared") {
+        if is_compacted(&content) {
             continue; // already points at the store
         }
         let before = tokens.output(&result.output);
         let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
         let text = format!(
-            "[Older tool result cleared to save context ({before} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
+            "{MASK_MARKER} to save context ({before} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
         );
         let output = match &result.output {
             ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => ToolOutput::ErrorText { value: text, extra: extra.clone() },
