@@ -132,6 +132,9 @@ fn dedupes(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens,
             continue; // errors and denials are not file contents
         }
         let content = result.output.text();
+        if is_compacted(&content) {
+            continue; // already a pointer (e.g. offloaded by tier 1 in an earlier plan)
+        }
         let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
         let output = ToolOutput::Text {
             value: format!("{DEDUPE_MARKER}{file}. A later read of the same file follows; this earlier copy is stored at {path}]"),

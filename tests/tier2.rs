@@ -167,3 +167,23 @@ fn text_of(message: &Message) -> String {
         other => panic!("{other:?}"),
     }
 }
+
+/// Found by the property tests: a stale read that tier 1 had offloaded in an earlier plan was
+/// deduped on the next one (a pointer to a pointer, and new work on an already compacted
+/// conversation).
+#[test]
+fn an_offloaded_stale_read_is_not_deduped_on_the_next_plan() {
+    // Wide lines: the offload preview (13 lines) is itself over the 500-token minimum saving.
+    let wide: String = (0..400).map(|i| format!("{i} {}\n", "fn handler(request: Request) -> Response { budget.check(); } ".repeat(3))).collect();
+    let mut s = Session::new();
+    s.call("read_file", json!({"path": "src/lib.rs"}), &wide)
+        .call("read_file", json!({"path": "src/lib.rs"}), &lines("lib2", 60))
+        .say(&lines("chat", 420));
+    let mut config = Config { model: Some("gpt-4o".into()), context_window: Some(8_000), ..Config::default() };
+    config.offload.excluded_tools.clear(); // let tier 1 offload the first read
+    let mut c = Compactor::new(config).unwrap();
+    let (after, _, plan) = drive(&mut c, s.messages(), false);
+    assert!(plan.actions.iter().any(|a| a.strategy() == Strategy::Offload), "{:?}", plan.actions);
+    let again = c.plan(&after).unwrap();
+    assert!(again.is_empty(), "{:?}", again.actions);
+}
