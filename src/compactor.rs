@@ -142,7 +142,7 @@ impl Compactor {
         let tokens_before = self.scale(raw_before);
         let threshold = self.offload_threshold();
         let mut actions: Vec<Action> =
-            offload::plan(messages, &self.config.offload, threshold, |output| self.scale(self.counter.output(output)))
+            offload::plan(messages, &self.config.offload, threshold, &Scaled(self))
                 .into_iter()
                 .map(Action::Offload)
                 .collect();
@@ -373,10 +373,10 @@ fn fraction_of(window: u32, fraction: f64) -> u32 {
     (f64::from(window) * fraction) as u32
 }
 
-/// The compactor's counts, scaled for the model, as tier 2 needs them.
+/// The compactor's counts, scaled for the model, as the planners need them.
 struct Scaled<'a>(&'a Compactor);
 
-impl tier2::Tokens for Scaled<'_> {
+impl crate::edit::Tokens for Scaled<'_> {
     fn text(&self, text: &str) -> u32 {
         self.0.scale(self.0.counter.text(text))
     }

@@ -6,8 +6,40 @@ use serde_json::Value;
 use crate::config::OffloadConfig;
 use crate::error::{Error, Result};
 use crate::hash::short_hex;
-use crate::message::{Content, Message, Part, ToolOutput};
+use crate::message::{Content, Message, Part, ToolOutput, ToolResult};
 use crate::plan::{Replace, StoreEdit};
+
+/// Token counts the planners need, scaled for the model.
+pub(crate) trait Tokens {
+    fn text(&self, text: &str) -> u32;
+    fn output(&self, output: &ToolOutput) -> u32;
+    /// A JSON value as it is counted inside a tool call.
+    fn json(&self, value: &Value) -> u32;
+}
+
+/// The edit that stores a tool result's content and replaces its whole output.
+pub(crate) fn output_edit(
+    kind: &str,
+    (message_index, part_index): (usize, usize),
+    result: &ToolResult,
+    path: String,
+    content: String,
+    output: ToolOutput,
+    tokens: &dyn Tokens,
+) -> StoreEdit {
+    StoreEdit {
+        id: format!("{kind}-{message_index}-{part_index}"),
+        message_index,
+        part_index,
+        tool_call_id: result.tool_call_id.clone(),
+        tool_name: result.tool_name.clone(),
+        path,
+        content,
+        tokens_before: tokens.output(&result.output),
+        tokens_after: tokens.output(&output),
+        replace: Replace::Output { output },
+    }
+}
 
 /// How each kind of replacement text starts. A part that already starts with one of these
 /// points at the store; planning it again would only store the pointer.

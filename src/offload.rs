@@ -2,16 +2,16 @@
 //! directions for reading the rest.
 
 use crate::config::OffloadConfig;
-use crate::edit::{is_compacted, path_for, preview, replacement};
+use crate::edit::{is_compacted, output_edit, path_for, preview, replacement, Tokens};
 use crate::message::{Message, Part, Role, ToolOutput};
-use crate::plan::{Replace, StoreEdit};
+use crate::plan::StoreEdit;
 
-/// Finds every tool result over the threshold. `tokens` gives a tool output's (scaled) count.
+/// Finds every tool result over the threshold.
 pub(crate) fn plan(
     messages: &[Message],
     config: &OffloadConfig,
     threshold: u32,
-    tokens: impl Fn(&ToolOutput) -> u32,
+    tokens: &dyn Tokens,
 ) -> Vec<StoreEdit> {
     let mut actions = Vec::new();
     for (message_index, message) in messages.iter().enumerate() {
@@ -26,7 +26,7 @@ pub(crate) fn plan(
             if matches!(result.output, ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_)) {
                 continue;
             }
-            let before = tokens(&result.output);
+            let before = tokens.output(&result.output);
             if before <= threshold {
                 continue;
             }
@@ -40,7 +40,7 @@ pub(crate) fn plan(
             let mut shape = config.clone();
             let replacement = loop {
                 let candidate = replacement(&result.output, &preview(&content, before, &path, &shape));
-                let fits = tokens(&candidate) <= threshold / 2;
+                let fits = tokens.output(&candidate) <= threshold / 2;
                 if fits || (shape.preview_head_lines == 0 && shape.preview_tail_lines == 0) {
                     break candidate;
                 }
@@ -48,22 +48,10 @@ pub(crate) fn plan(
                 shape.preview_tail_lines /= 2;
                 shape.preview_line_chars = (shape.preview_line_chars / 2).max(40);
             };
-            let after = tokens(&replacement);
-            if after >= before {
-                continue;
+            let edit = output_edit("offload", (message_index, part_index), result, path, content, replacement, tokens);
+            if edit.tokens_after < edit.tokens_before {
+                actions.push(edit);
             }
-            actions.push(StoreEdit {
-                id: format!("offload-{message_index}-{part_index}"),
-                message_index,
-                part_index,
-                tool_call_id: result.tool_call_id.clone(),
-                tool_name: result.tool_name.clone(),
-                path,
-                content,
-                replace: Replace::Output { output: replacement },
-                tokens_before: before,
-                tokens_after: after,
-            });
         }
     }
     actions

@@ -13,17 +13,9 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::config::CompactionConfig;
-use crate::edit::{is_compacted, path_for, DEDUPE_MARKER, EVICT_MARKER, MASK_MARKER};
+use crate::edit::{is_compacted, output_edit, path_for, Tokens, DEDUPE_MARKER, EVICT_MARKER, MASK_MARKER};
 use crate::message::{Message, Part, Role, ToolOutput};
 use crate::plan::{Action, Replace, StoreEdit};
-
-/// Token counts the planner needs, scaled for the model.
-pub(crate) trait Tokens {
-    fn text(&self, text: &str) -> u32;
-    /// A JSON value as it is counted inside a tool call.
-    fn json(&self, value: &Value) -> u32;
-    fn output(&self, output: &ToolOutput) -> u32;
-}
 
 /// Parts (message, part) an earlier tier already edits.
 pub(crate) type Taken = HashSet<(usize, usize)>;
@@ -141,7 +133,7 @@ fn dedupes(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens,
             extra: Default::default(),
         };
         taken.insert((m, p));
-        out.push(Action::Dedupe(edit(m, p, result, path, content, output, tokens, "dedupe")));
+        out.push(Action::Dedupe(output_edit("dedupe", (m, p), result, path, content, output, tokens)));
     }
     out
 }
@@ -178,34 +170,9 @@ fn masks(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, t
             other => crate::edit::replacement(other, &text),
         };
         taken.insert((m, p));
-        out.push(Action::Mask(edit(m, p, result, path, content, output, tokens, "mask")));
+        out.push(Action::Mask(output_edit("mask", (m, p), result, path, content, output, tokens)));
     }
     out
-}
-
-#[allow(clippy::too_many_arguments)]
-fn edit(
-    message_index: usize,
-    part_index: usize,
-    result: &crate::message::ToolResult,
-    path: String,
-    content: String,
-    output: ToolOutput,
-    tokens: &dyn Tokens,
-    kind: &str,
-) -> StoreEdit {
-    StoreEdit {
-        id: format!("{kind}-{message_index}-{part_index}"),
-        message_index,
-        part_index,
-        tool_call_id: result.tool_call_id.clone(),
-        tool_name: result.tool_name.clone(),
-        path,
-        content,
-        tokens_before: tokens.output(&result.output),
-        tokens_after: tokens.output(&output),
-        replace: Replace::Output { output },
-    }
 }
 
 fn file_argument<'a>(input: &'a Value, fields: &[String]) -> Option<&'a str> {
