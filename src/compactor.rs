@@ -5,12 +5,16 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+use crate::config::{Config, HistoryStrategy};
 use crate::error::{Error, Result};
+use crate::lossy;
 use crate::message::{Message, Part};
 use crate::models::{self, ModelInfo};
 use crate::offload;
-use crate::plan::{Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Replace, Trigger};
+use crate::plan::{
+    Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Replace, Trigger,
+};
+
 use crate::tier2;
 use crate::tokens::{CachedCounter, TokenCounter};
 
@@ -74,6 +78,26 @@ pub struct UsagePoint {
     pub tokens_after: u32,
 }
 
+/// What asked for a plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TriggerKind {
+    /// The window filled up (the default).
+    #[default]
+    Auto,
+    /// Someone asked (`compact()`): every tier runs regardless of its trigger.
+    Manual,
+}
+
+/// Options of [`Compactor::plan_with_options`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PlanOptions {
+    pub trigger: TriggerKind,
+    /// Custom instructions for the summary (in addition to `history.instructions`).
+    pub instructions: Option<String>,
+}
+
 const TIMELINE_LIMIT: usize = 100;
 const STATE_VERSION: u32 = 1;
 
@@ -99,7 +123,12 @@ impl Compactor {
         let mut counter = CachedCounter::new(model.encoding);
         counter.image_tokens = config.image_tokens;
         counter.file_tokens = config.file_tokens;
-        let mut compactor = Self { config, model, counter, state: State::default() };
+        let mut compactor = Self {
+            config,
+            model,
+            counter,
+            state: State::default(),
+        };
         compactor.set_state(state)?;
         Ok(compactor)
     }
@@ -127,16 +156,24 @@ impl Compactor {
 
     /// Plans the compaction of `messages`. Pure: no IO, same input → same plan.
     pub fn plan(&self, messages: &[Message]) -> Result<Plan> {
-        self.plan_with(messages, false)
+        self.plan_with_options(messages, &PlanOptions::default())
     }
 
-    /// Plans a manual compaction: tier 2 runs even below its trigger and takes every candidate.
+    /// Plans a manual compaction: every tier runs even below its trigger, tier 2 takes every
+    /// candidate and the lossy tier runs (a summary, by default).
     pub fn plan_manual(&self, messages: &[Message]) -> Result<Plan> {
-        self.plan_with(messages, true)
+        self.plan_with_options(
+            messages,
+            &PlanOptions {
+                trigger: TriggerKind::Manual,
+                instructions: None,
+            },
+        )
     }
 
-    fn plan_with(&self, messages: &[Message], manual: bool) -> Result<Plan> {
+    pub fn plan_with_options(&self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
         crate::message::validate(messages)?;
+        let manual = options.trigger == TriggerKind::Manual;
         let window = self.window();
         let raw_before = self.counter.messages(messages);
         let tokens_before = self.scale(raw_before);
@@ -148,15 +185,23 @@ impl Compactor {
                 .collect();
         // Predict from raw counts and scale once: scaling each action's saving separately would
         // round differently from counting the result.
-        let mut predicted_raw = raw_before.saturating_sub(actions.iter().map(|a| self.raw_saving(messages, a)).sum());
+        let mut predicted_raw =
+            raw_before.saturating_sub(actions.iter().map(|a| self.raw_saving(messages, a)).sum());
         let mut predicted = self.scale(predicted_raw);
 
         let compaction = &self.config.compaction;
+        let history = &self.config.history;
         let compact_at = fraction_of(window, compaction.trigger_fraction);
         let target = fraction_of(window, compaction.target_fraction);
-        let tier2 = manual || predicted > compact_at;
+        let summarize_at = fraction_of(window, history.trigger_fraction);
+        let hard_limit = fraction_of(window, history.hard_limit_fraction);
+        let tier2 = compaction.enabled && (manual || predicted > compact_at);
         if tier2 {
-            let mut taken: tier2::Taken = actions.iter().map(|a| (a.edit().message_index, a.edit().part_index)).collect();
+            let mut taken: tier2::Taken = actions
+                .iter()
+                .filter_map(Action::store_edit)
+                .map(|e| (e.message_index, e.part_index))
+                .collect();
             for candidate in tier2::candidates(messages, compaction, &Scaled(self), &mut taken) {
                 // Automatic compaction stops at the target; a manual one takes every
                 // reversible edit (the user asked for room).
@@ -169,24 +214,108 @@ impl Compactor {
             }
         }
 
+        // The lossy tier: past its own trigger, when tier 2 could not reach the target, or
+        // (with tier 2 off) past the compaction trigger.
+        let tier3 = history.strategy != HistoryStrategy::Off
+            && (manual
+                || predicted > summarize_at
+                || (tier2 && predicted > target)
+                || (!compaction.enabled && predicted > compact_at));
+        let mut lossy = None;
+        if tier3 {
+            let original: Vec<u32> = messages.iter().map(|m| self.counter.message(m)).collect();
+            let mut edited = original.clone();
+            for action in &actions {
+                if let Some(edit) = action.store_edit() {
+                    edited[edit.message_index] -= self
+                        .raw_saving(messages, action)
+                        .min(edited[edit.message_index]);
+                }
+            }
+            let inputs = lossy::Inputs {
+                messages,
+                original: &original,
+                edited: &edited,
+                config: history,
+                path_fields: &compaction.path_fields,
+                counter: &self.counter,
+                ratio: self.ratio(),
+                window,
+                target,
+                min_saving: compaction.min_saving_tokens,
+                manual,
+                instructions: options.instructions.as_deref(),
+            };
+            if let Some(planned) = lossy::plan(&inputs) {
+                // Edits inside the removed messages are moot: the transcript keeps the originals.
+                actions.retain(|a| {
+                    a.store_edit()
+                        .is_none_or(|e| !planned.removed.contains(&e.message_index))
+                });
+                predicted_raw = crate::tokens::REPLY_PRIMING
+                    + planned.inserted_raw
+                    + edited
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !planned.removed.contains(i))
+                        .map(|(_, t)| t)
+                        .sum::<u32>();
+                predicted = self.scale(predicted_raw);
+                lossy = Some((
+                    planned.kept_over_budget,
+                    planned.action.strategy(),
+                    planned.removed.len(),
+                    planned.transcript.path.clone(),
+                ));
+                actions.push(Action::SaveTranscript(planned.transcript));
+                actions.push(planned.action);
+            }
+        }
+
         let mut notes = Vec::new();
         if self.model.matched.is_none() && self.config.context_window.is_none() {
-            notes.push(Note::UnknownModel { name: self.model.name.clone(), assumed_window: window });
+            notes.push(Note::UnknownModel {
+                name: self.model.name.clone(),
+                assumed_window: window,
+            });
         }
-        if tier2 && predicted > target {
+        if let Some((_, strategy, messages, transcript_path)) = &lossy {
+            notes.push(Note::Lossy {
+                strategy: *strategy,
+                messages: *messages,
+                transcript_path: transcript_path.clone(),
+            });
+        }
+        if (tier2 || tier3) && predicted > target {
+            let reason = match (&lossy, history.strategy) {
+                (Some((Some(kept), ..)), _) => format!(
+                    "the system prompt and the most recent messages, kept verbatim, alone take {kept} tokens \
+                     (over the keep budget of {:.0} % of the window)",
+                    history.keep_recent_fraction * 100.0
+                ),
+                (Some(_), _) => "the messages kept verbatim (system prompt and recent messages) and the summary \
+                                 need more than the target"
+                    .into(),
+                (None, HistoryStrategy::Off) => "every reversible edit above the minimum saving is planned, and the \
+                                                 lossy tier is off (history.strategy = \"off\")"
+                    .into(),
+                (None, _) => "every reversible edit above the minimum saving is planned; nothing older than the \
+                              recent messages is left to summarize or drop"
+                    .into(),
+            };
             notes.push(Note::TargetNotMet {
                 tokens_after: predicted,
                 target,
-                reason: "every reversible edit above the minimum saving is planned; the rest is conversation text \
-                         and recent tool results, which only summarization (tier 3, not in this version) can shrink"
-                    .into(),
+                reason,
             });
         }
         if predicted > window {
             notes.push(Note::OverBudget {
                 tokens_after: predicted,
                 window,
-                reason: format!("{predicted} tokens remain after every planned edit; see the other notes"),
+                reason: format!(
+                    "{predicted} tokens remain after every planned edit; see the other notes"
+                ),
             });
         }
         let cache = self.cache_impact(messages, &actions);
@@ -197,77 +326,279 @@ impl Compactor {
             tokens_after: predicted,
             actions,
             notes,
-            trigger: Trigger { compact_at, target, tier2 },
+            trigger: Trigger {
+                compact_at,
+                target,
+                tier2,
+                summarize_at,
+                tier3: lossy.is_some(),
+                hard_limit,
+                manual,
+            },
             cache,
         })
     }
 
     /// The unscaled tokens an action removes, counted exactly as `count` will count the result.
     fn raw_saving(&self, messages: &[Message], action: &Action) -> u32 {
-        let edit = action.edit();
-        let part = messages.get(edit.message_index).and_then(|m| m.parts().get(edit.part_index));
+        let Some(edit) = action.store_edit() else {
+            return 0;
+        };
+        let part = messages
+            .get(edit.message_index)
+            .and_then(|m| m.parts().get(edit.part_index));
         match (&edit.replace, part) {
-            (Replace::Output { output }, Some(Part::ToolResult(result))) => {
-                self.counter.output(&result.output).saturating_sub(self.counter.output(output))
-            }
+            (Replace::Output { output }, Some(Part::ToolResult(result))) => self
+                .counter
+                .output(&result.output)
+                .saturating_sub(self.counter.output(output)),
             (Replace::InputField { field, value }, Some(Part::ToolCall(call))) => {
                 let mut input = call.input.clone();
                 input[field.as_str()] = serde_json::Value::String(value.clone());
-                self.counter.json(&call.input).saturating_sub(self.counter.json(&input))
+                self.counter
+                    .json(&call.input)
+                    .saturating_sub(self.counter.json(&input))
             }
             _ => 0,
         }
     }
 
     fn cache_impact(&self, messages: &[Message], actions: &[Action]) -> CacheImpact {
-        let Some(first) = actions.iter().map(|a| a.edit().message_index).min() else {
+        let Some(first) = actions.iter().filter_map(Action::first_message).min() else {
             return CacheImpact::default();
         };
         let last = messages.len().saturating_sub(1);
         CacheImpact {
-            prefix_changing_edits: actions.iter().filter(|a| a.edit().message_index < last).count() as u32,
+            prefix_changing_edits: actions
+                .iter()
+                .filter(|a| a.first_message().is_some_and(|m| m < last))
+                .count() as u32,
             first_changed_message: Some(first),
-            tokens_invalidated: self.scale(messages[first..].iter().map(|m| self.counter.message(m)).sum()),
+            tokens_invalidated: self.scale(
+                messages[first..]
+                    .iter()
+                    .map(|m| self.counter.message(m))
+                    .sum(),
+            ),
         }
     }
 
-    /// Applies the host's outcomes: only actions reported `written` change the conversation.
-    pub fn apply(&mut self, mut messages: Vec<Message>, plan: &Plan, outcomes: &[Outcome]) -> Result<Applied> {
+    /// Applies the host's outcomes: only actions reported `written` (or `summarized`) change
+    /// the conversation, and a lossy action only once its transcript is written.
+    pub fn apply(
+        &mut self,
+        mut messages: Vec<Message>,
+        plan: &Plan,
+        outcomes: &[Outcome],
+    ) -> Result<Applied> {
         let by_id: HashMap<&str, &Outcome> = outcomes.iter().map(|o| (o.id(), o)).collect();
-        if let Some(stray) = outcomes.iter().find(|o| !plan.actions.iter().any(|a| a.id() == o.id())) {
+        if let Some(stray) = outcomes
+            .iter()
+            .find(|o| !plan.actions.iter().any(|a| a.id() == o.id()))
+        {
             return Err(Error::PlanMismatch {
                 action_id: Some(stray.id().to_owned()),
-                message: format!("outcome for \"{}\", which is not an action of this plan", stray.id()),
+                message: format!(
+                    "outcome for \"{}\", which is not an action of this plan",
+                    stray.id()
+                ),
             });
+        }
+        // A lossy step indexes into the conversation as planned: it must be that conversation.
+        for action in &plan.actions {
+            let Action::SaveTranscript(t) = action else {
+                continue;
+            };
+            if serde_json::to_string_pretty(&messages).ok().as_deref() != Some(t.json.as_str()) {
+                return Err(Error::PlanMismatch {
+                    action_id: Some(t.id.clone()),
+                    message: "the conversation differs from the one planned (was it changed between plan and apply?)".into(),
+                });
+            }
         }
         let tokens_before = self.count(&messages);
         let mut events = Vec::with_capacity(plan.actions.len());
+        let mut transcripts: HashMap<&str, std::result::Result<(), String>> = HashMap::new();
         for action in &plan.actions {
-            let edit = action.edit();
-            let (status, error) = match by_id.get(edit.id.as_str()) {
-                Some(Outcome::Written { .. }) => {
-                    crate::edit::apply(&mut messages, edit)?;
-                    (EventStatus::Applied, None)
+            let outcome = by_id.get(action.id()).copied();
+            let event = match action {
+                Action::SaveTranscript(t) => {
+                    let status = self.store_outcome(action, outcome)?;
+                    transcripts.insert(
+                        &t.id,
+                        match &status {
+                            (EventStatus::Applied, _) => Ok(()),
+                            (_, Some(error)) => Err(error.clone()),
+                            _ => Err("the host did not report writing it".into()),
+                        },
+                    );
+                    self.event(action, status, None, Some(t.path.clone()), 2)
                 }
-                Some(Outcome::Failed { error, .. }) => (EventStatus::Failed, Some(error.clone())),
-                None => (EventStatus::NotExecuted, None),
+                Action::Summarize(s) => match transcripts.get(s.transcript.as_str()) {
+                    Some(Ok(())) => {
+                        let (status, text, error) = match outcome {
+                            Some(Outcome::Summarized { text, .. }) if !text.trim().is_empty() => {
+                                (EventStatus::Applied, text.as_str(), None)
+                            }
+                            Some(Outcome::Summarized { .. }) => (
+                                EventStatus::Fallback,
+                                s.fallback.as_str(),
+                                Some("the summarizer returned an empty summary".to_owned()),
+                            ),
+                            Some(Outcome::Failed { error, .. }) => (
+                                EventStatus::Fallback,
+                                s.fallback.as_str(),
+                                Some(error.clone()),
+                            ),
+                            Some(Outcome::Written { .. }) => {
+                                return Err(wrong_outcome(&s.id, "summarized or failed"))
+                            }
+                            None => (EventStatus::NotExecuted, "", None),
+                        };
+                        if status == EventStatus::NotExecuted {
+                            self.event(
+                                action,
+                                (status, None),
+                                None,
+                                Some(s.transcript_path.clone()),
+                                0,
+                            )
+                        } else {
+                            let summary = lossy::summary_message(s, text);
+                            let after = self.count(std::slice::from_ref(&summary))
+                                - crate::tokens::REPLY_PRIMING;
+                            if s.end > messages.len() {
+                                return Err(wrong_outcome(&s.id, "a span inside the conversation"));
+                            }
+                            messages.splice(s.start..s.end, [summary]);
+                            self.event(
+                                action,
+                                (status, error),
+                                Some(after),
+                                Some(s.transcript_path.clone()),
+                                0,
+                            )
+                        }
+                    }
+                    failed => self.event(
+                        action,
+                        (EventStatus::Failed, Some(transcript_missing(failed))),
+                        None,
+                        Some(s.transcript_path.clone()),
+                        0,
+                    ),
+                },
+                Action::Drop(d) => match transcripts.get(d.transcript.as_str()) {
+                    Some(Ok(())) => {
+                        if let Some(Outcome::Failed { error, .. }) = outcome {
+                            self.event(
+                                action,
+                                (EventStatus::Failed, Some(error.clone())),
+                                None,
+                                Some(d.transcript_path.clone()),
+                                0,
+                            )
+                        } else {
+                            for &i in d.messages.iter().rev() {
+                                if i >= messages.len() {
+                                    return Err(wrong_outcome(
+                                        &d.id,
+                                        "messages inside the conversation",
+                                    ));
+                                }
+                                messages.remove(i);
+                            }
+                            messages.insert(
+                                d.insert_at.min(messages.len()),
+                                lossy::user_message(d.notice.clone()),
+                            );
+                            self.event(
+                                action,
+                                (EventStatus::Applied, None),
+                                None,
+                                Some(d.transcript_path.clone()),
+                                0,
+                            )
+                        }
+                    }
+                    failed => self.event(
+                        action,
+                        (EventStatus::Failed, Some(transcript_missing(failed))),
+                        None,
+                        Some(d.transcript_path.clone()),
+                        0,
+                    ),
+                },
+                _ => {
+                    let edit = action
+                        .store_edit()
+                        .expect("every other action is a store edit");
+                    let status = self.store_outcome(action, outcome)?;
+                    if status.0 == EventStatus::Applied {
+                        crate::edit::apply(&mut messages, edit)?;
+                    }
+                    self.event(action, status, None, Some(edit.path.clone()), 1)
+                }
             };
-            let applied = status == EventStatus::Applied;
-            events.push(Event {
-                action_id: edit.id.clone(),
-                strategy: action.strategy(),
-                status,
-                message_index: edit.message_index,
-                path: Some(edit.path.clone()),
-                tokens_before: edit.tokens_before,
-                tokens_after: if applied { edit.tokens_after } else { edit.tokens_before },
-                tokens_saved: if applied { edit.tokens_before.saturating_sub(edit.tokens_after) } else { 0 },
-                error,
-            });
+            events.push(event);
         }
         let tokens_after = self.count(&messages);
         self.record(&events, tokens_before, tokens_after);
-        Ok(Applied { messages, events, tokens_before, tokens_after })
+        Ok(Applied {
+            messages,
+            events,
+            tokens_before,
+            tokens_after,
+        })
+    }
+
+    /// The status of an action whose only work is store writes.
+    fn store_outcome(
+        &self,
+        action: &Action,
+        outcome: Option<&Outcome>,
+    ) -> Result<(EventStatus, Option<String>)> {
+        Ok(match outcome {
+            Some(Outcome::Written { .. }) => (EventStatus::Applied, None),
+            Some(Outcome::Failed { error, .. }) => (EventStatus::Failed, Some(error.clone())),
+            Some(Outcome::Summarized { .. }) => {
+                return Err(wrong_outcome(action.id(), "written or failed"))
+            }
+            None => (EventStatus::NotExecuted, None),
+        })
+    }
+
+    fn event(
+        &self,
+        action: &Action,
+        (status, error): (EventStatus, Option<String>),
+        tokens_after: Option<u32>,
+        path: Option<String>,
+        files: u32,
+    ) -> Event {
+        let (before, planned_after) = action.tokens();
+        let changed = matches!(status, EventStatus::Applied | EventStatus::Fallback);
+        let after = if changed {
+            tokens_after.unwrap_or(planned_after)
+        } else {
+            before
+        };
+        Event {
+            action_id: action.id().to_owned(),
+            strategy: action.strategy(),
+            status,
+            message_index: action.first_message().unwrap_or(0),
+            path,
+            tokens_before: before,
+            tokens_after: after,
+            tokens_saved: before.saturating_sub(after),
+            files_written: if status == EventStatus::Applied {
+                files
+            } else {
+                0
+            },
+            error,
+        }
     }
 
     /// Tokens of `messages` for this model (exact for OpenAI encodings; estimated and calibrated
@@ -279,7 +610,11 @@ impl Compactor {
     pub fn usage(&self, messages: &[Message]) -> Usage {
         let tokens = self.count(messages);
         let window = self.window();
-        Usage { tokens, window, fraction: f64::from(tokens) / f64::from(window) }
+        Usage {
+            tokens,
+            window,
+            fraction: f64::from(tokens) / f64::from(window),
+        }
     }
 
     /// Learns from the provider's reported input tokens for a request we counted as `predicted`
@@ -294,9 +629,17 @@ impl Compactor {
             return;
         }
         let model = self.model.name.clone();
-        let calibration = self.state.calibration.get_or_insert(Calibration { model, ratio: sample, samples: 0 });
+        let calibration = self.state.calibration.get_or_insert(Calibration {
+            model,
+            ratio: sample,
+            samples: 0,
+        });
         // Exponential moving average: recent requests matter most, one outlier does not swing it.
-        calibration.ratio = if calibration.samples == 0 { sample } else { 0.7 * calibration.ratio + 0.3 * sample };
+        calibration.ratio = if calibration.samples == 0 {
+            sample
+        } else {
+            0.7 * calibration.ratio + 0.3 * sample
+        };
         calibration.samples += 1;
     }
 
@@ -318,11 +661,18 @@ impl Compactor {
         if state.version > STATE_VERSION {
             return Err(Error::InvalidConfig {
                 field: "state.version".into(),
-                message: format!("state version {} is newer than this build ({STATE_VERSION})", state.version),
+                message: format!(
+                    "state version {} is newer than this build ({STATE_VERSION})",
+                    state.version
+                ),
             });
         }
         state.version = STATE_VERSION;
-        if state.calibration.as_ref().is_some_and(|c| c.model != self.model.name) {
+        if state
+            .calibration
+            .as_ref()
+            .is_some_and(|c| c.model != self.model.name)
+        {
             state.calibration = None;
         }
         self.state = state;
@@ -335,8 +685,15 @@ impl Compactor {
         self.config.offload.threshold_tokens.min(fraction.max(1))
     }
 
+    fn ratio(&self) -> f64 {
+        self.state
+            .calibration
+            .as_ref()
+            .map_or(self.model.token_ratio, |c| c.ratio)
+    }
+
     fn scale(&self, raw: u32) -> u32 {
-        let ratio = self.state.calibration.as_ref().map_or(self.model.token_ratio, |c| c.ratio);
+        let ratio = self.ratio();
         if ratio == 1.0 {
             return raw;
         }
@@ -345,8 +702,14 @@ impl Compactor {
 
     fn record(&mut self, events: &[Event], tokens_before: u32, tokens_after: u32) {
         let stats = &mut self.state.stats;
-        let applied: Vec<&Event> = events.iter().filter(|e| e.status == EventStatus::Applied).collect();
-        stats.actions_failed += events.iter().filter(|e| e.status == EventStatus::Failed).count() as u32;
+        let applied: Vec<&Event> = events
+            .iter()
+            .filter(|e| matches!(e.status, EventStatus::Applied | EventStatus::Fallback))
+            .collect();
+        stats.actions_failed += events
+            .iter()
+            .filter(|e| e.status == EventStatus::Failed)
+            .count() as u32;
         if applied.is_empty() {
             return;
         }
@@ -356,16 +719,34 @@ impl Compactor {
             s.events += 1;
             s.tokens_saved += u64::from(event.tokens_saved);
             s.messages_affected += 1;
-            if event.path.is_some() {
-                s.files_written += 1;
-                stats.files_written += 1;
-            }
+            s.files_written += event.files_written;
+            stats.files_written += event.files_written;
             stats.tokens_saved += u64::from(event.tokens_saved);
         }
-        stats.timeline.push(UsagePoint { compaction: stats.compactions, tokens_before, tokens_after });
+        stats.timeline.push(UsagePoint {
+            compaction: stats.compactions,
+            tokens_before,
+            tokens_after,
+        });
         if stats.timeline.len() > TIMELINE_LIMIT {
             stats.timeline.remove(0);
         }
+    }
+}
+
+fn wrong_outcome(id: &str, expected: &str) -> Error {
+    Error::PlanMismatch {
+        action_id: Some(id.to_owned()),
+        message: format!("action \"{id}\" expects {expected}"),
+    }
+}
+
+fn transcript_missing(outcome: Option<&std::result::Result<(), String>>) -> String {
+    match outcome {
+        Some(Err(error)) => {
+            format!("not applied: the transcript was not saved ({error}); nothing was removed")
+        }
+        _ => "not applied: the plan has no saved transcript for it; nothing was removed".into(),
     }
 }
 

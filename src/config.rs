@@ -19,8 +19,13 @@ pub struct Config {
     pub encoding: Option<Encoding>,
     /// Tier 1: offloading large tool results.
     pub offload: OffloadConfig,
+    /// The preset the other settings started from (see [`Preset`]). In JSON, the fields given
+    /// next to `preset` override the preset's values.
+    pub preset: Option<Preset>,
     /// Tier 2: reversible edits once the window fills up.
     pub compaction: CompactionConfig,
+    /// Tier 3: what happens to older history when reversible edits are not enough.
+    pub history: HistoryConfig,
     /// Estimated tokens of an image part (see `tokens::DEFAULT_IMAGE_TOKENS`).
     pub image_tokens: u32,
     /// Estimated tokens of a file part (see `tokens::DEFAULT_FILE_TOKENS`).
@@ -35,7 +40,9 @@ impl Default for Config {
             max_output_tokens: None,
             encoding: None,
             offload: OffloadConfig::default(),
+            preset: None,
             compaction: CompactionConfig::default(),
+            history: HistoryConfig::default(),
             image_tokens: crate::tokens::DEFAULT_IMAGE_TOKENS,
             file_tokens: crate::tokens::DEFAULT_FILE_TOKENS,
         }
@@ -74,9 +81,16 @@ impl Default for OffloadConfig {
             preview_head_lines: 10,
             preview_tail_lines: 3,
             preview_line_chars: 200,
-            excluded_tools: ["write_todos", "list_skills", "read_file", "grep", "ls", "glob"]
-                .map(String::from)
-                .to_vec(),
+            excluded_tools: [
+                "write_todos",
+                "list_skills",
+                "read_file",
+                "grep",
+                "ls",
+                "glob",
+            ]
+            .map(String::from)
+            .to_vec(),
             path_prefix: "/tool_outputs/".into(),
         }
     }
@@ -85,6 +99,8 @@ impl Default for OffloadConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct CompactionConfig {
+    /// Whether tier 2 runs at all (`false` in the `simple` preset). `true`.
+    pub enabled: bool,
     /// Tier 2 fires above this fraction of the window. 0.85 (seeds 000, 001, 002: "tool call
     /// compaction / eviction at 85 % of the context window").
     pub trigger_fraction: f64,
@@ -116,11 +132,17 @@ impl Default for CompactionConfig {
     fn default() -> Self {
         let strings = |xs: &[&str]| xs.iter().map(|s| (*s).to_owned()).collect();
         Self {
+            enabled: true,
             trigger_fraction: 0.85,
             target_fraction: 0.70,
             min_saving_tokens: 500,
             keep_tool_results: 10,
-            evict_input_tools: strings(&["write_file", "edit_file", "create_file", "str_replace_editor"]),
+            evict_input_tools: strings(&[
+                "write_file",
+                "edit_file",
+                "create_file",
+                "str_replace_editor",
+            ]),
             evict_input_fields: strings(&["content", "new_text", "new_string", "file_text"]),
             input_preview_chars: 100,
             read_tools: strings(&["read_file", "open_file", "view_file", "cat"]),
@@ -130,30 +152,189 @@ impl Default for CompactionConfig {
     }
 }
 
+/// What the lossy tier does with older messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HistoryStrategy {
+    /// The older span becomes one structured summary written by the host's LLM (seed 000,
+    /// "LLM summarization at 95 %"; seed 004, priority 3). The default.
+    Summarize,
+    /// The oldest messages are dropped until the target is met; the system prompt and the
+    /// recent messages stay, tool chains stay whole (seed 004, priority 1; seed 001 `simple`).
+    Truncate,
+    /// The lowest-scoring messages are dropped first (seed 004, priority 2).
+    Importance,
+    /// Never lose anything: stop after the reversible tiers.
+    Off,
+}
+
+/// Starting points for the whole configuration (seed 001: "strategy: smart, or simple,
+/// aggressive").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// Keep the system prompt and the recent messages, drop the oldest (seed 001 "keep first
+    /// and last N messages, drop everything in middle"): offloading stays on, tier 2 is off,
+    /// the lossy tier truncates at the 85 % trigger, always keeping the last 10 messages
+    /// (seed 004 `keep_recent = 10`).
+    Simple,
+    /// The defaults: offload, reversible edits at 85 %, summarization at 95 % (seeds 000,
+    /// 001 "recommended", 002).
+    Smart,
+    /// Compact earlier and harder, for small windows or expensive tokens (seed 001 "compress
+    /// more aggressively, more caching, use when approaching limits"): offload above 5,000
+    /// tokens (seed 001 `cache_threshold`), tier 2 at 70 % down to 50 %, the last 5 tool results
+    /// kept, edits saving 100 tokens taken, summarization at 85 % keeping 10 % of the window.
+    Aggressive,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    /// `summarize` (default), `truncate`, `importance` or `off`.
+    pub strategy: HistoryStrategy,
+    /// The lossy tier fires above this fraction of the window even when tier 2 met its target.
+    /// 0.95 (seed 000: "Summarization > 95 % context window"). It also fires whenever tier 2
+    /// ran and could not reach the target.
+    pub trigger_fraction: f64,
+    /// A hook may cancel a compaction, except past this fraction of the window, where the next
+    /// request would fail (SPEC §7, no deadlock). 0.95.
+    pub hard_limit_fraction: f64,
+    /// The most recent messages kept verbatim, as a share of the window. 0.20 (seed 000:
+    /// "keep recent messages (last ~20 % of context)").
+    pub keep_recent_fraction: f64,
+    /// Keep this many recent messages instead of a token share (seed 004: `keep_recent = 10`).
+    pub keep_recent_messages: Option<usize>,
+    /// Upper bound of a summary, in tokens; also capped at 10 % of the window. 2,000 (seed 003:
+    /// `max_summary_tokens = 2000`).
+    pub summary_max_tokens: u32,
+    /// Upper bound of the span sent to the summarizer, in tokens; the middle of a longer span
+    /// is elided (the transcript keeps it). Default: half the window.
+    pub request_max_tokens: Option<u32>,
+    /// Each part is cut to this many characters in the summarizer's copy of the span. 2,000
+    /// (seed 000 renders the transcript with `content[:2000]`).
+    pub request_part_chars: usize,
+    /// Instructions added to every summarization (a `compact({instructions})` adds its own).
+    pub instructions: Option<String>,
+    /// Where transcripts go. `/conversation_history/` (seed 000).
+    pub path_prefix: String,
+    /// Scores of the importance strategy.
+    pub importance: ImportanceConfig,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        Self {
+            strategy: HistoryStrategy::Summarize,
+            trigger_fraction: 0.95,
+            hard_limit_fraction: 0.95,
+            keep_recent_fraction: 0.20,
+            keep_recent_messages: None,
+            summary_max_tokens: 2_000,
+            request_max_tokens: None,
+            request_part_chars: 2_000,
+            instructions: None,
+            path_prefix: "/conversation_history/".into(),
+            importance: ImportanceConfig::default(),
+        }
+    }
+}
+
+/// Importance scoring (seed 004 `ImportanceStrategy`). A group of messages (a user turn, an
+/// assistant reply, a tool call with its results) scores the highest of its messages; the
+/// lowest-scoring groups are dropped first, oldest first among equals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ImportanceConfig {
+    /// User messages: "they asked for it". 1.0.
+    pub user_score: f64,
+    /// Assistant text. 0.6; half that for short acknowledgments.
+    pub assistant_score: f64,
+    /// Tool calls and their results: "part of the workflow". 1.0.
+    pub tool_use_score: f64,
+    /// Groups scoring below this are dropped whenever the strategy runs. 0.3.
+    pub min_score_threshold: f64,
+    /// Assistant text shorter than this many characters counts as an acknowledgment. 100.
+    pub short_assistant_chars: usize,
+}
+
+impl Default for ImportanceConfig {
+    fn default() -> Self {
+        Self {
+            user_score: 1.0,
+            assistant_score: 0.6,
+            tool_use_score: 1.0,
+            min_score_threshold: 0.3,
+            short_assistant_chars: 100,
+        }
+    }
+}
+
 impl Config {
+    /// The configuration a preset starts from.
+    pub fn preset(preset: Preset) -> Self {
+        let mut config = Config {
+            preset: Some(preset),
+            ..Config::default()
+        };
+        match preset {
+            Preset::Smart => {}
+            Preset::Simple => {
+                config.compaction.enabled = false;
+                config.history.strategy = HistoryStrategy::Truncate;
+                config.history.trigger_fraction = config.compaction.trigger_fraction;
+                config.history.keep_recent_messages = Some(10);
+            }
+            Preset::Aggressive => {
+                config.offload.threshold_tokens = 5_000;
+                config.compaction.trigger_fraction = 0.70;
+                config.compaction.target_fraction = 0.50;
+                config.compaction.keep_tool_results = 5;
+                config.compaction.min_saving_tokens = 100;
+                config.history.trigger_fraction = 0.85;
+                config.history.keep_recent_fraction = 0.10;
+                config.history.summary_max_tokens = 1_000;
+            }
+        }
+        config
+    }
+
     /// Parses a JSON configuration; errors name the offending field.
     pub fn from_json(json: &str) -> Result<Self> {
-        let mut de = serde_json::Deserializer::from_str(json);
-        let config: Config = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let inner = e.inner();
-            if inner.is_syntax() || inner.is_eof() {
-                return Error::json("config", inner);
-            }
-            Error::InvalidConfig {
-                field: match e.path().to_string().as_str() {
-                    "." => "(root)".to_owned(),
-                    path => path.to_owned(),
-                },
-                message: crate::error::strip_position(&inner.to_string()),
-            }
-        })?;
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| Error::json("config", &e))?;
+        Self::from_value(value)
+    }
+
+    /// Like [`Config::from_json`], from a parsed value. A `preset` key starts from that preset;
+    /// the other keys override it field by field.
+    pub fn from_value(mut value: serde_json::Value) -> Result<Self> {
+        let preset = value.get("preset").filter(|p| !p.is_null()).cloned();
+        if let Some(preset) = preset {
+            let preset: Preset =
+                serde_json::from_value(preset).map_err(|e| Error::InvalidConfig {
+                    field: "preset".into(),
+                    message: format!(
+                        "{} (expected \"simple\", \"smart\" or \"aggressive\")",
+                        crate::error::strip_position(&e.to_string())
+                    ),
+                })?;
+            let mut base =
+                serde_json::to_value(Config::preset(preset)).expect("a config serializes");
+            merge(&mut base, std::mem::take(&mut value));
+            value = base;
+        }
+        let config: Config = deserialize(value)?;
         config.validate()?;
         Ok(config)
     }
 
     pub fn validate(&self) -> Result<()> {
         let bad = |field: &str, message: &str| {
-            Err(Error::InvalidConfig { field: field.into(), message: message.into() })
+            Err(Error::InvalidConfig {
+                field: field.into(),
+                message: message.into(),
+            })
         };
         if self.context_window == Some(0) {
             return bad("contextWindow", "must be greater than 0");
@@ -165,16 +346,102 @@ impl Config {
         if !(o.max_window_fraction > 0.0 && o.max_window_fraction <= 1.0) {
             return bad("offload.maxWindowFraction", "must be in (0, 1]");
         }
-        for (field, prefix) in [("offload.pathPrefix", &o.path_prefix), ("compaction.pathPrefix", &self.compaction.path_prefix)] {
+        for (field, prefix) in [
+            ("offload.pathPrefix", &o.path_prefix),
+            ("compaction.pathPrefix", &self.compaction.path_prefix),
+        ] {
             if !prefix.starts_with('/') || !prefix.ends_with('/') || prefix.contains("..") {
-                return bad(field, "must be an absolute directory like \"/tool_outputs/\" without \"..\"");
+                return bad(
+                    field,
+                    "must be an absolute directory like \"/tool_outputs/\" without \"..\"",
+                );
             }
         }
         let c = &self.compaction;
-        if !(c.target_fraction > 0.0 && c.target_fraction <= c.trigger_fraction && c.trigger_fraction <= 1.0) {
-            return bad("compaction.targetFraction", "need 0 < targetFraction <= triggerFraction <= 1");
+        if !(c.target_fraction > 0.0
+            && c.target_fraction <= c.trigger_fraction
+            && c.trigger_fraction <= 1.0)
+        {
+            return bad(
+                "compaction.targetFraction",
+                "need 0 < targetFraction <= triggerFraction <= 1",
+            );
+        }
+        let h = &self.history;
+        let in_unit = |x: f64| x > 0.0 && x <= 1.0;
+        if !in_unit(h.trigger_fraction) {
+            return bad("history.triggerFraction", "must be in (0, 1]");
+        }
+        if !in_unit(h.hard_limit_fraction) {
+            return bad("history.hardLimitFraction", "must be in (0, 1]");
+        }
+        if !(h.keep_recent_fraction >= 0.0 && h.keep_recent_fraction < c.target_fraction) {
+            return bad(
+                "history.keepRecentFraction",
+                "must be at least 0 and below compaction.targetFraction",
+            );
+        }
+        if h.summary_max_tokens == 0 {
+            return bad("history.summaryMaxTokens", "must be greater than 0");
+        }
+        if h.request_max_tokens == Some(0) {
+            return bad("history.requestMaxTokens", "must be greater than 0");
+        }
+        if h.request_part_chars == 0 {
+            return bad("history.requestPartChars", "must be greater than 0");
+        }
+        if !h.path_prefix.starts_with('/')
+            || !h.path_prefix.ends_with('/')
+            || h.path_prefix.contains("..")
+        {
+            return bad(
+                "history.pathPrefix",
+                "must be an absolute directory like \"/conversation_history/\" without \"..\"",
+            );
+        }
+        let i = &h.importance;
+        for (field, score) in [
+            ("history.importance.userScore", i.user_score),
+            ("history.importance.assistantScore", i.assistant_score),
+            ("history.importance.toolUseScore", i.tool_use_score),
+            (
+                "history.importance.minScoreThreshold",
+                i.min_score_threshold,
+            ),
+        ] {
+            if !score.is_finite() || score < 0.0 {
+                return bad(field, "must be a finite number >= 0");
+            }
         }
         Ok(())
+    }
+}
+
+/// Deserializes a configuration section, naming the offending field of any error.
+pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| Error::InvalidConfig {
+        field: match e.path().to_string().as_str() {
+            "." => "(root)".to_owned(),
+            path => path.to_owned(),
+        },
+        message: crate::error::strip_position(&e.inner().to_string()),
+    })
+}
+
+/// Overlays `over` on `base`: objects merge key by key, anything else replaces.
+fn merge(base: &mut serde_json::Value, over: serde_json::Value) {
+    match (base, over) {
+        (serde_json::Value::Object(base), serde_json::Value::Object(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (base, over) => *base = over,
     }
 }
 
@@ -184,7 +451,8 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        let c = Config::from_json(r#"{"model":"gpt-4o","offload":{"thresholdTokens":500}}"#).unwrap();
+        let c =
+            Config::from_json(r#"{"model":"gpt-4o","offload":{"thresholdTokens":500}}"#).unwrap();
         assert_eq!(c.offload.threshold_tokens, 500);
         assert_eq!(c.offload.preview_head_lines, 10);
         assert_eq!(Config::from_json("{}").unwrap(), Config::default());
@@ -193,11 +461,23 @@ mod tests {
     #[test]
     fn typos_and_bad_values_are_named() {
         let e = Config::from_json(r#"{"contextWindw": 5}"#).unwrap_err();
-        assert!(matches!(&e, Error::InvalidConfig { message, .. } if message.contains("contextWindw")), "{e:?}");
+        assert!(
+            matches!(&e, Error::InvalidConfig { message, .. } if message.contains("contextWindw")),
+            "{e:?}"
+        );
         let e = Config::from_json(r#"{"offload":{"thresholdTokens":"big"}}"#).unwrap_err();
-        assert!(matches!(&e, Error::InvalidConfig { field, .. } if field == "offload.thresholdTokens"), "{e:?}");
+        assert!(
+            matches!(&e, Error::InvalidConfig { field, .. } if field == "offload.thresholdTokens"),
+            "{e:?}"
+        );
         let e = Config::from_json(r#"{"contextWindow":0}"#).unwrap_err();
-        assert!(matches!(&e, Error::InvalidConfig { field, .. } if field == "contextWindow"), "{e:?}");
-        assert!(matches!(Config::from_json("{"), Err(Error::MalformedJson { .. })));
+        assert!(
+            matches!(&e, Error::InvalidConfig { field, .. } if field == "contextWindow"),
+            "{e:?}"
+        );
+        assert!(matches!(
+            Config::from_json("{"),
+            Err(Error::MalformedJson { .. })
+        ));
     }
 }

@@ -50,7 +50,9 @@ pub(crate) const EVICT_MARKER: &str = "[Content written to ";
 
 /// True when `text` is a replacement this crate wrote.
 pub(crate) fn is_compacted(text: &str) -> bool {
-    [OFFLOAD_MARKER, MASK_MARKER, DEDUPE_MARKER, EVICT_MARKER].iter().any(|m| text.starts_with(m))
+    [OFFLOAD_MARKER, MASK_MARKER, DEDUPE_MARKER, EVICT_MARKER]
+        .iter()
+        .any(|m| text.starts_with(m))
 }
 
 /// Makes the planned replacement, after checking that the part still holds exactly the content
@@ -63,11 +65,15 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
             edit.message_index, edit.part_index
         ),
     };
-    let message = messages.get_mut(edit.message_index).ok_or_else(|| mismatch("no such message"))?;
+    let message = messages
+        .get_mut(edit.message_index)
+        .ok_or_else(|| mismatch("no such message"))?;
     let Content::Parts(parts) = &mut message.content else {
         return Err(mismatch("not a message with parts"));
     };
-    let part = parts.get_mut(edit.part_index).ok_or_else(|| mismatch("no such part"))?;
+    let part = parts
+        .get_mut(edit.part_index)
+        .ok_or_else(|| mismatch("no such part"))?;
     match (&edit.replace, part) {
         (Replace::Output { output }, Part::ToolResult(result)) => {
             if result.tool_call_id != edit.tool_call_id {
@@ -82,7 +88,10 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
             if call.tool_call_id != edit.tool_call_id {
                 return Err(mismatch("toolCallId differs"));
             }
-            let slot = call.input.get_mut(field.as_str()).ok_or_else(|| mismatch("the input field is gone"))?;
+            let slot = call
+                .input
+                .get_mut(field.as_str())
+                .ok_or_else(|| mismatch("the input field is gone"))?;
             if slot.as_str() != Some(edit.content.as_str()) {
                 return Err(mismatch("the input field differs from the stored content"));
             }
@@ -97,10 +106,20 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
 pub(crate) fn path_for(prefix: &str, tool: &str, content: &str, json: bool) -> String {
     let tool: String = tool
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(64)
         .collect();
-    let tool = if tool.is_empty() { "tool".to_owned() } else { tool };
+    let tool = if tool.is_empty() {
+        "tool".to_owned()
+    } else {
+        tool
+    };
     let ext = if json { "json" } else { "txt" };
     format!("{prefix}{tool}_{}.{ext}", short_hex(content.as_bytes()))
 }
@@ -123,7 +142,9 @@ pub(crate) fn preview(content: &str, tokens: u32, path: &str, config: &OffloadCo
     let omitted = lines.len() - head - tail;
     if tail > 0 {
         if omitted > 0 {
-            out.push_str(&format!("--- {omitted} lines omitted; last {tail} lines ---\n"));
+            out.push_str(&format!(
+                "--- {omitted} lines omitted; last {tail} lines ---\n"
+            ));
         } else {
             out.push_str(&format!("--- last {tail} lines ---\n"));
         }
@@ -153,18 +174,28 @@ fn push_line(out: &mut String, line: &str, max_chars: usize) {
 pub(crate) fn replacement(output: &ToolOutput, preview: &str) -> ToolOutput {
     match output {
         ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => {
-            ToolOutput::ErrorText { value: preview.to_owned(), extra: extra.clone() }
+            ToolOutput::ErrorText {
+                value: preview.to_owned(),
+                extra: extra.clone(),
+            }
         }
         ToolOutput::Content { value, extra } => {
             let mut items = vec![serde_json::json!({"type": "text", "text": preview})];
             items.extend(
-                value.iter().filter(|item| item.get("type").and_then(Value::as_str) != Some("text")).cloned(),
+                value
+                    .iter()
+                    .filter(|item| item.get("type").and_then(Value::as_str) != Some("text"))
+                    .cloned(),
             );
-            ToolOutput::Content { value: items, extra: extra.clone() }
+            ToolOutput::Content {
+                value: items,
+                extra: extra.clone(),
+            }
         }
-        ToolOutput::Text { extra, .. } | ToolOutput::Json { extra, .. } => {
-            ToolOutput::Text { value: preview.to_owned(), extra: extra.clone() }
-        }
+        ToolOutput::Text { extra, .. } | ToolOutput::Json { extra, .. } => ToolOutput::Text {
+            value: preview.to_owned(),
+            extra: extra.clone(),
+        },
         ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_) => output.clone(),
     }
 }
@@ -189,9 +220,18 @@ mod tests {
     fn paths_are_content_addressed_and_safe() {
         let c = OffloadConfig::default();
         let c = &c.path_prefix;
-        assert_eq!(path_for(c, "web search", "abc", false), path_for(c, "web search", "abc", false));
-        assert_ne!(path_for(c, "s", "abc", false), path_for(c, "s", "abd", false));
+        assert_eq!(
+            path_for(c, "web search", "abc", false),
+            path_for(c, "web search", "abc", false)
+        );
+        assert_ne!(
+            path_for(c, "s", "abc", false),
+            path_for(c, "s", "abd", false)
+        );
         let p = path_for(c, "../../etc/passwd", "abc", true);
-        assert!(p.starts_with("/tool_outputs/______etc_passwd_") && p.ends_with(".json"), "{p}");
+        assert!(
+            p.starts_with("/tool_outputs/______etc_passwd_") && p.ends_with(".json"),
+            "{p}"
+        );
     }
 }

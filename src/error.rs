@@ -6,16 +6,29 @@ use serde::Serialize;
 /// Everything that can go wrong in the core. Serializes as `{ "code": "...", ... }` so hosts can
 /// branch on `code` without parsing messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
-#[serde(tag = "code", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "code",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Error {
     /// The input is not JSON at all (the text could not be parsed).
     #[error("malformed JSON in {what} at line {line}, column {column}: {message}")]
-    MalformedJson { what: String, line: usize, column: usize, message: String },
+    MalformedJson {
+        what: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
 
     /// A message does not have the AI SDK `ModelMessage` shape.
     #[error("message {index}: invalid `{field}`: {message}")]
-    InvalidMessage { index: usize, field: String, message: String },
+    InvalidMessage {
+        index: usize,
+        field: String,
+        message: String,
+    },
 
     /// The messages value itself is not an array.
     #[error("messages: {message}")]
@@ -24,7 +37,11 @@ pub enum Error {
     /// A `tool-result` whose `toolCallId` no earlier assistant `tool-call` carries. Providers
     /// reject such conversations with a 400, so we refuse them up front.
     #[error("message {index}: `content[{part}].toolCallId` \"{tool_call_id}\" has no matching tool-call in an earlier assistant message")]
-    OrphanToolResult { index: usize, part: usize, tool_call_id: String },
+    OrphanToolResult {
+        index: usize,
+        part: usize,
+        tool_call_id: String,
+    },
 
     /// A configuration value is missing, of the wrong type, or out of range.
     #[error("config: invalid `{field}`: {message}")]
@@ -32,7 +49,10 @@ pub enum Error {
 
     /// Outcomes or a plan given to `apply` do not fit the plan or the messages.
     #[error("apply: {message}")]
-    PlanMismatch { action_id: Option<String>, message: String },
+    PlanMismatch {
+        action_id: Option<String>,
+        message: String,
+    },
 
     /// An encoding name the counter does not know.
     #[error("unknown encoding \"{name}\" (expected \"o200k_base\" or \"cl100k_base\")")]

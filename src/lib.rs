@@ -54,25 +54,35 @@ mod config;
 mod edit;
 mod error;
 mod hash;
+pub mod loop_context;
+mod lossy;
 mod message;
 mod models;
 mod offload;
 mod plan;
+pub mod prompts;
 mod tier2;
 mod tokens;
 
 #[cfg(feature = "wasm")]
 mod wasm;
 
-pub use compactor::{Calibration, Compactor, State, Stats, StrategyStats, Usage, UsagePoint};
-pub use config::{CompactionConfig, Config, OffloadConfig};
+pub use compactor::{
+    Calibration, Compactor, PlanOptions, State, Stats, StrategyStats, TriggerKind, Usage,
+    UsagePoint,
+};
+pub use config::{
+    CompactionConfig, Config, HistoryConfig, HistoryStrategy, ImportanceConfig, OffloadConfig,
+    Preset,
+};
 pub use error::{Error, Result};
 pub use message::{
-    messages_from_value, parse_messages, validate, ApprovalRequest, ApprovalResponse, Content, FilePart,
-    ImagePart, Message, Part, Role, TextPart, ToolCall, ToolOutput, ToolResult,
+    messages_from_value, parse_messages, validate, ApprovalRequest, ApprovalResponse, Content,
+    FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall, ToolOutput, ToolResult,
 };
 pub use models::{lookup as lookup_model, Family, ModelInfo};
 pub use plan::{
-    Action, Applied, CacheImpact, Event, EventStatus, Note, Offload, Outcome, Plan, Replace, StoreEdit, Strategy, Trigger,
+    Action, Applied, CacheImpact, Drop, Event, EventStatus, Note, Offload, Outcome, Plan, Replace,
+    SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
 };
-pub use tokens::{count_tokens, CachedCounter, Encoding, TokenCounter, Tiktoken};
+pub use tokens::{count_tokens, CachedCounter, Encoding, Tiktoken, TokenCounter};

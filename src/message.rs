@@ -133,13 +133,30 @@ pub struct ApprovalResponse {
 /// The `output` of a tool result (AI SDK `ToolResultOutput`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutput {
-    Text { value: String, extra: Map<String, Value> },
-    Json { value: Value, extra: Map<String, Value> },
-    ErrorText { value: String, extra: Map<String, Value> },
-    ErrorJson { value: Value, extra: Map<String, Value> },
+    Text {
+        value: String,
+        extra: Map<String, Value>,
+    },
+    Json {
+        value: Value,
+        extra: Map<String, Value>,
+    },
+    ErrorText {
+        value: String,
+        extra: Map<String, Value>,
+    },
+    ErrorJson {
+        value: Value,
+        extra: Map<String, Value>,
+    },
     /// `{type:'content', value:[{type:'text', text}, {type:'media', ...}, ...]}`
-    Content { value: Vec<Value>, extra: Map<String, Value> },
-    ExecutionDenied { extra: Map<String, Value> },
+    Content {
+        value: Vec<Value>,
+        extra: Map<String, Value>,
+    },
+    ExecutionDenied {
+        extra: Map<String, Value>,
+    },
     Unknown(Map<String, Value>),
 }
 
@@ -157,9 +174,11 @@ impl ToolOutput {
                 .filter_map(|item| item.get("text").and_then(Value::as_str))
                 .collect::<Vec<_>>()
                 .join("\n"),
-            ToolOutput::ExecutionDenied { extra } => {
-                extra.get("reason").and_then(Value::as_str).unwrap_or_default().to_owned()
-            }
+            ToolOutput::ExecutionDenied { extra } => extra
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             ToolOutput::Unknown(map) => serde_json::to_string(map).unwrap_or_default(),
         }
     }
@@ -169,7 +188,10 @@ impl ToolOutput {
     }
 
     pub fn is_error(&self) -> bool {
-        matches!(self, ToolOutput::ErrorText { .. } | ToolOutput::ErrorJson { .. })
+        matches!(
+            self,
+            ToolOutput::ErrorText { .. } | ToolOutput::ErrorJson { .. }
+        )
     }
 
     fn type_name(&self) -> &str {
@@ -336,7 +358,11 @@ fn kind(value: &Value) -> &'static str {
 }
 
 fn invalid(index: usize, field: impl Into<String>, message: impl Into<String>) -> Error {
-    Error::InvalidMessage { index, field: field.into(), message: message.into() }
+    Error::InvalidMessage {
+        index,
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 /// Deserializes a typed struct from a JSON object, reporting the failing field as
@@ -367,7 +393,11 @@ fn missing_field(message: &str) -> Option<&str> {
 fn take_object(index: usize, field: &str, value: Value) -> Result<Map<String, Value>> {
     match value {
         Value::Object(map) => Ok(map),
-        other => Err(invalid(index, field, format!("expected an object, got {}", kind(&other)))),
+        other => Err(invalid(
+            index,
+            field,
+            format!("expected an object, got {}", kind(&other)),
+        )),
     }
 }
 
@@ -379,13 +409,21 @@ fn type_tag(index: usize, field: &str, map: &Map<String, Value>) -> Result<Strin
             format!("{field}.type"),
             format!("expected a string, got {}", kind(other)),
         )),
-        None => Err(invalid(index, format!("{field}.type"), "missing field `type`")),
+        None => Err(invalid(
+            index,
+            format!("{field}.type"),
+            "missing field `type`",
+        )),
     }
 }
 
 fn message_from_value(index: usize, value: Value) -> Result<Message> {
     let mut map = take_object(index, "", value).map_err(|_| {
-        invalid(index, "(message)", "expected a message object with `role` and `content`")
+        invalid(
+            index,
+            "(message)",
+            "expected a message object with `role` and `content`",
+        )
     })?;
     let role = match map.remove("role") {
         Some(Value::String(role)) => match role.as_str() {
@@ -401,7 +439,13 @@ fn message_from_value(index: usize, value: Value) -> Result<Message> {
                 ))
             }
         },
-        Some(other) => return Err(invalid(index, "role", format!("expected a string, got {}", kind(&other)))),
+        Some(other) => {
+            return Err(invalid(
+                index,
+                "role",
+                format!("expected a string, got {}", kind(&other)),
+            ))
+        }
         None => return Err(invalid(index, "role", "missing field `role`")),
     };
     let content = match map.remove("content") {
@@ -417,12 +461,19 @@ fn message_from_value(index: usize, value: Value) -> Result<Message> {
             return Err(invalid(
                 index,
                 "content",
-                format!("expected a string or an array of parts, got {}", kind(&other)),
+                format!(
+                    "expected a string or an array of parts, got {}",
+                    kind(&other)
+                ),
             ))
         }
         None => return Err(invalid(index, "content", "missing field `content`")),
     };
-    Ok(Message { role, content, extra: map })
+    Ok(Message {
+        role,
+        content,
+        extra: map,
+    })
 }
 
 fn part_from_value(index: usize, field: &str, value: Value) -> Result<Part> {
@@ -438,9 +489,9 @@ fn part_from_value(index: usize, field: &str, value: Value) -> Result<Part> {
         "file" => Part::File(typed(index, field, map)?),
         "tool-call" => Part::ToolCall(typed(index, field, map)?),
         "tool-result" => {
-            let output = map
-                .remove("output")
-                .ok_or_else(|| invalid(index, format!("{field}.output"), "missing field `output`"))?;
+            let output = map.remove("output").ok_or_else(|| {
+                invalid(index, format!("{field}.output"), "missing field `output`")
+            })?;
             let output = output_from_value(index, &format!("{field}.output"), output)?;
             let result: ToolResultHead = typed(index, field, map)?;
             Part::ToolResult(ToolResult {
@@ -481,13 +532,22 @@ fn output_from_value(index: usize, field: &str, value: Value) -> Result<ToolOutp
     let mut map = take_object(index, field, value)?;
     let ty = type_tag(index, field, &map)?;
     let mut value_of = |want: &str| -> Result<Value> {
-        map.remove("value")
-            .ok_or_else(|| invalid(index, format!("{field}.value"), format!("missing field `value` ({want})")))
+        map.remove("value").ok_or_else(|| {
+            invalid(
+                index,
+                format!("{field}.value"),
+                format!("missing field `value` ({want})"),
+            )
+        })
     };
     let string = |v: Value| -> Result<String> {
         match v {
             Value::String(s) => Ok(s),
-            other => Err(invalid(index, format!("{field}.value"), format!("expected a string, got {}", kind(&other)))),
+            other => Err(invalid(
+                index,
+                format!("{field}.value"),
+                format!("expected a string, got {}", kind(&other)),
+            )),
         }
     };
     let output = match ty.as_str() {
@@ -515,7 +575,11 @@ fn output_from_value(index: usize, field: &str, value: Value) -> Result<ToolOutp
             let value = match value_of("an array")? {
                 Value::Array(items) => items,
                 other => {
-                    return Err(invalid(index, format!("{field}.value"), format!("expected an array, got {}", kind(&other))))
+                    return Err(invalid(
+                        index,
+                        format!("{field}.value"),
+                        format!("expected an array, got {}", kind(&other)),
+                    ))
                 }
             };
             map.remove("type");
@@ -605,23 +669,52 @@ mod tests {
     fn errors_name_index_and_field() {
         assert_eq!(
             err(json!([{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}])),
-            invalid(1, "role", "unknown role \"robot\", expected system, user, assistant or tool")
+            invalid(
+                1,
+                "role",
+                "unknown role \"robot\", expected system, user, assistant or tool"
+            )
         );
-        let e = err(json!([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "tool-call", "toolName": "t", "input": {}}]}]));
-        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[1].toolCallId"), "{e:?}");
-        let e = err(json!([{"role": "assistant", "content": [{"type": "tool-call", "toolCallId": 7, "toolName": "t", "input": {}}]}]));
-        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[0].toolCallId"), "{e:?}");
+        let e = err(
+            json!([{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "tool-call", "toolName": "t", "input": {}}]}]),
+        );
+        assert!(
+            matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[1].toolCallId"),
+            "{e:?}"
+        );
+        let e = err(
+            json!([{"role": "assistant", "content": [{"type": "tool-call", "toolCallId": 7, "toolName": "t", "input": {}}]}]),
+        );
+        assert!(
+            matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[0].toolCallId"),
+            "{e:?}"
+        );
         let e = err(json!([{"role": "user", "content": 5}]));
-        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content"), "{e:?}");
+        assert!(
+            matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content"),
+            "{e:?}"
+        );
         let e = err(json!([{"role": "user", "content": [{"text": "no type"}]}]));
-        assert!(matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[0].type"), "{e:?}");
+        assert!(
+            matches!(&e, Error::InvalidMessage { index: 0, field, .. } if field == "content[0].type"),
+            "{e:?}"
+        );
         let e = err(json!([
             {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {}}]},
             {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c", "toolName": "t", "output": {"type": "text", "value": 3}}]}
         ]));
-        assert!(matches!(&e, Error::InvalidMessage { index: 1, field, .. } if field == "content[0].output.value"), "{e:?}");
-        assert!(matches!(err(json!({"role": "user"})), Error::InvalidMessages { .. }));
-        assert!(matches!(err(json!([3])), Error::InvalidMessage { index: 0, .. }));
+        assert!(
+            matches!(&e, Error::InvalidMessage { index: 1, field, .. } if field == "content[0].output.value"),
+            "{e:?}"
+        );
+        assert!(matches!(
+            err(json!({"role": "user"})),
+            Error::InvalidMessages { .. }
+        ));
+        assert!(matches!(
+            err(json!([3])),
+            Error::InvalidMessage { index: 0, .. }
+        ));
     }
 
     #[test]
@@ -630,7 +723,14 @@ mod tests {
             {"role": "user", "content": "hi"},
             {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "ghost", "toolName": "t", "output": {"type": "text", "value": "x"}}]}
         ]));
-        assert_eq!(e, Error::OrphanToolResult { index: 1, part: 0, tool_call_id: "ghost".into() });
+        assert_eq!(
+            e,
+            Error::OrphanToolResult {
+                index: 1,
+                part: 0,
+                tool_call_id: "ghost".into()
+            }
+        );
     }
 
     #[test]

@@ -70,8 +70,20 @@ struct Entry {
     family: Family,
 }
 
-const fn e(prefix: &'static str, window: u32, max_output: u32, encoding: Encoding, family: Family) -> Entry {
-    Entry { prefix, window, max_output, encoding, family }
+const fn e(
+    prefix: &'static str,
+    window: u32,
+    max_output: u32,
+    encoding: Encoding,
+    family: Family,
+) -> Entry {
+    Entry {
+        prefix,
+        window,
+        max_output,
+        encoding,
+        family,
+    }
 }
 
 use Encoding::{Cl100kBase as CL, O200kBase as O2};
@@ -163,12 +175,29 @@ mod tests {
     #[test]
     fn exact_and_prefix_matches() {
         let m = lookup("gpt-4o").unwrap();
-        assert_eq!((m.context_window, m.encoding), (128_000, Encoding::O200kBase));
-        assert_eq!(lookup("gpt-4o-2024-08-06").unwrap().matched.as_deref(), Some("gpt-4o"));
+        assert_eq!(
+            (m.context_window, m.encoding),
+            (128_000, Encoding::O200kBase)
+        );
+        assert_eq!(
+            lookup("gpt-4o-2024-08-06").unwrap().matched.as_deref(),
+            Some("gpt-4o")
+        );
         assert_eq!(lookup("gpt-4-0613").unwrap().encoding, Encoding::Cl100kBase);
-        assert_eq!(lookup("gpt-4-turbo-preview").unwrap().context_window, 128_000);
-        assert_eq!(lookup("openai/gpt-4.1-mini").unwrap().context_window, 1_047_576);
-        assert_eq!(lookup("anthropic/claude-sonnet-4-5-20250929").unwrap().family, Family::Anthropic);
+        assert_eq!(
+            lookup("gpt-4-turbo-preview").unwrap().context_window,
+            128_000
+        );
+        assert_eq!(
+            lookup("openai/gpt-4.1-mini").unwrap().context_window,
+            1_047_576
+        );
+        assert_eq!(
+            lookup("anthropic/claude-sonnet-4-5-20250929")
+                .unwrap()
+                .family,
+            Family::Anthropic
+        );
         assert!(lookup("my-local-model").is_none());
         assert_eq!(unknown("x").context_window, UNKNOWN_MODEL_WINDOW);
     }

@@ -19,11 +19,16 @@ pub(crate) fn plan(
             continue;
         }
         for (part_index, part) in message.parts().iter().enumerate() {
-            let Part::ToolResult(result) = part else { continue };
+            let Part::ToolResult(result) = part else {
+                continue;
+            };
             if config.excluded_tools.iter().any(|t| t == &result.tool_name) {
                 continue;
             }
-            if matches!(result.output, ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_)) {
+            if matches!(
+                result.output,
+                ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_)
+            ) {
                 continue;
             }
             let before = tokens.output(&result.output);
@@ -34,12 +39,18 @@ pub(crate) fn plan(
             if is_compacted(&content) {
                 continue; // already a pointer to the store: offloading it again would loop
             }
-            let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
+            let path = path_for(
+                &config.path_prefix,
+                &result.tool_name,
+                &content,
+                result.output.is_json(),
+            );
             // The preview must itself stay well under the threshold (small windows, wide lines),
             // or the next plan would offload the preview: halve it until it fits in half.
             let mut shape = config.clone();
             let replacement = loop {
-                let candidate = replacement(&result.output, &preview(&content, before, &path, &shape));
+                let candidate =
+                    replacement(&result.output, &preview(&content, before, &path, &shape));
                 let fits = tokens.output(&candidate) <= threshold / 2;
                 if fits || (shape.preview_head_lines == 0 && shape.preview_tail_lines == 0) {
                     break candidate;
@@ -48,7 +59,15 @@ pub(crate) fn plan(
                 shape.preview_tail_lines /= 2;
                 shape.preview_line_chars = (shape.preview_line_chars / 2).max(40);
             };
-            let edit = output_edit("offload", (message_index, part_index), result, path, content, replacement, tokens);
+            let edit = output_edit(
+                "offload",
+                (message_index, part_index),
+                result,
+                path,
+                content,
+                replacement,
+                tokens,
+            );
             if edit.tokens_after < edit.tokens_before {
                 actions.push(edit);
             }
@@ -56,4 +75,3 @@ pub(crate) fn plan(
     }
     actions
 }
-

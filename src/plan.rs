@@ -38,6 +38,15 @@ pub struct Trigger {
     pub target: u32,
     /// Whether tier 2 ran (over `compact_at` after tier 1, or a manual compaction).
     pub tier2: bool,
+    /// The lossy tier fires above this many tokens (95 % of the window by default), or when
+    /// tier 2 could not reach the target.
+    pub summarize_at: u32,
+    /// Whether the lossy tier ran.
+    pub tier3: bool,
+    /// Past this many tokens a hook's cancel is overridden: the next request would not fit.
+    pub hard_limit: u32,
+    /// `true` for a manual compaction (`compact()`).
+    pub manual: bool,
 }
 
 impl Plan {
@@ -52,10 +61,21 @@ impl Plan {
 }
 
 /// One step for the host. Every action has an `id`; the host answers each with an [`Outcome`]
-/// carrying the same id. Every action of this version is a [`StoreEdit`]: the host MUST write
-/// `content` to `path` in its store (overwriting is fine: paths are content-addressed) and
-/// answer `written` only once the write is durable. On `written`, apply makes the replacement;
-/// on `failed` or no answer, that part of the conversation stays as it was.
+/// carrying the same id.
+///
+/// - Store edits ([`Action::Offload`], [`Action::EvictInput`], [`Action::Dedupe`],
+///   [`Action::Mask`]): the host MUST write `content` to `path` (overwriting is fine: paths are
+///   content-addressed) and answer `written` only once the write is durable. On `written`, apply
+///   makes the replacement; on `failed` or no answer, that part stays as it was.
+/// - [`Action::SaveTranscript`]: the host MUST write both files and answer `written`. The lossy
+///   action that names it runs only if it was written.
+/// - [`Action::Summarize`]: the host sends `request` to its LLM and answers `summarized` with the
+///   text; with no summarizer, or when the call fails, it answers `failed` and apply uses the
+///   plan's heuristic `fallback` summary instead (the event says so).
+/// - [`Action::Drop`]: nothing to execute (the host may answer `written` or nothing); apply removes
+///   the messages once the transcript is saved.
+///
+/// Lossy actions come last in a plan; execute actions in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -69,18 +89,43 @@ pub enum Action {
     Dedupe(StoreEdit),
     /// Tier 2: a tool result older than the last K → a placeholder pointing at its stored copy.
     Mask(StoreEdit),
+    /// Tier 3, before anything lossy: the whole conversation as JSON and Markdown.
+    SaveTranscript(SaveTranscript),
+    /// Tier 3: the older messages become one summary message.
+    Summarize(Summarize),
+    /// Truncation or importance strategy: messages leave the conversation (their text stays in
+    /// the transcript) and one notice names the transcript.
+    Drop(Drop),
 }
 
 impl Action {
     pub fn id(&self) -> &str {
-        &self.edit().id
+        match self {
+            Action::Offload(e) | Action::EvictInput(e) | Action::Dedupe(e) | Action::Mask(e) => {
+                &e.id
+            }
+            Action::SaveTranscript(t) => &t.id,
+            Action::Summarize(s) => &s.id,
+            Action::Drop(d) => &d.id,
+        }
     }
 
     /// The store writes this action needs, as `(path, content)`: a host executes every one of
     /// them and answers `written` only if all succeeded.
     pub fn writes(&self) -> Vec<(&str, &str)> {
-        let edit = self.edit();
-        vec![(edit.path.as_str(), edit.content.as_str())]
+        match self {
+            Action::SaveTranscript(t) => {
+                vec![
+                    (t.path.as_str(), t.json.as_str()),
+                    (t.readable_path.as_str(), t.markdown.as_str()),
+                ]
+            }
+            Action::Summarize(_) | Action::Drop(_) => Vec::new(),
+            _ => self
+                .store_edit()
+                .map(|e| vec![(e.path.as_str(), e.content.as_str())])
+                .unwrap_or_default(),
+        }
     }
 
     pub fn strategy(&self) -> Strategy {
@@ -89,15 +134,132 @@ impl Action {
             Action::EvictInput(_) => Strategy::EvictInput,
             Action::Dedupe(_) => Strategy::Dedupe,
             Action::Mask(_) => Strategy::Mask,
+            Action::SaveTranscript(_) => Strategy::Transcript,
+            Action::Summarize(_) => Strategy::Summarize,
+            Action::Drop(d) => d.strategy,
         }
     }
 
-    /// The store-then-replace edit every current action is.
-    pub fn edit(&self) -> &StoreEdit {
+    /// The store-then-replace edit of tiers 1 and 2; `None` for tier-3 actions.
+    pub fn store_edit(&self) -> Option<&StoreEdit> {
         match self {
-            Action::Offload(e) | Action::EvictInput(e) | Action::Dedupe(e) | Action::Mask(e) => e,
+            Action::Offload(e) | Action::EvictInput(e) | Action::Dedupe(e) | Action::Mask(e) => {
+                Some(e)
+            }
+            _ => None,
         }
     }
+
+    /// The first message this action changes (`None`: it changes none).
+    pub fn first_message(&self) -> Option<usize> {
+        match self {
+            Action::SaveTranscript(_) => None,
+            Action::Summarize(s) => Some(s.start),
+            Action::Drop(d) => Some(
+                d.insert_at
+                    .min(d.messages.first().copied().unwrap_or(d.insert_at)),
+            ),
+            _ => self.store_edit().map(|e| e.message_index),
+        }
+    }
+
+    /// Tokens before and after, as planned.
+    pub fn tokens(&self) -> (u32, u32) {
+        match self {
+            Action::SaveTranscript(_) => (0, 0),
+            Action::Summarize(s) => (s.tokens_before, s.tokens_after),
+            Action::Drop(d) => (d.tokens_before, d.tokens_after),
+            _ => self
+                .store_edit()
+                .map_or((0, 0), |e| (e.tokens_before, e.tokens_after)),
+        }
+    }
+}
+
+/// Saves the conversation as it was given, before a lossy step removes any of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SaveTranscript {
+    pub id: String,
+    /// `/conversation_history/conversation_{hash}.json`: the messages, exactly.
+    pub path: String,
+    /// The same conversation as Markdown, for people and for `grep`.
+    pub readable_path: String,
+    pub json: String,
+    pub markdown: String,
+    pub messages: usize,
+}
+
+/// Replace `messages[start..end]` with one user message holding the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summarize {
+    pub id: String,
+    /// The [`SaveTranscript`] action that must be `written` first.
+    pub transcript: String,
+    /// Where that transcript is; the summary message names it.
+    pub transcript_path: String,
+    pub start: usize,
+    pub end: usize,
+    /// What to send to the host's LLM. A valid conversation on its own: one user message.
+    pub request: SummaryRequest,
+    /// The summary this one replaces (rolling), if the span starts with one.
+    pub previous_summary: Option<String>,
+    /// Custom instructions given for this compaction.
+    pub instructions: Option<String>,
+    /// Heuristic summary (intent, tools used, files touched) used when the host has no
+    /// summarizer or its call fails.
+    pub fallback: String,
+    pub tokens_before: u32,
+    /// Predicted, with a summary of `request.maxTokens`.
+    pub tokens_after: u32,
+}
+
+/// The summarization request, shaped for any chat API (AI SDK `generateText`, OpenAI, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRequest {
+    pub system: String,
+    /// The user prompt: template, instructions, previous summary and the span as Markdown.
+    pub prompt: String,
+    /// `[{role: 'user', content: prompt}]`.
+    pub messages: Vec<Message>,
+    pub max_tokens: u32,
+}
+
+impl SummaryRequest {
+    /// A request whose conversation is the prompt as one user message: valid for every
+    /// provider, with no tool calls that would need tool definitions.
+    pub fn new(system: impl Into<String>, prompt: String, max_tokens: u32) -> Self {
+        let message = Message {
+            role: crate::message::Role::User,
+            content: crate::message::Content::Text(prompt.clone()),
+            extra: Default::default(),
+        };
+        Self {
+            system: system.into(),
+            prompt,
+            messages: vec![message],
+            max_tokens,
+        }
+    }
+}
+
+/// Remove `messages` (indices into the conversation as planned, ascending) and insert `notice`
+/// at `insert_at` (an index into the conversation after removal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drop {
+    pub id: String,
+    /// [`Strategy::Truncate`] or [`Strategy::Importance`].
+    pub strategy: Strategy,
+    pub transcript: String,
+    pub transcript_path: String,
+    pub messages: Vec<usize>,
+    pub insert_at: usize,
+    pub notice: String,
+    pub tokens_before: u32,
+    pub tokens_after: u32,
 }
 
 /// Store `content` at `path`, then replace one piece of one tool part.
@@ -147,34 +309,61 @@ pub struct CacheImpact {
 
 /// What the host reports for one action.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Outcome {
     /// The action's content is stored.
     Written { id: String },
     /// The host could not execute the action; `error` says why.
     Failed { id: String, error: String },
+    /// The host's LLM summarized a [`Action::Summarize`] request.
+    Summarized { id: String, text: String },
 }
 
 impl Outcome {
     pub fn id(&self) -> &str {
         match self {
-            Outcome::Written { id } | Outcome::Failed { id, .. } => id,
+            Outcome::Written { id }
+            | Outcome::Failed { id, .. }
+            | Outcome::Summarized { id, .. } => id,
         }
     }
 }
 
 /// A remark attached to a plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 #[non_exhaustive]
 pub enum Note {
     /// The model is not in the registry; a conservative window was assumed.
     UnknownModel { name: String, assumed_window: u32 },
-    /// Tier 2 ran but could not reach its target.
-    TargetNotMet { tokens_after: u32, target: u32, reason: String },
+    /// A lossy strategy is planned: the transcript is saved first, but the conversation loses
+    /// detail.
+    Lossy {
+        strategy: Strategy,
+        messages: usize,
+        transcript_path: String,
+    },
+    /// Compaction ran but could not reach its target.
+    TargetNotMet {
+        tokens_after: u32,
+        target: u32,
+        reason: String,
+    },
     /// Even after every action the conversation stays over the window.
-    OverBudget { tokens_after: u32, window: u32, reason: String },
+    OverBudget {
+        tokens_after: u32,
+        window: u32,
+        reason: String,
+    },
 }
 
 /// Result of [`crate::Compactor::apply`].
@@ -199,6 +388,8 @@ pub struct Event {
     pub tokens_before: u32,
     pub tokens_after: u32,
     pub tokens_saved: u32,
+    /// Files this action wrote (0 when it did not succeed).
+    pub files_written: u32,
     pub error: Option<String>,
 }
 
@@ -209,6 +400,10 @@ pub enum Strategy {
     EvictInput,
     Dedupe,
     Mask,
+    Transcript,
+    Summarize,
+    Truncate,
+    Importance,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,4 +415,7 @@ pub enum EventStatus {
     Failed,
     /// The host gave no outcome for this action; the conversation is unchanged there.
     NotExecuted,
+    /// The summarizer was missing or failed; the heuristic summary was applied (`error` says
+    /// why).
+    Fallback,
 }

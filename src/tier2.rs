@@ -13,7 +13,9 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::config::CompactionConfig;
-use crate::edit::{is_compacted, output_edit, path_for, Tokens, DEDUPE_MARKER, EVICT_MARKER, MASK_MARKER};
+use crate::edit::{
+    is_compacted, output_edit, path_for, Tokens, DEDUPE_MARKER, EVICT_MARKER, MASK_MARKER,
+};
 use crate::message::{Message, Part, Role, ToolOutput};
 use crate::plan::{Action, Replace, StoreEdit};
 
@@ -21,11 +23,19 @@ use crate::plan::{Action, Replace, StoreEdit};
 pub(crate) type Taken = HashSet<(usize, usize)>;
 
 /// All tier-2 candidates in preference order: evictions, then dedupes, then masks.
-pub(crate) fn candidates(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, taken: &mut Taken) -> Vec<Action> {
+pub(crate) fn candidates(
+    messages: &[Message],
+    config: &CompactionConfig,
+    tokens: &dyn Tokens,
+    taken: &mut Taken,
+) -> Vec<Action> {
     let mut out = evictions(messages, config, tokens);
     out.extend(dedupes(messages, config, tokens, taken));
     out.extend(masks(messages, config, tokens, taken));
-    out.retain(|a| a.edit().tokens_before.saturating_sub(a.edit().tokens_after) >= config.min_saving_tokens.max(1));
+    out.retain(|a| {
+        let (before, after) = a.tokens();
+        before.saturating_sub(after) >= config.min_saving_tokens.max(1)
+    });
     out
 }
 
@@ -46,16 +56,25 @@ fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Token
         }
         for (part_index, part) in message.parts().iter().enumerate() {
             let Part::ToolCall(call) = part else { continue };
-            if !config.evict_input_tools.contains(&call.tool_name) || !answered.contains(call.tool_call_id.as_str()) {
+            if !config.evict_input_tools.contains(&call.tool_name)
+                || !answered.contains(call.tool_call_id.as_str())
+            {
                 continue;
             }
             let file = file_argument(&call.input, &config.path_fields).unwrap_or("(unknown path)");
             for field in &config.evict_input_fields {
-                let Some(Value::String(content)) = call.input.get(field.as_str()) else { continue };
+                let Some(Value::String(content)) = call.input.get(field.as_str()) else {
+                    continue;
+                };
                 if is_compacted(content) {
                     continue; // already evicted
                 }
-                let path = path_for(&config.path_prefix, &format!("{}_{field}", call.tool_name), content, false);
+                let path = path_for(
+                    &config.path_prefix,
+                    &format!("{}_{field}", call.tool_name),
+                    content,
+                    false,
+                );
                 let value = format!(
                     "{EVICT_MARKER}{file} ({} tokens); copy stored at {path}. Preview: {}…]",
                     tokens.text(content),
@@ -75,7 +94,10 @@ fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Token
                     tool_name: call.tool_name.clone(),
                     path,
                     content: content.clone(),
-                    replace: Replace::InputField { field: field.clone(), value },
+                    replace: Replace::InputField {
+                        field: field.clone(),
+                        value,
+                    },
                     tokens_before: before,
                     tokens_after: after,
                 }));
@@ -85,7 +107,12 @@ fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Token
     out
 }
 
-fn dedupes(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, taken: &mut Taken) -> Vec<Action> {
+fn dedupes(
+    messages: &[Message],
+    config: &CompactionConfig,
+    tokens: &dyn Tokens,
+    taken: &mut Taken,
+) -> Vec<Action> {
     // Which file each read call read.
     let mut file_of: HashMap<&str, &str> = HashMap::new();
     for message in messages {
@@ -119,31 +146,58 @@ fn dedupes(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens,
         if last_read[file] == (m, p) || taken.contains(&(m, p)) {
             continue;
         }
-        let Part::ToolResult(result) = &messages[m].parts()[p] else { continue };
-        if !matches!(result.output, ToolOutput::Text { .. } | ToolOutput::Json { .. }) {
+        let Part::ToolResult(result) = &messages[m].parts()[p] else {
+            continue;
+        };
+        if !matches!(
+            result.output,
+            ToolOutput::Text { .. } | ToolOutput::Json { .. }
+        ) {
             continue; // errors and denials are not file contents
         }
         let content = result.output.text();
         if is_compacted(&content) {
             continue; // already a pointer (e.g. offloaded by tier 1 in an earlier plan)
         }
-        let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
+        let path = path_for(
+            &config.path_prefix,
+            &result.tool_name,
+            &content,
+            result.output.is_json(),
+        );
         let output = ToolOutput::Text {
             value: format!("{DEDUPE_MARKER}{file}. A later read of the same file follows; this earlier copy is stored at {path}]"),
             extra: Default::default(),
         };
         taken.insert((m, p));
-        out.push(Action::Dedupe(output_edit("dedupe", (m, p), result, path, content, output, tokens)));
+        out.push(Action::Dedupe(output_edit(
+            "dedupe",
+            (m, p),
+            result,
+            path,
+            content,
+            output,
+            tokens,
+        )));
     }
     out
 }
 
-fn masks(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, taken: &mut Taken) -> Vec<Action> {
+fn masks(
+    messages: &[Message],
+    config: &CompactionConfig,
+    tokens: &dyn Tokens,
+    taken: &mut Taken,
+) -> Vec<Action> {
     let results: Vec<(usize, usize)> = messages
         .iter()
         .enumerate()
         .flat_map(|(m, message)| {
-            message.parts().iter().enumerate().filter_map(move |(p, part)| matches!(part, Part::ToolResult(_)).then_some((m, p)))
+            message
+                .parts()
+                .iter()
+                .enumerate()
+                .filter_map(move |(p, part)| matches!(part, Part::ToolResult(_)).then_some((m, p)))
         })
         .collect();
     let older = results.len().saturating_sub(config.keep_tool_results);
@@ -152,8 +206,13 @@ fn masks(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, t
         if taken.contains(&(m, p)) {
             continue;
         }
-        let Part::ToolResult(result) = &messages[m].parts()[p] else { continue };
-        if matches!(result.output, ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_)) {
+        let Part::ToolResult(result) = &messages[m].parts()[p] else {
+            continue;
+        };
+        if matches!(
+            result.output,
+            ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_)
+        ) {
             continue;
         }
         let content = result.output.text();
@@ -161,22 +220,42 @@ fn masks(messages: &[Message], config: &CompactionConfig, tokens: &dyn Tokens, t
             continue; // already points at the store
         }
         let before = tokens.output(&result.output);
-        let path = path_for(&config.path_prefix, &result.tool_name, &content, result.output.is_json());
+        let path = path_for(
+            &config.path_prefix,
+            &result.tool_name,
+            &content,
+            result.output.is_json(),
+        );
         let text = format!(
             "{MASK_MARKER} to save context ({before} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
         );
         let output = match &result.output {
-            ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => ToolOutput::ErrorText { value: text, extra: extra.clone() },
+            ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => {
+                ToolOutput::ErrorText {
+                    value: text,
+                    extra: extra.clone(),
+                }
+            }
             other => crate::edit::replacement(other, &text),
         };
         taken.insert((m, p));
-        out.push(Action::Mask(output_edit("mask", (m, p), result, path, content, output, tokens)));
+        out.push(Action::Mask(output_edit(
+            "mask",
+            (m, p),
+            result,
+            path,
+            content,
+            output,
+            tokens,
+        )));
     }
     out
 }
 
 fn file_argument<'a>(input: &'a Value, fields: &[String]) -> Option<&'a str> {
-    fields.iter().find_map(|f| input.get(f.as_str()).and_then(Value::as_str))
+    fields
+        .iter()
+        .find_map(|f| input.get(f.as_str()).and_then(Value::as_str))
 }
 
 fn preview_chars(text: &str, n: usize) -> &str {

@@ -34,7 +34,9 @@ impl std::str::FromStr for Encoding {
         match name {
             "o200k_base" => Ok(Encoding::O200kBase),
             "cl100k_base" => Ok(Encoding::Cl100kBase),
-            _ => Err(Error::UnknownEncoding { name: name.to_owned() }),
+            _ => Err(Error::UnknownEncoding {
+                name: name.to_owned(),
+            }),
         }
     }
 }
@@ -90,7 +92,9 @@ pub struct CachedCounter {
 
 impl std::fmt::Debug for CachedCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CachedCounter").field("encoding", &self.encoding).finish_non_exhaustive()
+        f.debug_struct("CachedCounter")
+            .field("encoding", &self.encoding)
+            .finish_non_exhaustive()
     }
 }
 
@@ -170,12 +174,18 @@ impl CachedCounter {
     /// Tokens of a tool output as the model sees it.
     pub fn output(&self, output: &ToolOutput) -> u32 {
         match output {
-            ToolOutput::Text { value, .. } | ToolOutput::ErrorText { value, .. } => self.text(value),
-            ToolOutput::Json { value, .. } | ToolOutput::ErrorJson { value, .. } => self.json(value),
+            ToolOutput::Text { value, .. } | ToolOutput::ErrorText { value, .. } => {
+                self.text(value)
+            }
+            ToolOutput::Json { value, .. } | ToolOutput::ErrorJson { value, .. } => {
+                self.json(value)
+            }
             ToolOutput::Content { value, .. } => value
                 .iter()
                 .map(|item| match item.get("type").and_then(|t| t.as_str()) {
-                    Some("text") => self.text(item.get("text").and_then(|t| t.as_str()).unwrap_or("")),
+                    Some("text") => {
+                        self.text(item.get("text").and_then(|t| t.as_str()).unwrap_or(""))
+                    }
                     Some("media") | Some("image-data") | Some("image-url") => self.image_tokens,
                     _ => self.text(&item.to_string()),
                 })
@@ -222,7 +232,8 @@ mod tests {
                 self.0.count(text)
             }
         }
-        let counter = CachedCounter::with_counter(Encoding::O200kBase, Box::new(Shared(inner.clone())));
+        let counter =
+            CachedCounter::with_counter(Encoding::O200kBase, Box::new(Shared(inner.clone())));
         assert_eq!(counter.text("abcd"), 4);
         assert_eq!(counter.text("abcd"), 4);
         assert_eq!(counter.text("xy"), 2);
@@ -232,6 +243,11 @@ mod tests {
     #[test]
     fn unknown_encoding_is_a_typed_error() {
         let e = "p50k".parse::<Encoding>().unwrap_err();
-        assert_eq!(e, Error::UnknownEncoding { name: "p50k".into() });
+        assert_eq!(
+            e,
+            Error::UnknownEncoding {
+                name: "p50k".into()
+            }
+        );
     }
 }

@@ -22,7 +22,10 @@ fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> JsResult<T> 
         if e.is_syntax() || e.is_eof() {
             throw(Error::json(what, &e))
         } else {
-            throw(Error::PlanMismatch { action_id: None, message: format!("{what}: {}", crate::error::strip_position(&e.to_string())) })
+            throw(Error::PlanMismatch {
+                action_id: None,
+                message: format!("{what}: {}", crate::error::strip_position(&e.to_string())),
+            })
         }
     })
 }
@@ -59,7 +62,9 @@ impl WasmCompactor {
             Some(json) => parse("state", &json)?,
             None => State::default(),
         };
-        Ok(WasmCompactor { inner: Compactor::with_state(config, state).map_err(throw)? })
+        Ok(WasmCompactor {
+            inner: Compactor::with_state(config, state).map_err(throw)?,
+        })
     }
 
     pub fn plan(&self, messages_json: &str) -> JsResult<String> {
@@ -67,11 +72,21 @@ impl WasmCompactor {
         Ok(to_json(&self.inner.plan(&messages).map_err(throw)?))
     }
 
-    pub fn apply(&mut self, messages_json: &str, plan_json: &str, outcomes_json: &str) -> JsResult<String> {
+    pub fn apply(
+        &mut self,
+        messages_json: &str,
+        plan_json: &str,
+        outcomes_json: &str,
+    ) -> JsResult<String> {
         let messages = parse_messages(messages_json).map_err(throw)?;
         let plan: Plan = parse("plan", plan_json)?;
         let outcomes: Vec<Outcome> = parse("outcomes", outcomes_json)?;
-        Ok(to_json(&self.inner.apply(messages, &plan, &outcomes).map_err(throw)?))
+        Ok(to_json(
+            &self
+                .inner
+                .apply(messages, &plan, &outcomes)
+                .map_err(throw)?,
+        ))
     }
 
     /// `{tokens, window, fraction}` as JSON.

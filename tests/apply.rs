@@ -2,16 +2,22 @@
 //! and plans that do not fit are refused, counting calibrates for estimated families.
 
 use context_compactor::{
-    parse_messages, Action, Compactor, Config, Error, EventStatus, Message, Outcome, ToolOutput,
+    parse_messages, Action, Compactor, Config, Error, EventStatus, Message, Outcome, Strategy,
+    ToolOutput,
 };
 use serde_json::json;
 
 fn big(seed: &str, lines: usize) -> String {
-    (0..lines).map(|i| format!("{seed} {i}: value {} ok\n", (i * 7919) % 10_007)).collect()
+    (0..lines)
+        .map(|i| format!("{seed} {i}: value {} ok\n", (i * 7919) % 10_007))
+        .collect()
 }
 
 fn conversation(outputs: &[String]) -> Vec<Message> {
-    let mut messages = vec![json!({"role": "system", "content": "agent"}), json!({"role": "user", "content": "go"})];
+    let mut messages = vec![
+        json!({"role": "system", "content": "agent"}),
+        json!({"role": "user", "content": "go"}),
+    ];
     for (i, value) in outputs.iter().enumerate() {
         messages.push(json!({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": format!("c{i}"), "toolName": "search", "input": {"i": i}}]}));
         messages.push(json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": format!("c{i}"), "toolName": "search", "output": {"type": "text", "value": value}}]}));
@@ -20,7 +26,11 @@ fn conversation(outputs: &[String]) -> Vec<Message> {
 }
 
 fn window(n: u32) -> Config {
-    Config { model: Some("gpt-4o".into()), context_window: Some(n), ..Config::default() }
+    Config {
+        model: Some("gpt-4o".into()),
+        context_window: Some(n),
+        ..Config::default()
+    }
 }
 
 fn output(messages: &[Message], index: usize) -> &ToolOutput {
@@ -38,13 +48,22 @@ fn hundred_k_result_in_a_16k_window_is_offloaded_under_budget() {
     let plan = compactor.plan(&messages).unwrap();
     assert!(plan.tokens_before > 100_000, "{}", plan.tokens_before);
     assert!(plan.within_budget() && plan.notes.is_empty(), "{plan:?}");
-    let Action::Offload(offload) = &plan.actions[0] else { panic!() };
+    let Action::Offload(offload) = &plan.actions[0] else {
+        panic!()
+    };
     assert_eq!(offload.content, text);
-    let outcomes = [Outcome::Written { id: offload.id.clone() }];
+    let outcomes = [Outcome::Written {
+        id: offload.id.clone(),
+    }];
     let applied = compactor.apply(messages, &plan, &outcomes).unwrap();
-    assert_eq!(applied.tokens_after, plan.tokens_after, "prediction is exact");
+    assert_eq!(
+        applied.tokens_after, plan.tokens_after,
+        "prediction is exact"
+    );
     assert!(applied.tokens_after <= 16_000);
-    assert!(matches!(output(&applied.messages, 3), ToolOutput::Text { value, .. } if value.contains(&offload.path)));
+    assert!(
+        matches!(output(&applied.messages, 3), ToolOutput::Text { value, .. } if value.contains(&offload.path))
+    );
 }
 
 #[test]
@@ -54,13 +73,34 @@ fn only_written_outcomes_remove_content() {
     let plan = compactor.plan(&messages).unwrap();
     let ids: Vec<String> = plan.actions.iter().map(|a| a.id().to_owned()).collect();
     assert_eq!(ids.len(), 3);
-    let outcomes = [Outcome::Written { id: ids[0].clone() }, Outcome::Failed { id: ids[1].clone(), error: "quota".into() }];
+    let outcomes = [
+        Outcome::Written { id: ids[0].clone() },
+        Outcome::Failed {
+            id: ids[1].clone(),
+            error: "quota".into(),
+        },
+    ];
     let applied = compactor.apply(messages.clone(), &plan, &outcomes).unwrap();
     let statuses: Vec<EventStatus> = applied.events.iter().map(|e| e.status).collect();
-    assert_eq!(statuses, [EventStatus::Applied, EventStatus::Failed, EventStatus::NotExecuted]);
+    assert_eq!(
+        statuses,
+        [
+            EventStatus::Applied,
+            EventStatus::Failed,
+            EventStatus::NotExecuted
+        ]
+    );
     assert_ne!(output(&applied.messages, 3), output(&messages, 3));
-    assert_eq!(output(&applied.messages, 5), output(&messages, 5), "failed write keeps the content");
-    assert_eq!(output(&applied.messages, 7), output(&messages, 7), "no outcome keeps the content");
+    assert_eq!(
+        output(&applied.messages, 5),
+        output(&messages, 5),
+        "failed write keeps the content"
+    );
+    assert_eq!(
+        output(&applied.messages, 7),
+        output(&messages, 7),
+        "no outcome keeps the content"
+    );
     assert_eq!(applied.events[1].error.as_deref(), Some("quota"));
     assert_eq!(compactor.stats().actions_failed, 1);
     assert_eq!(compactor.stats().files_written, 1);
@@ -75,14 +115,30 @@ fn stray_outcomes_and_changed_messages_are_refused() {
     let messages = conversation(&[big("a", 9_000)]);
     let mut compactor = Compactor::new(window(16_000)).unwrap();
     let plan = compactor.plan(&messages).unwrap();
-    let err = compactor.apply(messages.clone(), &plan, &[Outcome::Written { id: "offload-99-0".into() }]).unwrap_err();
-    assert!(matches!(err, Error::PlanMismatch { action_id: Some(ref id), .. } if id == "offload-99-0"), "{err:?}");
+    let err = compactor
+        .apply(
+            messages.clone(),
+            &plan,
+            &[Outcome::Written {
+                id: "offload-99-0".into(),
+            }],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::PlanMismatch { action_id: Some(ref id), .. } if id == "offload-99-0"),
+        "{err:?}"
+    );
     let changed = conversation(&[big("z", 9_000)]);
-    let written = [Outcome::Written { id: plan.actions[0].id().to_owned() }];
+    let written = [Outcome::Written {
+        id: plan.actions[0].id().to_owned(),
+    }];
     let err = compactor.apply(changed, &plan, &written).unwrap_err();
     assert!(matches!(err, Error::PlanMismatch { .. }), "{err:?}");
     let shorter = messages[..2].to_vec();
-    assert!(matches!(compactor.apply(shorter, &plan, &written), Err(Error::PlanMismatch { .. })));
+    assert!(matches!(
+        compactor.apply(shorter, &plan, &written),
+        Err(Error::PlanMismatch { .. })
+    ));
 }
 
 #[test]
@@ -93,26 +149,67 @@ fn excluded_tools_and_small_results_stay() {
             r.tool_name = "read_file".into();
         }
     }
-    let plan = Compactor::new(window(16_000)).unwrap().plan(&messages).unwrap();
-    assert!(plan.is_empty(), "{plan:?}");
+    let plan = Compactor::new(window(16_000))
+        .unwrap()
+        .plan(&messages)
+        .unwrap();
+    // Nothing is offloaded; with the conversation over the window, only the lossy tier acts.
+    let kinds: Vec<_> = plan.actions.iter().map(|a| a.strategy()).collect();
+    assert_eq!(kinds, [Strategy::Transcript, Strategy::Summarize]);
+    let mut off = window(16_000);
+    off.history.strategy = context_compactor::HistoryStrategy::Off;
+    let plan = Compactor::new(off).unwrap().plan(&messages).unwrap();
+    assert!(
+        plan.is_empty(),
+        "{:?}",
+        plan.actions.iter().map(|a| a.id()).collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn estimated_families_calibrate_from_observed_usage() {
     let messages = conversation(&["hello there".repeat(50)]);
-    let mut compactor = Compactor::new(Config { model: Some("claude-sonnet-4-5".into()), ..Config::default() }).unwrap();
+    let mut compactor = Compactor::new(Config {
+        model: Some("claude-sonnet-4-5".into()),
+        ..Config::default()
+    })
+    .unwrap();
     let raw = compactor.count_raw(&messages);
-    assert_eq!(compactor.count(&messages), (f64::from(raw) * 1.20).ceil() as u32, "default Anthropic ratio");
+    assert_eq!(
+        compactor.count(&messages),
+        (f64::from(raw) * 1.20).ceil() as u32,
+        "default Anthropic ratio"
+    );
     for _ in 0..20 {
         compactor.observe_usage(raw, raw * 13 / 10);
     }
     let calibrated = compactor.count(&messages);
-    assert!((calibrated as f64 / raw as f64 - 1.3).abs() < 0.01, "{calibrated} vs {raw}");
+    assert!(
+        (calibrated as f64 / raw as f64 - 1.3).abs() < 0.01,
+        "{calibrated} vs {raw}"
+    );
     compactor.observe_usage(raw, raw * 10); // a misreport is ignored
     assert_eq!(compactor.count(&messages), calibrated);
     let state = compactor.state().clone();
-    let resumed = Compactor::with_state(Config { model: Some("claude-sonnet-4-5".into()), ..Config::default() }, state.clone()).unwrap();
+    let resumed = Compactor::with_state(
+        Config {
+            model: Some("claude-sonnet-4-5".into()),
+            ..Config::default()
+        },
+        state.clone(),
+    )
+    .unwrap();
     assert_eq!(resumed.count(&messages), calibrated);
-    let other = Compactor::with_state(Config { model: Some("gemini-2.5-pro".into()), ..Config::default() }, state).unwrap();
-    assert!(other.state().calibration.is_none(), "calibration is per model");
+    let other = Compactor::with_state(
+        Config {
+            model: Some("gemini-2.5-pro".into()),
+            ..Config::default()
+        },
+        state,
+    )
+    .unwrap();
+    assert!(
+        other.state().calibration.is_none(),
+        "calibration is per model"
+    );
 }

@@ -12,22 +12,61 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use context_compactor::{
-    messages_from_value, Compactor, Config, Content, EventStatus, Message, Note, OffloadConfig, Outcome, Part,
-    Plan, Role,
+    messages_from_value, parse_messages, Action, Compactor, Config, Content, EventStatus,
+    HistoryStrategy, Message, Note, OffloadConfig, Outcome, Part, Plan, Preset, Role,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{json, Value};
-use support::{drive, drive_into, drive_with, kind, Faults, Store};
+use support::{drive, drive_full, drive_into, drive_with, kind, Faults, Store, Summarizer};
 
 // =============================================================================================
 // Cheap text: repeated, varied lines from a seed.
 
 const VOCAB: &[&str] = &[
-    "the", "result", "error", "value", "fn", "main()", "{", "}", "return", "let", "x", "=", "42", "user_id",
-    "2024-05-01T12:00:00Z", "INFO", "WARN", "DEBUG", "src/lib.rs:120", "ok", "failed", "timeout", "null",
-    "true", "0x7fff", "SELECT", "*", "FROM", "rows", "http://example.com/a?b=c", "café", "日本語", "🦀",
-    "\"quoted\"", "\\path\\to", "<|endoftext|>", "\t", "", "lorem", "ipsum", "dolor", "sit", "amet",
+    "the",
+    "result",
+    "error",
+    "value",
+    "fn",
+    "main()",
+    "{",
+    "}",
+    "return",
+    "let",
+    "x",
+    "=",
+    "42",
+    "user_id",
+    "2024-05-01T12:00:00Z",
+    "INFO",
+    "WARN",
+    "DEBUG",
+    "src/lib.rs:120",
+    "ok",
+    "failed",
+    "timeout",
+    "null",
+    "true",
+    "0x7fff",
+    "SELECT",
+    "*",
+    "FROM",
+    "rows",
+    "http://example.com/a?b=c",
+    "café",
+    "日本語",
+    "🦀",
+    "\"quoted\"",
+    "\\path\\to",
+    "<|endoftext|>",
+    "\t",
+    "",
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
 ];
 
 #[derive(Debug, Clone)]
@@ -40,14 +79,17 @@ struct Blob {
 }
 
 fn lcg(state: &mut u64) -> u64 {
-    *state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    *state = state
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
     *state >> 33
 }
 
 impl Blob {
     fn render(&self) -> String {
         let mut s = u64::from(self.seed) | 1;
-        let mut out = String::with_capacity(self.lines as usize * (usize::from(self.words) * 6 + 8));
+        let mut out =
+            String::with_capacity(self.lines as usize * (usize::from(self.words) * 6 + 8));
         for i in 0..self.lines {
             if self.style == 2 && lcg(&mut s) % 7 == 0 {
                 out.push('\n');
@@ -71,8 +113,18 @@ impl Blob {
 }
 
 fn blob_in(lines: std::ops::RangeInclusive<u32>) -> impl Strategy<Value = Blob> {
-    (lines, 0u8..16, any::<u32>(), prop_oneof![6 => Just(0u8), 1 => Just(1u8), 2 => Just(2u8)])
-        .prop_map(|(lines, words, seed, style)| Blob { lines, words, seed, style })
+    (
+        lines,
+        0u8..16,
+        any::<u32>(),
+        prop_oneof![6 => Just(0u8), 1 => Just(1u8), 2 => Just(2u8)],
+    )
+        .prop_map(|(lines, words, seed, style)| Blob {
+            lines,
+            words,
+            seed,
+            style,
+        })
 }
 
 /// Sizes from empty to ~200k tokens, mostly small (debug-mode tokenizing is the cost).
@@ -93,8 +145,19 @@ fn small_blob() -> impl Strategy<Value = Blob> {
 // Conversation specs, rendered to AI SDK ModelMessage JSON.
 
 const TOOLS: &[&str] = &[
-    "search", "web_fetch", "run_shell", "read_file", "grep", "ls", "write_todos", "glob", "write_file", "edit_file",
-    "cat", "fetch page/../x", "",
+    "search",
+    "web_fetch",
+    "run_shell",
+    "read_file",
+    "grep",
+    "ls",
+    "write_todos",
+    "glob",
+    "write_file",
+    "edit_file",
+    "cat",
+    "fetch page/../x",
+    "",
 ];
 const FILES: &[&str] = &["notes.md", "src/lib.rs", "/etc/hosts"];
 
@@ -128,7 +191,9 @@ impl JsonSpec {
                 2 => json!(12.5),
                 _ => json!(-7),
             },
-            JsonSpec::Nested(b) => json!({"status": 200, "body": {"text": b.render(), "lines": b.lines}, "empty": {}}),
+            JsonSpec::Nested(b) => {
+                json!({"status": 200, "body": {"text": b.render(), "lines": b.lines}, "empty": {}})
+            }
         }
     }
 }
@@ -185,11 +250,13 @@ impl OutSpec {
             OutSpec::Json(j) => json!({"type": "json", "value": j.render()}),
             OutSpec::ErrorText(b) => json!({"type": "error-text", "value": b.render()}),
             OutSpec::ErrorJson(j) => json!({"type": "error-json", "value": j.render()}),
-            OutSpec::Content(items) => json!({"type": "content", "value": items.iter().map(|i| match i {
+            OutSpec::Content(items) => {
+                json!({"type": "content", "value": items.iter().map(|i| match i {
                 ContentItem::Text(b) => json!({"type": "text", "text": b.render()}),
                 ContentItem::Media => json!({"type": "media", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "mediaType": "image/png"}),
                 ContentItem::ImageUrl => json!({"type": "image-url", "url": "https://example.com/chart.png"}),
-            }).collect::<Vec<_>>()}),
+            }).collect::<Vec<_>>()})
+            }
             OutSpec::Denied(None) => json!({"type": "execution-denied"}),
             OutSpec::Denied(Some(reason)) => json!({"type": "execution-denied", "reason": reason}),
             OutSpec::Unknown(b) => json!({"type": "future-output", "payload": b.render()}),
@@ -221,7 +288,14 @@ fn call_spec() -> impl Strategy<Value = CallSpec> {
         prop::option::weighted(0.2, any::<bool>()),
         prop::bool::weighted(0.15),
     )
-        .prop_map(|(tool, file, input, output, approval, opts)| CallSpec { tool, file, input, output, approval, opts })
+        .prop_map(|(tool, file, input, output, approval, opts)| CallSpec {
+            tool,
+            file,
+            input,
+            output,
+            approval,
+            opts,
+        })
 }
 
 #[derive(Debug, Clone)]
@@ -246,14 +320,16 @@ fn step_spec() -> impl Strategy<Value = StepSpec> {
         0usize..8,
         any::<bool>(),
     )
-        .prop_map(|(reasoning, text, calls, order, split, string_content)| StepSpec {
-            reasoning,
-            text,
-            calls,
-            order,
-            split,
-            string_content,
-        })
+        .prop_map(
+            |(reasoning, text, calls, order, split, string_content)| StepSpec {
+                reasoning,
+                text,
+                calls,
+                order,
+                split,
+                string_content,
+            },
+        )
 }
 
 #[derive(Debug, Clone)]
@@ -288,8 +364,16 @@ struct ExchangeSpec {
 }
 
 fn exchange_spec() -> impl Strategy<Value = ExchangeSpec> {
-    (prop::option::weighted(0.85, user_spec()), prop::collection::vec(step_spec(), 1..=3), prop::option::of(small_blob()))
-        .prop_map(|(user, steps, final_text)| ExchangeSpec { user, steps, final_text })
+    (
+        prop::option::weighted(0.85, user_spec()),
+        prop::collection::vec(step_spec(), 1..=3),
+        prop::option::of(small_blob()),
+    )
+        .prop_map(|(user, steps, final_text)| ExchangeSpec {
+            user,
+            steps,
+            final_text,
+        })
 }
 
 #[derive(Debug, Clone)]
@@ -301,8 +385,16 @@ struct ConvSpec {
 }
 
 fn conv_spec() -> impl Strategy<Value = ConvSpec> {
-    (prop::option::weighted(0.7, small_blob()), prop::collection::vec(exchange_spec(), 1..=4), prop::bool::weighted(0.25))
-        .prop_map(|(system, exchanges, in_flight)| ConvSpec { system, exchanges, in_flight })
+    (
+        prop::option::weighted(0.7, small_blob()),
+        prop::collection::vec(exchange_spec(), 1..=4),
+        prop::bool::weighted(0.25),
+    )
+        .prop_map(|(system, exchanges, in_flight)| ConvSpec {
+            system,
+            exchanges,
+            in_flight,
+        })
 }
 
 impl ConvSpec {
@@ -314,7 +406,9 @@ impl ConvSpec {
         let last_exchange = self.exchanges.len() - 1;
         for (ei, exchange) in self.exchanges.iter().enumerate() {
             match &exchange.user {
-                Some(UserSpec::Str(b)) => messages.push(json!({"role": "user", "content": b.render()})),
+                Some(UserSpec::Str(b)) => {
+                    messages.push(json!({"role": "user", "content": b.render()}))
+                }
                 Some(UserSpec::Parts(parts)) => {
                     let parts: Vec<Value> = parts
                         .iter()
@@ -332,7 +426,9 @@ impl ConvSpec {
             let last_step = exchange.steps.len() - 1;
             for (si, step) in exchange.steps.iter().enumerate() {
                 let in_flight = self.in_flight && ei == last_exchange && si == last_step;
-                let ids: Vec<String> = (0..step.calls.len()).map(|k| format!("call_{ei}_{si}_{k}")).collect();
+                let ids: Vec<String> = (0..step.calls.len())
+                    .map(|k| format!("call_{ei}_{si}_{k}"))
+                    .collect();
                 if step.calls.is_empty() && step.reasoning.is_none() && step.string_content {
                     let text = step.text.as_ref().map(Blob::render).unwrap_or_default();
                     messages.push(json!({"role": "assistant", "content": text}));
@@ -403,7 +499,13 @@ impl ConvSpec {
 // =============================================================================================
 // Configurations and faults.
 
-const MODELS: &[Option<&str>] = &[Some("gpt-4o"), Some("gpt-4"), Some("claude-sonnet-4-5"), Some("mystery-model"), None];
+const MODELS: &[Option<&str>] = &[
+    Some("gpt-4o"),
+    Some("gpt-4"),
+    Some("claude-sonnet-4-5"),
+    Some("mystery-model"),
+    None,
+];
 
 #[derive(Debug, Clone)]
 struct CfgSpec {
@@ -413,6 +515,10 @@ struct CfgSpec {
     fraction: Option<f64>,
     preview: Option<(usize, usize, usize)>,
     prefix: bool,
+    /// 0 summarize, 1 truncate, 2 importance, 3 off.
+    strategy: u8,
+    keep_messages: Option<usize>,
+    preset: Option<Preset>,
 }
 
 fn cfg_spec() -> impl Strategy<Value = CfgSpec> {
@@ -423,15 +529,40 @@ fn cfg_spec() -> impl Strategy<Value = CfgSpec> {
         prop::option::weighted(0.15, 0.01f64..=1.0),
         prop::option::weighted(0.2, (0usize..=12, 0usize..=5, 0usize..=300)),
         prop::bool::weighted(0.1),
+        prop_oneof![5 => Just(0u8), 2 => Just(1u8), 2 => Just(2u8), 1 => Just(3u8)],
+        prop::option::weighted(0.25, 0usize..=12),
+        prop::option::weighted(
+            0.2,
+            prop_oneof![
+                Just(Preset::Simple),
+                Just(Preset::Smart),
+                Just(Preset::Aggressive)
+            ],
+        ),
     )
-        .prop_map(|(model, window, threshold, fraction, preview, prefix)| CfgSpec {
-            model,
-            window,
-            threshold,
-            fraction,
-            preview,
-            prefix,
-        })
+        .prop_map(
+            |(
+                model,
+                window,
+                threshold,
+                fraction,
+                preview,
+                prefix,
+                strategy,
+                keep_messages,
+                preset,
+            )| CfgSpec {
+                model,
+                window,
+                threshold,
+                fraction,
+                preview,
+                prefix,
+                strategy,
+                keep_messages,
+                preset,
+            },
+        )
 }
 
 impl CfgSpec {
@@ -451,12 +582,26 @@ impl CfgSpec {
         if self.prefix {
             offload.path_prefix = "/large_tool_results/".into();
         }
-        Config {
-            model: MODELS[self.model].map(str::to_owned),
-            context_window: self.window,
-            offload,
-            ..Config::default()
+        let mut config = self.preset.map(Config::preset).unwrap_or_default();
+        if self.threshold.is_some()
+            || self.fraction.is_some()
+            || self.preview.is_some()
+            || self.prefix
+        {
+            config.offload = offload;
         }
+        config.model = MODELS[self.model].map(str::to_owned);
+        config.context_window = self.window;
+        if self.preset.is_none() {
+            config.history.strategy = match self.strategy {
+                0 => HistoryStrategy::Summarize,
+                1 => HistoryStrategy::Truncate,
+                2 => HistoryStrategy::Importance,
+                _ => HistoryStrategy::Off,
+            };
+            config.history.keep_recent_messages = self.keep_messages;
+        }
+        config
     }
 }
 
@@ -488,34 +633,55 @@ fn check_pairs(messages: &[Message]) -> Check {
         let here: HashSet<&str> = m
             .parts()
             .iter()
-            .filter_map(|p| if let Part::ToolCall(c) = p { Some(c.tool_call_id.as_str()) } else { None })
+            .filter_map(|p| {
+                if let Part::ToolCall(c) = p {
+                    Some(c.tool_call_id.as_str())
+                } else {
+                    None
+                }
+            })
             .collect();
         for (j, part) in m.parts().iter().enumerate() {
             match part {
                 Part::ToolCall(c) => {
                     if m.role != Role::Assistant {
-                        return Err(fail(format!("tool call {} in a {:?} message {i}", c.tool_call_id, m.role)));
+                        return Err(fail(format!(
+                            "tool call {} in a {:?} message {i}",
+                            c.tool_call_id, m.role
+                        )));
                     }
                     calls.insert(&c.tool_call_id, i);
                 }
                 Part::ToolResult(r) => {
                     if m.role != Role::Tool {
-                        return Err(fail(format!("tool result {} in a {:?} message {i}", r.tool_call_id, m.role)));
+                        return Err(fail(format!(
+                            "tool result {} in a {:?} message {i}",
+                            r.tool_call_id, m.role
+                        )));
                     }
                     if !calls.contains_key(r.tool_call_id.as_str()) {
-                        return Err(fail(format!("orphan tool result {} at message {i} part {j}", r.tool_call_id)));
+                        return Err(fail(format!(
+                            "orphan tool result {} at message {i} part {j}",
+                            r.tool_call_id
+                        )));
                     }
                     answered.insert(&r.tool_call_id);
                 }
                 Part::ToolApprovalRequest(a) => {
                     if !here.contains(a.tool_call_id.as_str()) {
-                        return Err(fail(format!("approval request {} separated from its call", a.approval_id)));
+                        return Err(fail(format!(
+                            "approval request {} separated from its call",
+                            a.approval_id
+                        )));
                     }
                     requests.insert(&a.approval_id);
                 }
                 Part::ToolApprovalResponse(a) => {
                     if !requests.contains(a.approval_id.as_str()) {
-                        return Err(fail(format!("approval response {} before its request", a.approval_id)));
+                        return Err(fail(format!(
+                            "approval response {} before its request",
+                            a.approval_id
+                        )));
                     }
                 }
                 _ => {}
@@ -524,7 +690,9 @@ fn check_pairs(messages: &[Message]) -> Check {
     }
     for (id, &i) in &calls {
         if !answered.contains(id) && i + 1 != messages.len() {
-            return Err(fail(format!("tool call {id} at message {i} has no result and is not in flight")));
+            return Err(fail(format!(
+                "tool call {id} at message {i} has no result and is not in flight"
+            )));
         }
     }
     Ok(())
@@ -539,13 +707,26 @@ struct Ids {
 }
 
 fn ids(messages: &[Message]) -> Ids {
-    let mut ids = Ids { calls: vec![], results: vec![], requests: vec![], responses: vec![] };
+    let mut ids = Ids {
+        calls: vec![],
+        results: vec![],
+        requests: vec![],
+        responses: vec![],
+    };
     for part in messages.iter().flat_map(Message::parts) {
         match part {
-            Part::ToolCall(c) => ids.calls.push((c.tool_call_id.clone(), c.tool_name.clone())),
-            Part::ToolResult(r) => ids.results.push((r.tool_call_id.clone(), r.tool_name.clone())),
-            Part::ToolApprovalRequest(a) => ids.requests.push((a.approval_id.clone(), a.tool_call_id.clone())),
-            Part::ToolApprovalResponse(a) => ids.responses.push((a.approval_id.clone(), a.approved)),
+            Part::ToolCall(c) => ids
+                .calls
+                .push((c.tool_call_id.clone(), c.tool_name.clone())),
+            Part::ToolResult(r) => ids
+                .results
+                .push((r.tool_call_id.clone(), r.tool_name.clone())),
+            Part::ToolApprovalRequest(a) => ids
+                .requests
+                .push((a.approval_id.clone(), a.tool_call_id.clone())),
+            Part::ToolApprovalResponse(a) => {
+                ids.responses.push((a.approval_id.clone(), a.approved))
+            }
             _ => {}
         }
     }
@@ -558,15 +739,29 @@ fn ids(messages: &[Message]) -> Ids {
 
 /// A stored value matches the original: tool outputs byte for byte (`ToolOutput::text()`),
 /// other text may be stored inside a larger file.
-fn stored_at_mentioned_path(store: &Store, new_text: &str, originals: &[String], exact: bool) -> bool {
+fn stored_at_mentioned_path(
+    store: &Store,
+    new_text: &str,
+    originals: &[String],
+    exact: bool,
+) -> bool {
     store.iter().any(|(path, stored)| {
         new_text.contains(path.as_str())
-            && originals.iter().any(|c| if exact { stored == c } else { stored == c || stored.contains(c.as_str()) })
+            && originals.iter().any(|c| {
+                if exact {
+                    stored == c
+                } else {
+                    stored == c || stored.contains(c.as_str())
+                }
+            })
     })
 }
 
 fn not_preserved(at: &str, store: &Store, original: &str, new_text: &str) -> TestCaseError {
-    let mentioned: Vec<&String> = store.keys().filter(|p| new_text.contains(p.as_str())).collect();
+    let mentioned: Vec<&String> = store
+        .keys()
+        .filter(|p| new_text.contains(p.as_str()))
+        .collect();
     fail(format!(
         "{at}: changed, but no store path in its new text holds the original \
          (paths mentioned: {mentioned:?}; original starts {:?}; new text starts {:?})",
@@ -576,14 +771,21 @@ fn not_preserved(at: &str, store: &Store, original: &str, new_text: &str) -> Tes
 }
 
 fn json_text(value: &Value) -> String {
-    value.as_str().map_or_else(|| value.to_string(), str::to_owned)
+    value
+        .as_str()
+        .map_or_else(|| value.to_string(), str::to_owned)
 }
 
 /// A changed part points (in its new text) at a store path holding its original content.
 fn check_preserved(at: &str, original: &Part, new: &Part, store: &Store) -> Check {
     match (original, new) {
         (Part::ToolResult(a), Part::ToolResult(b)) => {
-            prop_assert_eq!(&a.tool_call_id, &b.tool_call_id, "{}: toolCallId changed", at);
+            prop_assert_eq!(
+                &a.tool_call_id,
+                &b.tool_call_id,
+                "{}: toolCallId changed",
+                at
+            );
             prop_assert_eq!(&a.tool_name, &b.tool_name, "{}: toolName changed", at);
             prop_assert_eq!(&a.extra, &b.extra, "{}: fields changed", at);
             let (original, text) = (a.output.text(), b.output.text());
@@ -592,25 +794,45 @@ fn check_preserved(at: &str, original: &Part, new: &Part, store: &Store) -> Chec
             }
         }
         (Part::ToolCall(a), Part::ToolCall(b)) => {
-            prop_assert_eq!(&a.tool_call_id, &b.tool_call_id, "{}: toolCallId changed", at);
+            prop_assert_eq!(
+                &a.tool_call_id,
+                &b.tool_call_id,
+                "{}: toolCallId changed",
+                at
+            );
             prop_assert_eq!(&a.tool_name, &b.tool_name, "{}: toolName changed", at);
             prop_assert_eq!(&a.extra, &b.extra, "{}: fields changed", at);
             match (a.input.as_object(), b.input.as_object()) {
                 (Some(x), Some(y)) => {
-                    let keys = |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<BTreeSet<_>>();
+                    let keys = |m: &serde_json::Map<String, Value>| {
+                        m.keys().cloned().collect::<BTreeSet<_>>()
+                    };
                     prop_assert_eq!(keys(x), keys(y), "{}: input fields changed", at);
                     for (key, old) in x {
                         let new = &y[key];
                         if old != new {
                             let (original, text) = (json_text(old), json_text(new));
-                            if !stored_at_mentioned_path(store, &text, std::slice::from_ref(&original), true) {
-                                return Err(not_preserved(&format!("{at} input.{key}"), store, &original, &text));
+                            if !stored_at_mentioned_path(
+                                store,
+                                &text,
+                                std::slice::from_ref(&original),
+                                true,
+                            ) {
+                                return Err(not_preserved(
+                                    &format!("{at} input.{key}"),
+                                    store,
+                                    &original,
+                                    &text,
+                                ));
                             }
                         }
                     }
                 }
                 _ => {
-                    let originals = [json_text(&a.input), serde_json::to_string_pretty(&a.input).unwrap_or_default()];
+                    let originals = [
+                        json_text(&a.input),
+                        serde_json::to_string_pretty(&a.input).unwrap_or_default(),
+                    ];
                     let text = b.input.to_string();
                     if !stored_at_mentioned_path(store, &text, &originals, true) {
                         return Err(not_preserved(at, store, &originals[0], &text));
@@ -642,14 +864,26 @@ fn check_nothing_lost(before: &[Message], after: &[Message], store: &Store) -> C
             (Content::Parts(op), Content::Parts(np)) if op.len() == np.len() => {
                 for (j, (a, b)) in op.iter().zip(np).enumerate() {
                     if a != b {
-                        prop_assert_eq!(a.type_name(), b.type_name(), "message {} part {} changed type", i, j);
+                        prop_assert_eq!(
+                            a.type_name(),
+                            b.type_name(),
+                            "message {} part {} changed type",
+                            i,
+                            j
+                        );
                         check_preserved(&format!("message {i} part {j}"), a, b, store)?;
                     }
                 }
             }
             (Content::Text(a), Content::Text(b)) => {
-                let a = Part::Text(context_compactor::TextPart { text: a.clone(), extra: Default::default() });
-                let b = Part::Text(context_compactor::TextPart { text: b.clone(), extra: Default::default() });
+                let a = Part::Text(context_compactor::TextPart {
+                    text: a.clone(),
+                    extra: Default::default(),
+                });
+                let b = Part::Text(context_compactor::TextPart {
+                    text: b.clone(),
+                    extra: Default::default(),
+                });
                 check_preserved(&format!("message {i} (string content)"), &a, &b, store)?;
             }
             _ => return Err(fail(format!("message {i}: content shape changed"))),
@@ -659,20 +893,38 @@ fn check_nothing_lost(before: &[Message], after: &[Message], store: &Store) -> C
 }
 
 /// Actions that were not written leave their target untouched.
-fn check_failed_untouched(before: &[Message], after: &[Message], plan: &Plan, outcomes: &[Outcome]) -> Check {
-    let written: HashSet<&str> =
-        outcomes.iter().filter(|o| matches!(o, Outcome::Written { .. })).map(Outcome::id).collect();
+fn check_failed_untouched(
+    before: &[Message],
+    after: &[Message],
+    plan: &Plan,
+    outcomes: &[Outcome],
+) -> Check {
+    let written: HashSet<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Written { .. }))
+        .map(Outcome::id)
+        .collect();
     let index = |a: &context_compactor::Action, key: &str| {
-        serde_json::to_value(a).ok().and_then(|v| v.get(key).and_then(Value::as_u64)).map(|n| n as usize)
+        serde_json::to_value(a)
+            .ok()
+            .and_then(|v| v.get(key).and_then(Value::as_u64))
+            .map(|n| n as usize)
     };
     let written_at: HashSet<(Option<usize>, Option<usize>)> = plan
         .actions
         .iter()
         .filter(|a| written.contains(a.id()))
-        .flat_map(|a| [(index(a, "messageIndex"), index(a, "partIndex")), (index(a, "messageIndex"), None)])
+        .flat_map(|a| {
+            [
+                (index(a, "messageIndex"), index(a, "partIndex")),
+                (index(a, "messageIndex"), None),
+            ]
+        })
         .collect();
     for action in plan.actions.iter().filter(|a| !written.contains(a.id())) {
-        let Some(mi) = index(action, "messageIndex") else { continue };
+        let Some(mi) = index(action, "messageIndex") else {
+            continue;
+        };
         match index(action, "partIndex") {
             // Another, written action may edit the same part (e.g. another input field).
             Some(pi) if written_at.contains(&(Some(mi), Some(pi))) => {}
@@ -684,7 +936,12 @@ fn check_failed_untouched(before: &[Message], after: &[Message], plan: &Plan, ou
                 action.id()
             ),
             None if !written_at.contains(&(Some(mi), None)) => {
-                prop_assert_eq!(&before[mi], &after[mi], "action {} was not written but its message changed", action.id())
+                prop_assert_eq!(
+                    &before[mi],
+                    &after[mi],
+                    "action {} was not written but its message changed",
+                    action.id()
+                )
             }
             None => {}
         }
@@ -692,89 +949,379 @@ fn check_failed_untouched(before: &[Message], after: &[Message], plan: &Plan, ou
     Ok(())
 }
 
-fn check_case(json: Value, config: Config, faults: &Faults) -> Check {
-    let messages = messages_from_value(json.clone()).map_err(|e| fail(format!("generator made invalid input: {e}")))?;
+fn check_case(json: Value, config: Config, faults: &Faults, summarizer: Summarizer) -> Check {
+    let messages = messages_from_value(json.clone())
+        .map_err(|e| fail(format!("generator made invalid input: {e}")))?;
     // Parsing round-trips the input (unknown parts and fields included).
-    prop_assert_eq!(serde_json::to_value(&messages).unwrap(), json, "parse → serialize changed the input");
+    prop_assert_eq!(
+        serde_json::to_value(&messages).unwrap(),
+        json,
+        "parse → serialize changed the input"
+    );
 
-    let mut compactor = Compactor::new(config.clone()).map_err(|e| fail(format!("config refused: {e}")))?;
-    let driven = drive_with(&mut compactor, messages.clone(), faults).map_err(|e| fail(format!("drive: {e}")))?;
-    let (plan, applied, store, outcomes) = (&driven.plan, &driven.applied, &driven.store, &driven.outcomes);
+    let mut compactor =
+        Compactor::new(config.clone()).map_err(|e| fail(format!("config refused: {e}")))?;
+    let driven = drive_full(&mut compactor, messages.clone(), faults, summarizer)
+        .map_err(|e| fail(format!("drive: {e}")))?;
+    let (plan, applied, store, outcomes) = (
+        &driven.plan,
+        &driven.applied,
+        &driven.store,
+        &driven.outcomes,
+    );
     let all_written = driven.all_written();
 
     // The plan itself.
     let action_ids: HashSet<&str> = plan.actions.iter().map(|a| a.id()).collect();
-    prop_assert_eq!(action_ids.len(), plan.actions.len(), "action ids are not unique");
-    prop_assert_eq!(plan.tokens_before, compactor.count(&messages), "plan.tokens_before is not the count");
-    prop_assert!(plan.tokens_after <= plan.tokens_before, "plan grows the conversation");
+    prop_assert_eq!(
+        action_ids.len(),
+        plan.actions.len(),
+        "action ids are not unique"
+    );
+    prop_assert_eq!(
+        plan.tokens_before,
+        compactor.count(&messages),
+        "plan.tokens_before is not the count"
+    );
+    prop_assert!(
+        plan.tokens_after <= plan.tokens_before,
+        "plan grows the conversation"
+    );
     prop_assert_eq!(applied.tokens_before, plan.tokens_before);
     prop_assert_eq!(applied.events.len(), plan.actions.len());
+    let transcript = plan.actions.iter().find_map(|a| match a {
+        Action::SaveTranscript(t) => Some(t),
+        _ => None,
+    });
+    let transcript_written = transcript.is_some_and(|t| {
+        outcomes
+            .iter()
+            .any(|o| o.id() == t.id && matches!(o, Outcome::Written { .. }))
+    });
     for (action, event) in plan.actions.iter().zip(&applied.events) {
         prop_assert_eq!(&event.action_id, action.id());
-        let expected = match outcomes.iter().find(|o| o.id() == action.id()) {
-            Some(Outcome::Written { .. }) => EventStatus::Applied,
-            Some(_) => EventStatus::Failed,
-            None => EventStatus::NotExecuted,
+        let outcome = outcomes.iter().find(|o| o.id() == action.id());
+        let expected = match (action, outcome) {
+            (Action::Summarize(_) | Action::Drop(_), _) if !transcript_written => {
+                EventStatus::Failed
+            }
+            (Action::Summarize(_), Some(Outcome::Summarized { .. }))
+                if summarizer == Summarizer::Empty =>
+            {
+                EventStatus::Fallback
+            }
+            (Action::Summarize(_), Some(Outcome::Failed { .. })) => EventStatus::Fallback,
+            (Action::Drop(_), None) => EventStatus::Applied,
+            (_, Some(Outcome::Written { .. } | Outcome::Summarized { .. })) => EventStatus::Applied,
+            (_, Some(_)) => EventStatus::Failed,
+            (_, None) => EventStatus::NotExecuted,
         };
         prop_assert_eq!(event.status, expected, "event status for {}", action.id());
     }
+    // A lossy action is planned only after a transcript, and never without one.
+    let lossy = plan
+        .actions
+        .iter()
+        .find(|a| matches!(a, Action::Summarize(_) | Action::Drop(_)));
+    prop_assert_eq!(
+        lossy.is_some(),
+        transcript.is_some(),
+        "a lossy action comes with exactly one transcript"
+    );
+    prop_assert_eq!(
+        lossy.is_some(),
+        plan.trigger.tier3,
+        "trigger.tier3 iff a lossy action"
+    );
+    if let Some(lossy) = lossy {
+        prop_assert_eq!(
+            plan.actions.last().map(|a| a.id()),
+            Some(lossy.id()),
+            "the lossy action is not last"
+        );
+    }
+    let lossy_applied = lossy.is_some_and(|a| {
+        applied.events.iter().any(|e| {
+            e.action_id == a.id()
+                && matches!(e.status, EventStatus::Applied | EventStatus::Fallback)
+        })
+    });
+
+    tally(plan, &applied.events);
 
     // Valid output.
     let after = &applied.messages;
-    prop_assert_eq!(after.len(), messages.len(), "message count changed");
-    let roles = |m: &[Message]| m.iter().map(|m| m.role).collect::<Vec<_>>();
-    prop_assert_eq!(roles(after), roles(&messages), "roles changed");
+    check_pairs(after)?;
     if messages.first().is_some_and(|m| m.role == Role::System) {
         prop_assert_eq!(&after[0], &messages[0], "system message changed or moved");
     }
-    check_pairs(after)?;
-    prop_assert_eq!(ids(after), ids(&messages), "tool call / result / approval ids changed");
-
-    // Nothing lost.
-    check_nothing_lost(&messages, after, store)?;
-    check_failed_untouched(&messages, after, plan, outcomes)?;
+    if lossy_applied {
+        check_lossy(&messages, after, lossy.unwrap(), transcript.unwrap(), store)?;
+    } else {
+        prop_assert_eq!(after.len(), messages.len(), "message count changed");
+        let roles = |m: &[Message]| m.iter().map(|m| m.role).collect::<Vec<_>>();
+        prop_assert_eq!(roles(after), roles(&messages), "roles changed");
+        prop_assert_eq!(
+            ids(after),
+            ids(&messages),
+            "tool call / result / approval ids changed"
+        );
+        // Nothing lost.
+        check_nothing_lost(&messages, after, store)?;
+        check_failed_untouched(&messages, after, plan, outcomes)?;
+    }
     if matches!(faults, Faults::All) {
-        prop_assert_eq!(after, &messages, "every write failed but the conversation changed");
+        prop_assert_eq!(
+            after,
+            &messages,
+            "every write failed but the conversation changed"
+        );
     }
 
     // Budget and exact accounting.
-    prop_assert_eq!(applied.tokens_after, compactor.count(after), "applied.tokens_after is not the count");
-    let over_note = plan.notes.iter().any(|n| matches!(n, Note::OverBudget { .. }));
-    prop_assert_eq!(over_note, plan.tokens_after > plan.window, "OverBudget note iff the plan is over the window");
+    prop_assert_eq!(
+        applied.tokens_after,
+        compactor.count(after),
+        "applied.tokens_after is not the count"
+    );
+    let over_note = plan
+        .notes
+        .iter()
+        .any(|n| matches!(n, Note::OverBudget { .. }));
+    prop_assert_eq!(
+        over_note,
+        plan.tokens_after > plan.window,
+        "OverBudget note iff the plan is over the window"
+    );
+    if all_written && !lossy_applied {
+        prop_assert_eq!(
+            applied.tokens_after,
+            plan.tokens_after,
+            "prediction differs from the applied count"
+        );
+    }
     if all_written {
-        prop_assert_eq!(applied.tokens_after, plan.tokens_after, "prediction differs from the applied count");
-        prop_assert!(applied.tokens_after <= plan.window || over_note, "silently over budget");
+        // A summary is predicted at its maximum size: the applied count may only be lower.
+        prop_assert!(
+            applied.tokens_after <= plan.tokens_after,
+            "applied {} > predicted {}",
+            applied.tokens_after,
+            plan.tokens_after
+        );
+        prop_assert!(
+            applied.tokens_after <= plan.window || over_note,
+            "silently over budget"
+        );
+        let target_note = plan
+            .notes
+            .iter()
+            .any(|n| matches!(n, Note::TargetNotMet { .. }));
+        if plan.trigger.tier2 || plan.trigger.tier3 {
+            prop_assert!(
+                applied.tokens_after <= plan.trigger.target || target_note,
+                "over target without a note"
+            );
+        }
     }
 
     // Deterministic.
-    prop_assert_eq!(&compactor.plan(&messages).unwrap(), plan, "re-planning differs (same compactor)");
+    prop_assert_eq!(
+        &compactor.plan(&messages).unwrap(),
+        plan,
+        "re-planning differs (same compactor)"
+    );
     let fresh = Compactor::new(config).unwrap();
-    prop_assert_eq!(&fresh.plan(&messages).unwrap(), plan, "re-planning differs (fresh compactor)");
+    prop_assert_eq!(
+        &fresh.plan(&messages).unwrap(),
+        plan,
+        "re-planning differs (fresh compactor)"
+    );
 
-    // Idempotent; no firing on the next small turn.
+    // Idempotent; no firing on the next small turn once the target was met (hysteresis). When
+    // the target was not met, a new turn may legitimately free the previous newest messages.
     if all_written {
         let again = compactor.plan(after).unwrap();
-        prop_assert!(again.is_empty(), "planning the compacted conversation gives work: {:?}", again.actions);
-        let mut next = after.clone();
-        next.push(messages_from_value(json!([{"role": "user", "content": "thanks, next step"}])).unwrap().remove(0));
-        prop_assert!(compactor.plan(&next).unwrap().is_empty(), "a small new turn re-fires compaction");
+        prop_assert!(
+            again.is_empty(),
+            "planning the compacted conversation gives work: {:?}",
+            again.actions
+        );
+        let target_missed = plan
+            .notes
+            .iter()
+            .any(|n| matches!(n, Note::TargetNotMet { .. }));
+        if !target_missed {
+            let mut next = after.clone();
+            next.push(
+                messages_from_value(json!([{"role": "user", "content": "thanks, next step"}]))
+                    .unwrap()
+                    .remove(0),
+            );
+            let replan = compactor.plan(&next).unwrap();
+            prop_assert!(
+                replan.is_empty(),
+                "a small new turn re-fires compaction: {:?}",
+                replan.actions
+            );
+        }
     }
 
     // Serde round trips.
     let plan_json = serde_json::to_string(plan).unwrap();
-    let back: Plan = serde_json::from_str(&plan_json).map_err(|e| fail(format!("plan does not deserialize: {e}")))?;
+    let back: Plan = serde_json::from_str(&plan_json)
+        .map_err(|e| fail(format!("plan does not deserialize: {e}")))?;
     prop_assert_eq!(&back, plan, "plan JSON round trip");
-    let outcomes_back: Vec<Outcome> = serde_json::from_str(&serde_json::to_string(outcomes).unwrap()).unwrap();
+    let outcomes_back: Vec<Outcome> =
+        serde_json::from_str(&serde_json::to_string(outcomes).unwrap()).unwrap();
     prop_assert_eq!(&outcomes_back, outcomes);
     let applied_json = serde_json::to_value(after).unwrap();
-    let reparsed =
-        messages_from_value(applied_json).map_err(|e| fail(format!("applied messages do not parse back: {e}")))?;
+    let reparsed = messages_from_value(applied_json)
+        .map_err(|e| fail(format!("applied messages do not parse back: {e}")))?;
     prop_assert_eq!(&reparsed, after, "applied messages JSON round trip");
     Ok(())
 }
 
+/// How often each tier was exercised: `INVARIANT_STATS=1 cargo test --test invariants -- --nocapture`
+/// prints a running tally, so a change in the generator that stops reaching a tier shows.
+fn tally(plan: &Plan, events: &[context_compactor::Event]) {
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    static COUNTS: [AtomicU32; 7] = [const { AtomicU32::new(0) }; 7];
+    let applied = |strategy: context_compactor::Strategy, statuses: &[EventStatus]| {
+        events
+            .iter()
+            .any(|e| e.strategy == strategy && statuses.contains(&e.status))
+    };
+    use context_compactor::Strategy as S;
+    let hits = [
+        true,
+        plan.trigger.tier2,
+        plan.trigger.tier3,
+        applied(S::Summarize, &[EventStatus::Applied]),
+        applied(S::Summarize, &[EventStatus::Fallback]),
+        applied(S::Truncate, &[EventStatus::Applied]),
+        applied(S::Importance, &[EventStatus::Applied]),
+    ];
+    for (count, hit) in COUNTS.iter().zip(hits) {
+        if hit {
+            count.fetch_add(1, Relaxed);
+        }
+    }
+    let n = COUNTS[0].load(Relaxed);
+    if n % 250 == 0 && std::env::var_os("INVARIANT_STATS").is_some() {
+        let c: Vec<u32> = COUNTS.iter().map(|c| c.load(Relaxed)).collect();
+        eprintln!(
+            "cases {} · tier 2 {} · tier 3 {} · summarized {} · fallback summaries {} · truncated {} · dropped by importance {}",
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+        );
+    }
+}
+
+fn summarizer() -> impl Strategy<Value = Summarizer> {
+    prop_oneof![
+        6 => Just(Summarizer::Works),
+        2 => Just(Summarizer::Fails),
+        1 => Just(Summarizer::Empty),
+        1 => Just(Summarizer::Silent),
+    ]
+}
+
+/// After a summary or a drop: the transcript holds the whole conversation as given, the
+/// replacement names it, the system prompt and the kept messages are intact (up to reversible
+/// edits, which are checked like any other), and no group was split.
+fn check_lossy(
+    before: &[Message],
+    after: &[Message],
+    lossy: &Action,
+    transcript: &context_compactor::SaveTranscript,
+    store: &Store,
+) -> Check {
+    let saved = store
+        .get(&transcript.path)
+        .ok_or_else(|| fail("transcript not in the store".into()))?;
+    let reparsed =
+        parse_messages(saved).map_err(|e| fail(format!("transcript does not parse: {e}")))?;
+    prop_assert_eq!(
+        &reparsed,
+        &before.to_vec(),
+        "the transcript is not the conversation as given"
+    );
+    prop_assert!(
+        store.contains_key(&transcript.readable_path),
+        "readable transcript missing"
+    );
+    let (inserted_at, kept): (usize, Vec<Message>) = match lossy {
+        Action::Summarize(s) => {
+            prop_assert_eq!(
+                after.len(),
+                before.len() - (s.end - s.start) + 1,
+                "summary message count"
+            );
+            (
+                s.start,
+                before[..s.start]
+                    .iter()
+                    .chain(&before[s.end..])
+                    .cloned()
+                    .collect(),
+            )
+        }
+        Action::Drop(d) => {
+            prop_assert_eq!(
+                after.len(),
+                before.len() - d.messages.len() + 1,
+                "drop message count"
+            );
+            let removed: BTreeSet<usize> = d.messages.iter().copied().collect();
+            (
+                d.insert_at,
+                before
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !removed.contains(i))
+                    .map(|(_, m)| m.clone())
+                    .collect(),
+            )
+        }
+        _ => unreachable!(),
+    };
+    let notice = &after[inserted_at];
+    prop_assert_eq!(
+        notice.role,
+        Role::User,
+        "the summary or notice is not a user message"
+    );
+    let Content::Text(text) = &notice.content else {
+        return Err(fail("summary/notice is not text".into()));
+    };
+    prop_assert!(
+        text.contains(&transcript.path),
+        "the summary or notice does not name the transcript: {}",
+        text
+    );
+    let rest: Vec<Message> = after[..inserted_at]
+        .iter()
+        .chain(&after[inserted_at + 1..])
+        .cloned()
+        .collect();
+    prop_assert_eq!(rest.len(), kept.len());
+    check_nothing_lost(&kept, &rest, store)?;
+    prop_assert_eq!(ids(&rest), ids(&kept), "kept messages' ids changed");
+    // The newest message (the request in progress) is always kept.
+    let last = before.len() - 1;
+    let newest_kept = match lossy {
+        Action::Summarize(s) => s.end <= last,
+        Action::Drop(d) => !d.messages.contains(&last),
+        _ => unreachable!(),
+    };
+    prop_assert!(newest_kept, "the newest message was summarized or dropped");
+    Ok(())
+}
+
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256)
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256)
 }
 
 proptest! {
@@ -786,8 +1333,8 @@ proptest! {
     })]
 
     #[test]
-    fn tier1_invariants_hold(conv in conv_spec(), cfg in cfg_spec(), faults in faults()) {
-        check_case(conv.render(), cfg.config(), &faults)?;
+    fn invariants_hold(conv in conv_spec(), cfg in cfg_spec(), faults in faults(), summarizer in summarizer()) {
+        check_case(conv.render(), cfg.config(), &faults, summarizer)?;
     }
 }
 
@@ -795,7 +1342,15 @@ proptest! {
 // Regression tests: the anchor failure classes that apply to tier 1.
 
 fn lines(seed: &str, n: usize) -> String {
-    (0..n).map(|i| format!("{seed} row {i}: status={} latency={}ms\n", i % 5, (i * 7919) % 1_009)).collect()
+    (0..n)
+        .map(|i| {
+            format!(
+                "{seed} row {i}: status={} latency={}ms\n",
+                i % 5,
+                (i * 7919) % 1_009
+            )
+        })
+        .collect()
 }
 
 fn call(id: &str, tool: &str) -> Value {
@@ -811,7 +1366,12 @@ fn parse(json: Value) -> Vec<Message> {
 }
 
 fn compactor(window: u32) -> Compactor {
-    Compactor::new(Config { model: Some("gpt-4o".into()), context_window: Some(window), ..Config::default() }).unwrap()
+    Compactor::new(Config {
+        model: Some("gpt-4o".into()),
+        context_window: Some(window),
+        ..Config::default()
+    })
+    .unwrap()
 }
 
 fn assert_valid_and_preserved(before: &[Message], after: &[Message], store: &Store) {
@@ -834,7 +1394,10 @@ fn orphans_in_flight_last_call() {
     let (applied, store, outcomes) = drive(&mut c, messages.clone());
     assert_eq!(outcomes.len(), 1);
     assert_valid_and_preserved(&messages, &applied.messages, &store);
-    assert_eq!(applied.messages[4], messages[4], "the in-flight call is untouched");
+    assert_eq!(
+        applied.messages[4], messages[4],
+        "the in-flight call is untouched"
+    );
 }
 
 /// (a) Parallel calls answered in reverse order keep valid pairs.
@@ -898,14 +1461,26 @@ fn trigger_sees_real_usage_after_compaction() {
         ]},
     ]));
     for model in ["gpt-4o", "gpt-4"] {
-        let config = Config { model: Some(model.into()), context_window: Some(32_000), ..Config::default() };
+        let config = Config {
+            model: Some(model.into()),
+            context_window: Some(32_000),
+            ..Config::default()
+        };
         let mut c = Compactor::new(config.clone()).unwrap();
         let driven = drive_with(&mut c, messages.clone(), &Faults::None).unwrap();
         assert_eq!(driven.plan.actions.len(), 2, "{model}");
-        let fresh = Compactor::new(config).unwrap().count(&driven.applied.messages);
-        assert_eq!(driven.plan.tokens_after, fresh, "{model}: predicted count is the real count");
+        let fresh = Compactor::new(config)
+            .unwrap()
+            .count(&driven.applied.messages);
+        assert_eq!(
+            driven.plan.tokens_after, fresh,
+            "{model}: predicted count is the real count"
+        );
         assert_eq!(driven.applied.tokens_after, fresh, "{model}");
-        assert!(c.usage(&driven.applied.messages).tokens == fresh && fresh < 32_000 / 4, "{model}: {fresh}");
+        assert!(
+            c.usage(&driven.applied.messages).tokens == fresh && fresh < 32_000 / 4,
+            "{model}: {fresh}"
+        );
     }
 }
 
@@ -919,13 +1494,21 @@ fn prediction_is_exact_with_a_token_ratio() {
         {"role": "assistant", "content": [call("c1", "search"), call("c2", "search")]},
         {"role": "tool", "content": [result("c1", "search", &lines("a", 1_502)), result("c2", "search", &lines("b", 3_005))]},
     ]));
-    let config = Config { model: Some("claude-sonnet-4-5".into()), ..Config::default() };
+    let config = Config {
+        model: Some("claude-sonnet-4-5".into()),
+        ..Config::default()
+    };
     let mut c = Compactor::new(config.clone()).unwrap();
     let driven = drive_with(&mut c, messages, &Faults::None).unwrap();
     assert_eq!(driven.plan.actions.len(), 2);
-    let fresh = Compactor::new(config).unwrap().count(&driven.applied.messages);
+    let fresh = Compactor::new(config)
+        .unwrap()
+        .count(&driven.applied.messages);
     assert_eq!(driven.applied.tokens_after, fresh);
-    assert_eq!(driven.plan.tokens_after, fresh, "predicted count is the real count");
+    assert_eq!(
+        driven.plan.tokens_after, fresh,
+        "predicted count is the real count"
+    );
 }
 
 /// (c) An offloaded output is not offloaded again: with a small window (threshold 1,000 tokens)
@@ -945,7 +1528,15 @@ fn offloaded_preview_is_not_offloaded_again() {
     let (applied, _, outcomes) = drive(&mut c, messages);
     assert_eq!(outcomes.len(), 1);
     let again = c.plan(&applied.messages).unwrap();
-    assert!(again.is_empty(), "re-offloads the preview: {:?}", again.actions.iter().map(|a| (a.id(), kind(a))).collect::<Vec<_>>());
+    assert!(
+        again.is_empty(),
+        "re-offloads the preview: {:?}",
+        again
+            .actions
+            .iter()
+            .map(|a| (a.id(), kind(a)))
+            .collect::<Vec<_>>()
+    );
 }
 
 /// (c) No firing on every turn: small appended turns to a compacted conversation plan nothing.
@@ -979,7 +1570,9 @@ fn no_refire_on_small_turns() {
 /// the original, even when some writes fail (those outputs stay whole).
 #[test]
 fn every_replaced_output_is_readable() {
-    let big_json: Vec<Value> = (0..3_000).map(|i| json!({"row": i, "name": format!("n{i}")})).collect();
+    let big_json: Vec<Value> = (0..3_000)
+        .map(|i| json!({"row": i, "name": format!("n{i}")}))
+        .collect();
     let messages = parse(json!([
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": [call("c1", "search"), call("c2", "api"), call("c3", "shell"), call("c4", "shot")]},
@@ -1000,16 +1593,31 @@ fn every_replaced_output_is_readable() {
         let driven = drive_with(&mut c, messages.clone(), &faults).unwrap();
         assert_valid_and_preserved(&messages, &driven.applied.messages, &driven.store);
         let mut replaced = 0;
-        for (before, after) in messages[2].parts().iter().zip(driven.applied.messages[2].parts()) {
-            let (Part::ToolResult(b), Part::ToolResult(a)) = (before, after) else { panic!() };
+        for (before, after) in messages[2]
+            .parts()
+            .iter()
+            .zip(driven.applied.messages[2].parts())
+        {
+            let (Part::ToolResult(b), Part::ToolResult(a)) = (before, after) else {
+                panic!()
+            };
             if a == b {
                 continue;
             }
             replaced += 1;
             let text = a.output.text();
-            let start = text.find("/tool_outputs/").expect("the replacement names its path");
-            let path: String = text[start..].chars().take_while(|c| !c.is_whitespace() && !"]\"),".contains(*c)).collect();
-            assert_eq!(driven.store.get(&path), Some(&b.output.text()), "{path} holds the original");
+            let start = text
+                .find("/tool_outputs/")
+                .expect("the replacement names its path");
+            let path: String = text[start..]
+                .chars()
+                .take_while(|c| !c.is_whitespace() && !"]\"),".contains(*c))
+                .collect();
+            assert_eq!(
+                driven.store.get(&path),
+                Some(&b.output.text()),
+                "{path} holds the original"
+            );
         }
         assert_eq!(replaced, if matches!(faults, Faults::None) { 4 } else { 3 });
     }

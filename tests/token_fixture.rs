@@ -12,11 +12,17 @@ fn counts_match_official_tiktoken() {
     let mut mismatches = Vec::new();
     for case in cases {
         let text = case["text"].as_str().unwrap();
-        for (key, encoding) in [("o200k_base", Encoding::O200kBase), ("cl100k_base", Encoding::Cl100kBase)] {
+        for (key, encoding) in [
+            ("o200k_base", Encoding::O200kBase),
+            ("cl100k_base", Encoding::Cl100kBase),
+        ] {
             let expected = case[key].as_u64().unwrap() as usize;
             let got = count_tokens(text, encoding);
             if got != expected {
-                mismatches.push(format!("{} {key}: expected {expected}, got {got}", case["name"]));
+                mismatches.push(format!(
+                    "{} {key}: expected {expected}, got {got}",
+                    case["name"]
+                ));
             }
         }
     }

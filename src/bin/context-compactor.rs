@@ -23,13 +23,17 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use context_compactor::{
-    messages_from_value, Action, CachedCounter, Compactor, Config, Content, Error, Message, Note, Outcome, Part, Plan,
-    Role,
+    messages_from_value, Action, CachedCounter, Compactor, Config, Content, Error, Message, Note,
+    Outcome, Part, Plan, PlanOptions, Role, TriggerKind,
 };
 use serde_json::{json, Value};
 
 #[derive(Parser)]
-#[command(name = "context-compactor", version, about = "Plan and inspect context compaction for AI SDK conversations")]
+#[command(
+    name = "context-compactor",
+    version,
+    about = "Plan and inspect context compaction for AI SDK conversations"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,6 +60,15 @@ struct Opts {
     /// A JSON configuration file (the crate's `Config`); --model and --window override it.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Start from a preset: simple, smart (the default) or aggressive.
+    #[arg(long)]
+    preset: Option<String>,
+    /// Plan a manual compaction (every tier runs, a summary is made).
+    #[arg(long)]
+    manual: bool,
+    /// Custom instructions for the summary.
+    #[arg(long)]
+    instructions: Option<String>,
     /// Print JSON instead of the readable report.
     #[arg(long)]
     json: bool,
@@ -107,7 +120,9 @@ fn main() -> ExitCode {
 fn read_text(path: &str) -> Result<String, Failure> {
     if path == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| Failure::Io(format!("cannot read stdin: {e}")))?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::Io(format!("cannot read stdin: {e}")))?;
         return Ok(text);
     }
     std::fs::read_to_string(path).map_err(|e| Failure::Io(format!("cannot read {path}: {e}")))
@@ -120,11 +135,19 @@ fn load_session(path: &str) -> Result<(Vec<Message>, Option<String>), Failure> {
         what: "session".into(),
         line: e.line(),
         column: e.column(),
-        message: e.to_string().split(" at line ").next().unwrap_or_default().to_owned(),
+        message: e
+            .to_string()
+            .split(" at line ")
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
     })?;
     match value {
         Value::Object(mut session) if session.get("messages").is_some_and(Value::is_array) => {
-            let model = session.get("model").and_then(Value::as_str).map(str::to_owned);
+            let model = session
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             let messages = session.remove("messages").unwrap_or_default();
             Ok((messages_from_value(messages)?, model))
         }
@@ -137,10 +160,15 @@ fn load_session(path: &str) -> Result<(Vec<Message>, Option<String>), Failure> {
 }
 
 fn compactor(opts: &Opts, session_model: Option<String>) -> Result<Compactor, Failure> {
-    let mut config = match &opts.config {
-        Some(path) => Config::from_json(&read_text(&path.to_string_lossy())?)?,
-        None => Config::default(),
+    let mut config: Value = match &opts.config {
+        Some(path) => serde_json::from_str(&read_text(&path.to_string_lossy())?)
+            .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?,
+        None => json!({}),
     };
+    if let (Some(preset), Value::Object(map)) = (&opts.preset, &mut config) {
+        map.insert("preset".into(), Value::String(preset.clone()));
+    }
+    let mut config = Config::from_value(config)?;
     if opts.model.is_some() {
         config.model = opts.model.clone();
     } else if config.model.is_none() {
@@ -155,12 +183,23 @@ fn compactor(opts: &Opts, session_model: Option<String>) -> Result<Compactor, Fa
 // ---------------------------------------------------------------------------------------------
 // plan
 
+const NO_SUMMARIZER: &str = "the CLI has no LLM: heuristic summary";
+
 fn run_plan(opts: &Opts) -> Result<String, Failure> {
     let (messages, session_model) = load_session(&opts.session)?;
     let mut compactor = compactor(opts, session_model)?;
-    let plan = compactor.plan(&messages)?;
+    let options = PlanOptions {
+        trigger: if opts.manual {
+            TriggerKind::Manual
+        } else {
+            TriggerKind::Auto
+        },
+        instructions: opts.instructions.clone(),
+    };
+    let plan = compactor.plan_with_options(&messages, &options)?;
 
-    // The host loop of the crate docs, against an in-memory store: every write succeeds.
+    // The host loop of the crate docs, against an in-memory store: every write succeeds; there
+    // is no LLM, so a summary is the core's heuristic fallback.
     let mut store: HashMap<String, String> = HashMap::new();
     let outcomes: Vec<Outcome> = plan
         .actions
@@ -169,7 +208,14 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
             for (path, content) in action.writes() {
                 store.insert(path.to_owned(), content.to_owned());
             }
-            Outcome::Written { id: action.id().to_owned() }
+            let id = action.id().to_owned();
+            match action {
+                Action::Summarize(_) => Outcome::Failed {
+                    id,
+                    error: NO_SUMMARIZER.into(),
+                },
+                _ => Outcome::Written { id },
+            }
         })
         .collect();
     let applied = compactor.apply(messages, &plan, &outcomes)?;
@@ -199,13 +245,35 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
         percent(plan.tokens_before, plan.window),
         percent(plan.tokens_after, plan.window),
     );
-    let _ = writeln!(out, "offload   tool results over {} tokens", thousands(compactor.offload_threshold()));
+    let _ = writeln!(
+        out,
+        "offload   tool results over {} tokens",
+        thousands(compactor.offload_threshold())
+    );
     let _ = writeln!(
         out,
         "tier 2    {} (fires above {}, compacts to {})",
-        if plan.trigger.tier2 { "runs" } else { "not needed" },
+        if plan.trigger.tier2 {
+            "runs"
+        } else {
+            "not needed"
+        },
         thousands(plan.trigger.compact_at),
         thousands(plan.trigger.target),
+    );
+    let _ = writeln!(
+        out,
+        "tier 3    {} (fires above {}, or when tier 2 falls short{})",
+        match plan.actions.iter().find_map(lossy_line) {
+            Some(line) if plan.trigger.tier3 => line,
+            _ => "not needed".into(),
+        },
+        thousands(plan.trigger.summarize_at),
+        if plan.trigger.manual {
+            "; manual compaction"
+        } else {
+            ""
+        },
     );
     if let Some(first) = plan.cache.first_changed_message {
         let _ = writeln!(
@@ -216,7 +284,11 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
         );
     }
     if model.token_ratio != 1.0 {
-        let _ = writeln!(out, "          (estimated counts for this family: {} × the exact count)", model.token_ratio);
+        let _ = writeln!(
+            out,
+            "          (estimated counts for this family: {} × the exact count)",
+            model.token_ratio
+        );
     }
 
     let _ = writeln!(out, "\nactions ({})", plan.actions.len());
@@ -235,8 +307,8 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
             row.kind,
             row.message.map_or("-".to_owned(), |m| m.to_string()),
             row.tool,
-            row.tokens_before.map_or("?".to_owned(), thousands),
-            row.tokens_after.map_or("?".to_owned(), thousands),
+            row.tokens_before.map_or("-".to_owned(), thousands),
+            row.tokens_after.map_or("-".to_owned(), thousands),
             if row.paths.is_empty() { "nothing".to_owned() } else { row.paths.join(", ") },
         );
     }
@@ -258,7 +330,12 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
 
     let _ = writeln!(out, "\nafter apply (simulated, all writes succeed)");
     let stored: usize = store.values().map(String::len).sum();
-    let _ = writeln!(out, "  store     {}, {}", plural(store.len() as u64, "file"), bytes(stored));
+    let _ = writeln!(
+        out,
+        "  store     {}, {}",
+        plural(store.len() as u64, "file"),
+        bytes(stored)
+    );
     let _ = writeln!(
         out,
         "  tokens    {} → {} ({} of the window){}",
@@ -285,9 +362,54 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
         let _ = writeln!(out, "  re-plan   no new actions");
     } else {
         let ids: Vec<&str> = replan.actions.iter().map(Action::id).collect();
-        let _ = writeln!(out, "  re-plan   {} new actions: {}", ids.len(), ids.join(", "));
+        let _ = writeln!(
+            out,
+            "  re-plan   {} new actions: {}",
+            ids.len(),
+            ids.join(", ")
+        );
+    }
+    if let Some(summary) = applied.messages.iter().find_map(summary_text) {
+        let _ = writeln!(out, "\nsummary message (first lines)");
+        for line in summary.lines().take(12) {
+            let _ = writeln!(out, "  | {line}");
+        }
     }
     Ok(out)
+}
+
+/// "summarize messages 2–40 (38 messages)" for a lossy action.
+fn lossy_line(action: &Action) -> Option<String> {
+    match action {
+        Action::Summarize(s) => Some(format!(
+            "summarize messages {}–{} ({})",
+            s.start,
+            s.end - 1,
+            plural((s.end - s.start) as u64, "message")
+        )),
+        Action::Drop(d) => {
+            let kind = serde_json::to_value(d.strategy)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            Some(format!(
+                "{kind}: drop {}",
+                plural(d.messages.len() as u64, "message")
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn summary_text(message: &Message) -> Option<&str> {
+    match &message.content {
+        Content::Text(text)
+            if message.role == Role::User && text.starts_with("[Conversation summary]") =>
+        {
+            Some(text)
+        }
+        _ => None,
+    }
 }
 
 /// What the report shows of one action, read from its JSON form so that action types added to
@@ -310,18 +432,31 @@ impl ActionRow {
         ActionRow {
             id: action.id().to_owned(),
             kind: text("type").unwrap_or_else(|| "?".into()),
-            message: number("messageIndex"),
+            message: number("messageIndex").or_else(|| number("start")),
             tool: text("toolName").unwrap_or_default(),
             tokens_before: number("tokensBefore"),
             tokens_after: number("tokensAfter"),
-            paths: action.writes().into_iter().map(|(path, _)| path.to_owned()).collect(),
+            paths: action
+                .writes()
+                .into_iter()
+                .map(|(path, _)| path.to_owned())
+                .collect(),
         }
     }
 }
 
 /// Plan fields this report does not know by name (added to the crate later), as compact JSON.
 fn extra_plan_fields(plan: &Plan) -> Vec<(String, String)> {
-    const KNOWN: [&str; 8] = ["model", "window", "tokensBefore", "tokensAfter", "actions", "notes", "trigger", "cache"];
+    const KNOWN: [&str; 8] = [
+        "model",
+        "window",
+        "tokensBefore",
+        "tokensAfter",
+        "actions",
+        "notes",
+        "trigger",
+        "cache",
+    ];
     match serde_json::to_value(plan) {
         Ok(Value::Object(map)) => map
             .into_iter()
@@ -334,12 +469,35 @@ fn extra_plan_fields(plan: &Plan) -> Vec<(String, String)> {
 
 fn note_line(note: &Note) -> String {
     match note {
-        Note::UnknownModel { name, assumed_window, .. } => format!(
+        Note::UnknownModel {
+            name,
+            assumed_window,
+            ..
+        } => {
+            format!(
             "unknown model {}: assumed a window of {} tokens (pass --window or a known --model)",
             if name.is_empty() { "(none given)".to_owned() } else { format!("\"{name}\"") },
             thousands(*assumed_window)
+        )
+        }
+        Note::Lossy {
+            strategy,
+            messages,
+            transcript_path,
+        } => format!(
+            "lossy: {} {}; the whole conversation is saved first to {transcript_path}",
+            serde_json::to_value(strategy)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            plural(*messages as u64, "message"),
         ),
-        Note::OverBudget { tokens_after, window, reason, .. } => format!(
+        Note::OverBudget {
+            tokens_after,
+            window,
+            reason,
+            ..
+        } => format!(
             "over budget: {} tokens after every action, window {}: {reason}",
             thousands(*tokens_after),
             thousands(*window)
@@ -347,7 +505,10 @@ fn note_line(note: &Note) -> String {
         // A note type added to the crate later: its type and reason, or all of it.
         other => {
             let value = serde_json::to_value(other).unwrap_or_default();
-            match (value.get("type").and_then(Value::as_str), value.get("reason").and_then(Value::as_str)) {
+            match (
+                value.get("type").and_then(Value::as_str),
+                value.get("reason").and_then(Value::as_str),
+            ) {
                 (Some(kind), Some(reason)) => format!("{kind}: {reason}"),
                 _ => value.to_string(),
             }
@@ -357,7 +518,11 @@ fn note_line(note: &Note) -> String {
 
 fn model_line(compactor: &Compactor) -> String {
     let model = compactor.model();
-    let name = if model.name.is_empty() { "(none given)" } else { &model.name };
+    let name = if model.name.is_empty() {
+        "(none given)"
+    } else {
+        &model.name
+    };
     let matched = match &model.matched {
         Some(entry) => format!("registry entry {entry}"),
         None => "not in the registry".to_owned(),
@@ -416,7 +581,13 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
     counter.image_tokens = compactor.config().image_tokens;
     counter.file_tokens = compactor.config().file_tokens;
     let ratio = compactor.model().token_ratio;
-    let scale = |raw: u32| if ratio == 1.0 { raw } else { (f64::from(raw) * ratio).ceil() as u32 };
+    let scale = |raw: u32| {
+        if ratio == 1.0 {
+            raw
+        } else {
+            (f64::from(raw) * ratio).ceil() as u32
+        }
+    };
 
     let per_message: Vec<MessageStats> = messages
         .iter()
@@ -442,13 +613,19 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
         role.count += 1;
         role.tokens += u64::from(message.tokens);
         for part in message.parts.iter().filter(|p| p.kind == "tool-result") {
-            let tool = by_tool.entry(part.tool_name.clone().unwrap_or_default()).or_default();
+            let tool = by_tool
+                .entry(part.tool_name.clone().unwrap_or_default())
+                .or_default();
             tool.count += 1;
             tool.tokens += u64::from(part.tokens);
         }
     }
     let mut largest: Vec<&PartStats> = per_message.iter().flat_map(|m| &m.parts).collect();
-    largest.sort_by(|a, b| b.tokens.cmp(&a.tokens).then(a.message_index.cmp(&b.message_index)));
+    largest.sort_by(|a, b| {
+        b.tokens
+            .cmp(&a.tokens)
+            .then(a.message_index.cmp(&b.message_index))
+    });
     largest.truncate(10);
 
     if opts.json {
@@ -466,7 +643,14 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
     let _ = writeln!(out, "model     {}", model_line(&compactor));
     let _ = writeln!(out, "\nmessages ({})", messages.len());
     for m in &per_message {
-        let _ = writeln!(out, "  {:>4}  {:<9}  {:>8} tokens  {}", m.index, m.role, thousands(m.tokens), m.summary);
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<9}  {:>8} tokens  {}",
+            m.index,
+            m.role,
+            thousands(m.tokens),
+            m.summary
+        );
     }
 
     let _ = writeln!(out, "\nby role");
@@ -487,10 +671,19 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
     }
     let mut tools: Vec<(&String, &Tally)> = by_tool.iter().collect();
     tools.sort_by_key(|(_, t)| std::cmp::Reverse(t.tokens));
-    let tool_width = tools.iter().map(|(name, _)| name.len()).max().unwrap_or(0).max(11);
+    let tool_width = tools
+        .iter()
+        .map(|(name, _)| name.len())
+        .max()
+        .unwrap_or(0)
+        .max(11);
     for (name, t) in tools {
-        let _ =
-            writeln!(out, "  {name:<tool_width$}  {:>8} tokens  {}", thousands(t.tokens), plural(t.count, "result"));
+        let _ = writeln!(
+            out,
+            "  {name:<tool_width$}  {:>8} tokens  {}",
+            thousands(t.tokens),
+            plural(t.count, "result")
+        );
     }
 
     let _ = writeln!(out, "\nlargest parts");
@@ -499,7 +692,12 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
             Some(part) => format!("message {} part {part}", p.message_index),
             None => format!("message {}", p.message_index),
         };
-        let _ = writeln!(out, "  {:>8} tokens  {place:<18}  {}", thousands(p.tokens), summary(std::slice::from_ref(p)));
+        let _ = writeln!(
+            out,
+            "  {:>8} tokens  {place:<18}  {}",
+            thousands(p.tokens),
+            summary(std::slice::from_ref(p))
+        );
     }
 
     let _ = writeln!(
@@ -513,7 +711,12 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
     Ok(out)
 }
 
-fn part_stats(index: usize, message: &Message, counter: &CachedCounter, scale: &impl Fn(u32) -> u32) -> Vec<PartStats> {
+fn part_stats(
+    index: usize,
+    message: &Message,
+    counter: &CachedCounter,
+    scale: &impl Fn(u32) -> u32,
+) -> Vec<PartStats> {
     let parts = match &message.content {
         Content::Text(text) => {
             return vec![PartStats {
@@ -533,8 +736,12 @@ fn part_stats(index: usize, message: &Message, counter: &CachedCounter, scale: &
         .map(|(part_index, part)| {
             let (tool_name, bytes) = match part {
                 Part::Text(p) | Part::Reasoning(p) => (None, p.text.len()),
-                Part::ToolCall(call) => (Some(call.tool_name.clone()), call.input.to_string().len()),
-                Part::ToolResult(result) => (Some(result.tool_name.clone()), result.output.text().len()),
+                Part::ToolCall(call) => {
+                    (Some(call.tool_name.clone()), call.input.to_string().len())
+                }
+                Part::ToolResult(result) => {
+                    (Some(result.tool_name.clone()), result.output.text().len())
+                }
                 other => (None, serde_json::to_string(other).map_or(0, |s| s.len())),
             };
             PartStats {
@@ -589,7 +796,10 @@ fn plural(n: impl Into<u64>, word: &str) -> String {
 }
 
 fn percent(tokens: u32, window: u32) -> String {
-    format!("{:.1}%", 100.0 * f64::from(tokens) / f64::from(window.max(1)))
+    format!(
+        "{:.1}%",
+        100.0 * f64::from(tokens) / f64::from(window.max(1))
+    )
 }
 
 fn bytes(n: usize) -> String {

@@ -29,7 +29,9 @@ impl Faults {
     pub fn fails(&self, path: &str) -> bool {
         match self {
             Faults::None => false,
-            Faults::Seeded { seed, percent } => fnv1a(*seed, path.as_bytes()) % 100 < u64::from(*percent),
+            Faults::Seeded { seed, percent } => {
+                fnv1a(*seed, path.as_bytes()) % 100 < u64::from(*percent)
+            }
             Faults::Paths(paths) => paths.contains(path),
             Faults::All => true,
         }
@@ -53,12 +55,59 @@ pub fn kind(action: &Action) -> String {
         .unwrap_or_default()
 }
 
+/// The host's LLM for summarize actions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Summarizer {
+    /// Answers with a short structured summary that names the span's size.
+    #[default]
+    Works,
+    /// The call fails: the core falls back to its heuristic summary.
+    Fails,
+    /// Answers with an empty text (the core treats it as a failure).
+    Empty,
+    /// The host has no summarizer and reports nothing for the action.
+    Silent,
+}
+
+impl Summarizer {
+    pub fn answer(self, action: &context_compactor::Summarize) -> Option<Outcome> {
+        let id = action.id.clone();
+        match self {
+            Summarizer::Works => Some(Outcome::Summarized {
+                id,
+                text: format!(
+                    "## Session Intent\nScripted.\n\n## Progress\nMessages {}..{} covered; request of {} chars.",
+                    action.start,
+                    action.end,
+                    action.request.prompt.len()
+                ),
+            }),
+            Summarizer::Fails => Some(Outcome::Failed { id, error: "scripted summarizer failure".into() }),
+            Summarizer::Empty => Some(Outcome::Summarized { id, text: "  ".into() }),
+            Summarizer::Silent => None,
+        }
+    }
+}
+
 /// Executes every action of `plan` against `store`: each write is attempted; the action is
-/// `written` only if all its writes succeeded, `failed` otherwise. Actions without writes get no
-/// outcome (the core treats them as not executed).
+/// `written` only if all its writes succeeded, `failed` otherwise. Summaries come from
+/// [`Summarizer::Works`]. Other actions without writes get no outcome.
 pub fn execute(plan: &Plan, store: &mut Store, faults: &Faults) -> Vec<Outcome> {
+    execute_with(plan, store, faults, Summarizer::Works)
+}
+
+pub fn execute_with(
+    plan: &Plan,
+    store: &mut Store,
+    faults: &Faults,
+    summarizer: Summarizer,
+) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     for action in &plan.actions {
+        if let Action::Summarize(s) = action {
+            outcomes.extend(summarizer.answer(s));
+            continue;
+        }
         let writes = action.writes();
         if writes.is_empty() {
             continue;
@@ -75,7 +124,10 @@ pub fn execute(plan: &Plan, store: &mut Store, faults: &Faults) -> Vec<Outcome> 
         outcomes.push(if failed.is_empty() {
             Outcome::Written { id }
         } else {
-            Outcome::Failed { id, error: format!("injected fault writing {}", failed.join(", ")) }
+            Outcome::Failed {
+                id,
+                error: format!("injected fault writing {}", failed.join(", ")),
+            }
         });
     }
     outcomes
@@ -92,15 +144,41 @@ pub struct Driven {
 
 impl Driven {
     /// True when every action with writes was written.
+    /// True when every action was carried out: each write written, each summary answered (a
+    /// drop needs no answer).
     pub fn all_written(&self) -> bool {
-        self.outcomes.iter().all(|o| matches!(o, Outcome::Written { .. }))
+        self.plan.actions.iter().all(|action| {
+            let outcome = self.outcomes.iter().find(|o| o.id() == action.id());
+            matches!(action, Action::Drop(_))
+                || matches!(
+                    outcome,
+                    Some(Outcome::Written { .. } | Outcome::Summarized { .. })
+                )
+        })
     }
 }
 
 /// plan → execute (with `faults`, into a fresh store) → apply.
-pub fn drive_with(compactor: &mut Compactor, messages: Vec<Message>, faults: &Faults) -> Result<Driven> {
+pub fn drive_with(
+    compactor: &mut Compactor,
+    messages: Vec<Message>,
+    faults: &Faults,
+) -> Result<Driven> {
+    drive_full(compactor, messages, faults, Summarizer::Works)
+}
+
+/// plan → execute (with `faults` and `summarizer`, into a fresh store) → apply.
+pub fn drive_full(
+    compactor: &mut Compactor,
+    messages: Vec<Message>,
+    faults: &Faults,
+    summarizer: Summarizer,
+) -> Result<Driven> {
     let mut store = Store::new();
-    drive_into(compactor, messages, faults, &mut store).map(|(plan, applied, outcomes)| Driven {
+    let plan = compactor.plan(&messages)?;
+    let outcomes = execute_with(&plan, &mut store, faults, summarizer);
+    let applied = compactor.apply(messages, &plan, &outcomes)?;
+    Ok(Driven {
         plan,
         applied,
         store,

@@ -1,0 +1,693 @@
+//! Tier 3, the lossy tier: summarize the older span, or drop messages (truncation, importance).
+//! Always preceded by a transcript save of the whole conversation, so nothing is lost: the
+//! transcript has every byte, and the summary or notice that replaces the span names it.
+//!
+//! The span never splits a group: a tool call stays with its results and an approval request
+//! with its response, the leading system messages stay first, and the most recent messages
+//! (a share of the window, or a count) stay verbatim.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use crate::config::{HistoryConfig, HistoryStrategy, ImportanceConfig};
+use crate::hash::short_hex;
+use crate::message::{Content, Message, Part, Role};
+use crate::plan::{Action, Drop, SaveTranscript, Strategy, Summarize, SummaryRequest};
+use crate::tokens::CachedCounter;
+
+/// How a summary message starts; a span that starts with one carries it forward (rolling).
+pub(crate) const SUMMARY_MARKER: &str = "[Conversation summary]";
+/// How the notice of a truncation starts.
+pub(crate) const NOTICE_MARKER: &str = "[Earlier messages removed]";
+
+/// What the lossy tier needs from the compactor.
+pub(crate) struct Inputs<'a> {
+    pub messages: &'a [Message],
+    /// Raw tokens of each message as given.
+    pub original: &'a [u32],
+    /// Raw tokens of each message once the reversible edits already planned are applied.
+    pub edited: &'a [u32],
+    pub config: &'a HistoryConfig,
+    pub path_fields: &'a [String],
+    pub counter: &'a CachedCounter,
+    /// Model tokens per raw token (calibration or family ratio).
+    pub ratio: f64,
+    pub window: u32,
+    pub target: u32,
+    pub min_saving: u32,
+    pub manual: bool,
+    pub instructions: Option<&'a str>,
+}
+
+/// The lossy part of a plan.
+pub(crate) struct Planned {
+    pub transcript: SaveTranscript,
+    pub action: Action,
+    /// Messages that leave the conversation (planned edits inside them are moot).
+    pub removed: BTreeSet<usize>,
+    /// Raw tokens of the message inserted in their place (a summary counts at its maximum).
+    pub inserted_raw: u32,
+    /// Set when the kept messages alone are over the keep budget.
+    pub kept_over_budget: Option<u32>,
+}
+
+impl Inputs<'_> {
+    fn scale(&self, raw: u32) -> u32 {
+        if self.ratio == 1.0 {
+            return raw;
+        }
+        (f64::from(raw) * self.ratio).ceil() as u32
+    }
+
+    fn unscale(&self, tokens: u32) -> u32 {
+        (f64::from(tokens) / self.ratio).ceil() as u32
+    }
+
+    fn tail(&self, from: usize) -> u32 {
+        self.edited[from..].iter().sum()
+    }
+}
+
+/// Plans the lossy step, or `None` when there is nothing older than the kept messages to lose.
+pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
+    let messages = inputs.messages;
+    let config = inputs.config;
+    let ok = boundaries(messages);
+    let start = messages
+        .iter()
+        .take_while(|m| m.role == Role::System)
+        .count();
+    // Keep at least the last group (the request in progress).
+    let last_group = (start + 1..messages.len()).rev().find(|&c| ok[c])?;
+    let (cut, kept_over_budget) = match config.keep_recent_messages {
+        Some(keep) => {
+            let limit = messages.len().saturating_sub(keep).min(last_group);
+            ((start + 1..=limit).rev().find(|&c| ok[c])?, None)
+        }
+        None => {
+            let budget = (f64::from(inputs.window) * config.keep_recent_fraction) as u32;
+            match (start + 1..=last_group)
+                .find(|&c| ok[c] && inputs.scale(inputs.tail(c)) <= budget)
+            {
+                Some(c) => (c, None),
+                None => (last_group, Some(inputs.scale(inputs.tail(last_group)))),
+            }
+        }
+    };
+    let span = start..cut;
+    let only_markers = messages[span.clone()].iter().all(is_marker);
+    if span.is_empty() || only_markers {
+        return None;
+    }
+    let transcript = transcript(messages, config, strategy_of(config.strategy));
+    let planned = match config.strategy {
+        HistoryStrategy::Off => return None,
+        HistoryStrategy::Summarize => summarize(inputs, span, &transcript)?,
+        HistoryStrategy::Truncate | HistoryStrategy::Importance => {
+            drop(inputs, span, &ok, &transcript)?
+        }
+    };
+    let (action, removed, inserted_raw) = planned;
+    Some(Planned {
+        transcript,
+        action,
+        removed,
+        inserted_raw,
+        kept_over_budget,
+    })
+}
+
+fn strategy_of(strategy: HistoryStrategy) -> Strategy {
+    match strategy {
+        HistoryStrategy::Truncate => Strategy::Truncate,
+        HistoryStrategy::Importance => Strategy::Importance,
+        HistoryStrategy::Summarize | HistoryStrategy::Off => Strategy::Summarize,
+    }
+}
+
+/// `ok[c]`: the conversation may be cut before message `c` without separating a tool call from
+/// its result or an approval request from its response.
+pub(crate) fn boundaries(messages: &[Message]) -> Vec<bool> {
+    let mut answered: HashMap<&str, usize> = HashMap::new();
+    let mut approved: HashMap<&str, usize> = HashMap::new();
+    for (i, message) in messages.iter().enumerate() {
+        for part in message.parts() {
+            match part {
+                Part::ToolResult(r) => {
+                    answered.insert(&r.tool_call_id, i);
+                }
+                Part::ToolApprovalResponse(a) => {
+                    approved.insert(&a.approval_id, i);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut ok = vec![false; messages.len() + 1];
+    ok[0] = true;
+    let mut reach = 0;
+    for (i, message) in messages.iter().enumerate() {
+        for part in message.parts() {
+            let answer = match part {
+                Part::ToolCall(c) => answered.get(c.tool_call_id.as_str()),
+                Part::ToolApprovalRequest(r) => approved.get(r.approval_id.as_str()),
+                _ => None,
+            };
+            reach = reach.max(answer.copied().unwrap_or(0));
+        }
+        ok[i + 1] = reach <= i
+            && messages
+                .get(i + 1)
+                .is_none_or(|next| next.role != Role::Tool);
+    }
+    ok
+}
+
+fn is_marker(message: &Message) -> bool {
+    marker_text(message).is_some()
+}
+
+fn marker_text(message: &Message) -> Option<&str> {
+    let Content::Text(text) = &message.content else {
+        return None;
+    };
+    (message.role == Role::User
+        && (text.starts_with(SUMMARY_MARKER) || text.starts_with(NOTICE_MARKER)))
+    .then_some(text)
+}
+
+/// The summary a span carries forward: the body of a summary message at its start.
+fn previous_summary(messages: &[Message]) -> Option<String> {
+    let text = marker_text(messages.first()?)?;
+    if !text.starts_with(SUMMARY_MARKER) {
+        return None;
+    }
+    Some(
+        text.split_once("\n\n")
+            .map_or("", |(_, body)| body)
+            .to_owned(),
+    )
+}
+
+fn transcript(messages: &[Message], config: &HistoryConfig, strategy: Strategy) -> SaveTranscript {
+    let json = serde_json::to_string_pretty(messages).expect("messages serialize");
+    let hash = short_hex(json.as_bytes());
+    let path = format!("{}conversation_{hash}.json", config.path_prefix);
+    let readable_path = readable_path(&path);
+    let mut markdown = format!(
+        "# Conversation transcript\n\n{} messages, saved before {} (JSON: `{path}`).\n",
+        messages.len(),
+        match strategy {
+            Strategy::Summarize => "summarization",
+            _ => "older messages were removed",
+        }
+    );
+    for (i, message) in messages.iter().enumerate() {
+        markdown.push('\n');
+        markdown.push_str(&render(i, message, None));
+    }
+    SaveTranscript {
+        id: "save-transcript".into(),
+        path,
+        readable_path,
+        json,
+        markdown,
+        messages: messages.len(),
+    }
+}
+
+/// One message as Markdown. `cap`: cut each part to this many characters.
+fn render(index: usize, message: &Message, cap: Option<usize>) -> String {
+    let mut out = format!("## {} · {}\n", index + 1, message.role.as_str());
+    let mut push = |heading: Option<String>, body: &str| {
+        if let Some(heading) = heading {
+            let _ = writeln!(out, "### {heading}");
+        }
+        out.push_str(&cut(body, cap));
+        out.push('\n');
+    };
+    match &message.content {
+        Content::Text(text) => push(None, text),
+        Content::Parts(parts) => {
+            for part in parts {
+                match part {
+                    Part::Text(p) => push(None, &p.text),
+                    Part::Reasoning(p) => push(Some("reasoning".into()), &p.text),
+                    Part::Image(_) => push(None, "[image]"),
+                    Part::File(f) => push(
+                        None,
+                        &format!("[file {}]", f.filename.as_deref().unwrap_or(&f.media_type)),
+                    ),
+                    Part::ToolCall(c) => push(
+                        Some(format!("tool-call {} · {}", c.tool_name, c.tool_call_id)),
+                        &c.input.to_string(),
+                    ),
+                    Part::ToolResult(r) => {
+                        let kind = if r.output.is_error() {
+                            "tool-error"
+                        } else {
+                            "tool-result"
+                        };
+                        push(
+                            Some(format!("{kind} {} · {}", r.tool_name, r.tool_call_id)),
+                            &r.output.text(),
+                        )
+                    }
+                    Part::ToolApprovalRequest(a) => push(
+                        None,
+                        &format!(
+                            "[approval requested for {} ({})]",
+                            a.tool_call_id, a.approval_id
+                        ),
+                    ),
+                    Part::ToolApprovalResponse(a) => push(
+                        None,
+                        &format!(
+                            "[approval {}: {}]",
+                            a.approval_id,
+                            if a.approved { "approved" } else { "denied" }
+                        ),
+                    ),
+                    Part::Unknown(map) => push(
+                        Some(part.type_name().to_owned()),
+                        &serde_json::Value::Object(map.clone()).to_string(),
+                    ),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Cuts `text` to `cap` characters (on a char boundary), saying how much was cut.
+fn cut(text: &str, cap: Option<usize>) -> String {
+    let Some(cap) = cap else {
+        return text.to_owned();
+    };
+    match text.char_indices().nth(cap) {
+        Some((at, _)) => format!(
+            "{} …[+{} chars in the transcript]",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+        None => text.to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summarize
+
+const SYSTEM: &str = "You summarize the earlier part of a conversation between a user and an AI agent, so that the \
+agent can continue the work with a fresh context window. Be concise, but keep every fact needed to continue: goals, \
+decisions and their reasons, file paths, names, identifiers, values, commands, errors and their fixes, and what \
+remains to be done. Write only the summary, in the requested structure.";
+
+const TEMPLATE: &str = "Summarize the conversation below in this structure:
+
+## Session Intent
+What is the user trying to accomplish?
+
+## Progress
+What has been completed? What artifacts were created or changed?
+
+## Key Decisions
+What important decisions were made, and why?
+
+## Current State
+Where did the work stop?
+
+## Next Steps
+What remains to be done?
+
+## Important Details
+Specific values, paths, names, commands and configurations that must be remembered.";
+
+type Lossy = (Action, BTreeSet<usize>, u32);
+
+fn summarize(
+    inputs: &Inputs,
+    span: std::ops::Range<usize>,
+    transcript: &SaveTranscript,
+) -> Option<Lossy> {
+    let messages = inputs.messages;
+    let config = inputs.config;
+    let max_tokens = config.summary_max_tokens.min((inputs.window / 10).max(1));
+    let previous = previous_summary(&messages[span.clone()]);
+    let body_start = span.start + usize::from(previous.is_some());
+    let instructions = join_instructions(config.instructions.as_deref(), inputs.instructions);
+
+    let fallback = fallback(
+        inputs,
+        body_start..span.end,
+        previous.as_deref(),
+        transcript,
+        max_tokens,
+    );
+    let header = summary_header(span.start, span.end, &transcript.path);
+    let header_raw = inputs
+        .counter
+        .message(&user_message(format!("{header}\n\n")));
+    // A summary is at most `max_tokens` (the host passes it to its LLM) or the fallback, which
+    // may not shrink that far in a tiny window.
+    let inserted_raw = header_raw
+        + inputs
+            .unscale(max_tokens)
+            .max(inputs.counter.text(&fallback));
+    let before: u32 = inputs.original[span.clone()].iter().sum();
+    if !inputs.manual && inputs.scale(before) < inputs.scale(inserted_raw) + inputs.min_saving {
+        return None;
+    }
+
+    let mut prompt = TEMPLATE.to_owned();
+    let _ = write!(prompt, "\n\nStay under {max_tokens} tokens.");
+    if previous.is_some() {
+        prompt.push_str(
+            " The conversation already had a summary of what came before it (\"Previous summary\" below): \
+             merge it into the new summary, keeping what still matters.",
+        );
+    }
+    if let Some(instructions) = &instructions {
+        let _ = write!(prompt, "\n\nAdditional instructions: {instructions}");
+    }
+    if let Some(previous) = &previous {
+        let _ = write!(prompt, "\n\n# Previous summary\n\n{previous}");
+    }
+    let _ = write!(
+        prompt,
+        "\n\n# Conversation (messages {}–{} of {})\n\n{}",
+        body_start + 1,
+        span.end,
+        messages.len(),
+        request_span(inputs, body_start..span.end)
+    );
+    let action = Action::Summarize(Summarize {
+        id: "summarize".into(),
+        transcript: transcript.id.clone(),
+        transcript_path: transcript.path.clone(),
+        start: span.start,
+        end: span.end,
+        request: SummaryRequest::new(SYSTEM, prompt, max_tokens),
+        previous_summary: previous,
+        instructions,
+        fallback,
+        tokens_before: inputs.scale(before),
+        tokens_after: inputs.scale(inserted_raw),
+    });
+    Some((action, span.collect(), inserted_raw))
+}
+
+fn join_instructions(configured: Option<&str>, given: Option<&str>) -> Option<String> {
+    let parts: Vec<&str> = [configured, given]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n"))
+}
+
+fn summary_header(start: usize, end: usize, transcript_path: &str) -> String {
+    let readable = readable_path(transcript_path);
+    format!(
+        "{SUMMARY_MARKER} Messages {}–{end} were summarized to free context. Full transcript: {transcript_path} \
+         (readable: {readable}); read_file or grep it to recover details.",
+        start + 1,
+    )
+}
+
+fn readable_path(json_path: &str) -> String {
+    format!(
+        "{}.md",
+        json_path.strip_suffix(".json").unwrap_or(json_path)
+    )
+}
+
+/// The summary message that replaces the span.
+pub(crate) fn summary_message(action: &Summarize, summary: &str) -> Message {
+    let header = summary_header(action.start, action.end, &action.transcript_path);
+    user_message(format!("{header}\n\n{}", summary.trim()))
+}
+
+pub(crate) fn user_message(text: String) -> Message {
+    Message {
+        role: Role::User,
+        content: Content::Text(text),
+        extra: Default::default(),
+    }
+}
+
+/// The span as the summarizer sees it: each part cut to `requestPartChars`, and the middle
+/// elided when the whole is over `requestMaxTokens`.
+fn request_span(inputs: &Inputs, span: std::ops::Range<usize>) -> String {
+    let config = inputs.config;
+    let budget = config.request_max_tokens.unwrap_or(inputs.window / 2);
+    let rendered: Vec<String> = span
+        .clone()
+        .map(|i| render(i, &inputs.messages[i], Some(config.request_part_chars)))
+        .collect();
+    let tokens: Vec<u32> = rendered
+        .iter()
+        .map(|r| inputs.scale(inputs.counter.text(r)))
+        .collect();
+    if tokens.iter().sum::<u32>() <= budget {
+        return rendered.join("\n");
+    }
+    // Keep the start (the intent) and the end (the latest state); elide the middle.
+    let (mut head, mut used) = (0, 0);
+    while head < rendered.len() && used + tokens[head] <= budget / 2 {
+        used += tokens[head];
+        head += 1;
+    }
+    let mut tail = rendered.len();
+    while tail > head && used + tokens[tail - 1] <= budget {
+        used += tokens[tail - 1];
+        tail -= 1;
+    }
+    let mut out = rendered[..head].join("\n");
+    let _ = write!(
+        out,
+        "\n… {} messages omitted here to fit the summarizer; the transcript has them …\n\n",
+        tail - head
+    );
+    out.push_str(&rendered[tail..].join("\n"));
+    out
+}
+
+/// A summary made without an LLM (seed 000's heuristic): intent from the first user message,
+/// the tools used, the files touched, the latest request, and the previous summary; cut to fit
+/// `max_tokens`.
+fn fallback(
+    inputs: &Inputs,
+    span: std::ops::Range<usize>,
+    previous: Option<&str>,
+    transcript: &SaveTranscript,
+    max_tokens: u32,
+) -> String {
+    let messages = &inputs.messages[span];
+    let user_texts: Vec<String> = messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(text_of)
+        .collect();
+    let mut tools: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut files: Vec<&str> = Vec::new();
+    for part in messages.iter().flat_map(Message::parts) {
+        let Part::ToolCall(call) = part else { continue };
+        *tools.entry(call.tool_name.as_str()).or_default() += 1;
+        for field in inputs.path_fields {
+            if let Some(path) = call.input.get(field.as_str()).and_then(|v| v.as_str()) {
+                if !files.contains(&path) {
+                    files.push(path);
+                }
+            }
+        }
+    }
+    let tools_line = if tools.is_empty() {
+        "None".to_owned()
+    } else {
+        tools
+            .iter()
+            .map(|(name, n)| format!("{name} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let build = |chars: usize| {
+        let mut out = format!(
+            "## Session Intent\n{}\n\n## Progress\n{} messages summarized without an LLM; {} tool calls.\n\n## Tools Used\n{}\n\n## Files Touched\n{}\n",
+            cut(user_texts.first().map_or("Unknown", String::as_str), Some(chars)),
+            messages.len(),
+            tools.values().sum::<u32>(),
+            cut(&tools_line, Some(chars)),
+            if files.is_empty() { "None".to_owned() } else { cut(&files.join("\n"), Some(chars * 2)) },
+        );
+        if user_texts.len() > 1 {
+            let _ = write!(
+                out,
+                "\n## Latest Request\n{}\n",
+                cut(user_texts.last().map_or("", String::as_str), Some(chars))
+            );
+        }
+        if let Some(previous) = previous {
+            let _ = write!(
+                out,
+                "\n## Earlier Summary\n{}\n",
+                cut(previous, Some(chars * 4))
+            );
+        }
+        let _ = write!(
+            out,
+            "\n## Note\nAutomatic summary (no LLM). The full conversation is saved at {}.",
+            transcript.path
+        );
+        out
+    };
+    let mut chars = 500;
+    loop {
+        let text = build(chars);
+        if chars <= 16 || inputs.scale(inputs.counter.text(&text)) <= max_tokens {
+            return text;
+        }
+        chars /= 2;
+    }
+}
+
+fn text_of(message: &Message) -> String {
+    match &message.content {
+        Content::Text(text) => text.clone(),
+        Content::Parts(parts) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Truncate and importance
+
+fn drop(
+    inputs: &Inputs,
+    span: std::ops::Range<usize>,
+    ok: &[bool],
+    transcript: &SaveTranscript,
+) -> Option<Lossy> {
+    let config = inputs.config;
+    let strategy = strategy_of(config.strategy);
+    // Whole groups inside the span; earlier notices and summaries are always replaced.
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut from = span.start;
+    for c in span.start + 1..=span.end {
+        if ok[c] {
+            groups.push(from..c);
+            from = c;
+        }
+    }
+    let order: Vec<(usize, f64)> = match strategy {
+        Strategy::Importance => {
+            let mut scored: Vec<(usize, f64)> = groups
+                .iter()
+                .enumerate()
+                .map(|(g, r)| (g, score(&inputs.messages[r.clone()], &config.importance)))
+                .collect();
+            scored.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            scored
+        }
+        _ => groups.iter().enumerate().map(|(g, _)| (g, 0.0)).collect(),
+    };
+    let total: u32 = crate::tokens::REPLY_PRIMING + inputs.edited.iter().sum::<u32>();
+    let mut removed: BTreeSet<usize> = BTreeSet::new();
+    let mut saved = 0u32;
+    let notice_raw = |removed: &BTreeSet<usize>| {
+        inputs
+            .counter
+            .message(&user_message(notice(removed.len(), strategy, transcript)))
+    };
+    for (g, score) in order {
+        let range = &groups[g];
+        let group_is_marker = inputs.messages[range.clone()].iter().all(is_marker);
+        let under_target = inputs.scale(total - saved + notice_raw(&removed)) <= inputs.target;
+        let noise =
+            strategy == Strategy::Importance && score < config.importance.min_score_threshold;
+        if under_target && !group_is_marker && !noise && !inputs.manual {
+            if strategy == Strategy::Truncate {
+                break;
+            }
+            continue;
+        }
+        if score.is_infinite() {
+            continue;
+        }
+        for i in range.clone() {
+            removed.insert(i);
+            saved += inputs.edited[i];
+        }
+    }
+    // Only markers removed (or nothing): no new work.
+    if removed.iter().all(|&i| is_marker(&inputs.messages[i])) {
+        return None;
+    }
+    let notice_text = notice(removed.len(), strategy, transcript);
+    let inserted_raw = inputs.counter.message(&user_message(notice_text.clone()));
+    let before: u32 = removed.iter().map(|&i| inputs.original[i]).sum();
+    if !inputs.manual && inputs.scale(before) < inputs.scale(inserted_raw) + inputs.min_saving {
+        return None;
+    }
+    let action = Action::Drop(Drop {
+        id: strategy_id(strategy).into(),
+        strategy,
+        transcript: transcript.id.clone(),
+        transcript_path: transcript.path.clone(),
+        messages: removed.iter().copied().collect(),
+        insert_at: span.start,
+        notice: notice_text,
+        tokens_before: inputs.scale(before),
+        tokens_after: inputs.scale(inserted_raw),
+    });
+    Some((action, removed, inserted_raw))
+}
+
+fn strategy_id(strategy: Strategy) -> &'static str {
+    match strategy {
+        Strategy::Importance => "drop-by-importance",
+        _ => "truncate",
+    }
+}
+
+fn notice(count: usize, strategy: Strategy, transcript: &SaveTranscript) -> String {
+    let how = match strategy {
+        Strategy::Importance => "the least important earlier messages",
+        _ => "the oldest messages",
+    };
+    format!(
+        "{NOTICE_MARKER} {count} messages ({how}) were removed to fit the context window. The full conversation is \
+         saved at {} (readable: {}); read_file or grep it to recover details.",
+        transcript.path, transcript.readable_path
+    )
+}
+
+/// Seed 004's heuristics: a group scores the highest of its messages.
+fn score(messages: &[Message], config: &ImportanceConfig) -> f64 {
+    messages
+        .iter()
+        .map(|m| match m.role {
+            Role::System => f64::INFINITY,
+            Role::User if is_marker(m) => 0.0,
+            Role::User => config.user_score,
+            Role::Tool => config.tool_use_score,
+            Role::Assistant if m.parts().iter().any(|p| matches!(p, Part::ToolCall(_))) => {
+                config.tool_use_score
+            }
+            Role::Assistant => {
+                let chars = text_of(m).chars().count();
+                if chars < config.short_assistant_chars {
+                    config.assistant_score * 0.5
+                } else {
+                    config.assistant_score
+                }
+            }
+        })
+        .fold(0.0, f64::max)
+}
