@@ -293,9 +293,15 @@ impl Compactor {
                      (over the keep budget of {:.0} % of the window)",
                     history.keep_recent_fraction * 100.0
                 ),
-                (Some(_), _) => "the messages kept verbatim (system prompt and recent messages) and the summary \
-                                 need more than the target"
-                    .into(),
+                (Some(_), _) => match history.keep_recent_messages {
+                    Some(n) => format!(
+                        "the system prompt and the last {n} messages, kept verbatim (history.keepRecentMessages), \
+                         need more than the target"
+                    ),
+                    None => "the messages kept verbatim (system prompt and recent messages) and the summary or notice \
+                             need more than the target"
+                        .into(),
+                },
                 (None, HistoryStrategy::Off) => "every reversible edit above the minimum saving is planned, and the \
                                                  lossy tier is off (history.strategy = \"off\")"
                     .into(),

@@ -85,7 +85,12 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
             ((start + 1..=limit).rev().find(|&c| ok[c])?, None)
         }
         None => {
-            let budget = (f64::from(inputs.window) * config.keep_recent_fraction) as u32;
+            let mut budget = (f64::from(inputs.window) * config.keep_recent_fraction) as u32;
+            if inputs.manual {
+                // Asked for room: keep that share of what there is, not of the whole window.
+                let total = inputs.scale(inputs.tail(start));
+                budget = budget.min((f64::from(total) * config.keep_recent_fraction) as u32);
+            }
             match (start + 1..=last_group)
                 .find(|&c| ok[c] && inputs.scale(inputs.tail(c)) <= budget)
             {

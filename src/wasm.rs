@@ -5,7 +5,10 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::{parse_messages, Compactor, Config, Encoding, Error, Outcome, Plan, State};
+use crate::loop_context::{Iteration, LoopConfig, LoopContext};
+use crate::{
+    parse_messages, Compactor, Config, Encoding, Error, Outcome, Plan, PlanOptions, State,
+};
 
 type JsResult<T> = Result<T, JsValue>;
 
@@ -67,9 +70,22 @@ impl WasmCompactor {
         })
     }
 
-    pub fn plan(&self, messages_json: &str) -> JsResult<String> {
+    /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`.
+    pub fn plan(&self, messages_json: &str, options_json: Option<String>) -> JsResult<String> {
         let messages = parse_messages(messages_json).map_err(throw)?;
-        Ok(to_json(&self.inner.plan(&messages).map_err(throw)?))
+        let options: PlanOptions = match options_json {
+            Some(json) => {
+                crate::config::deserialize(parse::<serde_json::Value>("plan options", &json)?)
+                    .map_err(throw)?
+            }
+            None => PlanOptions::default(),
+        };
+        Ok(to_json(
+            &self
+                .inner
+                .plan_with_options(&messages, &options)
+                .map_err(throw)?,
+        ))
     }
 
     pub fn apply(
@@ -118,4 +134,78 @@ impl WasmCompactor {
     pub fn model(&self) -> String {
         to_json(self.inner.model())
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loop context (seed 003) and prompt segments: stateless, the state travels as JSON.
+
+/// `{context, request}`: the context after adding the iteration, and a summary request if one
+/// is due.
+#[wasm_bindgen(js_name = loopAddIteration)]
+pub fn loop_add_iteration(
+    context_json: &str,
+    iteration_json: &str,
+    config_json: &str,
+) -> JsResult<String> {
+    let mut context: LoopContext = parse("loop context", context_json)?;
+    let iteration: Iteration = parse("iteration", iteration_json)?;
+    let config = LoopConfig::from_json(config_json).map_err(throw)?;
+    let request = context.add_iteration(iteration, &config);
+    Ok(to_json(
+        &serde_json::json!({ "context": context, "request": request }),
+    ))
+}
+
+/// A fresh loop context as JSON.
+#[wasm_bindgen(js_name = loopNew)]
+pub fn loop_new(goal: &str, start_unix_ms: f64) -> String {
+    to_json(&LoopContext::new(goal, start_unix_ms.max(0.0) as u64))
+}
+
+/// `{context, request}` with a summary request made now (e.g. to retry after a failure).
+#[wasm_bindgen(js_name = loopRequestSummary)]
+pub fn loop_request_summary(context_json: &str, config_json: &str) -> JsResult<String> {
+    let mut context: LoopContext = parse("loop context", context_json)?;
+    let config = LoopConfig::from_json(config_json).map_err(throw)?;
+    let request = context.request_summary(&config);
+    Ok(to_json(
+        &serde_json::json!({ "context": context, "request": request }),
+    ))
+}
+
+/// The context after the host's answer to a summary request: `summary` on success, else
+/// `error`.
+#[wasm_bindgen(js_name = loopApplySummary)]
+pub fn loop_apply_summary(
+    context_json: &str,
+    id: &str,
+    summary: Option<String>,
+    error: Option<String>,
+) -> JsResult<String> {
+    let mut context: LoopContext = parse("loop context", context_json)?;
+    let answer = summary.ok_or_else(|| error.unwrap_or_else(|| "no summary".into()));
+    context.apply_summary(id, answer).map_err(throw)?;
+    Ok(to_json(&context))
+}
+
+#[wasm_bindgen(js_name = loopBuildPrompt)]
+pub fn loop_build_prompt(context_json: &str, config_json: &str) -> JsResult<String> {
+    let context: LoopContext = parse("loop context", context_json)?;
+    let config = LoopConfig::from_json(config_json).map_err(throw)?;
+    Ok(crate::loop_context::build_prompt(&context, &config))
+}
+
+#[wasm_bindgen(js_name = recoverySegment)]
+pub fn recovery_segment(offload_prefix: &str, history_prefix: &str) -> String {
+    crate::prompts::recovery_segment(offload_prefix, history_prefix)
+}
+
+#[wasm_bindgen(js_name = memorySegment)]
+pub fn memory_segment(memories_prefix: &str) -> String {
+    crate::prompts::memory_segment(memories_prefix)
+}
+
+#[wasm_bindgen(js_name = withMemory)]
+pub fn with_memory(system: &str, agents_md: Option<String>) -> String {
+    crate::prompts::with_memory(system, agents_md.as_deref())
 }

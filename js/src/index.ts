@@ -1,6 +1,8 @@
 // The public API, shared by every runtime entry (entry/*.ts add only how the .wasm is loaded).
 export { createCompactor, Compactor } from './compactor.js';
-export type { CompactorOptions, OffloadOptions, PrepareStepInput } from './compactor.js';
+export type { CompactorOptions, OffloadOptions, CompactionOptions, HistoryOptions, Summarizer, PrepareStepInput } from './compactor.js';
+export { loopContext, recoverySegment, memorySegment, withMemory } from './loop.js';
+export type { LoopConfig, Iteration, LoopState, LoopSummaryRequest, LoopStep } from './loop.js';
 export { countTokens, warmUp } from './tokens.js';
 export { MemoryStore, checkPath, MAX_PATH_LENGTH } from './store.js';
 export type { FileStore } from './store.js';

@@ -39,7 +39,7 @@ export type Replace =
   | { kind: 'input-field'; field: string; value: string };
 
 /**
- * Every action of this version: store `content` at `path` (content-addressed), and only once
+ * A store edit (tiers 1 and 2): store `content` at `path` (content-addressed), and only once
  * that write succeeded, replace the part's content as `replace` says.
  * - `offload` (tier 1): a tool result over the offload threshold → preview + path;
  * - `evict-input` (tier 2): the file content argument of a write/edit call → pointer + preview;
@@ -60,11 +60,64 @@ export interface StoreEditAction {
   tokensAfter: number;
 }
 
-export type Action = StoreEditAction;
-export type Strategy = Action['type'];
+/** Tier 3, before anything lossy: the whole conversation as JSON (`path`) and Markdown. */
+export interface SaveTranscriptAction {
+  type: 'save-transcript';
+  id: string;
+  path: string;
+  readablePath: string;
+  json: string;
+  markdown: string;
+  messages: number;
+}
+
+/** What a summarizer is asked: a valid conversation on its own (one user message). */
+export interface SummaryRequest {
+  system: string;
+  prompt: string;
+  messages: MessageLike[];
+  maxTokens: number;
+}
+
+/** Tier 3: `messages[start..end)` become one summary message naming the transcript. */
+export interface SummarizeAction {
+  type: 'summarize';
+  id: string;
+  /** The save-transcript action that must succeed first. */
+  transcript: string;
+  transcriptPath: string;
+  start: number;
+  end: number;
+  request: SummaryRequest;
+  previousSummary: string | null;
+  instructions: string | null;
+  /** Heuristic summary used when there is no summarizer or it fails. */
+  fallback: string;
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+/** Truncation / importance: `messages` leave (their text stays in the transcript); `notice`
+ * is inserted at `insertAt`. */
+export interface DropAction {
+  type: 'drop';
+  id: string;
+  strategy: 'truncate' | 'importance';
+  transcript: string;
+  transcriptPath: string;
+  messages: number[];
+  insertAt: number;
+  notice: string;
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+export type Action = StoreEditAction | SaveTranscriptAction | SummarizeAction | DropAction;
+export type Strategy = StoreEditAction['type'] | 'transcript' | 'summarize' | 'truncate' | 'importance';
 
 export type Note =
   | { type: 'unknown-model'; name: string; assumedWindow: number }
+  | { type: 'lossy'; strategy: Strategy; messages: number; transcriptPath: string }
   | { type: 'target-not-met'; tokensAfter: number; target: number; reason: string }
   | { type: 'over-budget'; tokensAfter: number; window: number; reason: string };
 
@@ -73,30 +126,45 @@ export interface Plan {
   model: ModelInfo;
   window: number;
   tokensBefore: number;
+  /** Predicted; a summary counts at its maximum size. */
   tokensAfter: number;
   actions: Action[];
   notes: Note[];
-  /** Tier 2 fires above `compactAt` tokens and compacts down to `target`. */
-  trigger: { compactAt: number; target: number; tier2: boolean };
+  trigger: {
+    /** Tier 2 fires above this many tokens… */
+    compactAt: number;
+    /** …and compacts down to this many. */
+    target: number;
+    tier2: boolean;
+    /** The lossy tier fires above this many tokens, or when tier 2 falls short. */
+    summarizeAt: number;
+    tier3: boolean;
+    /** Past this many tokens an `onPreCompact` cancel is overridden. */
+    hardLimit: number;
+    manual: boolean;
+  };
   /** Prompt-cache cost: edits to earlier messages invalidate the cache from the first one on. */
   cache: { prefixChangingEdits: number; firstChangedMessage: number | null; tokensInvalidated: number };
 }
 
 export type Outcome =
   | { type: 'written'; id: string }
-  | { type: 'failed'; id: string; error: string };
+  | { type: 'failed'; id: string; error: string }
+  | { type: 'summarized'; id: string; text: string };
 
 export interface CompactionEvent {
   actionId: string;
   strategy: Strategy;
-  /** `applied`: stored and replaced. `failed`: the store write failed, nothing removed.
-   * `not-executed`: no outcome was reported, nothing removed. */
-  status: 'applied' | 'failed' | 'not-executed';
+  /** `applied`: stored and replaced. `failed`: the store write (or the transcript) failed,
+   * nothing removed. `not-executed`: no outcome was reported, nothing removed. `fallback`: the
+   * summarizer was missing or failed and the heuristic summary was applied (`error` says why). */
+  status: 'applied' | 'failed' | 'not-executed' | 'fallback';
   messageIndex: number;
   path: string | null;
   tokensBefore: number;
   tokensAfter: number;
   tokensSaved: number;
+  filesWritten: number;
   error: string | null;
 }
 
@@ -134,4 +202,27 @@ export interface ManageResult<M extends MessageLike = MessageLike> {
   messages: M[];
   events: CompactionEvent[];
   plan: Plan;
+  /** `onPreCompact` cancelled: nothing was executed and `messages` are the input. */
+  cancelled?: boolean;
+  /** `onPreCompact` cancelled past the hard limit: the compaction ran anyway. */
+  cancelOverridden?: boolean;
+}
+
+/** What `onPreCompact` is told before a compaction (tier 2 or 3, or manual) runs. */
+export interface PreCompactContext {
+  trigger: 'auto' | 'manual';
+  currentTokens: number;
+  targetTokens: number;
+  messageCount: number;
+  plan: Plan;
+}
+
+/** What `onPreCompact` may answer. */
+export interface PreCompactDecision {
+  /** Skip this compaction (overridden past `plan.trigger.hardLimit`: no deadlock). */
+  cancel?: boolean;
+  /** Added to the summary prompt (the plan is made again with them). */
+  customInstructions?: string;
+  /** Used as the summary, without calling `summarize`. */
+  customSummary?: string;
 }
