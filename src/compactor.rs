@@ -25,6 +25,8 @@ pub struct Compactor {
     config: Config,
     model: ModelInfo,
     counter: CachedCounter,
+    /// Raw tokens of the tool definitions sent with every request (`config.tools`).
+    tools_raw: u32,
     state: State,
 }
 
@@ -123,10 +125,12 @@ impl Compactor {
         let mut counter = CachedCounter::new(model.encoding);
         counter.image_tokens = config.image_tokens;
         counter.file_tokens = config.file_tokens;
+        let tools_raw = counter.tools(&config.tools);
         let mut compactor = Self {
             config,
             model,
             counter,
+            tools_raw,
             state: State::default(),
         };
         compactor.set_state(state)?;
@@ -138,6 +142,7 @@ impl Compactor {
         let mut cached = CachedCounter::with_counter(self.model.encoding, counter);
         cached.image_tokens = self.config.image_tokens;
         cached.file_tokens = self.config.file_tokens;
+        self.tools_raw = cached.tools(&self.config.tools);
         self.counter = cached;
         self
     }
@@ -175,7 +180,7 @@ impl Compactor {
         crate::message::validate(messages)?;
         let manual = options.trigger == TriggerKind::Manual;
         let window = self.window();
-        let raw_before = self.counter.messages(messages);
+        let raw_before = self.raw_total(messages);
         let tokens_before = self.scale(raw_before);
         let threshold = self.offload_threshold();
         let mut actions: Vec<Action> =
@@ -239,6 +244,7 @@ impl Compactor {
                 config: history,
                 path_fields: &compaction.path_fields,
                 counter: &self.counter,
+                tools_raw: self.tools_raw,
                 ratio: self.ratio(),
                 window,
                 target,
@@ -253,6 +259,7 @@ impl Compactor {
                         .is_none_or(|e| !planned.removed.contains(&e.message_index))
                 });
                 predicted_raw = crate::tokens::REPLY_PRIMING
+                    + self.tools_raw
                     + planned.inserted_raw
                     + edited
                         .iter()
@@ -471,8 +478,7 @@ impl Compactor {
                             )
                         } else {
                             let summary = lossy::summary_message(s, text);
-                            let after = self.count(std::slice::from_ref(&summary))
-                                - crate::tokens::REPLY_PRIMING;
+                            let after = self.scale(self.counter.message(&summary));
                             if s.end > messages.len() {
                                 return Err(wrong_outcome(&s.id, "a span inside the conversation"));
                             }
@@ -607,10 +613,15 @@ impl Compactor {
         }
     }
 
+    /// Our raw count of a request: the messages, the reply priming and the tool definitions.
+    fn raw_total(&self, messages: &[Message]) -> u32 {
+        self.counter.messages(messages) + self.tools_raw
+    }
+
     /// Tokens of `messages` for this model (exact for OpenAI encodings; estimated and calibrated
     /// for other families).
     pub fn count(&self, messages: &[Message]) -> u32 {
-        self.scale(self.counter.messages(messages))
+        self.scale(self.raw_total(messages))
     }
 
     pub fn usage(&self, messages: &[Message]) -> Usage {
@@ -651,7 +662,7 @@ impl Compactor {
 
     /// Our uncalibrated count, the figure to pass back to [`Compactor::observe_usage`].
     pub fn count_raw(&self, messages: &[Message]) -> u32 {
-        self.counter.messages(messages)
+        self.raw_total(messages)
     }
 
     pub fn stats(&self) -> &Stats {

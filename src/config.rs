@@ -26,6 +26,8 @@ pub struct Config {
     pub compaction: CompactionConfig,
     /// Tier 3: what happens to older history when reversible edits are not enough.
     pub history: HistoryConfig,
+    /// Tool definitions sent with every request; they count against the window (SPEC §4).
+    pub tools: Vec<ToolDefinition>,
     /// Estimated tokens of an image part (see `tokens::DEFAULT_IMAGE_TOKENS`).
     pub image_tokens: u32,
     /// Estimated tokens of a file part (see `tokens::DEFAULT_FILE_TOKENS`).
@@ -43,6 +45,7 @@ impl Default for Config {
             preset: None,
             compaction: CompactionConfig::default(),
             history: HistoryConfig::default(),
+            tools: Vec::new(),
             image_tokens: crate::tokens::DEFAULT_IMAGE_TOKENS,
             file_tokens: crate::tokens::DEFAULT_FILE_TOKENS,
         }
@@ -150,6 +153,18 @@ impl Default for CompactionConfig {
             path_prefix: "/tool_outputs/".into(),
         }
     }
+}
+
+/// A tool as the model sees it (AI SDK `LanguageModelV2FunctionTool`, OpenAI `function`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolDefinition {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The JSON schema of the input (`parameters` in OpenAI's shape).
+    #[serde(default, alias = "parameters")]
+    pub input_schema: serde_json::Value,
 }
 
 /// What the lossy tier does with older messages.

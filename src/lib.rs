@@ -73,7 +73,7 @@ pub use compactor::{
 };
 pub use config::{
     CompactionConfig, Config, HistoryConfig, HistoryStrategy, ImportanceConfig, OffloadConfig,
-    Preset,
+    Preset, ToolDefinition,
 };
 pub use error::{Error, Result};
 pub use message::{
@@ -85,4 +85,6 @@ pub use plan::{
     Action, Applied, CacheImpact, Drop, Event, EventStatus, Note, Offload, Outcome, Plan, Replace,
     SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
 };
-pub use tokens::{count_tokens, CachedCounter, Encoding, Tiktoken, TokenCounter};
+pub use tokens::{
+    count_tokens, CachedCounter, Encoding, Tiktoken, TokenCounter, TOOL_DEFINITION_OVERHEAD,
+};

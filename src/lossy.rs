@@ -30,6 +30,8 @@ pub(crate) struct Inputs<'a> {
     pub config: &'a HistoryConfig,
     pub path_fields: &'a [String],
     pub counter: &'a CachedCounter,
+    /// Raw tokens of the tool definitions (sent with every request).
+    pub tools_raw: u32,
     /// Model tokens per raw token (calibration or family ratio).
     pub ratio: f64,
     pub window: u32,
@@ -602,7 +604,8 @@ fn drop(
         }
         _ => groups.iter().enumerate().map(|(g, _)| (g, 0.0)).collect(),
     };
-    let total: u32 = crate::tokens::REPLY_PRIMING + inputs.edited.iter().sum::<u32>();
+    let total: u32 =
+        crate::tokens::REPLY_PRIMING + inputs.tools_raw + inputs.edited.iter().sum::<u32>();
     let mut removed: BTreeSet<usize> = BTreeSet::new();
     let mut saved = 0u32;
     let notice_raw = |removed: &BTreeSet<usize>| {

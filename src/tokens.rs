@@ -75,6 +75,10 @@ pub const TOOL_PART_OVERHEAD: u32 = 8;
 /// Default estimate for an image part: Anthropic's cost of a ~1.15 megapixel image
 /// (width × height / 750); OpenAI charges 765 for a 1024² high-detail image, so this errs high.
 pub const DEFAULT_IMAGE_TOKENS: u32 = 1_600;
+/// Framing of one tool definition (the `{"type":"function","function":{...}}` wrapper and its
+/// keys). An estimate: providers do not publish how they render tools; OpenAI's is close to
+/// the JSON of the definition plus about a dozen tokens.
+pub const TOOL_DEFINITION_OVERHEAD: u32 = 12;
 /// Default estimate for a file part (a PDF page costs 1.5k–3k on Anthropic; one page assumed).
 pub const DEFAULT_FILE_TOKENS: u32 = 1_600;
 /// The cache is dropped whole when it grows past this many entries (bounded memory).
@@ -169,6 +173,24 @@ impl CachedCounter {
             Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => TOOL_PART_OVERHEAD,
             Part::Unknown(map) => self.text(&serde_json::to_string(map).unwrap_or_default()),
         }
+    }
+
+    /// Tokens of tool definitions as a provider serializes them: per tool, a fixed overhead plus
+    /// its name, description and JSON schema.
+    pub fn tools(&self, tools: &[crate::config::ToolDefinition]) -> u32 {
+        tools
+            .iter()
+            .map(|t| {
+                TOOL_DEFINITION_OVERHEAD
+                    + self.text(&t.name)
+                    + self.text(t.description.as_deref().unwrap_or(""))
+                    + if t.input_schema.is_null() {
+                        0
+                    } else {
+                        self.text(&t.input_schema.to_string())
+                    }
+            })
+            .sum()
     }
 
     /// Tokens of a tool output as the model sees it.

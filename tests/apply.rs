@@ -213,3 +213,35 @@ fn estimated_families_calibrate_from_observed_usage() {
         "calibration is per model"
     );
 }
+
+#[test]
+fn tool_definitions_count_against_the_window() {
+    let messages = conversation(&["small".into()]);
+    let plain = Compactor::new(window(16_000)).unwrap();
+    let mut with_tools = window(16_000);
+    with_tools.tools = serde_json::from_value(json!([
+        {"name": "read_file", "description": "Read a file from the workspace, paged by offset and limit.",
+         "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
+    ]))
+    .unwrap();
+    let tooled = Compactor::new(with_tools).unwrap();
+    let extra = tooled.count(&messages) - plain.count(&messages);
+    let schema = r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}"#;
+    let expected = context_compactor::TOOL_DEFINITION_OVERHEAD
+        + context_compactor::count_tokens("read_file", context_compactor::Encoding::O200kBase)
+            as u32
+        + context_compactor::count_tokens(
+            "Read a file from the workspace, paged by offset and limit.",
+            context_compactor::Encoding::O200kBase,
+        ) as u32
+        + context_compactor::count_tokens(schema, context_compactor::Encoding::O200kBase) as u32;
+    assert_eq!(extra, expected);
+    assert_eq!(
+        tooled.plan(&messages).unwrap().tokens_before,
+        tooled.count(&messages)
+    );
+    assert!(
+        Config::from_json(r#"{"tools": [{"name": "x", "bogus": 1}]}"#).is_err(),
+        "unknown keys in a tool are refused"
+    );
+}

@@ -519,6 +519,7 @@ struct CfgSpec {
     strategy: u8,
     keep_messages: Option<usize>,
     preset: Option<Preset>,
+    tools: bool,
 }
 
 fn cfg_spec() -> impl Strategy<Value = CfgSpec> {
@@ -539,6 +540,7 @@ fn cfg_spec() -> impl Strategy<Value = CfgSpec> {
                 Just(Preset::Aggressive)
             ],
         ),
+        prop::bool::weighted(0.3),
     )
         .prop_map(
             |(
@@ -551,6 +553,7 @@ fn cfg_spec() -> impl Strategy<Value = CfgSpec> {
                 strategy,
                 keep_messages,
                 preset,
+                tools,
             )| CfgSpec {
                 model,
                 window,
@@ -561,6 +564,7 @@ fn cfg_spec() -> impl Strategy<Value = CfgSpec> {
                 strategy,
                 keep_messages,
                 preset,
+                tools,
             },
         )
 }
@@ -591,6 +595,13 @@ impl CfgSpec {
             config.offload = offload;
         }
         config.model = MODELS[self.model].map(str::to_owned);
+        if self.tools {
+            config.tools = serde_json::from_value(json!([
+                {"name": "read_file", "description": "Read a file, paged.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "offset": {"type": "integer"}}}},
+                {"name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+            ]))
+            .unwrap();
+        }
         config.context_window = self.window;
         if self.preset.is_none() {
             config.history.strategy = match self.strategy {

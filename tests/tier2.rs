@@ -41,13 +41,15 @@ impl Session {
     }
 }
 
+/// Tier 2 alone: the lossy tier is off here (tests/tier3.rs covers it).
 fn compactor(window: u32) -> Compactor {
-    Compactor::new(Config {
+    let mut config = Config {
         model: Some("gpt-4o".into()),
         context_window: Some(window),
         ..Config::default()
-    })
-    .unwrap()
+    };
+    config.history.strategy = context_compactor::HistoryStrategy::Off;
+    Compactor::new(config).unwrap()
 }
 
 /// Executes every write in a map and applies.
@@ -308,6 +310,7 @@ fn an_offloaded_stale_read_is_not_deduped_on_the_next_plan() {
         ..Config::default()
     };
     config.offload.excluded_tools.clear(); // let tier 1 offload the first read
+    config.history.strategy = context_compactor::HistoryStrategy::Off;
     let mut c = Compactor::new(config).unwrap();
     let (after, _, plan) = drive(&mut c, s.messages(), false);
     assert!(

@@ -112,6 +112,11 @@ export interface CompactorOptions {
   imageTokens?: number;
   /** Estimated tokens per file part. Default 1,600. */
   fileTokens?: number;
+  /** Tool definitions sent with every request: they count against the window. JSON
+   * definitions (`{name, description, inputSchema}`), or an AI SDK tool set (`{name: tool({...})}`),
+   * whose schemas are read from `inputSchema.jsonSchema` (AI SDK `jsonSchema()`/`zodSchema()`) or
+   * taken as plain JSON schemas. */
+  tools?: ToolDefinition[] | Record<string, { description?: string; inputSchema?: unknown; parameters?: unknown }>;
   /** Starting point for every threshold: `simple`, `smart` (the defaults) or `aggressive`. */
   preset?: 'simple' | 'smart' | 'aggressive';
   compaction?: CompactionOptions;
@@ -165,6 +170,7 @@ export class Compactor {
 
   constructor(options: CompactorOptions = {}) {
     const config = Object.fromEntries(Object.entries(options).filter(([key]) => !HOST_ONLY.has(key)));
+    if (options.tools !== undefined) config.tools = toolDefinitions(options.tools);
     this.store = options.store ?? new MemoryStore();
     const missing = (['read', 'write', 'list', 'delete'] as const).filter((m) => typeof this.store[m] !== 'function');
     if (missing.length > 0) {
@@ -324,6 +330,26 @@ export class Compactor {
   dispose(): void {
     this.#core.free();
   }
+}
+
+/** A tool as the model sees it. */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  inputSchema?: unknown;
+}
+
+/** JSON tool definitions from either accepted shape. */
+function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): ToolDefinition[] {
+  if (Array.isArray(tools)) return tools;
+  return Object.entries(tools).map(([name, tool]) => {
+    const schema = tool?.inputSchema ?? tool?.parameters;
+    const json = schema && typeof schema === 'object' && 'jsonSchema' in schema ? (schema as { jsonSchema: unknown }).jsonSchema : schema;
+    // A schema object we cannot read as JSON (e.g. a raw zod schema) counts by name and
+    // description only; pass `zodSchema(...)` or JSON to count it exactly.
+    const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
+    return { name, ...(tool?.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
+  });
 }
 
 /** The store writes an action needs, as [path, content]. */

@@ -251,3 +251,13 @@ test('prompt segments name the recovery paths and the memory file', () => {
   assert.equal(withMemory('sys', ''), 'sys');
   assert.match(withMemory('sys', 'Prefers tabs.'), /Prefers tabs\./);
 });
+
+test('tool definitions count against the window, as JSON or as an AI SDK tool set', async () => {
+  const messages = chat(2);
+  const plain = (await createCompactor({ model: 'gpt-4o' })).usage(messages).tokens;
+  const schema = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
+  const json = (await createCompactor({ model: 'gpt-4o', tools: [{ name: 'read_file', description: 'Read a file.', inputSchema: schema }] })).usage(messages).tokens;
+  const toolSet = (await createCompactor({ model: 'gpt-4o', tools: { read_file: { description: 'Read a file.', inputSchema: { jsonSchema: schema } } } })).usage(messages).tokens;
+  assert.ok(json > plain + 20, `${json} vs ${plain}`);
+  assert.equal(toolSet, json, 'an AI SDK Schema wrapper counts like its JSON schema');
+});
