@@ -221,6 +221,29 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
         JSON.stringify(listAfter) === JSON.stringify(listBefore),
       `new offloads=${again.length}, store=${short(listAfter)}`);
   }
+
+  // Tier 3: a long chat over a small window is summarized after its transcript is stored; a
+  // failing summarizer falls back to the heuristic summary.
+  const chat = [{ role: 'system', content: 'You are a helpful agent.' }];
+  for (let t = 0; t < 40; t++) {
+    chat.push({ role: 'user', content: `Question ${t}: ` + 'budget window cache parser '.repeat(40) + t });
+    chat.push({ role: 'assistant', content: [{ type: 'text', text: `Answer ${t}: ` + 'plan summary tool result '.repeat(60) + t }] });
+  }
+  for (const [label, summarize] of [['summarizer', async (r) => `Summary of ${r.messages.length} request message.`], ['failing summarizer', async () => { throw new Error('offline'); }]]) {
+    const tier3Store = new cc.MemoryStore();
+    const c3 = await step(`createCompactor (tier 3, ${label})`, () => cc.createCompactor({ contextWindow: 8000, store: tier3Store, summarize }));
+    if (!c3) continue;
+    const r3 = await step(`manage() with tier 3 (${label})`, () => c3.manage(chat));
+    if (!r3) continue;
+    const transcript = r3.plan.actions.find((a) => a.type === 'save-transcript');
+    const stored = transcript && await step('read transcript', () => tier3Store.read(transcript.path));
+    const event = r3.events.find((e) => e.strategy === 'summarize');
+    check(`tier 3 (${label}): transcript stored byte for byte, summary applied or fallback, under the target`,
+      stored === JSON.stringify(chat, null, 2) && event?.status === (label === 'summarizer' ? 'applied' : 'fallback') &&
+        r3.messages[0].content === chat[0].content && String(r3.messages[1].content).includes(transcript.path) &&
+        c3.usage(r3.messages).tokens <= r3.plan.trigger.target,
+      short({ event, after: c3.usage(r3.messages), messages: r3.messages.length }));
+  }
   return finish();
 
   function finish() {
