@@ -226,7 +226,8 @@ impl Compactor {
                 || predicted > summarize_at
                 || (tier2 && predicted > target)
                 || (!compaction.enabled && predicted > compact_at));
-        let mut lossy = None;
+        // The lossy step's note, and the kept messages' tokens when they alone are over budget.
+        let mut lossy: Option<(Note, Option<u32>)> = None;
         if tier3 {
             let original: Vec<u32> = messages.iter().map(|m| self.counter.message(m)).collect();
             let mut edited = original.clone();
@@ -268,12 +269,12 @@ impl Compactor {
                         .map(|(_, t)| t)
                         .sum::<u32>();
                 predicted = self.scale(predicted_raw);
-                lossy = Some((
-                    planned.kept_over_budget,
-                    planned.action.strategy(),
-                    planned.removed.len(),
-                    planned.transcript.path.clone(),
-                ));
+                let note = Note::Lossy {
+                    strategy: planned.action.strategy(),
+                    messages: planned.removed.len(),
+                    transcript_path: planned.transcript.path.clone(),
+                };
+                lossy = Some((note, planned.kept_over_budget));
                 actions.push(Action::SaveTranscript(planned.transcript));
                 actions.push(planned.action);
             }
@@ -286,16 +287,12 @@ impl Compactor {
                 assumed_window: window,
             });
         }
-        if let Some((_, strategy, messages, transcript_path)) = &lossy {
-            notes.push(Note::Lossy {
-                strategy: *strategy,
-                messages: *messages,
-                transcript_path: transcript_path.clone(),
-            });
+        if let Some((note, _)) = &lossy {
+            notes.push(note.clone());
         }
         if (tier2 || tier3) && predicted > target {
             let reason = match (&lossy, history.strategy) {
-                (Some((Some(kept), ..)), _) => format!(
+                (Some((_, Some(kept))), _) => format!(
                     "the system prompt and the most recent messages, kept verbatim, alone take {kept} tokens \
                      (over the keep budget of {:.0} % of the window)",
                     history.keep_recent_fraction * 100.0
@@ -522,7 +519,7 @@ impl Compactor {
                             }
                             messages.insert(
                                 d.insert_at.min(messages.len()),
-                                lossy::user_message(d.notice.clone()),
+                                Message::user(d.notice.clone()),
                             );
                             self.event(
                                 action,

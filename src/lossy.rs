@@ -74,6 +74,9 @@ impl Inputs<'_> {
 pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
     let messages = inputs.messages;
     let config = inputs.config;
+    if config.strategy == HistoryStrategy::Off {
+        return None;
+    }
     let ok = boundaries(messages);
     let start = messages
         .iter()
@@ -353,7 +356,7 @@ fn summarize(
     let header = summary_header(span.start, span.end, &transcript.path);
     let header_raw = inputs
         .counter
-        .message(&user_message(format!("{header}\n\n")));
+        .message(&Message::user(format!("{header}\n\n")));
     // A summary is at most `max_tokens` (the host passes it to its LLM) or the fallback, which
     // may not shrink that far in a tiny window.
     let inserted_raw = header_raw
@@ -432,15 +435,7 @@ fn readable_path(json_path: &str) -> String {
 /// The summary message that replaces the span.
 pub(crate) fn summary_message(action: &Summarize, summary: &str) -> Message {
     let header = summary_header(action.start, action.end, &action.transcript_path);
-    user_message(format!("{header}\n\n{}", summary.trim()))
-}
-
-pub(crate) fn user_message(text: String) -> Message {
-    Message {
-        role: Role::User,
-        content: Content::Text(text),
-        extra: Default::default(),
-    }
+    Message::user(format!("{header}\n\n{}", summary.trim()))
 }
 
 /// The span as the summarizer sees it: each part cut to `requestPartChars`, and the middle
@@ -611,7 +606,7 @@ fn drop(
     let notice_raw = |removed: &BTreeSet<usize>| {
         inputs
             .counter
-            .message(&user_message(notice(removed.len(), strategy, transcript)))
+            .message(&Message::user(notice(removed.len(), strategy, transcript)))
     };
     for (g, score) in order {
         let range = &groups[g];
@@ -638,7 +633,7 @@ fn drop(
         return None;
     }
     let notice_text = notice(removed.len(), strategy, transcript);
-    let inserted_raw = inputs.counter.message(&user_message(notice_text.clone()));
+    let inserted_raw = inputs.counter.message(&Message::user(notice_text.clone()));
     let before: u32 = removed.iter().map(|&i| inputs.original[i]).sum();
     if !inputs.manual && inputs.scale(before) < inputs.scale(inserted_raw) + inputs.min_saving {
         return None;

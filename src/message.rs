@@ -224,6 +224,15 @@ impl Part {
 }
 
 impl Message {
+    /// A user message with string content.
+    pub fn user(text: String) -> Self {
+        Message {
+            role: Role::User,
+            content: Content::Text(text),
+            extra: Map::new(),
+        }
+    }
+
     /// The parts of this message; a string content is one text part's worth of nothing here.
     pub fn parts(&self) -> &[Part] {
         match &self.content {

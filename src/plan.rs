@@ -155,10 +155,8 @@ impl Action {
         match self {
             Action::SaveTranscript(_) => None,
             Action::Summarize(s) => Some(s.start),
-            Action::Drop(d) => Some(
-                d.insert_at
-                    .min(d.messages.first().copied().unwrap_or(d.insert_at)),
-            ),
+            // Every removed message is at or after the notice's place.
+            Action::Drop(d) => Some(d.insert_at),
             _ => self.store_edit().map(|e| e.message_index),
         }
     }
@@ -231,15 +229,10 @@ impl SummaryRequest {
     /// A request whose conversation is the prompt as one user message: valid for every
     /// provider, with no tool calls that would need tool definitions.
     pub fn new(system: impl Into<String>, prompt: String, max_tokens: u32) -> Self {
-        let message = Message {
-            role: crate::message::Role::User,
-            content: crate::message::Content::Text(prompt.clone()),
-            extra: Default::default(),
-        };
         Self {
             system: system.into(),
+            messages: vec![Message::user(prompt.clone())],
             prompt,
-            messages: vec![message],
             max_tokens,
         }
     }

@@ -151,9 +151,15 @@ pub fn loop_add_iteration(
     let iteration: Iteration = parse("iteration", iteration_json)?;
     let config = LoopConfig::from_json(config_json).map_err(throw)?;
     let request = context.add_iteration(iteration, &config);
-    Ok(to_json(
-        &serde_json::json!({ "context": context, "request": request }),
-    ))
+    Ok(loop_step(&context, request.as_ref()))
+}
+
+/// `{context, request}`, as the loop functions that may ask for a summary answer.
+fn loop_step(
+    context: &LoopContext,
+    request: Option<&crate::loop_context::SummaryRequest>,
+) -> String {
+    to_json(&serde_json::json!({ "context": context, "request": request }))
 }
 
 /// A fresh loop context as JSON.
@@ -168,9 +174,7 @@ pub fn loop_request_summary(context_json: &str, config_json: &str) -> JsResult<S
     let mut context: LoopContext = parse("loop context", context_json)?;
     let config = LoopConfig::from_json(config_json).map_err(throw)?;
     let request = context.request_summary(&config);
-    Ok(to_json(
-        &serde_json::json!({ "context": context, "request": request }),
-    ))
+    Ok(loop_step(&context, request.as_ref()))
 }
 
 /// The context after the host's answer to a summary request: `summary` on success, else

@@ -82,6 +82,12 @@ export interface LoopStep {
   request: LoopSummaryRequest | null;
 }
 
+/** The core's `{context, request}` answer as a LoopStep. */
+function step(json: string): LoopStep {
+  const { context, request } = JSON.parse(json) as { context: LoopState; request: LoopSummaryRequest | null };
+  return { state: context, request };
+}
+
 /** The loop context API: every function takes the state and returns a new one. */
 export const loopContext = {
   create(goal: string, startUnixMs: number): LoopState {
@@ -90,15 +96,11 @@ export const loopContext = {
   },
   addIteration(state: LoopState, iteration: Iteration, config: LoopConfig = {}): LoopStep {
     assertInitialized('loopContext.addIteration');
-    const out = core(() => loopAddIteration(JSON.stringify(state), JSON.stringify(iteration), JSON.stringify(config)));
-    const { context, request } = JSON.parse(out) as { context: LoopState; request: LoopSummaryRequest | null };
-    return { state: context, request };
+    return step(core(() => loopAddIteration(JSON.stringify(state), JSON.stringify(iteration), JSON.stringify(config))));
   },
   requestSummary(state: LoopState, config: LoopConfig = {}): LoopStep {
     assertInitialized('loopContext.requestSummary');
-    const out = core(() => loopRequestSummary(JSON.stringify(state), JSON.stringify(config)));
-    const { context, request } = JSON.parse(out) as { context: LoopState; request: LoopSummaryRequest | null };
-    return { state: context, request };
+    return step(core(() => loopRequestSummary(JSON.stringify(state), JSON.stringify(config))));
   },
   /** `result`: the summary text, or `{ error }` when the LLM call failed (nothing is lost;
    * the next interval retries). */
