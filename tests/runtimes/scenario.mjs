@@ -244,6 +244,23 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
         c3.usage(r3.messages).tokens <= r3.plan.trigger.target,
       short({ event, after: c3.usage(r3.messages), messages: r3.messages.length }));
   }
+  // Loop context and prompt segments go through the same binding on every runtime.
+  await step('loop context and prompt segments', () => {
+    let state = cc.loopContext.create('Ship the feature', 0);
+    let request = null;
+    for (let i = 1; i <= 10; i++) {
+      const next = cc.loopContext.addIteration(state, { unixMs: i, output: `<progress>step ${i}</progress>` });
+      state = next.state;
+      request = next.request ?? request;
+    }
+    const done = request && cc.loopContext.applySummary(state, request.id, 'Steps 1-5 done.');
+    const prompt = done && cc.loopContext.buildPrompt(done);
+    check('loop context: window of 5, a summary due at 10, prompt with goal and summary',
+      state.iterations.length === 5 && !!request && /# Goal\nShip the feature/.test(prompt) && prompt.includes('Steps 1-5 done.'),
+      short({ iterations: state.iterations.length, request: request?.id }));
+    check('prompt segments name the recovery paths and the memory file',
+      cc.recoverySegment().includes('/conversation_history/') && cc.memorySegment().includes('/memories/AGENTS.md'));
+  });
   return finish();
 
   function finish() {
