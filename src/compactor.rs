@@ -98,6 +98,10 @@ pub struct PlanOptions {
     pub trigger: TriggerKind,
     /// Custom instructions for the summary (in addition to `history.instructions`).
     pub instructions: Option<String>,
+    /// Tier 1 only: offload what is over the threshold and nothing else, whatever the usage.
+    /// For tool results at the moment a tool returns them (the JS host's `wrapTools`), before
+    /// they are part of a conversation that could be compacted as a whole.
+    pub offload_only: bool,
 }
 
 const TIMELINE_LIMIT: usize = 100;
@@ -171,7 +175,7 @@ impl Compactor {
             messages,
             &PlanOptions {
                 trigger: TriggerKind::Manual,
-                instructions: None,
+                ..PlanOptions::default()
             },
         )
     }
@@ -200,7 +204,7 @@ impl Compactor {
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
         let hard_limit = fraction_of(window, history.hard_limit_fraction);
-        let tier2 = compaction.enabled && (manual || predicted > compact_at);
+        let tier2 = compaction.enabled && !options.offload_only && (manual || predicted > compact_at);
         if tier2 {
             let mut taken: tier2::Taken = actions
                 .iter()
@@ -222,6 +226,7 @@ impl Compactor {
         // The lossy tier: past its own trigger, when tier 2 could not reach the target, or
         // (with tier 2 off) past the compaction trigger.
         let tier3 = history.strategy != HistoryStrategy::Off
+            && !options.offload_only
             && (manual
                 || predicted > summarize_at
                 || (tier2 && predicted > target)

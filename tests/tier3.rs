@@ -231,6 +231,7 @@ fn manual_compaction_summarizes_below_the_triggers_with_instructions() {
             &context_compactor::PlanOptions {
                 trigger: context_compactor::TriggerKind::Manual,
                 instructions: Some("Keep file names.".into()),
+                ..Default::default()
             },
         )
         .unwrap();
@@ -344,4 +345,41 @@ fn the_lossy_tier_off_says_why_the_target_is_missed() {
         })
         .unwrap();
     assert!(reason.contains("history.strategy"), "{reason}");
+}
+
+#[test]
+fn offload_only_plans_tier_one_whatever_the_usage() {
+    // A conversation at ~200 % of its window whose last result is huge: an automatic plan runs
+    // every tier; an offload-only plan (a tool returning, `wrapTools`) only offloads.
+    let mut messages = session(6, 400);
+    let huge = prose(99, 6_000);
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "tool-call", "toolCallId": "big", "toolName": "search", "input": {}}]}));
+    messages.push(json!({"role": "tool", "content": [
+        {"type": "tool-result", "toolCallId": "big", "toolName": "search", "output": {"type": "text", "value": huge}}]}));
+    let messages = parse(&messages);
+    let c = compactor(8_000, |_| {});
+    let auto = c.plan(&messages).unwrap();
+    assert!(auto.trigger.tier3, "the whole conversation is over the window");
+    let only = c
+        .plan_with_options(
+            &messages,
+            &context_compactor::PlanOptions {
+                offload_only: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(!only.trigger.tier2 && !only.trigger.tier3);
+    assert!(!only.actions.is_empty());
+    for action in &only.actions {
+        assert!(
+            matches!(action, Action::Offload(_)),
+            "offload-only planned {action:?}"
+        );
+    }
+    assert!(only
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::Offload(o) if o.tool_call_id == "big" && o.content == huge)));
 }

@@ -1,8 +1,15 @@
-import { WasmCompactor } from './wasm/context_compactor.js';
 import { decode, encode, type Encoded } from './codec.js';
+import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core } from './errors.js';
 import { init } from './init.js';
-import { MemoryStore, type FileStore } from './store.js';
+import { MemoryStore, checkPath, type FileStore } from './store.js';
+import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
+import {
+  WasmCompactor,
+  memorySegment as coreMemorySegment,
+  recoverySegment as coreRecoverySegment,
+  withMemory as coreWithMemory,
+} from './wasm/context_compactor.js';
 import type {
   Action,
   CompactionEvent,
@@ -92,9 +99,10 @@ export interface HistoryOptions {
 }
 
 /** Writes a summary: send `request.system` and `request.messages` to an LLM, at most
- * `request.maxTokens` out, and return the text. A throw makes the core use its heuristic
- * summary (the event says so). */
-export type Summarizer = (request: SummaryRequest) => Promise<string> | string;
+ * `request.maxTokens` out, and return the text. A throw, or no answer before
+ * `summarizeTimeoutMs` (then `signal` aborts), makes the core use its heuristic summary (the
+ * event says so). `summarizer(model)` builds one from an AI SDK model. */
+export type Summarizer = (request: SummaryRequest, options: { signal: AbortSignal }) => Promise<string> | string;
 
 export interface CompactorOptions {
   /** Model name for the registry (`gpt-4o`, `claude-sonnet-4-5`, `openai/gpt-4.1`, ...). */
@@ -123,6 +131,12 @@ export interface CompactorOptions {
   history?: HistoryOptions;
   /** Writes summaries (tier 3). Without it, the heuristic summary is used. */
   summarize?: Summarizer;
+  /** A summary not written within this many milliseconds is abandoned (its signal aborts) and
+   * the heuristic summary used. Default 120,000. */
+  summarizeTimeoutMs?: number;
+  /** Keeps the compactor's state (stats, calibration) in `store` at this path: loaded by
+   * `createCompactor`, saved after every compaction. For stateless hosts (edge workers). */
+  statePath?: string;
   /** Called before a compaction (tier 2 or 3, or manual) runs; may cancel it, add instructions
    * or supply the summary. */
   onPreCompact?: (context: PreCompactContext) => Promise<PreCompactDecision | void> | PreCompactDecision | void;
@@ -131,7 +145,10 @@ export interface CompactorOptions {
 }
 
 /** Options the core does not see: they stay in the host. */
-const HOST_ONLY = new Set(['store', 'state', 'onEvent', 'summarize', 'onPreCompact']);
+const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'onPreCompact']);
+
+/** Where `saveState()` writes by default. */
+export const DEFAULT_STATE_PATH = '/state/compactor.json';
 
 interface RunOptions {
   trigger: 'auto' | 'manual';
@@ -149,7 +166,25 @@ export interface PrepareStepInput<M extends MessageLike = MessageLike> {
 /** Creates a compactor; loads the core first if needed. */
 export async function createCompactor(options: CompactorOptions = {}): Promise<Compactor> {
   await init();
+  if (options.statePath !== undefined && options.state === undefined && options.store) {
+    const state = await loadState(options.store, options.statePath);
+    if (state) return new Compactor({ ...options, state });
+  }
   return new Compactor(options);
+}
+
+/** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.
+ * A file that is not a state is a typed error, not silently ignored. */
+export async function loadState(store: FileStore, path: string = DEFAULT_STATE_PATH): Promise<CompactorState | undefined> {
+  const text = await store.read(path);
+  if (text === null || text === undefined) return undefined;
+  try {
+    const state = JSON.parse(text) as CompactorState;
+    if (state && typeof state === 'object' && !Array.isArray(state)) return state;
+  } catch {
+    // fall through
+  }
+  throw new CompactorError('invalid_config', `${path} in the store is not a saved compactor state`, { field: 'state', path });
 }
 
 /**
@@ -163,6 +198,9 @@ export class Compactor {
   readonly #onEvent: ((event: CompactionEvent) => void) | undefined;
   readonly #summarize: Summarizer | undefined;
   readonly #onPreCompact: CompactorOptions['onPreCompact'];
+  readonly #summarizeTimeoutMs: number;
+  readonly #statePath: string | undefined;
+  readonly #prefixes: { offload: string; history: string };
   /** Serializes manage() calls: two racing calls would plan against stale messages. */
   #queue: Promise<unknown> = Promise.resolve();
   /** Our uncalibrated count of the last prompt handed to the model, for calibration. */
@@ -179,6 +217,10 @@ export class Compactor {
     this.#onEvent = options.onEvent;
     this.#summarize = options.summarize;
     this.#onPreCompact = options.onPreCompact;
+    this.#summarizeTimeoutMs = options.summarizeTimeoutMs ?? 120_000;
+    if (!(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
+    this.#statePath = options.statePath === undefined ? undefined : checkPath(options.statePath);
+    this.#prefixes = { offload: options.offload?.pathPrefix ?? '/tool_outputs/', history: options.history?.pathPrefix ?? '/conversation_history/' };
     const state = options.state === undefined ? undefined : JSON.stringify(options.state);
     this.#core = core(() => new WasmCompactor(JSON.stringify(config), state));
   }
@@ -247,6 +289,7 @@ export class Compactor {
     }
     const outcomes = await this.#execute(plan, decision.customSummary);
     const result = this.#apply<M>(encoded, planJson, plan, outcomes);
+    await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
   }
 
@@ -277,12 +320,23 @@ export class Compactor {
   async #summary(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
     if (customSummary?.trim()) return { type: 'summarized', id: action.id, text: customSummary };
     if (!this.#summarize) return { type: 'failed', id: action.id, error: 'no summarizer configured (options.summarize)' };
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new Error(`no summary within ${this.#summarizeTimeoutMs} ms`);
+        controller.abort(error);
+        reject(error);
+      }, this.#summarizeTimeoutMs);
+    });
     try {
-      const text = await this.#summarize(action.request);
+      const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal }), timeout]);
       if (typeof text !== 'string') throw new TypeError(`summarize returned ${typeof text}, not a string`);
       return { type: 'summarized', id: action.id, text };
     } catch (error) {
       return { type: 'failed', id: action.id, error: `summarizer failed: ${message(error)}` };
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -316,6 +370,78 @@ export class Compactor {
     this.#lastRawCount = core(() => this.#core.countRaw(encode(messages).json));
     return { messages: messages.slice(system.length) };
   };
+
+  /**
+   * Tier 1 at the moment a tool returns: when `output` is over the offload threshold, stores it
+   * and returns the preview the model should see instead (a string naming the stored path);
+   * otherwise returns `output` unchanged. A failed store write returns `output` unchanged, so
+   * nothing is lost (the event says `failed`). `wrapTools` calls this for every tool.
+   */
+  async offloadToolOutput<T>(toolName: string, toolCallId: string, output: T): Promise<T | string> {
+    if (output === undefined || isAsyncIterable(output)) return output;
+    const value = typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: output };
+    const messages: MessageLike[] = [
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName, input: {} }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName, output: value }] },
+    ];
+    const encoded = encode(messages);
+    const planJson = core(() => this.#core.plan(encoded.json, JSON.stringify({ offloadOnly: true })));
+    const plan = JSON.parse(planJson) as Plan;
+    if (plan.actions.length === 0) return output;
+    const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined));
+    if (!result.events.some((e) => e.status === 'applied')) return output;
+    await this.#persistState(result);
+    const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
+    return part.output.type === 'text' ? String(part.output.value) : output;
+  }
+
+  /**
+   * `base` with what the agent must know about context management: where offloaded content
+   * and transcripts are and how to read them back (the recovery tools), and, when the store has
+   * one, the long-term memory file `/memories/AGENTS.md` with the memory protocol.
+   */
+  async systemPrompt(base: string, options: { memory?: boolean } = {}): Promise<string> {
+    let system = [base, coreRecoverySegment(this.#prefixes.offload, this.#prefixes.history)].filter(Boolean).join('\n\n');
+    if (options.memory ?? true) {
+      const agentsMd = await this.store.read(AGENTS_MD_PATH);
+      if (options.memory || agentsMd !== null) system = [system, coreMemorySegment(MEMORIES_PREFIX)].join('\n\n');
+      system = coreWithMemory(system, agentsMd ?? undefined);
+    }
+    return system;
+  }
+
+  /** AI SDK middleware for `wrapLanguageModel({ model, middleware: compactor.middleware() })`:
+   * compacts each call's prompt (single calls; agents use `prepareStep`). */
+  middleware(): CompactorMiddleware {
+    return middleware(this);
+  }
+
+  /** The same tool set, each tool's output offloaded at return time when over the threshold,
+   * so a huge output never enters the history. */
+  wrapTools<T extends Record<string, ExecutableTool>>(tools: T): T {
+    return wrapTools(this, tools);
+  }
+
+  /** AI SDK tools `read_file`, `grep`, `ls` over this compactor's store. */
+  tools(options?: RecoveryToolOptions): RecoveryToolSet {
+    return recoveryTools(this.store, options);
+  }
+
+  /** Writes the state (stats, calibration) to the store; `loadState(store, path)` reads it back. */
+  async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
+    await this.store.write(checkPath(path), JSON.stringify(this.state()));
+  }
+
+  /** Saves the state after a compaction when `statePath` is set. A failed save does not undo
+   * the compaction: it is reported on the result. */
+  async #persistState(result: ManageResult<MessageLike>): Promise<void> {
+    if (this.#statePath === undefined || result.events.length === 0) return;
+    try {
+      await this.saveState(this.#statePath);
+    } catch (error) {
+      result.stateError = `state not saved to ${this.#statePath}: ${message(error)}`;
+    }
+  }
 
   stats(): Stats {
     return JSON.parse(this.#core.stats()) as Stats;
@@ -368,6 +494,10 @@ function writesOf(action: Action): [string, string][] {
 function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined } | undefined): string | undefined {
   if (!options) return undefined;
   return JSON.stringify({ trigger: options.trigger ?? 'auto', instructions: options.instructions ?? null });
+}
+
+function isAsyncIterable(value: unknown): boolean {
+  return value !== null && typeof value === 'object' && Symbol.asyncIterator in value;
 }
 
 function message(error: unknown): string {

@@ -1,10 +1,24 @@
 // The public API, shared by every runtime entry (entry/*.ts add only how the .wasm is loaded).
-export { createCompactor, Compactor } from './compactor.js';
+export { createCompactor, Compactor, loadState, DEFAULT_STATE_PATH } from './compactor.js';
 export type { CompactorOptions, OffloadOptions, CompactionOptions, HistoryOptions, Summarizer, PrepareStepInput, ToolDefinition } from './compactor.js';
 export { loopContext, recoverySegment, memorySegment, withMemory } from './loop.js';
 export type { LoopConfig, Iteration, LoopState, LoopSummaryRequest, LoopStep } from './loop.js';
 export { countTokens, warmUp } from './tokens.js';
-export { MemoryStore, checkPath, MAX_PATH_LENGTH } from './store.js';
+export { MemoryStore, checkPath, checkPrefix, MAX_PATH_LENGTH, MAX_SEGMENT_BYTES } from './store.js';
+export { KvStore } from './stores/kv.js';
+export type { KeyValueBackend, CloudflareKvNamespace, R2BucketLike, KvStoreOptions } from './stores/kv.js';
+export { CompositeStore, loadAgentsMd, AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
+export { recoveryTools, summarizer, anthropicCacheControl, ANTHROPIC_MAX_BREAKPOINTS } from './ai.js';
+export type {
+  AiSdkSchema,
+  CompactorMiddleware,
+  ExecutableTool,
+  LanguageModelLike,
+  RecoveryTool,
+  RecoveryToolOptions,
+  RecoveryToolSet,
+  SummarizerOptions,
+} from './ai.js';
 export type { FileStore } from './store.js';
 export { CompactorError } from './errors.js';
 export type { CompactorErrorCode } from './errors.js';

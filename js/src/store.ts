@@ -15,8 +15,12 @@ export interface FileStore {
   delete(path: string): MaybePromise<void>;
 }
 
-/** Longest path a store accepts (bytes of UTF-16 code units; generous for content hashes). */
+/** Longest path a store accepts (UTF-16 code units; generous for content hashes). */
 export const MAX_PATH_LENGTH = 1024;
+/** Longest path segment, in UTF-8 bytes: what file systems (ext4, APFS, NTFS) accept. */
+export const MAX_SEGMENT_BYTES = 255;
+
+const utf8 = new TextEncoder();
 
 /** Rejects paths that could escape a store's root or confuse a backend. */
 export function checkPath(path: unknown): string {
@@ -31,7 +35,18 @@ export function checkPath(path: unknown): string {
   if (path.length > MAX_PATH_LENGTH) fail(`longer than ${MAX_PATH_LENGTH} characters`);
   if (path.split('/').some((segment) => segment === '..' || segment === '.')) fail('contains "." or ".." segments');
   if (path.includes('\\')) fail('contains a backslash');
+  const segments = path.slice(1).split('/');
+  if (segments.some((segment) => segment === '')) fail('has an empty segment (a trailing or doubled "/")');
+  const long = segments.find((segment) => utf8.encode(segment).length > MAX_SEGMENT_BYTES);
+  if (long !== undefined) fail(`has a segment longer than ${MAX_SEGMENT_BYTES} bytes`);
   return path;
+}
+
+/** Checks a `list` prefix: absolute, no `.`/`..` segments, no NUL (it may end with `/`). */
+export function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || prefix === '/') return typeof prefix === 'string' ? prefix : checkPath(prefix);
+  checkPath(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix);
+  return prefix;
 }
 
 /** An in-memory store: per process, per isolate, per tab. */
@@ -48,6 +63,7 @@ export class MemoryStore implements FileStore {
   }
 
   async list(prefix: string): Promise<string[]> {
+    checkPrefix(prefix);
     return [...this.#files.keys()].filter((p) => p.startsWith(prefix)).sort();
   }
 

@@ -206,6 +206,9 @@ export interface ManageResult<M extends MessageLike = MessageLike> {
   cancelled?: boolean;
   /** `onPreCompact` cancelled past the hard limit: the compaction ran anyway. */
   cancelOverridden?: boolean;
+  /** With `statePath`: why the state could not be saved after this compaction (the
+   * compaction itself stands). */
+  stateError?: string;
 }
 
 /** What `onPreCompact` is told before a compaction (tier 2 or 3, or manual) runs. */

@@ -195,6 +195,7 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
             TriggerKind::Auto
         },
         instructions: opts.instructions.clone(),
+        ..PlanOptions::default()
     };
     let plan = compactor.plan_with_options(&messages, &options)?;
 

@@ -1,0 +1,345 @@
+// Vercel AI SDK integration (versions 5 to 7), with no import of the `ai` package: every object
+// here is built to the SDK's structural contracts, so one build serves every version and apps
+// that bundle only what they use.
+import type { Compactor } from './compactor.js';
+import { CompactorError } from './errors.js';
+import { checkPath, checkPrefix, type FileStore } from './store.js';
+import type { MessageLike, SummaryRequest } from './types.js';
+
+// ---------------------------------------------------------------------------------------------
+// Schemas: the AI SDK recognizes `jsonSchema()` results by this registered symbol (v5-v7).
+
+const SCHEMA = Symbol.for('vercel.ai.schema');
+
+interface JsonSchemaObject {
+  type: 'object';
+  properties: Record<string, { type: string; description?: string }>;
+  required?: string[];
+  additionalProperties: false;
+}
+
+/** An AI SDK schema (what `jsonSchema()` returns) with a small validator for flat objects. */
+export interface AiSdkSchema<T> {
+  readonly [SCHEMA]: true;
+  readonly _type: T | undefined;
+  readonly jsonSchema: JsonSchemaObject;
+  validate(value: unknown): { success: true; value: T } | { success: false; error: Error };
+}
+
+function schema<T>(json: JsonSchemaObject): AiSdkSchema<T> {
+  return {
+    [SCHEMA]: true,
+    _type: undefined,
+    jsonSchema: json,
+    validate(value) {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) return { success: false, error: new TypeError('expected an object') };
+      for (const key of json.required ?? []) {
+        if (!(key in value)) return { success: false, error: new TypeError(`missing required field "${key}"`) };
+      }
+      for (const [key, field] of Object.entries(value)) {
+        const want = json.properties[key]?.type;
+        if (want === undefined) return { success: false, error: new TypeError(`unknown field "${key}"`) };
+        const got = Number.isInteger(field) ? 'integer' : typeof field;
+        if (field !== undefined && got !== want && !(want === 'number' && got === 'integer')) {
+          return { success: false, error: new TypeError(`field "${key}" must be ${want === 'integer' ? 'an integer' : `a ${want}`}`) };
+        }
+      }
+      return { success: true, value: value as T };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recovery tools: read back what compaction stored.
+
+/** An AI SDK tool, structurally. */
+export interface RecoveryTool<I> {
+  description: string;
+  inputSchema: AiSdkSchema<I>;
+  execute(input: I): Promise<string>;
+}
+
+export interface RecoveryToolSet {
+  read_file: RecoveryTool<{ path: string; offset?: number; limit?: number }>;
+  grep: RecoveryTool<{ pattern: string; path?: string }>;
+  ls: RecoveryTool<{ path?: string }>;
+}
+
+export interface RecoveryToolOptions {
+  /** Lines `read_file` returns when no `limit` is given. Default 500. */
+  defaultLimit?: number;
+  /** Each line is cut to this many characters. Default 2,000. */
+  maxLineChars?: number;
+  /** `grep` stops after this many matching lines. Default 100. */
+  maxMatches?: number;
+}
+
+/**
+ * `read_file` (line-numbered, paged with `offset`/`limit`), `grep` (literal text) and `ls` over a
+ * store: the tools the recovery prompt segment tells the agent to use. Errors come back as text
+ * the model can act on, not exceptions.
+ */
+export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {}): RecoveryToolSet {
+  const defaultLimit = options.defaultLimit ?? 500;
+  const maxLineChars = options.maxLineChars ?? 2_000;
+  const maxMatches = options.maxMatches ?? 100;
+  const cut = (line: string) => (line.length > maxLineChars ? `${line.slice(0, maxLineChars)}… [line cut at ${maxLineChars} characters]` : line);
+  const guard = async (run: () => Promise<string>): Promise<string> => {
+    try {
+      return await run();
+    } catch (error) {
+      return `Error: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  };
+  return {
+    read_file: {
+      description: 'Read a stored file (offloaded tool output, conversation transcript, memory). Returns numbered lines; page with offset (0-based line) and limit.',
+      inputSchema: schema({
+        type: 'object',
+        properties: {
+          path: { type: 'string', description: 'Absolute store path, e.g. /tool_outputs/search_ab12.txt' },
+          offset: { type: 'integer', description: 'First line, 0-based. Default 0.' },
+          limit: { type: 'integer', description: `Number of lines. Default ${defaultLimit}.` },
+        },
+        required: ['path'],
+        additionalProperties: false,
+      }),
+      execute: ({ path, offset = 0, limit = defaultLimit }) =>
+        guard(async () => {
+          const text = await store.read(checkPath(path));
+          if (text === null) return `Error: no file at ${path}. Use ls to see what is stored.`;
+          if (!(offset >= 0) || !(limit > 0)) return 'Error: offset must be >= 0 and limit > 0.';
+          const lines = text.split('\n');
+          if (offset >= lines.length && lines.length > 0 && offset > 0) return `Error: offset ${offset} is past the end (${lines.length} lines).`;
+          const page = lines.slice(offset, offset + limit);
+          const width = String(offset + page.length).length;
+          const body = page.map((line, i) => `${String(offset + i + 1).padStart(width)}\t${cut(line)}`).join('\n');
+          const rest = lines.length - offset - page.length;
+          return rest > 0 ? `${body}\n… ${rest} more lines: read_file with offset=${offset + page.length}` : body;
+        }),
+    },
+    grep: {
+      description: 'Find lines containing a literal text in stored files under a path (default: everything).',
+      inputSchema: schema({
+        type: 'object',
+        properties: {
+          pattern: { type: 'string', description: 'Literal text to find (case-sensitive).' },
+          path: { type: 'string', description: 'A file or directory prefix, e.g. /tool_outputs/. Default /.' },
+        },
+        required: ['pattern'],
+        additionalProperties: false,
+      }),
+      execute: ({ pattern, path = '/' }) =>
+        guard(async () => {
+          if (!pattern) return 'Error: pattern is empty.';
+          const files = await store.list(checkPrefix(path));
+          const out: string[] = [];
+          for (const file of files) {
+            const text = await store.read(file);
+            if (text === null) continue;
+            for (const [i, line] of text.split('\n').entries()) {
+              if (!line.includes(pattern)) continue;
+              if (out.length === maxMatches) return `${out.join('\n')}\n… more matches: narrow the path or the pattern`;
+              out.push(`${file}:${i + 1}: ${cut(line)}`);
+            }
+          }
+          return out.length > 0 ? out.join('\n') : `No match for ${JSON.stringify(pattern)} under ${path}.`;
+        }),
+    },
+    ls: {
+      description: 'List stored files and directories under a path (default /).',
+      inputSchema: schema({
+        type: 'object',
+        properties: { path: { type: 'string', description: 'Directory, e.g. /tool_outputs/. Default /.' } },
+        additionalProperties: false,
+      }),
+      execute: ({ path = '/' }) =>
+        guard(async () => {
+          const dir = path.endsWith('/') ? path : `${path}/`;
+          const entries = new Set<string>();
+          for (const file of await store.list(checkPrefix(dir))) {
+            const rest = file.slice(dir.length);
+            entries.add(rest.includes('/') ? `${dir}${rest.slice(0, rest.indexOf('/') + 1)}` : file);
+          }
+          return entries.size > 0 ? [...entries].sort().join('\n') : `Nothing stored under ${dir}.`;
+        }),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools whose large outputs are offloaded when they return.
+
+/** Anything with an `execute` (an AI SDK tool); other entries pass through untouched. */
+export interface ExecutableTool {
+  execute?: ((input: never, options: never) => unknown) | undefined;
+  toModelOutput?: unknown;
+}
+
+/** `tools`, each `execute` wrapped so an output over the offload threshold is stored and the
+ * model gets a preview naming its path. Tools with their own `toModelOutput` and streaming
+ * tools (async iterables) are left as they are. */
+export function wrapTools<T extends Record<string, ExecutableTool>>(compactor: Compactor, tools: T): T {
+  const wrapped: Record<string, ExecutableTool> = {};
+  for (const [name, tool] of Object.entries(tools)) {
+    const execute = tool.execute as ((input: unknown, options?: { toolCallId?: string }) => unknown) | undefined;
+    if (typeof execute !== 'function' || tool.toModelOutput !== undefined) {
+      wrapped[name] = tool;
+      continue;
+    }
+    let calls = 0;
+    wrapped[name] = {
+      ...tool,
+      execute: (async (input: unknown, options?: { toolCallId?: string }) => {
+        const output = await execute.call(tool, input, options);
+        return compactor.offloadToolOutput(name, options?.toolCallId ?? `${name}-${++calls}`, output);
+      }) as ExecutableTool['execute'],
+    };
+  }
+  return wrapped as T;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Middleware: compacts the prompt of each model call (AI SDK `wrapLanguageModel`).
+
+interface CallParams {
+  prompt: MessageLike[];
+  [key: string]: unknown;
+}
+
+/** A language-model middleware (v5 `LanguageModelV2Middleware` to v7, structurally). */
+export interface CompactorMiddleware {
+  transformParams(options: { params: CallParams; type?: string }): Promise<CallParams>;
+}
+
+/**
+ * Compacts every call's prompt before it reaches the model: for single calls
+ * (`generateText`/`streamText` without a step loop). The compacted prompt is not kept by the
+ * SDK, so each call re-plans from the full history; offloads are content-addressed (stored
+ * once), but summaries would be written again on every call — use `prepareStep` for agents.
+ */
+export function middleware(compactor: Compactor): CompactorMiddleware {
+  return {
+    async transformParams({ params }) {
+      if (!Array.isArray(params.prompt)) return params;
+      const { messages } = await compactor.manage(params.prompt);
+      return { ...params, prompt: messages };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summarizer: any AI SDK language model as the `summarize` callback.
+
+/** A language model object (`LanguageModelV2` to `V4`), structurally: what `doGenerate` needs. */
+export interface LanguageModelLike {
+  readonly specificationVersion: string;
+  readonly modelId: string;
+  doGenerate(options: {
+    prompt: unknown[];
+    maxOutputTokens?: number;
+    abortSignal?: AbortSignal;
+    [key: string]: unknown;
+  }): PromiseLike<{ content?: ReadonlyArray<{ type: string; text?: string }> }>;
+}
+
+export interface SummarizerOptions {
+  /** Output cap; the request's `maxTokens` when lower. */
+  maxOutputTokens?: number;
+  /** Extra call settings passed to the model (`temperature`, `providerOptions`, ...). */
+  settings?: Record<string, unknown>;
+  /** Call through the SDK instead (retries, telemetry, string model ids via the gateway):
+   * pass `generateText` from `ai`. */
+  generateText?: (options: {
+    model: unknown;
+    system: string;
+    messages: MessageLike[];
+    maxOutputTokens: number;
+    abortSignal: AbortSignal;
+    [key: string]: unknown;
+  }) => PromiseLike<{ text: string }>;
+}
+
+/**
+ * The `summarize` callback from an AI SDK model: sends the core's request (the structured
+ * template as the system prompt, the span as one user message), caps the output at the
+ * request's `maxTokens`, and honours the compactor's timeout through the abort signal.
+ *
+ * ```ts
+ * createCompactor({ model: 'claude-sonnet-4-5', summarize: summarizer(anthropic('claude-haiku-4-5')) });
+ * ```
+ */
+export function summarizer(model: LanguageModelLike | string, options: SummarizerOptions = {}): (request: SummaryRequest, call: { signal: AbortSignal }) => Promise<string> {
+  if (typeof model === 'string' && !options.generateText) {
+    throw new CompactorError('invalid_config', 'summarizer(modelId) needs options.generateText (from "ai") to resolve a string model id; or pass a model object', { field: 'summarizer' });
+  }
+  return async (request, { signal }) => {
+    const maxOutputTokens = Math.min(request.maxTokens, options.maxOutputTokens ?? Infinity);
+    if (options.generateText) {
+      const result = await options.generateText({ ...options.settings, model, system: request.system, messages: request.messages, maxOutputTokens, abortSignal: signal });
+      return result.text;
+    }
+    const prompt = [
+      { role: 'system', content: request.system },
+      ...request.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content })),
+    ];
+    const result = await (model as LanguageModelLike).doGenerate({ ...options.settings, prompt, maxOutputTokens, abortSignal: signal });
+    const text = (result.content ?? []).filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
+    if (!text.trim()) throw new Error(`${(model as LanguageModelLike).modelId} returned no text`);
+    return text;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anthropic prompt caching.
+
+/** Anthropic accepts at most this many cache breakpoints per request. */
+export const ANTHROPIC_MAX_BREAKPOINTS = 4;
+
+type WithProviderOptions = MessageLike & { providerOptions?: Record<string, Record<string, unknown> | undefined> };
+
+function marked(message: WithProviderOptions): boolean {
+  return message.providerOptions?.anthropic?.cacheControl !== undefined;
+}
+
+function mark<M extends WithProviderOptions>(message: M, cacheControl: Record<string, unknown> | undefined): M {
+  const anthropic = { ...message.providerOptions?.anthropic };
+  if (cacheControl) anthropic.cacheControl = cacheControl;
+  else delete anthropic.cacheControl;
+  const providerOptions = { ...message.providerOptions, anthropic };
+  if (Object.keys(anthropic).length === 0) delete (providerOptions as Record<string, unknown>).anthropic;
+  const copy = { ...message, providerOptions };
+  if (Object.keys(providerOptions).length === 0) delete (copy as { providerOptions?: unknown }).providerOptions;
+  return copy;
+}
+
+/**
+ * Sets Anthropic `cacheControl` breakpoints: on the last system message and on the last message
+ * (so the next call reads the whole conversation so far from cache). Breakpoints already set
+ * are kept, newest first; the oldest non-system ones are removed so the total stays within
+ * `maxBreakpoints` (at most 4; pass fewer when your tools carry breakpoints). Returns copies;
+ * the input is not changed.
+ */
+export function anthropicCacheControl<M extends MessageLike>(
+  messages: readonly M[],
+  options: { maxBreakpoints?: number; ttl?: '5m' | '1h' } = {},
+): M[] {
+  const max = Math.min(options.maxBreakpoints ?? ANTHROPIC_MAX_BREAKPOINTS, ANTHROPIC_MAX_BREAKPOINTS);
+  const cacheControl = { type: 'ephemeral', ...(options.ttl ? { ttl: options.ttl } : {}) };
+  const out = messages.map((m) => m as WithProviderOptions) as WithProviderOptions[];
+  let lastSystem = -1;
+  out.forEach((m, i) => {
+    if (m.role === 'system') lastSystem = i;
+  });
+  const wanted = [lastSystem, out.length - 1].filter((i, k, all) => i >= 0 && all.indexOf(i) === k).slice(0, max);
+  for (const i of wanted) if (!marked(out[i]!)) out[i] = mark(out[i]!, cacheControl);
+  // Over the limit: drop the oldest breakpoints that are not the ones just placed.
+  let count = out.filter(marked).length;
+  for (let i = 0; i < out.length && count > max; i++) {
+    if (marked(out[i]!) && !wanted.includes(i)) {
+      out[i] = mark(out[i]!, undefined);
+      count--;
+    }
+  }
+  return out as M[];
+}
