@@ -7,9 +7,11 @@ import { checkPath, checkPrefix, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
-// Schemas: the AI SDK recognizes `jsonSchema()` results by this registered symbol (v5-v7).
+// Schemas: the AI SDK recognizes `jsonSchema()` results by registered symbols: `schema` (v5-v7)
+// and, for validation, `validator` (v5).
 
 const SCHEMA = Symbol.for('vercel.ai.schema');
+const VALIDATOR = Symbol.for('vercel.ai.validator');
 
 interface JsonSchemaObject {
   type: 'object';
@@ -21,6 +23,7 @@ interface JsonSchemaObject {
 /** An AI SDK schema (what `jsonSchema()` returns) with a small validator for flat objects. */
 export interface AiSdkSchema<T> {
   readonly [SCHEMA]: true;
+  readonly [VALIDATOR]: true;
   readonly _type: T | undefined;
   readonly jsonSchema: JsonSchemaObject;
   validate(value: unknown): { success: true; value: T } | { success: false; error: Error };
@@ -29,6 +32,7 @@ export interface AiSdkSchema<T> {
 function schema<T>(json: JsonSchemaObject): AiSdkSchema<T> {
   return {
     [SCHEMA]: true,
+    [VALIDATOR]: true,
     _type: undefined,
     jsonSchema: json,
     validate(value) {

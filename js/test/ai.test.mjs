@@ -1,0 +1,71 @@
+// The AI SDK helpers as plain functions: recovery tools over a store (paging, grep, ls, errors
+// as text) and the Anthropic breakpoint rules. The SDK-driven runs are in tests/ai-sdk/.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ANTHROPIC_MAX_BREAKPOINTS, MemoryStore, anthropicCacheControl, recoveryTools } from '../dist/entry/node.js';
+
+test('read_file pages with offset/limit and numbers lines; grep and ls find what is stored', async () => {
+  const store = new MemoryStore();
+  const text = Array.from({ length: 1_200 }, (_, i) => `line ${i + 1}${i === 899 ? ' NEEDLE' : ''}`).join('\n');
+  await store.write('/tool_outputs/log.txt', text);
+  await store.write('/tool_outputs/deep/x.json', '{"NEEDLE": true}');
+  await store.write('/conversation_history/conversation_1.md', '# t');
+  const tools = recoveryTools(store, { maxLineChars: 50 });
+
+  const first = await tools.read_file.execute({ path: '/tool_outputs/log.txt' });
+  assert.equal(first.split('\n')[0], '  1\tline 1');
+  assert.match(first, /700 more lines: read_file with offset=500$/);
+  const page = await tools.read_file.execute({ path: '/tool_outputs/log.txt', offset: 898, limit: 3 });
+  assert.deepEqual(page.split('\n').slice(0, 3), ['899\tline 899', '900\tline 900 NEEDLE', '901\tline 901']);
+  await store.write('/wide.txt', 'x'.repeat(500));
+  assert.match(await tools.read_file.execute({ path: '/wide.txt' }), /^1\tx{50}… \[line cut at 50 characters\]$/);
+  assert.match(await tools.read_file.execute({ path: '/tool_outputs/nope.txt' }), /^Error: no file at \/tool_outputs\/nope.txt/);
+  assert.match(await tools.read_file.execute({ path: '/tool_outputs/log.txt', offset: 5_000 }), /^Error: offset 5000 is past the end/);
+  assert.match(await tools.read_file.execute({ path: '../etc/passwd' }), /^Error: invalid store path/);
+
+  assert.equal(await tools.grep.execute({ pattern: 'NEEDLE' }), '/tool_outputs/deep/x.json:1: {"NEEDLE": true}\n/tool_outputs/log.txt:900: line 900 NEEDLE');
+  assert.equal(await tools.grep.execute({ pattern: 'NEEDLE', path: '/tool_outputs/log' }), '/tool_outputs/log.txt:900: line 900 NEEDLE');
+  assert.match(await tools.grep.execute({ pattern: 'absent' }), /^No match/);
+  const many = await recoveryTools(store, { maxMatches: 5 }).grep.execute({ pattern: 'line' });
+  assert.equal(many.split('\n').length, 6);
+  assert.match(many, /more matches/);
+
+  assert.equal(await tools.ls.execute({}), '/conversation_history/\n/tool_outputs/\n/wide.txt');
+  assert.equal(await tools.ls.execute({ path: '/tool_outputs' }), '/tool_outputs/deep/\n/tool_outputs/log.txt');
+  assert.match(await tools.ls.execute({ path: '/memories/' }), /^Nothing stored/);
+
+  // The schemas validate what the model sends.
+  assert.equal(tools.read_file.inputSchema.validate({ path: '/a', offset: 1.5 }).success, false);
+  assert.equal(tools.read_file.inputSchema.validate({ offset: 1 }).success, false);
+  assert.equal(tools.grep.inputSchema.validate({ pattern: 'x', path: '/' }).success, true);
+  assert.equal(tools.ls.inputSchema.validate({ extra: 1 }).success, false);
+});
+
+test('anthropicCacheControl: system and newest message marked, never more than 4, input untouched', () => {
+  const cc = (m) => m.providerOptions?.anthropic?.cacheControl;
+  const messages = [
+    { role: 'system', content: 'stable' },
+    ...Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` })),
+  ];
+  const once = anthropicCacheControl(messages);
+  assert.deepEqual(once.map((m, i) => (cc(m) ? i : -1)).filter((i) => i >= 0), [0, 10]);
+  assert.deepEqual(cc(once[10]), { type: 'ephemeral' });
+  assert.ok(messages.every((m) => !m.providerOptions), 'the input is not changed');
+
+  // Persisted markers accumulate over steps: the oldest go first, the total stays within 4.
+  let history = once;
+  for (let step = 0; step < 6; step++) {
+    history = anthropicCacheControl([...history, { role: 'user', content: `s${step}`, providerOptions: { anthropic: { other: 1 } } }], { ttl: '1h' });
+    const marked = history.map((m, i) => (cc(m) ? i : -1)).filter((i) => i >= 0);
+    assert.ok(marked.length <= ANTHROPIC_MAX_BREAKPOINTS, `${marked}`);
+    assert.ok(marked.includes(0) && marked.includes(history.length - 1));
+    assert.deepEqual(cc(history.at(-1)), { type: 'ephemeral', ttl: '1h' });
+    assert.equal(history.at(-1).providerOptions.anthropic.other, 1, 'other provider options kept');
+  }
+  // With 2 breakpoints left for messages (tools carry the other 2): exactly 2.
+  const two = anthropicCacheControl(history, { maxBreakpoints: 2 });
+  assert.equal(two.filter(cc).length, 2);
+  // A user's own marker on a recent message is kept when there is room.
+  const mine = anthropicCacheControl([{ role: 'user', content: 'a', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } }, { role: 'assistant', content: 'b' }]);
+  assert.equal(mine.filter(cc).length, 2);
+});

@@ -1,0 +1,106 @@
+// Fault injection in the host: a summarizer that hangs (timeout, abort signal, heuristic
+// fallback), a store that fails at tool-return time (wrapTools keeps the output), a store that
+// fails for the transcript (nothing summarized, nothing removed), racing calls.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CompactorError, MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+
+await init();
+
+const words = ['alpha', 'budget', 'cache', 'delta', 'error', 'fixture', 'gamma', 'harness', 'index', 'json'];
+const prose = (seed, n) => Array.from({ length: n }, (_, i) => `${words[(i * 7 + seed) % 10]} ${seed}-${i}`).join(' ');
+function chat(turns, size = 120) {
+  const messages = [{ role: 'system', content: 'You are a helpful agent.' }];
+  for (let t = 0; t < turns; t++) {
+    messages.push({ role: 'user', content: `Turn ${t}: ${prose(t, size)}` });
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: `Answer ${t}: ${prose(t + 3, size)}` }] });
+  }
+  return messages;
+}
+const big = (seed) => Array.from({ length: 4_000 }, (_, i) => `${seed} line ${i}: ${(i * 7919) % 10_007}`).join('\n');
+
+test('a summarizer that never answers times out: its signal aborts and the heuristic summary applies', async () => {
+  let signal;
+  const started = Date.now();
+  const compactor = await createCompactor({
+    contextWindow: 8_000,
+    summarizeTimeoutMs: 150,
+    summarize: (_request, options) => {
+      signal = options.signal;
+      return new Promise(() => {}); // hangs forever
+    },
+  });
+  const messages = chat(30);
+  const { messages: out, events } = await compactor.manage(messages);
+  assert.ok(Date.now() - started < 5_000, 'manage returned after the timeout, not never');
+  assert.ok(signal?.aborted, 'the summarizer was told to stop');
+  const summary = events.find((e) => e.strategy === 'summarize');
+  assert.equal(summary.status, 'fallback');
+  assert.match(summary.error, /no summary within 150 ms/);
+  assert.ok(out.length < messages.length);
+  assert.ok(compactor.usage(out).tokens <= 8_000);
+  assert.ok(String(out[1].content).includes('/conversation_history/'), 'the fallback summary names the transcript');
+});
+
+test('a summarizer answering in time is used, and the timer does not keep the process alive', async () => {
+  const compactor = await createCompactor({ contextWindow: 8_000, summarizeTimeoutMs: 60_000, summarize: async () => 'Summary: turns 0-20 discussed caches.' });
+  const { events } = await compactor.manage(chat(30));
+  assert.equal(events.find((e) => e.strategy === 'summarize').status, 'applied');
+  // node --test would report the test as hanging if a 60 s timer were left running.
+});
+
+test('summarizeTimeoutMs must be positive', async () => {
+  await assert.rejects(() => createCompactor({ summarizeTimeoutMs: 0 }), (e) => e instanceof CompactorError && e.field === 'summarizeTimeoutMs');
+});
+
+test('wrapTools: a store failure at tool-return time hands the model the full output (nothing lost)', async () => {
+  const store = new MemoryStore();
+  let fail = true;
+  const flaky = { read: (p) => store.read(p), list: (p) => store.list(p), delete: (p) => store.delete(p),
+    write: async (p, t) => { if (fail) throw new Error('EIO'); return store.write(p, t); } };
+  const events = [];
+  const compactor = await createCompactor({ contextWindow: 16_000, store: flaky, onEvent: (e) => events.push(e) });
+  const tools = compactor.wrapTools({ search: { description: 's', execute: async ({ q }) => big(q) }, small: { execute: async () => 'tiny' } });
+  assert.equal(await tools.search.execute({ q: 'a' }, { toolCallId: 't1' }), big('a'), 'failed write: the original output');
+  assert.equal(events.at(-1).status, 'failed');
+  assert.equal(events.at(-1).error, 'EIO');
+  fail = false;
+  const preview = await tools.search.execute({ q: 'b' }, { toolCallId: 't2' });
+  assert.ok(typeof preview === 'string' && preview.length < big('b').length / 10, 'offloaded: a preview');
+  const path = events.at(-1).path;
+  assert.ok(preview.includes(path), 'the preview names the stored path');
+  assert.equal(await store.read(path), big('b'), 'stored byte for byte before the preview was returned');
+  assert.equal(await tools.small.execute({}, { toolCallId: 't3' }), 'tiny', 'small outputs pass through');
+  assert.equal(compactor.stats().filesWritten, 1);
+  assert.equal(compactor.stats().actionsFailed, 1);
+});
+
+test('a transcript that cannot be written: no summarizer call, nothing removed', async () => {
+  const store = new MemoryStore();
+  let called = 0;
+  const failing = { read: (p) => store.read(p), list: (p) => store.list(p), delete: (p) => store.delete(p),
+    write: async (p, t) => { if (p.startsWith('/conversation_history/')) throw new Error('read-only'); return store.write(p, t); } };
+  const compactor = await createCompactor({ contextWindow: 8_000, store: failing, summarize: async () => (called++, 'never used') });
+  const messages = chat(30);
+  const { messages: out, events } = await compactor.manage(messages);
+  assert.equal(called, 0);
+  assert.equal(out.length, messages.length, 'nothing removed');
+  assert.deepEqual(out, messages);
+  assert.ok(events.some((e) => e.status === 'failed' && e.error === 'read-only'));
+});
+
+test('racing manage() and compact() on one compactor: serialized, each sees a consistent plan', async () => {
+  const order = [];
+  const compactor = await createCompactor({
+    contextWindow: 8_000,
+    summarize: async (request) => {
+      order.push('summarize-start');
+      await new Promise((r) => setTimeout(r, 50));
+      order.push('summarize-end');
+      return `Summary of ${request.messages.length} message(s).`;
+    },
+  });
+  const [a, b] = await Promise.all([compactor.manage(chat(30)), compactor.compact(chat(30), { instructions: 'Keep numbers.' })]);
+  assert.deepEqual(order, ['summarize-start', 'summarize-end', 'summarize-start', 'summarize-end'], 'the second ran after the first');
+  for (const r of [a, b]) assert.ok(r.events.some((e) => e.strategy === 'summarize' && e.status === 'applied'));
+});
