@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 bash scripts/build.sh || { echo "build failed"; exit 1; }
 
-suites=${SUITES:-"rust host ai-sdk demo runtimes"}
+suites=${SUITES:-"rust host ai-sdk demo runtimes examples"}
 passed=0; failed=0; failed_names=()
 run() {
   local name=$1; shift
@@ -23,6 +23,7 @@ run host      node --test js/test/
 run ai-sdk    node --test tests/ai-sdk/
 run demo      node examples/demo/demo.mjs
 run runtimes  node tests/runtimes/run-all.mjs
+run examples  node examples/run.mjs
 
 echo
 [ "$failed" -gt 0 ] && echo "failed suites: ${failed_names[*]}"

@@ -57,3 +57,68 @@ export async function runAgent({ steps = 5, window = 16_000, compactor: managed 
   });
   return { prompts, store, compactor, text: result.text };
 }
+
+/** A source file of about `tokens` o200k tokens, deterministic per path. */
+export function sourceFile(path, tokens = 1_500) {
+  const lines = [];
+  for (let i = 0; lines.length * 12 < tokens; i++) lines.push(`    let v${i} = ${path.replace(/\W/g, '_')}::step(${(i * 131) % 977}).await?; // ${i}`);
+  return lines.join('\n');
+}
+
+/**
+ * A longer agent: `steps` model calls with a scripted plan — read source files, search (huge
+ * outputs, offloaded at return time by `wrapTools`), re-read an offloaded result with the
+ * recovery tool `read_file`, and keep going until the history must be summarized. The
+ * summarizer is `summarizer(model)` over a second mock model. Returns the prompts, events,
+ * summary requests and the compactor.
+ */
+export async function runLongAgent({ steps = 30, window = 16_000, onEvent } = {}) {
+  const { summarizer } = await import('context-compactor');
+  const prompts = [];
+  const summaryRequests = [];
+  const summaryModel = new MockLanguageModelV4({
+    modelId: 'mock-summarizer',
+    doGenerate: async ({ prompt }) => {
+      summaryRequests.push(prompt);
+      const text = JSON.stringify(prompt);
+      const files = [...new Set(text.match(/\/src\/m\d+\.rs/g) ?? [])];
+      return { content: [{ type: 'text', text: `## Session Intent\nRefactor the request pipeline.\n## Progress\nRead ${files.length} files: ${files.join(', ')}.\n## Next Steps\nKeep reading modules.` }], finishReason: { unified: 'stop', raw: 'end_turn' }, usage, warnings: [] };
+    },
+  });
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: window, store, onEvent, summarize: summarizer(summaryModel) });
+  let lastOffloaded;
+  const model = new MockLanguageModelV4({
+    modelId: 'gpt-4o',
+    doGenerate: async ({ prompt }) => {
+      prompts.push(structuredClone(prompt));
+      const step = prompts.length - 1;
+      const call = (toolName, input) => ({
+        content: [{ type: 'tool-call', toolCallId: `call-${step}`, toolName, input: JSON.stringify(input) }],
+        finishReason: { unified: 'tool-calls', raw: 'tool_use' },
+        usage,
+        warnings: [],
+      });
+      lastOffloaded = JSON.stringify(prompt).match(/\/tool_outputs\/[\w.-]+/g)?.at(-1) ?? lastOffloaded;
+      if (step >= steps - 1) return { content: [{ type: 'text', text: 'Refactor plan ready.' }], finishReason: { unified: 'stop', raw: 'end_turn' }, usage, warnings: [] };
+      if (step % 5 === 2) return call('search', { query: `pattern${step}` });
+      if (step % 5 === 4 && lastOffloaded) return call('read_file', { path: lastOffloaded, offset: 100, limit: 20 });
+      return call('read_source', { path: `/src/m${step}.rs` });
+    },
+  });
+  const result = await generateText({
+    model,
+    instructions: await compactor.systemPrompt('You are a refactoring agent.'),
+    messages: [{ role: 'user', content: 'Plan the refactor of the request pipeline.' }],
+    tools: {
+      ...compactor.wrapTools({
+        search: tool({ description: 'Code search', inputSchema: z.object({ query: z.string() }), execute: async ({ query }) => searchResult(query) }),
+        read_source: tool({ description: 'Read a source file', inputSchema: z.object({ path: z.string() }), execute: async ({ path }) => sourceFile(path) }),
+      }),
+      ...compactor.tools(),
+    },
+    stopWhen: stepCountIs(steps),
+    prepareStep: compactor.prepareStep,
+  });
+  return { prompts, store, compactor, summaryRequests, text: result.text, steps: result.steps };
+}

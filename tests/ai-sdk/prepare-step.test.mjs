@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { countTokens, init } from 'context-compactor';
-import { runAgent, searchResult } from '../../examples/ai-sdk-agent/agent.mjs';
+import { runAgent, runLongAgent, searchResult } from '../../examples/ai-sdk-agent/agent.mjs';
 
 const WINDOW = 16_000;
 await init();
@@ -55,4 +55,32 @@ test('prepareStep keeps every prompt the model receives inside the window', asyn
     assert.ok(last.includes(event.path), `final prompt lacks ${event.path}`);
   }
   assert.equal(compactor.stats().byStrategy.offload.filesWritten, 5);
+});
+
+test('the long agent example: 30 steps in 16k, offloads at return, summaries by the model, recovery reads', async () => {
+  const events = [];
+  const { prompts, store, compactor, summaryRequests, text, steps } = await runLongAgent({ onEvent: (e) => events.push(e) });
+  assert.equal(text, 'Refactor plan ready.');
+  assert.equal(prompts.length, 30);
+  for (const [i, prompt] of prompts.entries()) {
+    assert.ok(compactor.usage(prompt).tokens <= WINDOW, `call ${i} over the window`);
+    assertPairsIntact(prompt);
+    assert.equal(prompt[0].role, 'system');
+  }
+  const summaries = events.filter((e) => e.strategy === 'summarize');
+  assert.ok(summaries.length >= 2 && summaries.every((e) => e.status === 'applied'), 'summaries written by the summarizer model');
+  assert.equal(summaryRequests.length, summaries.length);
+  // Each summary is in the history that followed, and names its transcript.
+  const last = JSON.stringify(prompts.at(-1));
+  assert.ok(last.includes('Refactor the request pipeline.') && last.includes(summaries.at(-1).path));
+  // Every search output was offloaded at return time, stored byte for byte.
+  const searches = steps.flatMap((s) => s.toolCalls).filter((c) => c.toolName === 'search');
+  const offloads = events.filter((e) => e.strategy === 'offload');
+  assert.equal(offloads.length, searches.length);
+  const stored = await Promise.all(offloads.map((e) => store.read(e.path)));
+  assert.deepEqual(stored.sort(), searches.map((c) => searchResult(c.input.query)).sort());
+  // The recovery reads returned the stored lines 101-120.
+  const reads = steps.flatMap((s) => s.toolResults).filter((r) => r.toolName === 'read_file');
+  assert.ok(reads.length >= 3);
+  for (const r of reads) assert.match(r.output, /^101\t.+ hit 100: /);
 });

@@ -1,0 +1,765 @@
+//! The crate used directly from Rust: the host loop of the crate docs (`src/lib.rs`) against a
+//! real on-disk store.
+//!
+//! ```text
+//! cargo run --quiet --example rust-native -- [SESSION.json] [--store DIR] [--model M]
+//!                                            [--window N] [--fail-summary] [--replay]
+//! ```
+//!
+//! - `SESSION.json`: `{"messages": [...]}` or a bare array of AI SDK `ModelMessage`s. Default:
+//!   the bundled `tests/fixtures/golden/coding-agent.json` (138 messages, ~164k tokens).
+//! - `--store DIR`: where the store lives. Default: `$TMPDIR/context-compactor-rust-native`.
+//!   Store paths are content-addressed, so re-running overwrites identical files.
+//! - `--model` / `--window`: default `gpt-4o` with a 32,000-token window.
+//! - `--fail-summary`: the "LLM" fails, so the core applies its heuristic fallback summary.
+//! - `--replay`: instead of compacting the whole session once, replay it message by message
+//!   and run the host loop before every model call, as an agent would.
+//!
+//! The host: plan → execute every action (store writes are atomic: temp file, fsync, rename)
+//! and report `Outcome::Written` / `Outcome::Failed`; answer `Summarize` with a deterministic
+//! summary built from the span (a stand-in for an LLM) → apply. Then it checks, and exits 1 if
+//! any check fails: every stored file equals what the plan said to write; the stored transcript
+//! parses back to the conversation given; the result fits the window; its token count is what
+//! `count` says; a re-plan of the result is empty.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, Write as _};
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use context_compactor::{
+    messages_from_value, Action, Applied, Compactor, Config, Content, EventStatus, Message,
+    Outcome, Part, Plan, Role, Summarize,
+};
+use serde_json::Value;
+
+const BUNDLED_NAME: &str = "tests/fixtures/golden/coding-agent.json (bundled)";
+const BUNDLED: &str = include_str!("../../tests/fixtures/golden/coding-agent.json");
+
+const USAGE: &str = "usage: rust-native [SESSION.json] [--store DIR] [--model M] [--window N] \
+                     [--fail-summary] [--replay]";
+
+struct Args {
+    session: Option<PathBuf>,
+    store: PathBuf,
+    model: String,
+    window: u32,
+    fail_summary: bool,
+    replay: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        session: None,
+        store: std::env::temp_dir().join("context-compactor-rust-native"),
+        model: "gpt-4o".into(),
+        window: 32_000,
+        fail_summary: false,
+        replay: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--store" => args.store = PathBuf::from(value("--store")?),
+            "--model" => args.model = value("--model")?,
+            "--window" => {
+                let v = value("--window")?;
+                args.window = v
+                    .parse()
+                    .map_err(|_| format!("--window: not a number: {v}"))?;
+            }
+            "--fail-summary" => args.fail_summary = true,
+            "--replay" => args.replay = true,
+            "-h" | "--help" => return Err(USAGE.into()),
+            flag if flag.starts_with('-') => return Err(format!("unknown flag {flag}\n{USAGE}")),
+            path if args.session.is_none() => args.session = Some(PathBuf::from(path)),
+            extra => return Err(format!("unexpected argument {extra}\n{USAGE}")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(failures) if failures.is_empty() => ExitCode::SUCCESS,
+        Ok(failures) => {
+            eprintln!("\n{} check(s) FAILED:", failures.len());
+            for failure in &failures {
+                eprintln!("  - {failure}");
+            }
+            ExitCode::from(1)
+        }
+        Err(error) => {
+            eprintln!("rust-native: error: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store: a directory; store paths (`/tool_outputs/x.txt`) are relative to it.
+
+struct DiskStore {
+    root: PathBuf,
+}
+
+impl DiskStore {
+    /// The file for a store path. Only plain components: no `..`, no root escapes.
+    fn file(&self, path: &str) -> io::Result<PathBuf> {
+        let mut file = self.root.clone();
+        let mut parts = 0;
+        for component in Path::new(path.trim_start_matches('/')).components() {
+            match component {
+                Component::Normal(part) => {
+                    file.push(part);
+                    parts += 1;
+                }
+                Component::CurDir => {}
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("store path {path:?} leaves the store"),
+                    ))
+                }
+            }
+        }
+        if parts == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("store path {path:?} names no file"),
+            ));
+        }
+        Ok(file)
+    }
+
+    /// Writes durably and atomically: a temp file next to the target, fsync, rename, fsync the
+    /// directory. A reader sees the old file or the whole new one, never half of it.
+    fn write(&self, path: &str, content: &str) -> io::Result<PathBuf> {
+        let file = self.file(path)?;
+        let dir = file.parent().expect("a store file has a parent");
+        fs::create_dir_all(dir)?;
+        let name = file.file_name().expect("a store file has a name");
+        let tmp = dir.join(format!(
+            ".{}.tmp-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let result = (|| {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(content.as_bytes())?;
+            f.sync_all()?;
+            fs::rename(&tmp, &file)?;
+            // Make the rename itself durable (directories can be opened for fsync on Unix).
+            if let Ok(d) = fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map(|()| file)
+    }
+
+    fn read(&self, path: &str) -> io::Result<String> {
+        fs::read_to_string(self.file(path)?)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The host loop.
+
+/// One file the host wrote: store path, bytes, where it is on disk.
+struct Written {
+    path: String,
+    bytes: usize,
+    file: PathBuf,
+}
+
+struct Turn {
+    plan: Plan,
+    outcomes: Vec<Outcome>,
+    applied: Applied,
+    written: Vec<Written>,
+    /// Stored transcripts read back and compared with the conversation.
+    transcripts: usize,
+    replan: Plan,
+}
+
+/// plan → execute against the store → apply → re-plan; the checks go to `failures`.
+fn host_loop(
+    compactor: &mut Compactor,
+    store: &DiskStore,
+    messages: Vec<Message>,
+    fail_summary: bool,
+    failures: &mut Vec<String>,
+) -> Result<Turn, context_compactor::Error> {
+    let plan = compactor.plan(&messages)?;
+    let mut outcomes = Vec::with_capacity(plan.actions.len());
+    let mut written = Vec::new();
+    for action in &plan.actions {
+        let id = action.id().to_owned();
+        let outcome = match action {
+            // Lossy actions come after the transcript they depend on: without it, apply removes
+            // nothing, so do not spend an LLM call.
+            Action::Summarize(s) if !stored(&plan, &outcomes, &s.transcript) => Outcome::Failed {
+                id,
+                error: "the transcript was not stored; summarizer not called".into(),
+            },
+            // The LLM call: here a deterministic stand-in, or a failure on request.
+            Action::Summarize(_) if fail_summary => Outcome::Failed {
+                id,
+                error: "summarizer unavailable (--fail-summary)".into(),
+            },
+            Action::Summarize(s) => Outcome::Summarized {
+                id,
+                text: mock_summary(s, &messages),
+            },
+            // Store edits and transcripts: every write must succeed for `written`.
+            _ => {
+                let mut error = None;
+                for (path, content) in action.writes() {
+                    match store.write(path, content) {
+                        Ok(file) => written.push(Written {
+                            path: path.to_owned(),
+                            bytes: content.len(),
+                            file,
+                        }),
+                        Err(e) => {
+                            error = Some(format!("{path}: {e}"));
+                            break;
+                        }
+                    }
+                }
+                match error {
+                    None => Outcome::Written { id },
+                    Some(error) => Outcome::Failed { id, error },
+                }
+            }
+        };
+        outcomes.push(outcome);
+    }
+
+    // Check the store before apply consumes the conversation: what is on disk is exactly what
+    // the plan said to write, and the transcript is the conversation as given.
+    let mut transcripts = 0;
+    for (action, outcome) in plan.actions.iter().zip(&outcomes) {
+        if !matches!(outcome, Outcome::Written { .. }) {
+            continue;
+        }
+        for (path, content) in action.writes() {
+            match store.read(path) {
+                Ok(stored) if stored == content => {}
+                Ok(stored) => failures.push(format!(
+                    "{path}: stored {} bytes differ from the plan's {} bytes",
+                    stored.len(),
+                    content.len()
+                )),
+                Err(e) => failures.push(format!("{path}: cannot read it back: {e}")),
+            }
+        }
+        if let Action::SaveTranscript(t) = action {
+            transcripts += 1;
+            let back = store
+                .read(&t.path)
+                .map_err(|e| e.to_string())
+                .and_then(|json| serde_json::from_str::<Value>(&json).map_err(|e| e.to_string()))
+                .and_then(|value| messages_from_value(value).map_err(|e| e.to_string()));
+            match back {
+                Ok(back) if back == messages => {}
+                Ok(back) => failures.push(format!(
+                    "{}: holds {} messages, not the {} given",
+                    t.path,
+                    back.len(),
+                    messages.len()
+                )),
+                Err(e) => failures.push(format!("{}: does not parse back: {e}", t.path)),
+            }
+        }
+    }
+
+    let applied = compactor.apply(messages, &plan, &outcomes)?;
+    let replan = compactor.plan(&applied.messages)?;
+
+    if applied.tokens_after > plan.window {
+        failures.push(format!(
+            "applied tokens {} exceed the window {}",
+            applied.tokens_after, plan.window
+        ));
+    }
+    let counted = compactor.count(&applied.messages);
+    if counted != applied.tokens_after {
+        failures.push(format!(
+            "apply reported {} tokens, count() says {counted}",
+            applied.tokens_after
+        ));
+    }
+    if !replan.is_empty() {
+        let ids: Vec<&str> = replan.actions.iter().map(Action::id).collect();
+        failures.push(format!(
+            "re-planning the result fires again: {}",
+            ids.join(", ")
+        ));
+    }
+    for event in &applied.events {
+        let expected = match event.strategy {
+            context_compactor::Strategy::Summarize if fail_summary => EventStatus::Fallback,
+            _ => EventStatus::Applied,
+        };
+        if event.status != expected {
+            failures.push(format!(
+                "{}: {:?}, expected {:?} ({})",
+                event.action_id,
+                event.status,
+                expected,
+                event.error.as_deref().unwrap_or("no error given")
+            ));
+        }
+    }
+    Ok(Turn {
+        plan,
+        outcomes,
+        applied,
+        written,
+        transcripts,
+        replan,
+    })
+}
+
+/// Whether the action `id` (answered so far in `outcomes`, in plan order) was written.
+fn stored(plan: &Plan, outcomes: &[Outcome], id: &str) -> bool {
+    plan.actions
+        .iter()
+        .zip(outcomes)
+        .any(|(a, o)| a.id() == id && matches!(o, Outcome::Written { .. }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// A deterministic "LLM": a structured summary derived from the span it is asked to summarize.
+
+fn text_of(message: &Message) -> String {
+    match &message.content {
+        Content::Text(text) => text.clone(),
+        Content::Parts(parts) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn first_chars(text: &str, n: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line,
+    }
+}
+
+/// The `## Session Intent` section of a previous summary (rolling summaries keep the intent).
+fn previous_intent(previous: &str) -> Option<String> {
+    let start = previous.find("## Session Intent")?;
+    let body = previous[start..].lines().skip(1);
+    let intent: Vec<&str> = body.take_while(|l| !l.starts_with("## ")).collect();
+    let intent = intent.join(" ").trim().to_owned();
+    (!intent.is_empty()).then_some(intent)
+}
+
+fn mock_summary(s: &Summarize, messages: &[Message]) -> String {
+    let span = &messages[s.start..s.end.min(messages.len())];
+    let intent = s
+        .previous_summary
+        .as_deref()
+        .and_then(previous_intent)
+        .or_else(|| {
+            span.iter()
+                .find(|m| m.role == Role::User)
+                .map(|m| first_chars(&text_of(m), 240))
+        })
+        .unwrap_or_else(|| "(no user message in the span)".into());
+    let mut tools: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut files: BTreeSet<String> = BTreeSet::new();
+    let mut errors = 0;
+    for part in span.iter().flat_map(Message::parts) {
+        match part {
+            Part::ToolCall(call) => {
+                *tools.entry(call.tool_name.as_str()).or_default() += 1;
+                for field in ["path", "file_path", "filePath", "filename"] {
+                    if let Some(path) = call.input.get(field).and_then(Value::as_str) {
+                        files.insert(path.to_owned());
+                    }
+                }
+            }
+            Part::ToolResult(result) if result.output.is_error() => errors += 1,
+            _ => {}
+        }
+    }
+    let last_assistant = span
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .map(text_of)
+        .find(|t| !t.trim().is_empty())
+        .map_or("(no assistant text)".into(), |t| first_chars(&t, 300));
+    let tool_list: Vec<String> = tools.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
+    let file_list: Vec<&str> = files.iter().map(String::as_str).take(12).collect();
+    format!(
+        "## Session Intent\n{intent}\n\n\
+         ## Progress\n- {n} messages summarized ({calls} tool calls: {tools}; {errors} tool errors)\n\n\
+         ## Key Decisions\n- Last stated by the assistant: {last_assistant}\n\n\
+         ## Current State\n- Continues in the messages kept verbatim after this summary.\n\n\
+         ## Next Steps\n- Pick up from the most recent messages.\n\n\
+         ## Important Details\n- Files touched: {files}{more}\n\
+         - Deterministic mock summary (rust-native example, no LLM).",
+        n = span.len(),
+        calls = tools.values().sum::<u32>(),
+        tools = if tool_list.is_empty() { "none".into() } else { tool_list.join(", ") },
+        files = if file_list.is_empty() { "none".into() } else { file_list.join(", ") },
+        more = if files.len() > 12 { format!(" (+{} more)", files.len() - 12) } else { String::new() },
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running and reporting.
+
+fn load(args: &Args) -> Result<(String, Vec<Message>), String> {
+    let (name, text) = match &args.session {
+        Some(path) => (
+            path.display().to_string(),
+            fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        ),
+        None => (BUNDLED_NAME.to_owned(), BUNDLED.to_owned()),
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|e| format!("{name}: {e}"))?;
+    // `parse_messages` takes a bare array; a session file wraps it in {"messages": [...]}.
+    let array = match value {
+        Value::Object(mut session) => session
+            .remove("messages")
+            .ok_or(format!("{name}: an object without a `messages` array"))?,
+        other => other,
+    };
+    let messages = messages_from_value(array).map_err(|e| format!("{name}: {e}"))?;
+    Ok((name, messages))
+}
+
+fn run(args: &Args) -> Result<Vec<String>, String> {
+    let (name, messages) = load(args)?;
+    let store = DiskStore {
+        root: args.store.clone(),
+    };
+    let mut compactor = Compactor::new(Config {
+        model: Some(args.model.clone()),
+        context_window: Some(args.window),
+        ..Config::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let window = compactor.window();
+    let before = compactor.count(&messages);
+
+    println!("Session   {name}: {} messages", messages.len());
+    println!(
+        "Model     {} ({}), window {} tokens",
+        compactor.model().name,
+        compactor.model().encoding.as_str(),
+        thousands(window)
+    );
+    println!("Store     {}", store.root.display());
+    println!(
+        "Summaries {}",
+        if args.fail_summary {
+            "the LLM fails (--fail-summary): the core's heuristic fallback is applied"
+        } else {
+            "a deterministic mock summarizer (no LLM)"
+        }
+    );
+    println!(
+        "Tokens    before: {} ({} of the window)",
+        thousands(before),
+        percent(before, window)
+    );
+
+    let mut failures = Vec::new();
+    let mut written = Vec::new();
+    let mut transcripts = 0;
+    let last = if args.replay {
+        replay(
+            &mut compactor,
+            &store,
+            messages,
+            args.fail_summary,
+            &mut failures,
+            &mut written,
+            &mut transcripts,
+        )?
+    } else {
+        let turn = host_loop(
+            &mut compactor,
+            &store,
+            messages,
+            args.fail_summary,
+            &mut failures,
+        )
+        .map_err(|e| e.to_string())?;
+        print_turn(&turn);
+        written.extend(turn.written);
+        transcripts += turn.transcripts;
+        turn.applied
+    };
+
+    println!(
+        "\nTokens    before: {}{} → after: {} ({} of the window, −{})",
+        thousands(before),
+        if args.replay {
+            " (the whole session, unmanaged)"
+        } else {
+            ""
+        },
+        thousands(last.tokens_after),
+        percent(last.tokens_after, window),
+        percent(before.saturating_sub(last.tokens_after), before),
+    );
+    println!(
+        "Result    {} messages; {}",
+        last.messages.len(),
+        match last
+            .messages
+            .iter()
+            .find(|m| text_of(m).contains("/conversation_history/"))
+        {
+            Some(m) => format!(
+                "summary/notice message: {:?}",
+                first_chars(&text_of(m), 110)
+            ),
+            None => "no summary message".into(),
+        }
+    );
+
+    let total: usize = written.iter().map(|w| w.bytes).sum();
+    println!("\nFiles written ({}, {}):", written.len(), bytes(total));
+    for w in &written {
+        println!(
+            "  {:<62} {:>10}  {}",
+            w.path,
+            bytes(w.bytes),
+            w.file.display()
+        );
+    }
+
+    let stats = compactor.stats();
+    println!(
+        "\nStats     {} compaction(s), {} tokens saved, {} files written, {} actions failed",
+        stats.compactions,
+        thousands(stats.tokens_saved),
+        stats.files_written,
+        stats.actions_failed
+    );
+    for (strategy, s) in &stats.by_strategy {
+        println!(
+            "  {:<16} {} event(s), {} tokens saved, {} files",
+            strategy_name(*strategy),
+            s.events,
+            thousands(s.tokens_saved),
+            s.files_written
+        );
+    }
+
+    println!("\nChecks");
+    let checks = [
+        format!(
+            "every stored file equals the plan's content, read back from disk ({} files)",
+            written.len()
+        ),
+        format!("every stored transcript parses back to the conversation it saved ({transcripts})"),
+        format!(
+            "applied tokens {} <= window {}",
+            thousands(last.tokens_after),
+            thousands(window)
+        ),
+        "apply's token count equals count() of the result".into(),
+        "re-planning the result is empty (nothing fires again)".into(),
+        format!(
+            "every action {}",
+            if args.fail_summary {
+                "applied (summaries as fallback)"
+            } else {
+                "applied"
+            }
+        ),
+    ];
+    if failures.is_empty() {
+        for check in &checks {
+            println!("  ok  {check}");
+        }
+    } else {
+        println!("  see the failures below");
+    }
+    Ok(failures)
+}
+
+/// Replays the session message by message; before every model call (the next message is the
+/// assistant's, or the session ends) the host loop runs on the conversation so far.
+fn replay(
+    compactor: &mut Compactor,
+    store: &DiskStore,
+    original: Vec<Message>,
+    fail_summary: bool,
+    failures: &mut Vec<String>,
+    written: &mut Vec<Written>,
+    transcripts: &mut usize,
+) -> Result<Applied, String> {
+    println!(
+        "\nReplay: the host loop runs before each of the assistant's turns; turns with a plan:"
+    );
+    let mut conversation: Vec<Message> = Vec::new();
+    let mut last = None;
+    let (mut turns, mut quiet) = (0, 0);
+    for (i, message) in original.iter().enumerate() {
+        conversation.push(message.clone());
+        let next_is_model = original
+            .get(i + 1)
+            .is_none_or(|m| m.role == Role::Assistant);
+        if !next_is_model {
+            continue;
+        }
+        turns += 1;
+        let turn = host_loop(
+            compactor,
+            store,
+            std::mem::take(&mut conversation),
+            fail_summary,
+            failures,
+        )
+        .map_err(|e| format!("turn at message {i}: {e}"))?;
+        if turn.plan.is_empty() {
+            quiet += 1;
+        } else {
+            println!(
+                "  message {i:>3}: {} → {} tokens, {}",
+                thousands(turn.applied.tokens_before),
+                thousands(turn.applied.tokens_after),
+                turn.plan
+                    .actions
+                    .iter()
+                    .map(|a| strategy_name(a.strategy()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        written.extend(turn.written);
+        *transcripts += turn.transcripts;
+        conversation = turn.applied.messages.clone();
+        last = Some(turn.applied);
+    }
+    println!("  ({turns} turns; {quiet} needed nothing)");
+    last.ok_or_else(|| "the session is empty".into())
+}
+
+fn print_turn(turn: &Turn) {
+    let plan = &turn.plan;
+    println!(
+        "\nPlan      {} action(s), predicted {} → {} tokens (tier 2 {}, tier 3 {})",
+        plan.actions.len(),
+        thousands(plan.tokens_before),
+        thousands(plan.tokens_after),
+        if plan.trigger.tier2 {
+            "ran"
+        } else {
+            "not needed"
+        },
+        if plan.trigger.tier3 {
+            "ran"
+        } else {
+            "not needed"
+        },
+    );
+    for ((action, outcome), event) in plan
+        .actions
+        .iter()
+        .zip(&turn.outcomes)
+        .zip(&turn.applied.events)
+    {
+        let what = match action {
+            Action::SaveTranscript(t) => format!("{} messages → {} + .md", t.messages, t.path),
+            Action::Summarize(s) => format!(
+                "messages {}–{} (0-based) → one summary message naming {}",
+                s.start,
+                s.end - 1,
+                s.transcript_path
+            ),
+            Action::Drop(d) => format!("{} messages dropped", d.messages.len()),
+            other => match other.store_edit() {
+                Some(e) => format!(
+                    "{} in message {} → {}",
+                    e.tool_name, e.message_index, e.path
+                ),
+                None => String::new(),
+            },
+        };
+        let answered = match outcome {
+            Outcome::Written { .. } => "written".to_owned(),
+            Outcome::Summarized { .. } => "summarized".to_owned(),
+            Outcome::Failed { error, .. } => format!("failed ({error})"),
+            _ => "?".to_owned(),
+        };
+        println!(
+            "  {:<16} {what}\n  {:<16} host: {answered}; apply: {:?}, {} → {} tokens, saved {}",
+            strategy_name(action.strategy()),
+            "",
+            event.status,
+            thousands(event.tokens_before),
+            thousands(event.tokens_after),
+            thousands(event.tokens_saved),
+        );
+    }
+    println!(
+        "Re-plan   {}",
+        if turn.replan.is_empty() {
+            "no actions".to_owned()
+        } else {
+            format!("{} action(s)", turn.replan.actions.len())
+        }
+    );
+}
+
+fn strategy_name(strategy: context_compactor::Strategy) -> String {
+    serde_json::to_value(strategy)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn thousands(n: impl Into<u64>) -> String {
+    let digits = n.into().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn percent(part: u32, whole: u32) -> String {
+    format!("{:.1}%", 100.0 * f64::from(part) / f64::from(whole.max(1)))
+}
+
+fn bytes(n: usize) -> String {
+    match n {
+        0..1_000 => format!("{n} B"),
+        1_000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
+        _ => format!("{:.1} MB", n as f64 / 1e6),
+    }
+}
