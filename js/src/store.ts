@@ -42,9 +42,11 @@ export function checkPath(path: unknown): string {
   return path;
 }
 
-/** Checks a `list` prefix: absolute, no `.`/`..` segments, no NUL (it may end with `/`). */
+/** Checks a `list` prefix: absolute, no `.`/`..` segments, no NUL; it may end with `/`. The
+ * empty prefix means everything and comes back as `/`. */
 export function checkPrefix(prefix: unknown): string {
-  if (typeof prefix !== 'string' || prefix === '/') return typeof prefix === 'string' ? prefix : checkPath(prefix);
+  if (prefix === '' || prefix === '/') return '/';
+  if (typeof prefix !== 'string') return checkPath(prefix);
   checkPath(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix);
   return prefix;
 }
@@ -63,8 +65,8 @@ export class MemoryStore implements FileStore {
   }
 
   async list(prefix: string): Promise<string[]> {
-    checkPrefix(prefix);
-    return [...this.#files.keys()].filter((p) => p.startsWith(prefix)).sort();
+    const checked = checkPrefix(prefix);
+    return [...this.#files.keys()].filter((p) => p.startsWith(checked)).sort();
   }
 
   async delete(path: string): Promise<void> {

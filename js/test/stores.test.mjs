@@ -23,6 +23,7 @@ async function contract(store, label) {
   assert.deepEqual(await store.list('/tool_outputs/'), ['/tool_outputs/a.txt', '/tool_outputs/sub/b.json'], `${label}: list is recursive and sorted`);
   assert.deepEqual(await store.list('/tool_outputs/s'), ['/tool_outputs/sub/b.json'], `${label}: a prefix need not end at a directory`);
   assert.deepEqual(await store.list('/'), ['/conversation_history/c.md', '/tool_outputs/a.txt', '/tool_outputs/sub/b.json']);
+  assert.deepEqual(await store.list(''), await store.list('/'), `${label}: the empty prefix lists everything`);
   await store.delete('/tool_outputs/a.txt');
   await store.delete('/tool_outputs/a.txt'); // deleting twice is not an error
   assert.equal(await store.read('/tool_outputs/a.txt'), null);

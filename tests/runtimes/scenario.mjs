@@ -261,6 +261,37 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
     check('prompt segments name the recovery paths and the memory file',
       cc.recoverySegment().includes('/conversation_history/') && cc.memorySegment().includes('/memories/AGENTS.md'));
   });
+  // The host's stores and AI SDK helpers are plain JS over the core: the same in every runtime.
+  await step('host features', async () => {
+    const kvData = new Map();
+    const kv = {
+      get: async (k) => kvData.get(k) ?? null,
+      put: async (k, v) => void kvData.set(k, v),
+      delete: async (k) => void kvData.delete(k),
+      list: async ({ prefix }) => ({ keys: [...kvData.keys()].filter((k) => k.startsWith(prefix)).map((name) => ({ name })), list_complete: true }),
+    };
+    const memories = new cc.MemoryStore();
+    await memories.write('/memories/AGENTS.md', 'Always run the linter.');
+    const store = new cc.CompositeStore(cc.KvStore.cloudflareKv(kv, { prefix: 'sessions/s1' }), { '/memories/': memories });
+    const summaryModel = { specificationVersion: 'v2', modelId: 'fake', doGenerate: async ({ prompt, maxOutputTokens }) => ({ content: [{ type: 'text', text: `Summary (${prompt.length} messages, cap ${maxOutputTokens}).` }] }) };
+    const c = await cc.createCompactor({ contextWindow: CONTEXT_WINDOW, store, summarize: cc.summarizer(summaryModel), statePath: '/state/compactor.json' });
+    const tools = c.wrapTools({ search: { execute: async () => makeBigText() } });
+    const preview = await tools.search.execute({}, { toolCallId: 'w1' });
+    const path = String(preview).match(/\/tool_outputs\/[\w.-]+/)?.[0];
+    const page = path && await c.tools().read_file.execute({ path, offset: 0, limit: 2 });
+    const hits = await c.tools().grep.execute({ pattern: 'linter' });
+    const system = await c.systemPrompt('Base.');
+    check('wrapTools offloads at return into a KV store; read_file and grep read back through a composite store',
+      !!path && kvData.get(`sessions/s1${path}`) === makeBigText() && /^1\t/.test(page) && hits.startsWith('/memories/AGENTS.md:1:') &&
+        system.includes('Always run the linter.') && kvData.has('sessions/s1/state/compactor.json'),
+      short({ preview: String(preview).slice(0, 80), keys: [...kvData.keys()] }));
+    const r = await c.manage(chat);
+    const summary = r.events.find((e) => e.strategy === 'summarize');
+    check('summarizer(model) writes the summary through a model object',
+      summary?.status === 'applied' && String(r.messages[1].content).includes('Summary (2 messages, cap'), short(summary));
+    const marked = cc.anthropicCacheControl(r.messages).filter((m) => m.providerOptions?.anthropic?.cacheControl);
+    check('anthropicCacheControl marks the system prompt and the newest message', marked.length === 2 && marked[0].role === 'system');
+  });
   return finish();
 
   function finish() {

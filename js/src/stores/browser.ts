@@ -43,7 +43,7 @@ export class OpfsStore implements FileStore {
   }
 
   async list(prefix: string): Promise<string[]> {
-    checkPrefix(prefix);
+    prefix = checkPrefix(prefix);
     const out: string[] = [];
     const walk = async (dir: FileSystemDirectoryHandle, at: string): Promise<void> => {
       for await (const [name, handle] of (dir as unknown as { entries(): AsyncIterable<[string, FileSystemHandle]> }).entries()) {
@@ -125,7 +125,7 @@ export class IndexedDbStore implements FileStore {
   }
 
   async list(prefix: string): Promise<string[]> {
-    checkPrefix(prefix);
+    prefix = checkPrefix(prefix);
     // Keys sort as strings: every key starting with `prefix` is in [prefix, prefix + U+FFFF).
     const range = prefix === '' ? undefined : IDBKeyRange.bound(prefix, prefix + '\uffff');
     const keys = await done(this.#files('readonly').getAllKeys(range));

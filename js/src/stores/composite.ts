@@ -26,7 +26,7 @@ export class CompositeStore implements FileStore {
         if (!prefix.startsWith('/') || !prefix.endsWith('/')) {
           throw new CompactorError('invalid_config', `route ${JSON.stringify(prefix)} must start and end with "/"`, { field: 'routes' });
         }
-        checkPrefix(prefix);
+        prefix = checkPrefix(prefix);
         return [prefix, store];
       })
       .sort(([a], [b]) => b.length - a.length);
@@ -51,7 +51,7 @@ export class CompositeStore implements FileStore {
 
   /** Paths under `prefix` from every store that can hold them, each from the store that owns it. */
   async list(prefix: string): Promise<string[]> {
-    checkPrefix(prefix);
+    prefix = checkPrefix(prefix);
     const stores = new Set<FileStore>([this.fallback]);
     for (const [route, store] of this.#routes) if (route.startsWith(prefix) || prefix.startsWith(route)) stores.add(store);
     const lists = await Promise.all([...stores].map(async (store) => ((await store.list(prefix)) as string[]).filter((p) => this.storeFor(p) === store)));

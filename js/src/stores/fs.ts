@@ -59,7 +59,7 @@ export class FsStore implements FileStore {
   }
 
   async list(prefix: string): Promise<string[]> {
-    checkPrefix(prefix);
+    prefix = checkPrefix(prefix);
     // Walk only the deepest directory the prefix names.
     const base = prefix.slice(0, prefix.lastIndexOf('/') + 1);
     const out: string[] = [];

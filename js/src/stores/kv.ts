@@ -106,7 +106,8 @@ export class KvStore implements FileStore {
   }
 
   async list(prefix: string): Promise<string[]> {
-    const keys = await this.#backend.keys(this.#prefix + checkPrefix(prefix));
+    prefix = checkPrefix(prefix);
+    const keys = await this.#backend.keys(this.#prefix + prefix);
     return keys
       .filter((key) => key.startsWith(this.#prefix + prefix))
       .map((key) => key.slice(this.#prefix.length))
