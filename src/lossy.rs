@@ -581,11 +581,15 @@ fn drop(
     // Whole groups inside the span; earlier notices and summaries are always replaced.
     let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
     let mut from = span.start;
-    for c in span.start + 1..=span.end {
-        if ok[c] {
-            groups.push(from..c);
-            from = c;
-        }
+    for (c, _) in ok
+        .iter()
+        .enumerate()
+        .take(span.end + 1)
+        .skip(span.start + 1)
+        .filter(|(_, &boundary)| boundary)
+    {
+        groups.push(from..c);
+        from = c;
     }
     let order: Vec<(usize, f64)> = match strategy {
         Strategy::Importance => {

@@ -339,14 +339,15 @@ pub fn validate(messages: &[Message]) -> Result<()> {
                 Part::ToolCall(call) => {
                     calls.insert(&call.tool_call_id);
                 }
-                Part::ToolResult(result) if message.role == Role::Tool => {
-                    if !calls.contains(result.tool_call_id.as_str()) {
-                        return Err(Error::OrphanToolResult {
-                            index,
-                            part,
-                            tool_call_id: result.tool_call_id.clone(),
-                        });
-                    }
+                Part::ToolResult(result)
+                    if message.role == Role::Tool
+                        && !calls.contains(result.tool_call_id.as_str()) =>
+                {
+                    return Err(Error::OrphanToolResult {
+                        index,
+                        part,
+                        tool_call_id: result.tool_call_id.clone(),
+                    });
                 }
                 _ => {}
             }

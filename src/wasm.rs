@@ -22,12 +22,20 @@ fn throw(error: Error) -> JsValue {
 
 fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> JsResult<T> {
     serde_json::from_str(json).map_err(|e| {
+        let message = crate::error::strip_position(&e.to_string());
         if e.is_syntax() || e.is_eof() {
             throw(Error::json(what, &e))
-        } else {
+        } else if matches!(what, "plan" | "outcomes") {
+            // A plan or outcomes the core did not produce: a mismatch with what it planned.
             throw(Error::PlanMismatch {
                 action_id: None,
-                message: format!("{what}: {}", crate::error::strip_position(&e.to_string())),
+                message: format!("{what}: {message}"),
+            })
+        } else {
+            // Host-supplied data (an iteration, a loop context, a state): invalid input.
+            throw(Error::InvalidConfig {
+                field: what.to_owned(),
+                message,
             })
         }
     })

@@ -43,7 +43,7 @@ fn output(messages: &[Message], index: usize) -> &ToolOutput {
 #[test]
 fn hundred_k_result_in_a_16k_window_is_offloaded_under_budget() {
     let text = big("row", 12_000);
-    let messages = conversation(&[text.clone()]);
+    let messages = conversation(std::slice::from_ref(&text));
     let mut compactor = Compactor::new(window(16_000)).unwrap();
     let plan = compactor.plan(&messages).unwrap();
     assert!(plan.tokens_before > 100_000, "{}", plan.tokens_before);

@@ -687,13 +687,11 @@ fn check_pairs(messages: &[Message]) -> Check {
                     }
                     requests.insert(&a.approval_id);
                 }
-                Part::ToolApprovalResponse(a) => {
-                    if !requests.contains(a.approval_id.as_str()) {
-                        return Err(fail(format!(
-                            "approval response {} before its request",
-                            a.approval_id
-                        )));
-                    }
+                Part::ToolApprovalResponse(a) if !requests.contains(a.approval_id.as_str()) => {
+                    return Err(fail(format!(
+                        "approval response {} before its request",
+                        a.approval_id
+                    )));
                 }
                 _ => {}
             }

@@ -135,7 +135,9 @@ export interface CompactorOptions {
    * the heuristic summary used. Default 120,000. */
   summarizeTimeoutMs?: number;
   /** Keeps the compactor's state (stats, calibration) in `store` at this path: loaded by
-   * `createCompactor`, saved after every compaction. For stateless hosts (edge workers). */
+   * `createCompactor`, saved at the end of a `manage`/`compact` call that changed it (one write
+   * per call: Cloudflare KV allows one write per second per key). Offloads at tool-return time
+   * are saved with the next call, or by `saveState()`. For stateless hosts (edge workers). */
   statePath?: string;
   /** Called before a compaction (tier 2 or 3, or manual) runs; may cancel it, add instructions
    * or supply the summary. */
@@ -201,6 +203,8 @@ export class Compactor {
   readonly #summarizeTimeoutMs: number;
   readonly #statePath: string | undefined;
   readonly #prefixes: { offload: string; history: string };
+  /** The state changed since it was last saved to `statePath`. */
+  #stateDirty = false;
   /** Serializes manage() calls: two racing calls would plan against stale messages. */
   #queue: Promise<unknown> = Promise.resolve();
   /** Our uncalibrated count of the last prompt handed to the model, for calibration. */
@@ -263,7 +267,11 @@ export class Compactor {
     const encoded = encode(messages);
     let planJson = core(() => this.#core.plan(encoded.json, planOptions(options)));
     let plan = JSON.parse(planJson) as Plan;
-    if (plan.actions.length === 0) return { messages: [...messages], events: [], plan };
+    if (plan.actions.length === 0) {
+      const result: ManageResult<M> = { messages: [...messages], events: [], plan };
+      await this.#persistState(result);
+      return result;
+    }
 
     let decision: PreCompactDecision = {};
     let cancelOverridden = false;
@@ -343,6 +351,7 @@ export class Compactor {
   #apply<M extends MessageLike>(encoded: Encoded, planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
     const appliedJson = core(() => this.#core.apply(encoded.json, planJson, JSON.stringify(outcomes)));
     const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(appliedJson, encoded.refs);
+    if (applied.events.length > 0) this.#stateDirty = true;
     for (const event of applied.events) this.#onEvent?.(event);
     return { messages: applied.messages, events: applied.events, plan };
   }
@@ -355,6 +364,7 @@ export class Compactor {
     const actual = usage.inputTokens;
     if (this.#lastRawCount === undefined || typeof actual !== 'number' || !Number.isFinite(actual)) return;
     this.#core.observeUsage(this.#lastRawCount, Math.round(actual));
+    this.#stateDirty = true;
   }
 
   /**
@@ -390,7 +400,6 @@ export class Compactor {
     if (plan.actions.length === 0) return output;
     const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined));
     if (!result.events.some((e) => e.status === 'applied')) return output;
-    await this.#persistState(result);
     const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
     return part.output.type === 'text' ? String(part.output.value) : output;
   }
@@ -430,12 +439,13 @@ export class Compactor {
   /** Writes the state (stats, calibration) to the store; `loadState(store, path)` reads it back. */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
     await this.store.write(checkPath(path), JSON.stringify(this.state()));
+    if (path === this.#statePath) this.#stateDirty = false;
   }
 
-  /** Saves the state after a compaction when `statePath` is set. A failed save does not undo
-   * the compaction: it is reported on the result. */
+  /** Saves the state at the end of a call that changed it, when `statePath` is set. A failed
+   * save does not undo the compaction: it is reported on the result (and retried next call). */
   async #persistState(result: ManageResult<MessageLike>): Promise<void> {
-    if (this.#statePath === undefined || result.events.length === 0) return;
+    if (this.#statePath === undefined || !this.#stateDirty) return;
     try {
       await this.saveState(this.#statePath);
     } catch (error) {

@@ -152,6 +152,19 @@ test('statePath: a stateless host (a new compactor per request) keeps stats thro
   await store.write('/state/bad.json', 'not json');
   await assert.rejects(() => loadState(store, '/state/bad.json'), (e) => e.code === 'invalid_config' && e.message.includes('/state/bad.json'));
   assert.equal(await loadState(store, '/state/none.json'), undefined);
+  // One state write per call: offloads at tool-return time are saved by the next manage().
+  const writes = [];
+  const counting = { read: (p) => store.read(p), list: (p) => store.list(p), delete: (p) => store.delete(p),
+    write: async (p, t) => (writes.push(p), store.write(p, t)) };
+  const w = await createCompactor({ contextWindow: 32_000, store: counting, statePath: '/state/w.json' });
+  const tools = w.wrapTools({ fetch: { execute: async ({ i }) => huge(i) } });
+  await tools.fetch.execute({ i: 10 }, { toolCallId: 'x10' });
+  await tools.fetch.execute({ i: 11 }, { toolCallId: 'x11' });
+  assert.equal(writes.filter((p) => p.startsWith('/state/')).length, 0, 'not saved at tool return');
+  await w.manage([{ role: 'user', content: 'hi' }]);
+  await w.manage([{ role: 'user', content: 'hi again' }]);
+  assert.equal(writes.filter((p) => p.startsWith('/state/')).length, 1, 'saved once, by the first call after the change');
+  assert.equal((await loadState(store, '/state/w.json')).stats.filesWritten, 2);
   // A failing state save is reported, the compaction stands.
   const failing = { read: (p) => store.read(p), list: (p) => store.list(p), delete: (p) => store.delete(p),
     write: async (p, t) => { if (p.startsWith('/state/')) throw new Error('quota exceeded'); return store.write(p, t); } };

@@ -242,6 +242,9 @@ test('loop context: rolling window, summary request, failure keeps iterations, p
   assert.match(prompt, /# Goal\nBuild the login endpoint/);
   assert.match(prompt, /Steps 1-5 done\./);
   assert.throws(() => loopContext.applySummary(done, 'stale-id', 'x'), (e) => e.code === 'plan_mismatch');
+  // A misspelled iteration field is invalid input, named as such.
+  assert.throws(() => loopContext.addIteration(done, { unixMs: 1, ouput: 'typo' }),
+    (e) => e.code === 'invalid_config' && e.field === 'iteration' && /ouput/.test(e.message));
 });
 
 test('prompt segments name the recovery paths and the memory file', () => {
