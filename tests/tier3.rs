@@ -270,7 +270,7 @@ fn truncate_drops_oldest_groups_to_the_target_and_importance_drops_acknowledgmen
     assert!(applied.tokens_after <= plan.trigger.target);
     context_compactor::validate(&applied.messages).unwrap();
 
-    let mut c = compactor(12_000, |c| c.history.strategy = HistoryStrategy::Importance);
+    let c = compactor(12_000, |c| c.history.strategy = HistoryStrategy::Importance);
     let plan = c.plan(&messages).unwrap();
     let Some(Action::Drop(d)) = plan.actions.last() else {
         panic!("a drop")

@@ -7,10 +7,11 @@
 // them (conditions workerd, worker, browser; the package's .wasm import kept as a separate
 // CompiledWasm module through modulesRules).
 import { createRequire } from 'node:module';
-import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleWorker } from '../../tests/runtimes/runners/bundle.mjs';
 import { CONTEXT_WINDOW, FILES, callsTool, sourceFile, toolOutput, userText } from './mock.mjs';
 
 const exampleDir = fileURLToPath(new URL('.', import.meta.url));
@@ -26,23 +27,6 @@ function check(name, ok, detail = '') {
   checks.push({ name, ok: Boolean(ok) });
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
   return Boolean(ok);
-}
-
-/** esbuild plugin (as tests/runtimes/runners/bundle.mjs `externalWasmPlugin`): a `.wasm` import
- * stays an import of a file copied next to the bundle, loaded by workerd as CompiledWasm. */
-function externalWasmPlugin(outdir, seen) {
-  return {
-    name: 'external-wasm',
-    setup(build) {
-      build.onResolve({ filter: /\.wasm$/ }, async (args) => {
-        const src = fileURLToPath(new URL(args.path, 'file://' + args.resolveDir + '/'));
-        await mkdir(outdir, { recursive: true });
-        await copyFile(src, join(outdir, basename(src)));
-        seen.push(src);
-        return { path: './' + basename(src), external: true };
-      });
-    },
-  };
 }
 
 /** POST /chat; returns the parsed JSON (throws on a non-200 answer). */
@@ -90,27 +74,14 @@ let mf;
 const outdir = await mkdtemp(join(tmpdir(), 'cc-cf-worker-'));
 try {
   // ---- bundle, as wrangler would -------------------------------------------------------------
-  let build, Miniflare;
+  let Miniflare;
   try {
-    ({ build } = requireRuntimes('esbuild'));
     ({ Miniflare } = requireRuntimes('miniflare'));
   } catch (error) {
-    throw new Error(`esbuild/miniflare not found in ${runtimesDir}node_modules: run \`cd tests/runtimes && npm ci\` first (${error.message})`);
+    throw new Error(`miniflare not found in ${runtimesDir}node_modules: run \`cd tests/runtimes && npm ci\` first (${error.message})`);
   }
-  const wasmFiles = [];
-  await build({
-    entryPoints: [join(exampleDir, 'worker.mjs')],
-    outfile: join(outdir, 'worker.js'),
-    bundle: true,
-    format: 'esm',
-    platform: 'neutral',
-    target: 'es2022',
-    conditions: ['workerd', 'worker', 'browser'],
-    mainFields: ['module', 'main'],
-    absWorkingDir: exampleDir,
-    logLevel: 'error',
-    plugins: [externalWasmPlugin(outdir, wasmFiles)],
-  });
+  // The same bundling as the workerd runtime test (tests/runtimes/runners/bundle.mjs).
+  const wasmFiles = await bundleWorker({ entry: join(exampleDir, 'worker.mjs'), outdir, absWorkingDir: exampleDir });
   const bundled = await readFile(join(outdir, 'worker.js'), 'utf8');
   const kept = wasmFiles.filter((f) => bundled.includes(`"./${basename(f)}"`));
   check('bundle keeps the package .wasm as a separate CompiledWasm import', kept.length === 1, kept.map((f) => basename(f)).join(', ') || `resolved: ${wasmFiles.join(', ') || 'none'}`);

@@ -46,6 +46,30 @@ export function externalWasmPlugin(outdir, seen = []) {
   };
 }
 
+/**
+ * Bundles a module worker the way wrangler does (conditions `workerd, worker, browser`; the
+ * package's `.wasm` kept as a separate CompiledWasm import) into `outdir/worker.js`. Returns the
+ * `.wasm` files the bundle imports.
+ */
+export async function bundleWorker({ entry, outdir, absWorkingDir, plugins = [] }) {
+  const { build } = await import('esbuild');
+  const wasmFiles = [];
+  await build({
+    entryPoints: [entry],
+    outfile: `${outdir}/worker.js`,
+    bundle: true,
+    format: 'esm',
+    platform: 'neutral',
+    target: 'es2022',
+    conditions: ['workerd', 'worker', 'browser'],
+    mainFields: ['module', 'main'],
+    absWorkingDir,
+    logLevel: 'error',
+    plugins: [...plugins, externalWasmPlugin(outdir, wasmFiles)],
+  });
+  return wasmFiles;
+}
+
 export async function pkgVersion(name) {
   const text = await readFile(`${runtimesDir}/node_modules/${name}/package.json`, 'utf8').catch(() => '{}');
   return JSON.parse(text).version ?? '?';

@@ -4,13 +4,12 @@
 // separate module that miniflare loads as CompiledWasm (modulesRules), exactly as a
 // wrangler deploy would upload it. The worker runs the scenario on fetch and returns JSON.
 // A second, separate bundle (bundled/probe.mjs) reports `runtimeEntry`.
-import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { mkdtemp, rm, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { printReport, errString } from './common.mjs';
-import { runtimesDir, loadFixtureInfo, fixturePlugin, externalWasmPlugin, pkgVersion, answerJson, bundledReport } from './bundle.mjs';
+import { runtimesDir, loadFixtureInfo, fixturePlugin, bundleWorker, pkgVersion, answerJson, bundledReport } from './bundle.mjs';
 
 /** Bundles `entry` into a fresh dir, runs it in miniflare, returns { json, wasmFiles, bundleMs, fetchMs }. */
 async function runWorker(entry, fixtureInfo) {
@@ -18,20 +17,7 @@ async function runWorker(entry, fixtureInfo) {
   let mf;
   try {
     const t0 = Date.now();
-    const wasmFiles = [];
-    await build({
-      entryPoints: [join(runtimesDir, entry)],
-      outfile: join(outdir, 'worker.js'),
-      bundle: true,
-      format: 'esm',
-      platform: 'neutral',
-      target: 'es2022',
-      conditions: ['workerd', 'worker', 'browser'],
-      mainFields: ['module', 'main'],
-      absWorkingDir: runtimesDir,
-      logLevel: 'error',
-      plugins: [fixturePlugin(fixtureInfo), externalWasmPlugin(outdir, wasmFiles)],
-    });
+    const wasmFiles = await bundleWorker({ entry: join(runtimesDir, entry), outdir, absWorkingDir: runtimesDir, plugins: [fixturePlugin(fixtureInfo)] });
     const bundleMs = Date.now() - t0;
     // Did the entry's `.wasm` import survive tree-shaking? (Resolution alone proves nothing.)
     const bundled = await readFile(join(outdir, 'worker.js'), 'utf8');
