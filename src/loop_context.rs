@@ -441,9 +441,9 @@ impl LoopContext {
 /// `# Current State`; `# Instructions` with the `<progress>` / `<promise>COMPLETE</promise>`
 /// protocol. Before the first iteration there is only the goal, the state and the instructions.
 ///
-/// Over budget, cuts in this order until it fits: the not-yet-summarized lines; the recent
-/// iterations oldest first, keeping the newest; the summary (shortened, then dropped); the
-/// newest iteration; the goal (shortened). Current State and Instructions are never cut; a
+/// Over budget, cuts in this order until it fits: the recent iterations oldest first, keeping
+/// the newest; then the not-yet-summarized lines (restoring the recent iterations that now fit);
+/// the summary (shortened, then dropped); the newest iteration; the goal (shortened). Current State and Instructions are never cut; a
 /// validated config leaves room for them.
 pub fn build_prompt(ctx: &LoopContext, config: &LoopConfig) -> String {
     let goal = Cut::new(ctx.goal.trim(), config.goal_max_tokens as usize);
@@ -735,9 +735,23 @@ impl Prompt<'_> {
         if self.excess(budget) == 0 {
             return;
         }
-        self.unsummarized = None;
+        // Older recent iterations go first (the newest stays), so that the one-line list of
+        // iterations a failed summary left pending stays in view: they are in no summary yet.
+        let mut removed = Vec::new();
         while self.recent.len() > 1 && self.excess(budget) > 0 {
-            self.recent.remove(0);
+            removed.push(self.recent.remove(0));
+        }
+        if self.excess(budget) == 0 {
+            return;
+        }
+        // Still over: the pending list goes, and the recent iterations it made room for return.
+        self.unsummarized = None;
+        while let Some(entry) = removed.pop() {
+            self.recent.insert(0, entry);
+            if self.excess(budget) > 0 {
+                self.recent.remove(0);
+                break;
+            }
         }
         while self.summary.is_some() {
             let excess = self.excess(budget);

@@ -850,3 +850,27 @@ fn iterations_from_json_take_defaults_and_reject_typos() {
         serde_json::from_str(r#"{"goal": "g", "someFutureField": 1}"#).unwrap();
     assert_eq!(state.goal, "g");
 }
+
+#[test]
+fn the_pending_list_comes_back_when_cutting_older_iterations_made_room() {
+    let mut ctx = LoopContext::new("Ship it", START);
+    let unlimited = LoopConfig::default();
+    for n in 1..=7 {
+        let _ = ctx.add_iteration(iteration(&words(&format!("it{n}w"), 300)), &unlimited);
+    }
+    assert!(!ctx.pending.is_empty(), "iterations past the raw window wait for a summary");
+    let full = build_prompt(&ctx, &unlimited);
+    assert!(full.contains("# Earlier Iterations"));
+    // A budget a little under the full prompt: one recent iteration goes, the pending list
+    // (a few short lines) fits again and stays in view.
+    let config = LoopConfig {
+        total_budget_tokens: (tokens(&full) - 20) as u32,
+        ..LoopConfig::default()
+    };
+    let prompt = build_prompt(&ctx, &config);
+    assert!(tokens(&prompt) <= config.total_budget_tokens as usize);
+    assert!(
+        prompt.contains("# Earlier Iterations"),
+        "pending iterations hidden although they fit:\n{prompt}"
+    );
+}

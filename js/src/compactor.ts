@@ -223,6 +223,9 @@ export class Compactor {
     this.#onPreCompact = options.onPreCompact;
     this.#summarizeTimeoutMs = options.summarizeTimeoutMs ?? 120_000;
     if (!(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
+    if (options.statePath !== undefined && !options.store) {
+      throw new CompactorError('invalid_config', 'statePath needs a store that outlives the compactor (options.store); the default MemoryStore would lose the state', { field: 'statePath' });
+    }
     this.#statePath = options.statePath === undefined ? undefined : checkPath(options.statePath);
     this.#prefixes = { offload: options.offload?.pathPrefix ?? '/tool_outputs/', history: options.history?.pathPrefix ?? '/conversation_history/' };
     const state = options.state === undefined ? undefined : JSON.stringify(options.state);

@@ -152,6 +152,7 @@ test('statePath: a stateless host (a new compactor per request) keeps stats thro
   await store.write('/state/bad.json', 'not json');
   await assert.rejects(() => loadState(store, '/state/bad.json'), (e) => e.code === 'invalid_config' && e.message.includes('/state/bad.json'));
   assert.equal(await loadState(store, '/state/none.json'), undefined);
+  await assert.rejects(() => createCompactor({ statePath: '/state/x.json' }), (e) => e.code === 'invalid_config' && e.field === 'statePath');
   // One state write per call: offloads at tool-return time are saved by the next manage().
   const writes = [];
   const counting = { read: (p) => store.read(p), list: (p) => store.list(p), delete: (p) => store.delete(p),
