@@ -489,7 +489,7 @@ fn fallback(
     let user_texts: Vec<String> = messages
         .iter()
         .filter(|m| m.role == Role::User)
-        .map(text_of)
+        .map(Message::text)
         .collect();
     let mut tools: BTreeMap<&str, u32> = BTreeMap::new();
     let mut files: Vec<&str> = Vec::new();
@@ -553,19 +553,6 @@ fn fallback(
     }
 }
 
-fn text_of(message: &Message) -> String {
-    match &message.content {
-        Content::Text(text) => text.clone(),
-        Content::Parts(parts) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Truncate and importance
@@ -688,7 +675,7 @@ fn score(messages: &[Message], config: &ImportanceConfig) -> f64 {
                 config.tool_use_score
             }
             Role::Assistant => {
-                let chars = text_of(m).chars().count();
+                let chars = m.text().chars().count();
                 if chars < config.short_assistant_chars {
                     config.assistant_score * 0.5
                 } else {

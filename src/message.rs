@@ -233,6 +233,22 @@ impl Message {
         }
     }
 
+    /// The message's text: a string content, or its text parts joined by newlines (other
+    /// parts — tool calls, results, images — are not text).
+    pub fn text(&self) -> String {
+        match &self.content {
+            Content::Text(text) => text.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
     /// The parts of this message; a string content is one text part's worth of nothing here.
     pub fn parts(&self) -> &[Part] {
         match &self.content {

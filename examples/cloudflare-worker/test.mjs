@@ -11,7 +11,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleWorker } from '../../tests/runtimes/runners/bundle.mjs';
+import { bundleWorker, miniflareOptions } from '../../tests/runtimes/runners/bundle.mjs';
 import { CONTEXT_WINDOW, FILES, callsTool, sourceFile, toolOutput, userText } from './mock.mjs';
 
 const exampleDir = fileURLToPath(new URL('.', import.meta.url));
@@ -86,17 +86,7 @@ try {
   const kept = wasmFiles.filter((f) => bundled.includes(`"./${basename(f)}"`));
   check('bundle keeps the package .wasm as a separate CompiledWasm import', kept.length === 1, kept.map((f) => basename(f)).join(', ') || `resolved: ${wasmFiles.join(', ') || 'none'}`);
 
-  mf = new Miniflare({
-    modules: true,
-    scriptPath: join(outdir, 'worker.js'),
-    modulesRoot: outdir,
-    modulesRules: [
-      { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
-      { type: 'CompiledWasm', include: ['**/*.wasm'] },
-    ],
-    compatibilityDate: '2025-09-01',
-    kvNamespaces: ['STORE'], // in memory (no persist option)
-  });
+  mf = new Miniflare({ ...miniflareOptions(outdir), kvNamespaces: ['STORE'] }); // KV in memory (no persist option)
   const kv = await mf.getKVNamespace('STORE');
   const kvJson = async (key) => JSON.parse((await kv.get(key)) ?? 'null');
 

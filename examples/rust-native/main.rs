@@ -29,7 +29,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use context_compactor::{
-    messages_from_value, Action, Applied, Compactor, Config, Content, EventStatus, Message,
+    messages_from_value, Action, Applied, Compactor, Config, EventStatus, Message,
     Outcome, Part, Plan, Role, Summarize,
 };
 use serde_json::Value;
@@ -346,19 +346,6 @@ fn stored(plan: &Plan, outcomes: &[Outcome], id: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // A deterministic "LLM": a structured summary derived from the span it is asked to summarize.
 
-fn text_of(message: &Message) -> String {
-    match &message.content {
-        Content::Text(text) => text.clone(),
-        Content::Parts(parts) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
 
 fn first_chars(text: &str, n: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -386,7 +373,7 @@ fn mock_summary(s: &Summarize, messages: &[Message]) -> String {
         .or_else(|| {
             span.iter()
                 .find(|m| m.role == Role::User)
-                .map(|m| first_chars(&text_of(m), 240))
+                .map(|m| first_chars(&m.text(), 240))
         })
         .unwrap_or_else(|| "(no user message in the span)".into());
     let mut tools: BTreeMap<&str, u32> = BTreeMap::new();
@@ -410,7 +397,7 @@ fn mock_summary(s: &Summarize, messages: &[Message]) -> String {
         .iter()
         .rev()
         .filter(|m| m.role == Role::Assistant)
-        .map(text_of)
+        .map(Message::text)
         .find(|t| !t.trim().is_empty())
         .map_or("(no assistant text)".into(), |t| first_chars(&t, 300));
     let tool_list: Vec<String> = tools.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
@@ -536,11 +523,11 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
         match last
             .messages
             .iter()
-            .find(|m| text_of(m).contains("/conversation_history/"))
+            .find(|m| m.text().contains("/conversation_history/"))
         {
             Some(m) => format!(
                 "summary/notice message: {:?}",
-                first_chars(&text_of(m), 110)
+                first_chars(&m.text(), 110)
             ),
             None => "no summary message".into(),
         }

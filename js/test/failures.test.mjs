@@ -4,19 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompactorError, MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+import { chat as conversation } from '../test-helpers/conversations.mjs';
 
 await init();
 
-const words = ['alpha', 'budget', 'cache', 'delta', 'error', 'fixture', 'gamma', 'harness', 'index', 'json'];
-const prose = (seed, n) => Array.from({ length: n }, (_, i) => `${words[(i * 7 + seed) % 10]} ${seed}-${i}`).join(' ');
-function chat(turns, size = 120) {
-  const messages = [{ role: 'system', content: 'You are a helpful agent.' }];
-  for (let t = 0; t < turns; t++) {
-    messages.push({ role: 'user', content: `Turn ${t}: ${prose(t, size)}` });
-    messages.push({ role: 'assistant', content: [{ type: 'text', text: `Answer ${t}: ${prose(t + 3, size)}` }] });
-  }
-  return messages;
-}
+const chat = (turns) => conversation(turns, 120, { toolCall: false });
 const big = (seed) => Array.from({ length: 4_000 }, (_, i) => `${seed} line ${i}: ${(i * 7919) % 10_007}`).join('\n');
 
 test('a summarizer that never answers times out: its signal aborts and the heuristic summary applies', async () => {

@@ -12,25 +12,9 @@ import {
   recoverySegment,
   withMemory,
 } from '../dist/entry/node.js';
+import { chat } from '../test-helpers/conversations.mjs';
 
 await init();
-
-const words = ['alpha', 'budget', 'cache', 'delta', 'error', 'fixture', 'gamma', 'harness', 'index', 'json'];
-const prose = (seed, n) => Array.from({ length: n }, (_, i) => `${words[(i * 7 + seed) % 10]} ${seed}-${i}`).join(' ');
-
-/** A chat of `turns` exchanges, each about `size` words a side, with one tool call in the middle. */
-function chat(turns, size = 120) {
-  const messages = [{ role: 'system', content: 'You are a helpful agent.' }];
-  for (let t = 0; t < turns; t++) {
-    messages.push({ role: 'user', content: `Turn ${t}: ${prose(t, size)}` });
-    if (t === Math.floor(turns / 2)) {
-      messages.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: `call${t}`, toolName: 'read_file', input: { path: `/src/f${t}.rs` } }] });
-      messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: `call${t}`, toolName: 'read_file', output: { type: 'text', value: prose(t + 1, size) } }] });
-    }
-    messages.push({ role: 'assistant', content: [{ type: 'text', text: `Answer ${t}: ${prose(t + 3, size)}` }] });
-  }
-  return messages;
-}
 
 /** No tool result is left without its call, no call without its result. */
 function assertPaired(messages) {

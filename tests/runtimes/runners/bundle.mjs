@@ -70,6 +70,21 @@ export async function bundleWorker({ entry, outdir, absWorkingDir, plugins = [] 
   return wasmFiles;
 }
 
+/** Miniflare options that run a bundle from `bundleWorker`: ES modules plus the `.wasm` as a
+ * CompiledWasm module, as workerd loads a wrangler build. */
+export function miniflareOptions(outdir) {
+  return {
+    modules: true,
+    scriptPath: `${outdir}/worker.js`,
+    modulesRoot: outdir,
+    modulesRules: [
+      { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
+      { type: 'CompiledWasm', include: ['**/*.wasm'] },
+    ],
+    compatibilityDate: '2025-09-01',
+  };
+}
+
 export async function pkgVersion(name) {
   const text = await readFile(`${runtimesDir}/node_modules/${name}/package.json`, 'utf8').catch(() => '{}');
   return JSON.parse(text).version ?? '?';

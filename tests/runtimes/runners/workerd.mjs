@@ -9,7 +9,7 @@ import { mkdtemp, rm, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { printReport, errString } from './common.mjs';
-import { runtimesDir, loadFixtureInfo, fixturePlugin, bundleWorker, pkgVersion, answerJson, bundledReport } from './bundle.mjs';
+import { runtimesDir, loadFixtureInfo, fixturePlugin, bundleWorker, miniflareOptions, pkgVersion, answerJson, bundledReport } from './bundle.mjs';
 
 /** Bundles `entry` into a fresh dir, runs it in miniflare, returns { json, wasmFiles, bundleMs, fetchMs }. */
 async function runWorker(entry, fixtureInfo) {
@@ -22,16 +22,7 @@ async function runWorker(entry, fixtureInfo) {
     // Did the entry's `.wasm` import survive tree-shaking? (Resolution alone proves nothing.)
     const bundled = await readFile(join(outdir, 'worker.js'), 'utf8');
     const keptWasmImports = wasmFiles.filter((f) => bundled.includes(`"./${f.split('/').pop()}"`));
-    mf = new Miniflare({
-      modules: true,
-      scriptPath: join(outdir, 'worker.js'),
-      modulesRoot: outdir,
-      modulesRules: [
-        { type: 'ESModule', include: ['**/*.js', '**/*.mjs'] },
-        { type: 'CompiledWasm', include: ['**/*.wasm'] },
-      ],
-      compatibilityDate: '2025-09-01',
-    });
+    mf = new Miniflare(miniflareOptions(outdir));
     const t1 = Date.now();
     const res = await mf.dispatchFetch('http://localhost/');
     const json = await answerJson(res, entry, 'worker');
