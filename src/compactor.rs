@@ -117,7 +117,7 @@ pub struct Usage {
 }
 
 impl Compactor {
-    /// A compactor with exact tiktoken counting for the model's encoding.
+    /// A compactor with exact counting for the model's encoding (tiktoken's counts).
     pub fn new(config: Config) -> Result<Self> {
         Self::with_state(config, State::default())
     }
@@ -126,7 +126,7 @@ impl Compactor {
     pub fn with_state(config: Config, state: State) -> Result<Self> {
         config.validate()?;
         let model = resolve_model(&config);
-        let mut counter = CachedCounter::new(model.encoding);
+        let mut counter = CachedCounter::new(model.encoding)?;
         counter.image_tokens = config.image_tokens;
         counter.file_tokens = config.file_tokens;
         let tools_raw = counter.tools(&config.tools);
@@ -204,7 +204,8 @@ impl Compactor {
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
         let hard_limit = fraction_of(window, history.hard_limit_fraction);
-        let tier2 = compaction.enabled && !options.offload_only && (manual || predicted > compact_at);
+        let tier2 =
+            compaction.enabled && !options.offload_only && (manual || predicted > compact_at);
         if tier2 {
             let mut taken: tier2::Taken = actions
                 .iter()

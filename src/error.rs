@@ -57,6 +57,15 @@ pub enum Error {
     /// An encoding name the counter does not know.
     #[error("unknown encoding \"{name}\" (expected \"o200k_base\" or \"cl100k_base\")")]
     UnknownEncoding { name: String },
+
+    /// The build has no embedded rank data for this encoding and none was loaded (the lite
+    /// package: call `loadEncoding`).
+    #[error("encoding \"{name}\" is not loaded: this build has no embedded ranks; load them first (loadEncoding)")]
+    EncodingNotLoaded { name: String },
+
+    /// Rank data given to `loadEncoding` is damaged or for another encoding.
+    #[error("rank data for \"{encoding}\": {reason}")]
+    InvalidRankData { encoding: String, reason: String },
 }
 
 impl Error {

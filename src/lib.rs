@@ -49,6 +49,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod bpe;
 mod compactor;
 mod config;
 mod edit;
@@ -86,5 +87,5 @@ pub use plan::{
     SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
 };
 pub use tokens::{
-    count_tokens, CachedCounter, Encoding, Tiktoken, TokenCounter, TOOL_DEFINITION_OVERHEAD,
+    count_tokens, CachedCounter, Encoding, Exact, TokenCounter, TOOL_DEFINITION_OVERHEAD,
 };

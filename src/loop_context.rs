@@ -520,8 +520,10 @@ const DETAIL_CHARS: usize = 300;
 /// A section cut to fewer tokens than this is dropped instead: a stub says nothing.
 const MIN_SECTION_TOKENS: usize = 32;
 
+/// The loop's prompts are counted in o200k_base. The public entry points check that it is
+/// loaded first (`encoding_not_loaded` otherwise), so the length fallback is never used.
 fn tokens(text: &str) -> usize {
-    count_tokens(text, Encoding::O200kBase)
+    count_tokens(text, Encoding::O200kBase).unwrap_or(text.len())
 }
 
 fn marker(cut_chars: usize) -> String {

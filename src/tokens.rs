@@ -46,23 +46,28 @@ pub trait TokenCounter: Send + Sync {
     fn count(&self, text: &str) -> usize;
 }
 
-/// Exact counts from tiktoken-rs (`encode_ordinary`: special-token text is counted as text).
+/// Exact counts from this crate's own BPE ([`crate::bpe`]), identical to tiktoken's
+/// `encode_ordinary` (special-token text is counted as text).
 #[derive(Debug, Clone, Copy)]
-pub struct Tiktoken(pub Encoding);
+pub struct Exact(pub &'static crate::bpe::Bpe);
 
-impl TokenCounter for Tiktoken {
+impl Exact {
+    /// The counter for `encoding`; `encoding_not_loaded` when the build has no embedded ranks and
+    /// none were loaded.
+    pub fn new(encoding: Encoding) -> Result<Self, Error> {
+        crate::bpe::get(encoding).map(Exact)
+    }
+}
+
+impl TokenCounter for Exact {
     fn count(&self, text: &str) -> usize {
-        let bpe = match self.0 {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-        };
-        bpe.encode_ordinary(text).len()
+        self.0.count(text)
     }
 }
 
 /// Exact token count of `text` in `encoding`, uncached.
-pub fn count_tokens(text: &str, encoding: Encoding) -> usize {
-    Tiktoken(encoding).count(text)
+pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, Error> {
+    Ok(crate::bpe::get(encoding)?.count(text))
 }
 
 /// Framing a chat API adds around every message (OpenAI cookbook: 3 tokens per message plus the
@@ -103,11 +108,15 @@ impl std::fmt::Debug for CachedCounter {
 }
 
 impl CachedCounter {
-    pub fn new(encoding: Encoding) -> Self {
-        Self::with_counter(encoding, Box::new(Tiktoken(encoding)))
+    /// The exact counter for `encoding` (see [`Exact::new`] for the error).
+    pub fn new(encoding: Encoding) -> Result<Self, Error> {
+        Ok(Self::with_counter(
+            encoding,
+            Box::new(Exact::new(encoding)?),
+        ))
     }
 
-    /// Uses a host-supplied counter in place of tiktoken.
+    /// Uses a host-supplied counter in place of the exact one.
     pub fn with_counter(encoding: Encoding, counter: Box<dyn TokenCounter>) -> Self {
         Self {
             encoding,
@@ -233,9 +242,9 @@ mod tests {
     #[test]
     fn known_counts() {
         // Checked against the official tiktoken (tests/fixtures/token-counts.json has the rest).
-        assert_eq!(count_tokens("hello world", Encoding::O200kBase), 2);
-        assert_eq!(count_tokens("hello world", Encoding::Cl100kBase), 2);
-        assert_eq!(count_tokens("", Encoding::O200kBase), 0);
+        assert_eq!(count_tokens("hello world", Encoding::O200kBase), Ok(2));
+        assert_eq!(count_tokens("hello world", Encoding::Cl100kBase), Ok(2));
+        assert_eq!(count_tokens("", Encoding::O200kBase), Ok(0));
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 #[wasm_bindgen(js_name = countTokens)]
 pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
     let encoding: Encoding = encoding.parse().map_err(throw)?;
-    Ok(u32::try_from(crate::count_tokens(text, encoding)).unwrap_or(u32::MAX))
+    Ok(u32::try_from(crate::count_tokens(text, encoding).map_err(throw)?).unwrap_or(u32::MAX))
 }
 
 /// Forces the encoding's rank tables to load now rather than on first count.

@@ -229,12 +229,14 @@ fn tool_definitions_count_against_the_window() {
     let schema = r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}"#;
     let expected = context_compactor::TOOL_DEFINITION_OVERHEAD
         + context_compactor::count_tokens("read_file", context_compactor::Encoding::O200kBase)
-            as u32
+            .unwrap() as u32
         + context_compactor::count_tokens(
             "Read a file from the workspace, paged by offset and limit.",
             context_compactor::Encoding::O200kBase,
-        ) as u32
-        + context_compactor::count_tokens(schema, context_compactor::Encoding::O200kBase) as u32;
+        )
+        .unwrap() as u32
+        + context_compactor::count_tokens(schema, context_compactor::Encoding::O200kBase).unwrap()
+            as u32;
     assert_eq!(extra, expected);
     assert_eq!(
         tooled.plan(&messages).unwrap().tokens_before,

@@ -33,7 +33,7 @@ fn run(ctx: &mut LoopContext, config: &LoopConfig, count: u32) -> Vec<SummaryReq
 }
 
 fn tokens(text: &str) -> usize {
-    count_tokens(text, Encoding::O200kBase)
+    count_tokens(text, Encoding::O200kBase).unwrap()
 }
 
 fn numbers(iterations: &[Iteration]) -> Vec<u32> {
@@ -858,7 +858,10 @@ fn the_pending_list_comes_back_when_cutting_older_iterations_made_room() {
     for n in 1..=7 {
         let _ = ctx.add_iteration(iteration(&words(&format!("it{n}w"), 300)), &unlimited);
     }
-    assert!(!ctx.pending.is_empty(), "iterations past the raw window wait for a summary");
+    assert!(
+        !ctx.pending.is_empty(),
+        "iterations past the raw window wait for a summary"
+    );
     let full = build_prompt(&ctx, &unlimited);
     assert!(full.contains("# Earlier Iterations"));
     // A budget a little under the full prompt: one recent iteration goes, the pending list

@@ -360,7 +360,10 @@ fn offload_only_plans_tier_one_whatever_the_usage() {
     let messages = parse(&messages);
     let c = compactor(8_000, |_| {});
     let auto = c.plan(&messages).unwrap();
-    assert!(auto.trigger.tier3, "the whole conversation is over the window");
+    assert!(
+        auto.trigger.tier3,
+        "the whole conversation is over the window"
+    );
     let only = c
         .plan_with_options(
             &messages,

@@ -29,8 +29,8 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use context_compactor::{
-    messages_from_value, Action, Applied, Compactor, Config, EventStatus, Message,
-    Outcome, Part, Plan, Role, Summarize,
+    messages_from_value, Action, Applied, Compactor, Config, EventStatus, Message, Outcome, Part,
+    Plan, Role, Summarize,
 };
 use serde_json::Value;
 
@@ -346,7 +346,6 @@ fn stored(plan: &Plan, outcomes: &[Outcome], id: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // A deterministic "LLM": a structured summary derived from the span it is asked to summarize.
 
-
 fn first_chars(text: &str, n: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match line.char_indices().nth(n) {
@@ -525,10 +524,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             .iter()
             .find(|m| m.text().contains("/conversation_history/"))
         {
-            Some(m) => format!(
-                "summary/notice message: {:?}",
-                first_chars(&m.text(), 110)
-            ),
+            Some(m) => format!("summary/notice message: {:?}", first_chars(&m.text(), 110)),
             None => "no summary message".into(),
         }
     );

@@ -578,7 +578,7 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
 
     // Per-message and per-part counts: the compactor's own counter settings, scaled like its
     // totals (exact for OpenAI encodings, estimated for the other families).
-    let mut counter = CachedCounter::new(compactor.model().encoding);
+    let mut counter = CachedCounter::new(compactor.model().encoding).map_err(Failure::from)?;
     counter.image_tokens = compactor.config().image_tokens;
     counter.file_tokens = compactor.config().file_tokens;
     let ratio = compactor.model().token_ratio;

@@ -1,0 +1,262 @@
+//! The tiktoken pre-tokenizers, written out by hand. Each function returns where the piece that
+//! starts at `i` ends, exactly as the official regex (leftmost-first alternation, greedy with
+//! backtracking) would split it; `tests/tokenizer.rs` checks that against tiktoken-rs on millions
+//! of strings. Every branch scans forward over a run once, so splitting is linear in the text.
+//!
+//! o200k_base:
+//! ```text
+//! [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//! |[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+//! |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//! ```
+//! cl100k_base:
+//! ```text
+//! '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
+//! |\s++$|\s*[\r\n]|\s+(?!\S)|\s
+//! ```
+
+use super::unicode::{
+    class_of, Class, END, LOWER, MARK, NEWLINE, NUMBER, OTHER, OTHER_LETTER, SPACE, UPPER,
+};
+
+/// The class and UTF-8 length of the character at byte `i` (`END` past the end).
+#[inline(always)]
+fn at(s: &[u8], i: usize) -> (Class, usize) {
+    let Some(&b0) = s.get(i) else {
+        return (END, 0);
+    };
+    if b0 < 0x80 {
+        return (super::unicode::ASCII[b0 as usize], 1);
+    }
+    // `s` is valid UTF-8 (it came from a &str), so the continuation bytes are there.
+    let (cp, len) = if b0 < 0xE0 {
+        (((b0 as u32 & 0x1F) << 6) | (s[i + 1] as u32 & 0x3F), 2)
+    } else if b0 < 0xF0 {
+        (
+            ((b0 as u32 & 0x0F) << 12) | ((s[i + 1] as u32 & 0x3F) << 6) | (s[i + 2] as u32 & 0x3F),
+            3,
+        )
+    } else {
+        (
+            ((b0 as u32 & 0x07) << 18)
+                | ((s[i + 1] as u32 & 0x3F) << 12)
+                | ((s[i + 2] as u32 & 0x3F) << 6)
+                | (s[i + 3] as u32 & 0x3F),
+            4,
+        )
+    };
+    (class_of(cp), len)
+}
+
+const fn bit(class: Class) -> u16 {
+    1 << class
+}
+/// `[^\r\n\p{L}\p{N}]`: the optional character before a word.
+const PREFIX: u16 = bit(OTHER) | bit(MARK) | bit(SPACE);
+/// `[^\s\p{L}\p{N}]`: punctuation runs.
+const PUNCT: u16 = bit(OTHER) | bit(MARK);
+/// `\p{L}`.
+const LETTER: u16 = bit(UPPER) | bit(LOWER) | bit(OTHER_LETTER);
+/// o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
+const CASED_HEAD: u16 = bit(UPPER) | bit(OTHER_LETTER) | bit(MARK);
+/// o200k's `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
+const CASED_TAIL: u16 = bit(LOWER) | bit(OTHER_LETTER) | bit(MARK);
+/// `\s`.
+const WHITESPACE: u16 = bit(SPACE) | bit(NEWLINE);
+
+#[inline(always)]
+fn is(class: Class, set: u16) -> bool {
+    bit(class) & set != 0
+}
+
+/// End of the run of characters in `set` that starts at `i`.
+#[inline(always)]
+fn run(s: &[u8], mut i: usize, set: u16) -> usize {
+    loop {
+        let (class, len) = at(s, i);
+        if !is(class, set) {
+            return i;
+        }
+        i += len;
+    }
+}
+
+/// `'s|'t|'re|'ve|'m|'ll|'d`, case-insensitive (`ſ` folds to `s`): the end of the contraction
+/// at `i`, if there is one.
+#[inline]
+fn contraction(s: &[u8], i: usize) -> Option<usize> {
+    if s.get(i) != Some(&b'\'') {
+        return None;
+    }
+    let lower = |j: usize| s.get(j).map(|b| b.to_ascii_lowercase());
+    match lower(i + 1)? {
+        b's' | b't' | b'm' | b'd' => Some(i + 2),
+        b'r' if lower(i + 2) == Some(b'e') => Some(i + 3),
+        b'v' if lower(i + 2) == Some(b'e') => Some(i + 3),
+        b'l' if lower(i + 2) == Some(b'l') => Some(i + 3),
+        0xC5 if s.get(i + 2) == Some(&0xBF) => Some(i + 3), // U+017F ſ
+        _ => None,
+    }
+}
+
+/// The whitespace branches, shared by both patterns from the point where they agree. `c0` is
+/// whitespace. `cl100k` adds `\s++$` before `\s*[\r\n]`.
+#[inline]
+fn whitespace(s: &[u8], i: usize, cl100k: bool) -> usize {
+    // One pass over the run: where it ends, where its last newline ends, where its last
+    // character starts.
+    let (mut j, mut last_newline_end, mut last_start) = (i, None, i);
+    loop {
+        let (class, len) = at(s, j);
+        if !is(class, WHITESPACE) {
+            break;
+        }
+        if class == NEWLINE {
+            last_newline_end = Some(j + len);
+        }
+        last_start = j;
+        j += len;
+    }
+    let end = j;
+    if cl100k && end == s.len() {
+        return end; // \s++$
+    }
+    if let Some(newline_end) = last_newline_end {
+        return newline_end; // \s*[\r\n]+ : the greedy \s* backs off to the last newline
+    }
+    if end == s.len() || last_start == i {
+        return end; // \s+(?!\S) at the end of the text, or \s+ / \s for a single character
+    }
+    last_start // \s+(?!\S): leave the last space to the word after it
+}
+
+/// o200k's first branch from `start` (after the optional prefix): `head* tail+`. Returns the end
+/// of the first match a backtracking engine would find.
+#[inline]
+fn o200k_tail(s: &[u8], start: usize) -> Option<usize> {
+    // head* takes the whole run greedily, then gives back characters until tail+ can start.
+    let mut j = start;
+    let mut last_both = None; // end of the last character in both classes (Lm, Lo, M)
+    loop {
+        let (class, len) = at(s, j);
+        if !is(class, CASED_HEAD) {
+            if class == LOWER {
+                return Some(run(s, j + len, CASED_TAIL));
+            }
+            // The character after the run cannot start tail+; backing off to the last Lm/Lo/M
+            // in the run matches that one character (the ones after it are Lu/Lt).
+            return last_both;
+        }
+        j += len;
+        if class != UPPER {
+            last_both = Some(j);
+        }
+    }
+}
+
+/// o200k's second branch from `start`: `head+ tail*`.
+#[inline]
+fn o200k_head(s: &[u8], start: usize) -> Option<usize> {
+    let end = run(s, start, CASED_HEAD);
+    (end > start).then(|| run(s, end, CASED_TAIL))
+}
+
+/// End of the o200k_base piece starting at byte `i < s.len()`.
+pub fn o200k_piece(s: &[u8], i: usize) -> usize {
+    let (c0, l0) = at(s, i);
+    let with_suffix = |end: usize| contraction(s, end).unwrap_or(end);
+    // Branches 1 and 2, each first with the optional prefix character, then without it (which
+    // can only succeed when the character is a mark: marks are in both letter classes).
+    let prefixed = is(c0, PREFIX);
+    let bare = !prefixed || c0 == MARK;
+    for branch in [o200k_tail as fn(&[u8], usize) -> Option<usize>, o200k_head] {
+        let starts = [prefixed.then_some(i + l0), bare.then_some(i)];
+        for start in starts.into_iter().flatten() {
+            if let Some(end) = branch(s, start) {
+                return with_suffix(end);
+            }
+        }
+    }
+    if c0 == NUMBER {
+        return digits(s, i + l0);
+    }
+    if let Some(end) = punctuation(s, i, c0, true) {
+        return end;
+    }
+    whitespace(s, i, false)
+}
+
+/// End of the cl100k_base piece starting at byte `i < s.len()`.
+pub fn cl100k_piece(s: &[u8], i: usize) -> usize {
+    if let Some(end) = contraction(s, i) {
+        return end;
+    }
+    let (c0, l0) = at(s, i);
+    // [^\r\n\p{L}\p{N}]?+\p{L}++ (possessive: a prefix character is never given back).
+    if is(c0, LETTER) {
+        return run(s, i + l0, LETTER);
+    }
+    if is(c0, PREFIX) {
+        let (c1, l1) = at(s, i + l0);
+        if is(c1, LETTER) {
+            return run(s, i + l0 + l1, LETTER);
+        }
+    }
+    if c0 == NUMBER {
+        return digits(s, i + l0);
+    }
+    if let Some(end) = punctuation(s, i, c0, false) {
+        return end;
+    }
+    whitespace(s, i, true)
+}
+
+/// `\p{N}{1,3}` after its first digit (which ends at `i`).
+#[inline]
+fn digits(s: &[u8], mut i: usize) -> usize {
+    for _ in 0..2 {
+        let (class, len) = at(s, i);
+        if class != NUMBER {
+            break;
+        }
+        i += len;
+    }
+    i
+}
+
+/// ` ?[^\s\p{L}\p{N}]+[\r\n/]*` (o200k) or ` ?[^\s\p{L}\p{N}]++[\r\n]*+` (cl100k).
+#[inline]
+fn punctuation(s: &[u8], i: usize, c0: Class, slash: bool) -> Option<usize> {
+    let start = if is(c0, PUNCT) {
+        i
+    } else if s[i] == b' ' && is(at(s, i + 1).0, PUNCT) {
+        i + 1
+    } else {
+        return None;
+    };
+    let mut end = run(s, start, PUNCT);
+    while let Some(&b) = s.get(end) {
+        if b == b'\r' || b == b'\n' || (slash && b == b'/') {
+            end += 1;
+        } else {
+            break;
+        }
+    }
+    Some(end)
+}
+
+/// Splits `text` into pieces with `piece_end` (one of the two functions above).
+pub fn split(text: &str, piece_end: fn(&[u8], usize) -> usize) -> impl Iterator<Item = &str> {
+    let s = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i >= s.len() {
+            return None;
+        }
+        let end = piece_end(s, i);
+        debug_assert!(end > i && end <= s.len());
+        let piece = &text[i..end];
+        i = end;
+        Some(piece)
+    })
+}
