@@ -11,9 +11,9 @@ log "cargo build (wasm32, release, route: $WASM_ROUTE)"
 if [ "$WASM_ROUTE" = debian ]; then
   # Debian's rustc 1.9x with the std built from source; rust-lld is a broken link there.
   PATH=/usr/bin:$PATH CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC_BOOTSTRAP=1 \
-    cargo build -q --release --target wasm32-unknown-unknown --features wasm --lib -Zbuild-std=std,panic_abort
+    cargo build -q --release --target wasm32-unknown-unknown --no-default-features --features wasm --lib -Zbuild-std=std,panic_abort
 else
-  cargo build -q --release --target wasm32-unknown-unknown --features wasm --lib
+  cargo build -q --release --target wasm32-unknown-unknown --no-default-features --features wasm --lib
 fi
 
 log "wasm-bindgen --target web"
@@ -25,6 +25,9 @@ cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts js/src/wasm/
 (cd js && node_modules/.bin/tsc -p tsconfig.json)
 mkdir -p js/dist/wasm
 cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts pkg/web/context_compactor_bg.wasm js/dist/wasm/
-raw=$(wc -c < js/dist/wasm/context_compactor_bg.wasm)
-gz=$(gzip -9 -c js/dist/wasm/context_compactor_bg.wasm | wc -c)
-log "js/dist ready: wasm $raw bytes, $gz gzipped"
+# The ranks travel as data-only .wasm modules, loaded like the core (see scripts/rank-wasm.mjs).
+for enc in o200k_base cl100k_base; do
+  node scripts/rank-wasm.mjs "data/$enc.ranks" "js/dist/ranks/$enc.wasm"
+done
+size() { printf '%s bytes, %s gzipped' "$(wc -c < "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
+log "js/dist ready: core wasm $(size js/dist/wasm/context_compactor_bg.wasm); o200k $(size js/dist/ranks/o200k_base.wasm); cl100k $(size js/dist/ranks/cl100k_base.wasm)"

@@ -117,6 +117,9 @@ impl LoopConfig {
         let value = serde_json::from_str(json).map_err(|e| Error::json("loop config", &e))?;
         let config: LoopConfig = crate::config::deserialize(value)?;
         config.validate()?;
+        // The loop's budgets are counted in o200k_base: a build without it loaded fails here,
+        // typed, rather than counting wrong later.
+        crate::bpe::get(Encoding::O200kBase)?;
         Ok(config)
     }
 

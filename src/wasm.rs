@@ -53,6 +53,24 @@ pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
     Ok(u32::try_from(crate::count_tokens(text, encoding).map_err(throw)?).unwrap_or(u32::MAX))
 }
 
+/// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). The npm build has no
+/// embedded ranks; the host hands them over once. Loading a loaded encoding is a no-op.
+#[wasm_bindgen(js_name = loadEncoding)]
+pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
+    let encoding: Encoding = encoding.parse().map_err(throw)?;
+    if crate::bpe::is_available(encoding) {
+        return Ok(());
+    }
+    crate::bpe::load(encoding, data).map(|_| ()).map_err(throw)
+}
+
+/// Whether the encoding can count now.
+#[wasm_bindgen(js_name = encodingLoaded)]
+pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
+    let encoding: Encoding = encoding.parse().map_err(throw)?;
+    Ok(crate::bpe::is_available(encoding))
+}
+
 /// Forces the encoding's rank tables to load now rather than on first count.
 #[wasm_bindgen(js_name = warmUp)]
 pub fn warm_up(encoding: &str) -> JsResult<()> {

@@ -1,7 +1,7 @@
 import { decode, encode, type Encoded } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core } from './errors.js';
-import { init } from './init.js';
+import { init, loadEncoding } from './init.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
@@ -170,9 +170,16 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
   await init();
   if (options.statePath !== undefined && options.state === undefined && options.store) {
     const state = await loadState(options.store, options.statePath);
-    if (state) return new Compactor({ ...options, state });
+    if (state) options = { ...options, state };
   }
-  return new Compactor(options);
+  try {
+    return new Compactor(options);
+  } catch (error) {
+    // A model on cl100k_base (gpt-4, gpt-3.5): load it, once, and try again.
+    if (!(error instanceof CompactorError && error.code === 'encoding_not_loaded')) throw error;
+    await loadEncoding(error.details.name as EncodingName);
+    return new Compactor(options);
+  }
 }
 
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.

@@ -7,6 +7,8 @@ export type CompactorErrorCode =
   | 'invalid_config'
   | 'plan_mismatch'
   | 'unknown_encoding'
+  | 'encoding_not_loaded'
+  | 'invalid_rank_data'
   | 'invalid_path'
   | 'not_initialized'
   | 'busy'

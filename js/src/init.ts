@@ -1,26 +1,44 @@
 // One idempotent initialization shared by every entrypoint. Each runtime entry registers how it
-// loads the .wasm (read a file, fetch a URL, import a compiled module); `init()` runs that once.
+// loads the core .wasm (read a file, fetch a URL, import a compiled module) and, in the full
+// entries, how it loads an encoding's ranks (the same way: each encoding is a data-only .wasm).
+// `init()` loads the core and o200k_base once; cl100k_base loads on first need.
 
-import { initSync } from './wasm/context_compactor.js';
-import { CompactorError } from './errors.js';
+import { initSync, loadEncoding as coreLoadEncoding, encodingLoaded } from './wasm/context_compactor.js';
+import { CompactorError, core } from './errors.js';
+import type { EncodingName } from './types.js';
 
 /** What a caller may hand to `init`: a compiled module (Edge, workerd) or the bytes. */
 export type WasmSource = WebAssembly.Module | BufferSource;
 
+/**
+ * An encoding's ranks: the package's data-only module (`dist/ranks/<name>.wasm`) compiled or as
+ * bytes, or the raw rank file (`data/<name>.ranks` in the repository, `CCR1` format).
+ */
+export type RankSource = WebAssembly.Module | BufferSource;
+
 type Loader = () => WasmSource | Promise<WasmSource>;
+type RankLoader = (name: EncodingName) => RankSource | Promise<RankSource>;
 
 let loader: Loader | undefined;
+let rankLoader: RankLoader | undefined;
 let ready: Promise<void> | undefined;
 let initialized = false;
+const loading = new Map<EncodingName, Promise<void>>();
 
 /** Called once by each runtime entry module. */
 export function setLoader(load: Loader): void {
   loader = load;
 }
 
+/** Called by the full entries: how this runtime fetches an encoding's ranks. */
+export function setRankLoader(load: RankLoader): void {
+  rankLoader = load;
+}
+
 /**
- * Loads and instantiates the core. Safe to call many times and concurrently; the work happens
- * once. Pass a `WebAssembly.Module` or bytes to bypass the runtime's default loading.
+ * Loads and instantiates the core, then o200k_base (full entries). Safe to call many times and
+ * concurrently; the work happens once. Pass a `WebAssembly.Module` or bytes to bypass the
+ * runtime's default loading.
  */
 export function init(source?: WasmSource): Promise<void> {
   if (initialized) return Promise.resolve();
@@ -30,12 +48,70 @@ export function init(source?: WasmSource): Promise<void> {
       throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
     }
     initSync({ module: wasm });
+    if (rankLoader) await loadRanks('o200k_base');
     initialized = true;
   })().catch((error: unknown) => {
     ready = undefined; // let a later call retry
     throw error;
   });
   return ready;
+}
+
+/**
+ * Makes an encoding available for counting. The full entries find the ranks themselves; with
+ * `context-compactor/lite`, pass them: the package's `ranks/<name>.wasm` (as a compiled module or
+ * bytes) or the raw rank file. Idempotent and safe to call concurrently.
+ */
+export async function loadEncoding(name: EncodingName = 'o200k_base', source?: RankSource): Promise<void> {
+  await init();
+  await loadRanks(name, source);
+}
+
+/** Whether `name` can count now (synchronously). */
+export function isEncodingLoaded(name: EncodingName): boolean {
+  return initialized && core(() => encodingLoaded(name));
+}
+
+function loadRanks(name: EncodingName, source?: RankSource): Promise<void> {
+  if (core(() => encodingLoaded(name))) return Promise.resolve();
+  let pending = loading.get(name);
+  if (!pending) {
+    pending = (async () => {
+      const ranks = source ?? (await rankLoader?.(name));
+      if (!ranks) {
+        throw new CompactorError(
+          'encoding_not_loaded',
+          `context-compactor/lite: encoding "${name}" is not loaded; pass its ranks: \`await loadEncoding('${name}', ranks)\` with the package's ranks/${name}.wasm`,
+          { name },
+        );
+      }
+      const bytes = await rankBytes(ranks);
+      core(() => coreLoadEncoding(name, bytes));
+    })().finally(() => loading.delete(name));
+    loading.set(name, pending);
+  }
+  return pending;
+}
+
+/** The rank file inside a data-only module (exports `data` memory and `length`), or raw bytes. */
+async function rankBytes(source: RankSource): Promise<Uint8Array> {
+  let module: WebAssembly.Module | undefined;
+  if (source instanceof WebAssembly.Module) {
+    module = source;
+  } else {
+    const bytes = ArrayBuffer.isView(source)
+      ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
+      : new Uint8Array(source);
+    const isWasm = bytes[0] === 0 && bytes[1] === 0x61 && bytes[2] === 0x73 && bytes[3] === 0x6d;
+    if (!isWasm) return bytes;
+    module = await WebAssembly.compile(bytes);
+  }
+  const instance = await WebAssembly.instantiate(module);
+  const { data, length } = instance.exports as { data?: WebAssembly.Memory; length?: WebAssembly.Global };
+  if (!(data instanceof WebAssembly.Memory) || !length) {
+    throw new CompactorError('invalid_rank_data', 'rank module: expected exports `data` (memory) and `length`', {});
+  }
+  return new Uint8Array(data.buffer, 0, Number(length.value));
 }
 
 export function isInitialized(): boolean {

@@ -111,6 +111,19 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
   if (initOk) check('init() resolves (twice, idempotent)', true, `${timings.initMs} ms`);
   if (!initOk) return results; // nothing else can work
 
+  // (a2) o200k_base comes with init; cl100k_base loads on demand, the way this runtime loads
+  // wasm (a file, a fetch, a CompiledWasm or ?module import)
+  check('init() loaded o200k_base, not cl100k_base', cc.isEncodingLoaded('o200k_base') && !cc.isEncodingLoaded('cl100k_base'));
+  let notLoaded;
+  try { cc.countTokens('hi', 'cl100k_base'); } catch (e) { notLoaded = e; }
+  check('countTokens(cl100k_base) before loading is a typed encoding_not_loaded', notLoaded?.code === 'encoding_not_loaded', notLoaded?.message);
+  t0 = now();
+  const cl100kOk = await step('loadEncoding(cl100k_base) resolves', async () => {
+    await Promise.all([cc.loadEncoding('cl100k_base'), cc.loadEncoding('cl100k_base')]);
+    return cc.isEncodingLoaded('cl100k_base');
+  });
+  check('loadEncoding(cl100k_base) loads it (concurrent calls share one load)', cl100kOk === true, `${Math.round(now() - t0)} ms`);
+
   // (b) exact token counts from the fixture
   const cases = Array.isArray(fixture?.cases) ? fixture.cases : [];
   check('token-count fixture has cases', cases.length > 0, `${cases.length} cases`);

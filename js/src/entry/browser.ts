@@ -1,14 +1,9 @@
-// Browsers and bundlers: fetch and compile the .wasm, streaming where the server sends the
-// application/wasm content type.
-import { setLoader } from '../init.js';
+// Browsers and bundlers: each encoding's ranks are fetched on first need (static URLs, so
+// bundlers emit them as assets).
+import { setRankLoader } from '../init.js';
+import { compileUrl } from './fetch-wasm.js';
 
-setLoader(async () => {
-  const response = fetch(new URL('../wasm/context_compactor_bg.wasm', import.meta.url));
-  try {
-    return await WebAssembly.compileStreaming(response);
-  } catch {
-    return WebAssembly.compile(await (await response).clone().arrayBuffer());
-  }
-});
-export const runtimeEntry = 'browser';
-export * from '../index.js';
+setRankLoader((name) =>
+  compileUrl(name === 'cl100k_base' ? new URL('../ranks/cl100k_base.wasm', import.meta.url) : new URL('../ranks/o200k_base.wasm', import.meta.url)),
+);
+export * from './browser-lite.js';

@@ -1,7 +1,8 @@
-// Deno: read the .wasm next to this file (needs --allow-read for it).
-import { setLoader } from '../init.js';
+// Deno: read the rank .wasm files next to this file (needs --allow-read for them).
+import { setRankLoader } from '../init.js';
 
 declare const Deno: { readFile(path: URL): Promise<Uint8Array> };
-setLoader(() => Deno.readFile(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));
-export const runtimeEntry = 'deno';
-export * from '../index.js';
+setRankLoader((name) =>
+  Deno.readFile(name === 'cl100k_base' ? new URL('../ranks/cl100k_base.wasm', import.meta.url) : new URL('../ranks/o200k_base.wasm', import.meta.url)),
+);
+export * from './deno-lite.js';

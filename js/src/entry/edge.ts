@@ -1,8 +1,7 @@
-// Vercel Edge: compiling from bytes is forbidden, so the bundler provides a compiled module
-// through the `?module` import suffix.
-import wasmModule from '../wasm/context_compactor_bg.wasm?module';
-import { setLoader } from '../init.js';
+// Vercel Edge: the rank .wasm files come precompiled through `?module`, like the core.
+import o200k from '../ranks/o200k_base.wasm?module';
+import cl100k from '../ranks/cl100k_base.wasm?module';
+import { setRankLoader } from '../init.js';
 
-setLoader(() => wasmModule);
-export const runtimeEntry = 'edge';
-export * from '../index.js';
+setRankLoader((name) => (name === 'cl100k_base' ? cl100k : o200k));
+export * from './edge-lite.js';

@@ -1,7 +1,8 @@
-// Node and Bun: read the .wasm next to this file.
+// Node and Bun: the core and each encoding's ranks are .wasm files next to this package.
 import { readFile } from 'node:fs/promises';
-import { setLoader } from '../init.js';
+import { setRankLoader } from '../init.js';
 
-setLoader(() => readFile(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));
-export const runtimeEntry = 'node';
-export * from '../index.js';
+setRankLoader((name) =>
+  readFile(name === 'cl100k_base' ? new URL('../ranks/cl100k_base.wasm', import.meta.url) : new URL('../ranks/o200k_base.wasm', import.meta.url)),
+);
+export * from './node-lite.js';

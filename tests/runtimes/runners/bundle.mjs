@@ -115,7 +115,8 @@ export function bundledReport({ expectedEntry, probe, main, wasmCheck, runtime, 
     },
     {
       name: wasmCheck,
-      ok: main.keptWasmImports.length === 1,
+      // the core plus the two encodings' data-only modules
+      ok: main.keptWasmImports.length === 3 && ['context_compactor_bg', 'o200k_base', 'cl100k_base'].every((n) => main.keptWasmImports.some((f) => f.endsWith(`${n}.wasm`))),
       detail: main.keptWasmImports.join(', ') ||
         `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
     },

@@ -1,0 +1,160 @@
+// context-compactor beside gpt-tokenizer, tiktoken (npm, WASM), js-tiktoken and LangChain
+// trimMessages, in one run on the same deterministic corpus. `npm run bench` at the repository
+// root builds the package first; this file assumes js/dist exists.
+//
+//   node bench.mjs [--reps=5] [--init-runs=7] [--skip=init,throughput,sizes,hard,plan] [--quick]
+//
+// Writes out/results.json and out/results.md (also printed). Medians; ratios are ours / peer
+// (speed) or peer / ours (time, size), so > 1 means we are ahead.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { allContenders, ENCODINGS, OURS } from './contenders.mjs';
+
+process.chdir(new URL('.', import.meta.url).pathname);
+const opt = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')).map(([k, v]) => [k, v ?? 'true']));
+const QUICK = opt.quick === 'true';
+const SKIP = new Set((opt.skip ?? '').split(',').filter(Boolean));
+const REPS = Number(opt.reps ?? (QUICK ? 2 : 5));
+const INIT_RUNS = Number(opt['init-runs'] ?? (QUICK ? 3 : 7));
+const log = (...a) => console.error('[bench]', ...a);
+const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[(b.length - 1) / 2] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
+const f = (x, d = 1) => (x >= 100 ? x.toFixed(0) : x.toFixed(d));
+const contenders = (await allContenders()).filter((c) => !QUICK || !c.slow);
+mkdirSync('out', { recursive: true });
+
+const results = {
+  machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version, loadavg: os.loadavg() },
+  startedAt: new Date().toISOString(),
+};
+if (!existsSync('corpus/chunks.json')) {
+  log('generating the corpus (seed 42)');
+  execFileSync('node', ['gen-corpus.mjs', '--out', 'corpus'], { stdio: 'inherit' });
+}
+
+// ------------------------------------------------------------------ cold start
+if (!SKIP.has('init')) {
+  results.init = {};
+  for (let run = 0; run < INIT_RUNS; run++) {
+    for (const c of contenders) for (const e of ENCODINGS) {
+      const out = execFileSync('node', ['--expose-gc', 'probe-init.mjs', c.name, e], { encoding: 'utf8' });
+      ((results.init[c.name] ??= {})[e] ??= []).push(JSON.parse(out));
+    }
+  }
+  log('cold start done');
+}
+
+// ------------------------------------------------------------------ throughput + exactness
+if (!SKIP.has('throughput')) {
+  results.throughput = {};
+  for (const c of contenders) for (const e of ENCODINGS) {
+    log(`throughput ${c.name} ${e}`);
+    const out = execFileSync('node', ['--expose-gc', 'worker-throughput.mjs', c.name, e, 'corpus', String(c.slow ? 1 : REPS), '0', '30'], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    (results.throughput[c.name] ??= {})[e] = JSON.parse(out);
+  }
+  // Exactness: every contender against tiktoken (the official package) chunk by chunk, message
+  // by message and on the whole corpus as one string.
+  for (const e of ENCODINGS) {
+    const ref = results.throughput.tiktoken?.[e];
+    for (const [name, byE] of Object.entries(results.throughput)) {
+      const r = byE[e];
+      if (!ref) continue;
+      r.exact = {
+        chunkMismatches: r.chunkCounts.filter((n, i) => n !== ref.chunkCounts[i]).length,
+        messageMismatches: r.convCounts.filter((n, i) => n !== ref.convCounts[i]).length,
+        wholeEqual: r.wholeCount === ref.wholeCount,
+      };
+    }
+  }
+  for (const byE of Object.values(results.throughput)) for (const r of Object.values(byE)) { delete r.chunkCounts; delete r.convCounts; }
+}
+
+// ------------------------------------------------------------------ sizes
+if (!SKIP.has('sizes')) {
+  log('sizes');
+  results.sizes = JSON.parse(execFileSync('node', ['sizes.mjs'], { encoding: 'utf8' }));
+}
+
+// ------------------------------------------------------------------ hard inputs (linearity)
+if (!SKIP.has('hard')) {
+  log('hard inputs, 100 kB vs 1 MB');
+  results.hard = {};
+  for (const c of contenders) {
+    if (c.slow) continue; // js-tiktoken is quadratic here (the shared RESULTS.md): minutes
+    results.hard[c.name] = JSON.parse(execFileSync('node', ['hard-inputs.mjs', c.name], { encoding: 'utf8', maxBuffer: 1 << 24 }));
+  }
+}
+
+// ------------------------------------------------------------------ planning vs trimMessages
+if (!SKIP.has('plan')) {
+  log('planning a 2,000-message conversation; LangChain trimMessages on the same');
+  results.plan = JSON.parse(execFileSync('node', ['--expose-gc', 'plan.mjs'], { encoding: 'utf8', maxBuffer: 1 << 24 }));
+}
+results.finishedAt = new Date().toISOString();
+writeFileSync('out/results.json', JSON.stringify(results, null, 1));
+
+// ------------------------------------------------------------------ report
+const md = [];
+const M = results.machine;
+md.push(`${M.cpus} cores (${M.cpuModel}), Node ${M.node}, load ${M.loadavg.map((x) => x.toFixed(1)).join('/')}. Medians; MB = 10^6 UTF-8 bytes. Ratio = how many times better we are (> 1: ahead).`, '');
+const peers = contenders.filter((c) => c.name !== OURS).map((c) => c.name);
+if (results.init) {
+  md.push('### Cold start: fresh process, import → first count (ms)', '');
+  md.push(`| encoding | ${contenders.map((c) => c.name).join(' | ')} | ${peers.map((p) => `vs ${p}`).join(' | ')} |`);
+  md.push(`|---|${contenders.map(() => '---').join('|')}|${peers.map(() => '---').join('|')}|`);
+  for (const e of ENCODINGS) {
+    const ms = Object.fromEntries(contenders.map((c) => [c.name, median(results.init[c.name][e].map((r) => r.totalMs))]));
+    md.push(`| ${e} | ${contenders.map((c) => f(ms[c.name])).join(' | ')} | ${peers.map((p) => `${f(ms[p] / ms[OURS])}×`).join(' | ')} |`);
+  }
+  md.push('');
+}
+if (results.throughput) {
+  md.push('### Counting throughput on the corpus (5.25 MB, 458 chunks one by one)', '');
+  md.push('| contender | encoding | warm MB/s | first pass MB/s | one 5 MB string MB/s | 2,000 messages ms | short message µs | exact vs tiktoken |');
+  md.push('|---|---|---|---|---|---|---|---|');
+  const speed = {};
+  for (const c of contenders) for (const e of ENCODINGS) {
+    const r = results.throughput[c.name][e];
+    const warm = median(r.corpusMs.map((ms) => r.corpusBytes / 1e3 / ms));
+    const first = r.corpusBytes / 1e3 / r.firstCorpusMs;
+    const whole = r.wholeMs.length ? median(r.wholeMs.map((ms) => r.wholeBytes / 1e3 / ms)) : r.wholeBytes / 1e3 / r.firstWholeMs;
+    (speed[c.name] ??= {})[e] = { warm, first };
+    const ex = r.exact ? (r.exact.chunkMismatches + r.exact.messageMismatches === 0 && r.exact.wholeEqual ? 'yes' : `NO (${r.exact.chunkMismatches} chunks, ${r.exact.messageMismatches} msgs)`) : '–';
+    md.push(`| ${c.name} | ${e} | ${f(warm, 2)} | ${f(first, 2)} | ${f(whole, 2)} | ${f(median(r.convMs), 0)} | ${f(median(r.tinyUs), 2)} | ${ex} |`);
+  }
+  md.push('', '**Ratios** (our MB/s ÷ theirs):', '');
+  md.push(`| encoding | pass | ${peers.map((p) => `vs ${p}`).join(' | ')} |`);
+  md.push(`|---|---|${peers.map(() => '---').join('|')}|`);
+  for (const e of ENCODINGS) for (const pass of ['warm', 'first']) {
+    md.push(`| ${e} | ${pass} | ${peers.map((p) => `${f(speed[OURS][e][pass] / speed[p][e][pass], 2)}×`).join(' | ')} |`);
+  }
+  results.speedRatios = speed;
+  md.push('');
+}
+if (results.sizes) {
+  md.push('### Shipped size (esbuild minified ESM, browser; .wasm as assets; gzip -9, kB)', '');
+  md.push('| bundle | what | JS | .wasm | total gzip |');
+  md.push('|---|---|---|---|---|');
+  for (const s of results.sizes) md.push(`| ${s.name} | ${s.set} | ${f(s.jsGzip / 1e3, 0)} | ${f(s.wasmGzip / 1e3, 0)} | **${f(s.totalGzip / 1e3, 0)}** |`);
+  md.push('');
+}
+if (results.hard) {
+  md.push('### Hard inputs: time for 1 MB ÷ time for 100 kB (10 = linear)', '');
+  const kinds = Object.keys(Object.values(results.hard)[0]);
+  md.push(`| input | ${Object.keys(results.hard).map((n) => `${n} ratio | ${n} MB/s at 1 MB`).join(' | ')} |`);
+  md.push(`|---|${Object.keys(results.hard).map(() => '---|---').join('|')}|`);
+  for (const k of kinds) md.push(`| ${k} | ${Object.values(results.hard).map((h) => `${f(h[k].ratio, 1)} | ${f(h[k].mbps1m, 2)}`).join(' | ')} |`);
+  md.push('');
+}
+if (results.plan) {
+  const p = results.plan;
+  md.push(`### Planning ${p.messages} messages (${p.tokens.toLocaleString('en')} tokens) for a ${p.window.toLocaleString('en')}-token window`, '');
+  md.push('| what | ms |', '|---|---|');
+  md.push(`| context-compactor: first plan (every message counted) | ${f(p.firstPlanMs, 1)} |`);
+  md.push(`| context-compactor: re-plan after one appended message | ${f(p.replanMs, 2)} |`);
+  md.push(`| context-compactor: usage() after one appended message | ${f(p.usageMs, 2)} |`);
+  for (const t of p.trim) md.push(`| LangChain trimMessages, ${t.counter} | ${f(t.ms, 0)} |`);
+  md.push('', `Peak RSS of the planning process: ${f(p.maxRssMB, 0)} MB (Node alone: ~${f(p.baseRssMB, 0)} MB).`, '');
+}
+writeFileSync('out/results.md', md.join('\n'));
+console.log(md.join('\n'));

@@ -1,0 +1,46 @@
+// Linearity on the inputs that make tokenizers superlinear: for each, the time to count 100 kB
+// and 1 MB (best of 3 after one warm-up), and their ratio (10 = linear). One contender per run:
+//   node hard-inputs.mjs <contender>   -> JSON { input: { ms100k, ms1m, ratio, mbps1m } }
+import { allContenders } from './contenders.mjs';
+
+export function hardInputs(size) {
+  const fill = (unit) => unit.repeat(Math.ceil(size / Buffer.byteLength(unit))).slice(0, size);
+  let seed = 7;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const base64 = Array.from({ length: size }, () => B64[Math.floor(rnd() * 64)]).join('');
+  const json = JSON.stringify(Array.from({ length: Math.ceil(size / 60) }, (_, i) => ({ id: i * 7919, name: `item-${i}`, tags: ['a', 'b'], ok: i % 3 === 0 }))).slice(0, size);
+  return {
+    'NBSP run': fill('\u00A0'),
+    'U+3000 run': fill('\u3000'),
+    CJK: fill('中文字語日本語の文章'),
+    'one repeated char': fill('a'),
+    'spaces': fill(' '),
+    base64,
+    'minified JSON': json,
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const c = (await allContenders()).find((x) => x.name === process.argv[2]);
+  const enc = await c.load('o200k_base');
+  const small = hardInputs(100_000);
+  const large = hardInputs(1_000_000);
+  const time = (s) => {
+    enc.count(s.slice(0, 1000));
+    let best = Infinity;
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      enc.count(s);
+      best = Math.min(best, performance.now() - t0);
+    }
+    return best;
+  };
+  const out = {};
+  for (const k of Object.keys(small)) {
+    const ms100k = time(small[k]);
+    const ms1m = time(large[k]);
+    out[k] = { ms100k, ms1m, ratio: ms1m / ms100k, mbps1m: Buffer.byteLength(large[k]) / 1e3 / ms1m };
+  }
+  console.log(JSON.stringify(out));
+}

@@ -1,0 +1,7 @@
+// Browsers and bundlers: fetch and compile the core .wasm.
+import { setLoader } from '../init.js';
+import { compileUrl } from './fetch-wasm.js';
+
+setLoader(() => compileUrl(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));
+export const runtimeEntry = 'browser';
+export * from '../index.js';
