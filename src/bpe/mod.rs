@@ -31,8 +31,10 @@ const NONE: Rank = Rank::MAX;
 /// Pieces shorter than this merge with tiktoken's quadratic scan (fast for short pieces); longer
 /// ones use the heap (tiktoken uses the same cut).
 const SMALL_PIECE: usize = 100;
-/// The multi-token piece cache is dropped whole past this many entries (bounded memory).
+/// The multi-token piece cache is dropped whole past this many entries, and holds no piece
+/// longer than `CACHED_PIECE_BYTES` (bounded memory: at most ~13 MB).
 const PIECE_CACHE_LIMIT: usize = 100_000;
+const CACHED_PIECE_BYTES: usize = 128;
 
 #[inline(always)]
 fn hash(bytes: &[u8]) -> u64 {
@@ -223,6 +225,10 @@ impl Bpe {
             i = end;
             if self.rank(piece).is_some() {
                 total += 1;
+                continue;
+            }
+            if piece.len() > CACHED_PIECE_BYTES {
+                total += self.merge_count(piece);
                 continue;
             }
             let h = hash(piece);

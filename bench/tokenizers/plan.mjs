@@ -1,0 +1,95 @@
+// Planning a 2,000-message, ~200k-token conversation (the corpus conversation with long texts
+// cut, deterministically) for a 128k window: the first plan, a re-plan after one appended
+// message, usage(); and LangChain trimMessages fitting the same messages into the same budget
+// with gpt-tokenizer (per-message memo, as a careful user writes it). Prints JSON.
+import { readFileSync } from 'node:fs';
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, trimMessages } from '@langchain/core/messages';
+import { countTokens as gptCount } from 'gpt-tokenizer/encoding/o200k_base';
+
+const CUT = 420; // characters kept per text: 2,000 messages come to ~200k tokens
+// Cut on a code point boundary: a lone surrogate is not valid JSON text for the core.
+const cut = (s) => (s.length > CUT ? s.slice(0, /[\uD800-\uDBFF]/.test(s[CUT - 1]) ? CUT - 1 : CUT) : s);
+export function planConversation() {
+  const conv = JSON.parse(readFileSync(new URL('corpus/conversation.json', import.meta.url), 'utf8'));
+  return conv.map((m) => {
+    if (typeof m.content === 'string') return { ...m, content: cut(m.content) };
+    return {
+      ...m,
+      content: m.content.map((p) => {
+        if (p.type === 'text') return { ...p, text: cut(p.text) };
+        if (p.type === 'tool-result' && p.output.type === 'text') return { ...p, output: { ...p.output, value: cut(p.output.value) } };
+        if (p.type === 'tool-result' && p.output.type === 'json') {
+          const json = JSON.stringify(p.output.value);
+          return json.length > CUT ? { ...p, output: { type: 'text', value: cut(json) } } : p;
+        }
+        return p;
+      }),
+    };
+  });
+}
+
+const median = (a) => { const b = [...a].sort((x, y) => x - y); return b[Math.floor(b.length / 2)]; };
+const baseRssMB = process.memoryUsage().rss / 2 ** 20;
+const messages = planConversation();
+const cc = await import('../../js/dist/entry/node.js');
+await cc.init();
+const compactor = await cc.createCompactor({ model: 'gpt-4o' });
+
+let t0 = performance.now();
+const first = compactor.plan(messages);
+const firstPlanMs = performance.now() - t0;
+const replan = [], usage = [];
+for (let i = 0; i < 7; i++) {
+  const grown = [...messages, { role: 'user', content: `Follow-up ${i}: what changed in the build since the last run?` }];
+  t0 = performance.now();
+  compactor.plan(grown);
+  replan.push(performance.now() - t0);
+  t0 = performance.now();
+  compactor.usage(grown);
+  usage.push(performance.now() - t0);
+}
+
+// LangChain trimMessages on the same messages and budget.
+function toLangChain(msgs) {
+  const out = [];
+  for (const m of msgs) {
+    if (m.role === 'system') out.push(new SystemMessage(m.content));
+    else if (m.role === 'user') out.push(new HumanMessage({ content: typeof m.content === 'string' ? m.content : m.content.map((p) => ({ type: 'text', text: p.text })) }));
+    else if (m.role === 'assistant') {
+      if (typeof m.content === 'string') { out.push(new AIMessage(m.content)); continue; }
+      const text = m.content.filter((p) => p.type === 'text').map((p) => p.text).join('\n');
+      const tool_calls = m.content.filter((p) => p.type === 'tool-call').map((p) => ({ id: p.toolCallId, name: p.toolName, args: p.input, type: 'tool_call' }));
+      out.push(new AIMessage({ content: text, tool_calls }));
+    } else for (const p of m.content) out.push(new ToolMessage({ content: p.output.type === 'text' ? p.output.value : JSON.stringify(p.output.value), tool_call_id: p.toolCallId, name: p.toolName }));
+  }
+  return out;
+}
+const msgText = (m) => (typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : JSON.stringify(b))).join('\n'))
+  + (m.tool_calls?.length ? '\n' + m.tool_calls.map((c) => `${c.name}(${JSON.stringify(c.args)})`).join('\n') : '');
+const lc = toLangChain(messages);
+const trim = [];
+for (const [label, memo] of [['gpt-tokenizer o200k, per-message memo', true]]) {
+  const ms = [];
+  for (let r = 0; r < 3; r++) {
+    const cache = new WeakMap();
+    const one = (m) => { let n = memo ? cache.get(m) : undefined; if (n === undefined) { n = gptCount(msgText(m)) + 3; if (memo) cache.set(m, n); } return n; };
+    const counter = (msgs) => msgs.reduce((a, m) => a + one(m), 0);
+    t0 = performance.now();
+    await trimMessages(lc, { maxTokens: first.trigger?.window ?? 128_000, tokenCounter: counter, strategy: 'last', includeSystem: true, startOn: 'human' });
+    ms.push(performance.now() - t0);
+  }
+  trim.push({ counter: label, ms: median(ms) });
+}
+
+console.log(JSON.stringify({
+  messages: messages.length,
+  tokens: first.tokensBefore,
+  window: compactor.model.contextWindow,
+  actions: first.actions.length,
+  firstPlanMs,
+  replanMs: median(replan),
+  usageMs: median(usage),
+  trim,
+  maxRssMB: process.resourceUsage().maxRSS / 1024,
+  baseRssMB,
+}));
