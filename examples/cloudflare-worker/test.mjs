@@ -84,7 +84,8 @@ try {
   const wasmFiles = await bundleWorker({ entry: join(exampleDir, 'worker.mjs'), outdir, absWorkingDir: exampleDir });
   const bundled = await readFile(join(outdir, 'worker.js'), 'utf8');
   const kept = wasmFiles.filter((f) => bundled.includes(`"./${basename(f)}"`));
-  check('bundle keeps the package .wasm as a separate CompiledWasm import', kept.length === 1, kept.map((f) => basename(f)).join(', ') || `resolved: ${wasmFiles.join(', ') || 'none'}`);
+  const expected = ['context_compactor_bg.wasm', 'o200k_base.wasm', 'cl100k_base.wasm'];
+  check('bundle keeps the core and rank .wasm files as separate CompiledWasm imports', kept.length === 3 && expected.every((n) => kept.some((f) => basename(f) === n)), kept.map((f) => basename(f)).join(', ') || `resolved: ${wasmFiles.join(', ') || 'none'}`);
 
   mf = new Miniflare({ ...miniflareOptions(outdir), kvNamespaces: ['STORE'] }); // KV in memory (no persist option)
   const kv = await mf.getKVNamespace('STORE');
