@@ -195,9 +195,15 @@ impl Bpe {
         if bytes.len() == 1 {
             return Some(self.byte_rank[bytes[0] as usize]);
         }
+        self.rank_hashed(bytes, hash(bytes))
+    }
+
+    /// `rank` with the hash already computed (the count path reuses it for its cache).
+    #[inline]
+    fn rank_hashed(&self, bytes: &[u8], h: u64) -> Option<Rank> {
         let (data, offsets) = (&self.data, &self.offsets);
         self.table
-            .find(hash(bytes), |&r| {
+            .find(h, |&r| {
                 &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize] == bytes
             })
             .copied()
@@ -223,7 +229,13 @@ impl Bpe {
             let end = (self.piece_end)(s, i);
             let piece = &s[i..end];
             i = end;
-            if self.rank(piece).is_some() {
+            if piece.len() == 1 {
+                total += 1;
+                continue;
+            }
+            // One hash serves the vocabulary lookup and the cache of multi-token pieces.
+            let h = hash(piece);
+            if self.rank_hashed(piece, h).is_some() {
                 total += 1;
                 continue;
             }
@@ -231,7 +243,6 @@ impl Bpe {
                 total += self.merge_count(piece);
                 continue;
             }
-            let h = hash(piece);
             if let Some((_, n)) = cache.find(h, |(k, _)| &**k == piece) {
                 total += *n as usize;
                 continue;
