@@ -12,7 +12,8 @@ use crate::message::{Message, Part};
 use crate::models::{self, ModelInfo};
 use crate::offload;
 use crate::plan::{
-    Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Replace, Trigger,
+    Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Replace, SaveTranscript,
+    Strategy, Trigger,
 };
 
 use crate::tier2;
@@ -102,6 +103,10 @@ pub struct PlanOptions {
     /// For tool results at the moment a tool returns them (the JS host's `wrapTools`), before
     /// they are part of a conversation that could be compacted as a whole.
     pub offload_only: bool,
+    /// Leave every transcript's `json` and `markdown` empty; the host renders them with
+    /// [`Compactor::transcript`] when it writes them. Planning then costs no copy of the
+    /// conversation (the wasm host plans this way: the text stays in the core until written).
+    pub defer_transcript: bool,
 }
 
 const TIMELINE_LIMIT: usize = 100;
@@ -258,6 +263,7 @@ impl Compactor {
                 min_saving: compaction.min_saving_tokens,
                 manual,
                 instructions: options.instructions.as_deref(),
+                defer_transcript: options.defer_transcript,
             };
             if let Some(planned) = lossy::plan(&inputs) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
@@ -425,7 +431,7 @@ impl Compactor {
             let Action::SaveTranscript(t) = action else {
                 continue;
             };
-            if serde_json::to_string_pretty(&messages).ok().as_deref() != Some(t.json.as_str()) {
+            if lossy::transcript_path(&messages, &self.config.history) != t.path {
                 return Err(Error::PlanMismatch {
                     action_id: Some(t.id.clone()),
                     message: "the conversation differs from the one planned (was it changed between plan and apply?)".into(),
@@ -614,6 +620,12 @@ impl Compactor {
             },
             error,
         }
+    }
+
+    /// The transcript files a lossy action of `strategy` saves for `messages` (what a plan's
+    /// [`Action::SaveTranscript`] holds). Hosts that keep plans small render it at write time.
+    pub fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
+        lossy::transcript(messages, &self.config.history, strategy, true)
     }
 
     /// Our raw count of a request: the messages, the reply priming and the tool definitions.

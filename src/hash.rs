@@ -11,6 +11,27 @@ pub fn short_hex(bytes: &[u8]) -> String {
     format!("{:016x}", (content_hash(bytes) >> 64) as u64)
 }
 
+/// [`short_hex`] of a value's pretty JSON, computed without building the JSON text: the
+/// serializer writes straight into a streaming hasher (same digest as hashing the whole text).
+pub fn short_hex_of_pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    struct Hasher(xxhash_rust::xxh3::Xxh3);
+    impl std::io::Write for Hasher {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut writer = std::io::BufWriter::with_capacity(32 * 1024, Hasher(Default::default()));
+    // Writing into memory cannot fail, nor can serializing our message types.
+    let _ = serde::Serialize::serialize(value, &mut serde_json::Serializer::pretty(&mut writer));
+    let _ = std::io::Write::flush(&mut writer);
+    let (Hasher(hasher), _) = writer.into_parts();
+    format!("{:016x}", (hasher.digest128() >> 64) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -19,5 +40,12 @@ mod tests {
         assert_eq!(super::short_hex(b"hello"), super::short_hex(b"hello"));
         assert_ne!(super::short_hex(b"hello"), super::short_hex(b"hellp"));
         assert_eq!(super::short_hex(b"").len(), 16);
+    }
+
+    #[test]
+    fn streaming_hash_equals_hash_of_the_text() {
+        let value = serde_json::json!({"a": [1, "two", {"three": "x".repeat(100_000)}], "b": null});
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        assert_eq!(super::short_hex_of_pretty_json(&value), super::short_hex(text.as_bytes()));
     }
 }

@@ -78,7 +78,7 @@ pub use config::{
 };
 pub use error::{Error, Result};
 pub use message::{
-    messages_from_value, parse_messages, validate, ApprovalRequest, ApprovalResponse, Content,
+    messages_from_value, parse_messages, parse_messages_at, validate, ApprovalRequest, ApprovalResponse, Content,
     FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall, ToolOutput, ToolResult,
 };
 pub use models::{lookup as lookup_model, Family, ModelInfo};

@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use crate::config::{HistoryConfig, HistoryStrategy, ImportanceConfig};
-use crate::hash::short_hex;
 use crate::message::{Content, Message, Part, Role};
 use crate::plan::{Action, Drop, SaveTranscript, Strategy, Summarize, SummaryRequest};
 use crate::tokens::CachedCounter;
@@ -39,6 +38,8 @@ pub(crate) struct Inputs<'a> {
     pub min_saving: u32,
     pub manual: bool,
     pub instructions: Option<&'a str>,
+    /// Leave the transcript's `json` and `markdown` empty (see `PlanOptions::defer_transcript`).
+    pub defer_transcript: bool,
 }
 
 /// The lossy part of a plan.
@@ -109,7 +110,12 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
     if span.is_empty() || only_markers {
         return None;
     }
-    let transcript = transcript(messages, config, strategy_of(config.strategy));
+    let transcript = transcript(
+        messages,
+        config,
+        strategy_of(config.strategy),
+        !inputs.defer_transcript,
+    );
     let planned = match config.strategy {
         HistoryStrategy::Off => return None,
         HistoryStrategy::Summarize => summarize(inputs, span, &transcript)?,
@@ -199,23 +205,32 @@ fn previous_summary(messages: &[Message]) -> Option<String> {
     )
 }
 
-fn transcript(messages: &[Message], config: &HistoryConfig, strategy: Strategy) -> SaveTranscript {
-    let json = serde_json::to_string_pretty(messages).expect("messages serialize");
-    let hash = short_hex(json.as_bytes());
-    let path = format!("{}conversation_{hash}.json", config.path_prefix);
+pub(crate) fn transcript(
+    messages: &[Message],
+    config: &HistoryConfig,
+    strategy: Strategy,
+    full: bool,
+) -> SaveTranscript {
+    let path = transcript_path(messages, config);
     let readable_path = readable_path(&path);
-    let mut markdown = format!(
-        "# Conversation transcript\n\n{} messages, saved before {} (JSON: `{path}`).\n",
-        messages.len(),
-        match strategy {
-            Strategy::Summarize => "summarization",
-            _ => "older messages were removed",
+    let (json, markdown) = if full {
+        let json = serde_json::to_string_pretty(messages).expect("messages serialize");
+        let mut markdown = format!(
+            "# Conversation transcript\n\n{} messages, saved before {} (JSON: `{path}`).\n",
+            messages.len(),
+            match strategy {
+                Strategy::Summarize => "summarization",
+                _ => "older messages were removed",
+            }
+        );
+        for (i, message) in messages.iter().enumerate() {
+            markdown.push('\n');
+            markdown.push_str(&render(i, message, None));
         }
-    );
-    for (i, message) in messages.iter().enumerate() {
-        markdown.push('\n');
-        markdown.push_str(&render(i, message, None));
-    }
+        (json, markdown)
+    } else {
+        (String::new(), String::new())
+    };
     SaveTranscript {
         id: "save-transcript".into(),
         path,
@@ -224,6 +239,12 @@ fn transcript(messages: &[Message], config: &HistoryConfig, strategy: Strategy) 
         markdown,
         messages: messages.len(),
     }
+}
+
+/// `{prefix}conversation_{hash}.json`, the hash of the transcript's JSON (content-addressed).
+pub(crate) fn transcript_path(messages: &[Message], config: &HistoryConfig) -> String {
+    let hash = crate::hash::short_hex_of_pretty_json(messages);
+    format!("{}conversation_{hash}.json", config.path_prefix)
 }
 
 /// One message as Markdown. `cap`: cut each part to this many characters.

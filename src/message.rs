@@ -324,18 +324,30 @@ pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
 
 /// Converts an already-parsed JSON value (an array of messages) and validates it.
 pub fn messages_from_value(value: Value) -> Result<Vec<Message>> {
+    let messages = messages_at(value, 0)?;
+    validate(&messages)?;
+    Ok(messages)
+}
+
+/// Parses a JSON array of messages that continues a conversation at message `first_index`
+/// (errors name indices in the whole conversation). Not validated: tool results may answer
+/// calls before `first_index`, so [`validate`] the whole conversation once it is joined.
+pub fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
+    let value: Value = serde_json::from_str(json).map_err(|e| Error::json("messages", &e))?;
+    messages_at(value, first_index)
+}
+
+fn messages_at(value: Value, first_index: usize) -> Result<Vec<Message>> {
     let Value::Array(items) = value else {
         return Err(Error::InvalidMessages {
             message: format!("expected an array of messages, got {}", kind(&value)),
         });
     };
-    let messages = items
+    items
         .into_iter()
         .enumerate()
-        .map(|(index, item)| message_from_value(index, item))
-        .collect::<Result<Vec<_>>>()?;
-    validate(&messages)?;
-    Ok(messages)
+        .map(|(index, item)| message_from_value(first_index + index, item))
+        .collect()
 }
 
 /// Checks what the types alone cannot: every tool result answers an earlier tool call, and a

@@ -7,7 +7,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::loop_context::{Iteration, LoopConfig, LoopContext};
 use crate::{
-    parse_messages, Compactor, Config, Encoding, Error, Outcome, Plan, PlanOptions, State,
+    parse_messages, parse_messages_at, validate, Action, Compactor, Config, Encoding, Error,
+    Message, Outcome, Plan, PlanOptions, State, Strategy,
 };
 
 type JsResult<T> = Result<T, JsValue>;
@@ -77,9 +78,26 @@ pub fn warm_up(encoding: &str) -> JsResult<()> {
     count_tokens("warm", encoding).map(|_| ())
 }
 
+/// A compactor and the conversation it holds. The host syncs the conversation incrementally
+/// (`sync`: keep what is unchanged, append the rest), so a conversation that grew by one message
+/// crosses the boundary as one message. Every method that takes `messages_json` uses those
+/// messages instead when given, and the held conversation when not.
 #[wasm_bindgen]
 pub struct WasmCompactor {
     inner: Compactor,
+    held: Vec<Message>,
+}
+
+impl WasmCompactor {
+    fn messages<'a>(
+        &'a self,
+        json: Option<&str>,
+    ) -> JsResult<std::borrow::Cow<'a, [Message]>> {
+        match json {
+            Some(json) => Ok(parse_messages(json).map_err(throw)?.into()),
+            None => Ok(self.held.as_slice().into()),
+        }
+    }
 }
 
 #[wasm_bindgen]
@@ -93,54 +111,103 @@ impl WasmCompactor {
         };
         Ok(WasmCompactor {
             inner: Compactor::with_state(config, state).map_err(throw)?,
+            held: Vec::new(),
         })
     }
 
-    /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`.
-    pub fn plan(&self, messages_json: &str, options_json: Option<String>) -> JsResult<String> {
-        let messages = parse_messages(messages_json).map_err(throw)?;
-        let options: PlanOptions = match options_json {
+    /// Holds the first `keep` held messages followed by `appended_json` (an array), and
+    /// validates the whole. Returns the number held. On any error nothing is held (the host
+    /// syncs in full next time).
+    pub fn sync(&mut self, keep: u32, appended_json: &str) -> JsResult<u32> {
+        let keep = keep as usize;
+        let held = std::mem::take(&mut self.held);
+        if keep > held.len() {
+            return Err(throw(Error::InvalidMessages {
+                message: format!("sync: keep {keep} of {} held messages", held.len()),
+            }));
+        }
+        let mut held = held;
+        held.truncate(keep);
+        held.extend(parse_messages_at(appended_json, keep).map_err(throw)?);
+        validate(&held).map_err(throw)?;
+        self.held = held;
+        Ok(u32::try_from(self.held.len()).unwrap_or(u32::MAX))
+    }
+
+    /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`. The plan crosses
+    /// without its bulk, which the host has or can ask for: transcripts' `json` and `markdown`
+    /// are empty (`transcript` renders them) and a summary request's `messages` is empty (it is
+    /// `[{role: 'user', content: prompt}]`).
+    pub fn plan(
+        &self,
+        messages_json: Option<String>,
+        options_json: Option<String>,
+    ) -> JsResult<String> {
+        let messages = self.messages(messages_json.as_deref())?;
+        let mut options: PlanOptions = match options_json {
             Some(json) => {
                 crate::config::deserialize(parse::<serde_json::Value>("plan options", &json)?)
                     .map_err(throw)?
             }
             None => PlanOptions::default(),
         };
-        Ok(to_json(
-            &self
-                .inner
-                .plan_with_options(&messages, &options)
-                .map_err(throw)?,
-        ))
+        options.defer_transcript = true;
+        let mut plan = self
+            .inner
+            .plan_with_options(&messages, &options)
+            .map_err(throw)?;
+        for action in &mut plan.actions {
+            if let Action::Summarize(s) = action {
+                s.request.messages.clear();
+            }
+        }
+        Ok(to_json(&plan))
     }
 
+    /// The transcript (`{id, path, readablePath, json, markdown, messages}`) that a lossy action
+    /// of `strategy` (`summarize`, `truncate`, `importance`) saves for the messages.
+    pub fn transcript(&self, messages_json: Option<String>, strategy: &str) -> JsResult<String> {
+        let messages = self.messages(messages_json.as_deref())?;
+        let strategy: Strategy = parse("strategy", &to_json(&strategy))?;
+        Ok(to_json(&self.inner.transcript(&messages, strategy)))
+    }
+
+    /// Applies outcomes to the messages (a plan whose transcripts changed since gives
+    /// `plan_mismatch`). With the held conversation, the result becomes the held one.
     pub fn apply(
         &mut self,
-        messages_json: &str,
+        messages_json: Option<String>,
         plan_json: &str,
         outcomes_json: &str,
     ) -> JsResult<String> {
-        let messages = parse_messages(messages_json).map_err(throw)?;
         let plan: Plan = parse("plan", plan_json)?;
         let outcomes: Vec<Outcome> = parse("outcomes", outcomes_json)?;
-        Ok(to_json(
-            &self
-                .inner
-                .apply(messages, &plan, &outcomes)
-                .map_err(throw)?,
-        ))
+        let held = messages_json.is_none();
+        let messages = match messages_json {
+            Some(json) => parse_messages(&json).map_err(throw)?,
+            None => self.held.clone(),
+        };
+        let applied = self
+            .inner
+            .apply(messages, &plan, &outcomes)
+            .map_err(throw)?;
+        let json = to_json(&applied);
+        if held {
+            self.held = applied.messages;
+        }
+        Ok(json)
     }
 
     /// `{tokens, window, fraction}` as JSON.
-    pub fn usage(&self, messages_json: &str) -> JsResult<String> {
-        let messages = parse_messages(messages_json).map_err(throw)?;
+    pub fn usage(&self, messages_json: Option<String>) -> JsResult<String> {
+        let messages = self.messages(messages_json.as_deref())?;
         Ok(to_json(&self.inner.usage(&messages)))
     }
 
     /// Uncalibrated count, to pair with a later `observeUsage`.
     #[wasm_bindgen(js_name = countRaw)]
-    pub fn count_raw(&self, messages_json: &str) -> JsResult<u32> {
-        let messages = parse_messages(messages_json).map_err(throw)?;
+    pub fn count_raw(&self, messages_json: Option<String>) -> JsResult<u32> {
+        let messages = self.messages(messages_json.as_deref())?;
         Ok(self.inner.count_raw(&messages))
     }
 

@@ -161,7 +161,9 @@ if (results.plan) {
   md.push(`### Planning ${p.messages} messages (${p.tokens.toLocaleString('en')} tokens) for a ${p.window.toLocaleString('en')}-token window`, '');
   md.push('| what | ms |', '|---|---|');
   md.push(`| context-compactor: first plan (every message counted) | ${f(p.firstPlanMs, 1)} |`);
-  md.push(`| context-compactor: re-plan after one appended message | ${f(p.replanMs, 2)} |`);
+  md.push(`| context-compactor: first plan in a warmed-up process (new compactor, every text new) | ${f(p.firstPlanWarmMs, 1)} |`);
+  md.push(`| context-compactor: re-plan after one appended message, over the trigger (transcript and summary prompt re-planned) | ${f(p.replanMs, 2)} |`);
+  md.push(`| context-compactor: re-plan after one appended message, under the trigger (${p.underWindow?.toLocaleString('en-US')} window) | ${f(p.replanUnderMs, 2)} |`);
   md.push(`| context-compactor: usage() after one appended message | ${f(p.usageMs, 2)} |`);
   for (const t of p.trim) md.push(`| LangChain trimMessages, ${t.counter} | ${f(t.ms, 0)} |`);
   md.push('', `Peak RSS of the planning process: ${f(p.maxRssMB, 0)} MB (Node alone: ~${f(p.baseRssMB, 0)} MB).`, '');

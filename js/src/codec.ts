@@ -20,8 +20,8 @@ function needsRef(value: unknown): boolean {
   );
 }
 
-export function encode(messages: unknown): Encoded {
-  const refs: unknown[] = [];
+/** `refs`: placeholders continue this list (a conversation synced in pieces shares one). */
+export function encode(messages: unknown, refs: unknown[] = []): Encoded {
   const json = JSON.stringify(messages, function (this: Record<string, unknown>, key, value: unknown) {
     // `this[key]` is the value before toJSON() ran (URL, Date and Buffer define toJSON).
     const original = key === '' ? value : this[key];

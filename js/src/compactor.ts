@@ -216,6 +216,9 @@ export class Compactor {
   #queue: Promise<unknown> = Promise.resolve();
   /** Our uncalibrated count of the last prompt handed to the model, for calibration. */
   #lastRawCount: number | undefined;
+  /** The conversation the core holds: the message objects last synced, a mark of each (see
+   * `mark`), and the binary values their JSON refers to. */
+  #held: { messages: unknown[]; marks: number[]; refs: unknown[] } = { messages: [], marks: [], refs: [] };
 
   constructor(options: CompactorOptions = {}) {
     const config = Object.fromEntries(Object.entries(options).filter(([key]) => !HOST_ONLY.has(key)));
@@ -247,12 +250,71 @@ export class Compactor {
   /** Dry run: what `manage` (or, with `trigger: 'manual'`, `compact`) would do. Plain data,
    * no IO. */
   plan(messages: readonly MessageLike[], options?: { trigger?: 'auto' | 'manual'; instructions?: string }): Plan {
-    return JSON.parse(core(() => this.#core.plan(encode(messages).json, planOptions(options)))) as Plan;
+    this.#sync(messages);
+    return this.#hydrate(core(() => this.#core.plan(undefined, planOptions(options))), messages);
   }
 
   /** Tokens used by `messages` against the window. */
   usage(messages: readonly MessageLike[]): Usage {
-    return JSON.parse(core(() => this.#core.usage(encode(messages).json))) as Usage;
+    this.#sync(messages);
+    return JSON.parse(core(() => this.#core.usage(undefined))) as Usage;
+  }
+
+  /**
+   * Makes the core hold `messages`. Messages are compared with the ones last synced by
+   * identity and by a mark of their sizes: the unchanged prefix stays in the core and only the
+   * rest crosses the boundary (a conversation that grew by one message sends one message).
+   * `fresh` sends everything. Compaction (`manage`, `compact`) always plans on a fresh sync, so
+   * an in-place edit that keeps every size is at worst miscounted by `plan`/`usage`, never
+   * applied stale.
+   */
+  #sync(messages: readonly MessageLike[], fresh = false): void {
+    if (!Array.isArray(messages)) {
+      this.#held = { messages: [], marks: [], refs: [] };
+      core(() => this.#core.sync(0, encode(messages).json));
+      return;
+    }
+    const held = this.#held;
+    const marks = messages.map(mark);
+    let keep = 0;
+    if (!fresh) {
+      const max = Math.min(messages.length, held.messages.length);
+      while (keep < max && messages[keep] === held.messages[keep] && marks[keep] === held.marks[keep]) keep++;
+      if (keep === messages.length && keep === held.messages.length) return;
+    }
+    const refs = keep === 0 ? [] : held.refs;
+    const appended = encode(keep === 0 ? messages : messages.slice(keep), refs).json;
+    this.#held = { messages: [], marks: [], refs: [] };
+    core(() => this.#core.sync(keep, appended));
+    this.#held = { messages: [...messages], marks, refs };
+  }
+
+  /** A plan as the core sends it, with its bulk restored on demand: a transcript's `json` and
+   * `markdown` render from `messages` when first read (the host reads them to write them). */
+  #hydrate(planJson: string, messages: readonly MessageLike[]): Plan {
+    const plan = JSON.parse(planJson) as Plan;
+    for (const action of plan.actions) {
+      if (action.type === 'summarize') action.request.messages = [{ role: 'user', content: action.request.prompt }];
+      if (action.type !== 'save-transcript') continue;
+      const lossy = plan.actions.find((a) => (a.type === 'summarize' || a.type === 'drop') && a.transcript === action.id);
+      const strategy = lossy?.type === 'drop' ? lossy.strategy : 'summarize';
+      type Files = { path: string; json: string; markdown: string };
+      let rendered: Files | undefined;
+      const render = (): Files => {
+        if (rendered) return rendered;
+        this.#sync(messages);
+        const files = JSON.parse(core(() => this.#core.transcript(undefined, strategy))) as Files;
+        if (files.path !== action.path) {
+          throw new CompactorError('plan_mismatch', `the conversation differs from the one planned (transcript ${action.path}): was it changed in place?`, { actionId: action.id });
+        }
+        return (rendered = files);
+      };
+      Object.defineProperties(action, {
+        json: { get: () => render().json, enumerable: true, configurable: true },
+        markdown: { get: () => render().markdown, enumerable: true, configurable: true },
+      });
+    }
+    return plan;
   }
 
   /** Plans, executes against the store (and the summarizer), applies. Concurrent calls on one
@@ -274,9 +336,14 @@ export class Compactor {
   }
 
   async #run<M extends MessageLike>(messages: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
-    const encoded = encode(messages);
-    let planJson = core(() => this.#core.plan(encoded.json, planOptions(options)));
-    let plan = JSON.parse(planJson) as Plan;
+    this.#sync(messages);
+    let planJson = core(() => this.#core.plan(undefined, planOptions(options)));
+    if ((JSON.parse(planJson) as Plan).actions.length > 0) {
+      // Compacting: plan again on every message as it is now (see #sync).
+      this.#sync(messages, true);
+      planJson = core(() => this.#core.plan(undefined, planOptions(options)));
+    }
+    let plan = this.#hydrate(planJson, messages);
     if (plan.actions.length === 0) {
       const result: ManageResult<M> = { messages: [...messages], events: [], plan };
       await this.#persistState(result);
@@ -301,12 +368,13 @@ export class Compactor {
       }
       if (decision.customInstructions?.trim()) {
         const instructions = [options.instructions, decision.customInstructions].filter(Boolean).join('\n');
-        planJson = core(() => this.#core.plan(encoded.json, planOptions({ ...options, instructions })));
-        plan = JSON.parse(planJson) as Plan;
+        this.#sync(messages);
+        planJson = core(() => this.#core.plan(undefined, planOptions({ ...options, instructions })));
+        plan = this.#hydrate(planJson, messages);
       }
     }
     const outcomes = await this.#execute(plan, decision.customSummary);
-    const result = this.#apply<M>(encoded, planJson, plan, outcomes);
+    const result = this.#applyHeld<M>(messages, planJson, plan, outcomes);
     await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
   }
@@ -358,9 +426,23 @@ export class Compactor {
     }
   }
 
+  /** Applies to the held conversation (synced to `messages` first: another call may have
+   * synced something else while the plan ran), which then holds the result. */
+  #applyHeld<M extends MessageLike>(messages: readonly M[], planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
+    this.#sync(messages);
+    const { refs } = this.#held;
+    this.#held = { messages: [], marks: [], refs: [] };
+    const result = this.#applied<M>(core(() => this.#core.apply(undefined, planJson, JSON.stringify(outcomes))), refs, plan);
+    this.#held = { messages: [...result.messages], marks: result.messages.map(mark), refs };
+    return result;
+  }
+
   #apply<M extends MessageLike>(encoded: Encoded, planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
-    const appliedJson = core(() => this.#core.apply(encoded.json, planJson, JSON.stringify(outcomes)));
-    const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(appliedJson, encoded.refs);
+    return this.#applied<M>(core(() => this.#core.apply(encoded.json, planJson, JSON.stringify(outcomes))), encoded.refs, plan);
+  }
+
+  #applied<M extends MessageLike>(appliedJson: string, refs: unknown[], plan: Plan): ManageResult<M> {
+    const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(appliedJson, refs);
     if (applied.events.length > 0) this.#stateDirty = true;
     for (const event of applied.events) this.#onEvent?.(event);
     return { messages: applied.messages, events: applied.events, plan };
@@ -387,7 +469,8 @@ export class Compactor {
     if (lastUsage) this.observeUsage(lastUsage);
     const system = systemMessages(input.instructions) as M[];
     const { messages } = await this.manage([...system, ...input.messages]);
-    this.#lastRawCount = core(() => this.#core.countRaw(encode(messages).json));
+    this.#sync(messages);
+    this.#lastRawCount = core(() => this.#core.countRaw(undefined));
     return { messages: messages.slice(system.length) };
   };
 
@@ -406,7 +489,7 @@ export class Compactor {
     ];
     const encoded = encode(messages);
     const planJson = core(() => this.#core.plan(encoded.json, JSON.stringify({ offloadOnly: true })));
-    const plan = JSON.parse(planJson) as Plan;
+    const plan = this.#hydrate(planJson, messages);
     if (plan.actions.length === 0) return output;
     const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined));
     if (!result.events.some((e) => e.status === 'applied')) return output;
@@ -499,6 +582,27 @@ function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): ToolDef
 }
 
 /** The store writes an action needs, as [path, content]. */
+/** A cheap mark of a message's shape and sizes (role, each part's type and text or value
+ * length), so that an edit in place that changes a size is seen as a change by `#sync`. */
+function mark(message: unknown): number {
+  if (message === null || typeof message !== 'object') return -1;
+  const { role, content } = message as { role?: unknown; content?: unknown };
+  let h = typeof role === 'string' ? role.length : -2;
+  if (typeof content === 'string') return (h * 31 + content.length) | 0;
+  if (!Array.isArray(content)) return -3;
+  h = (h * 31 + content.length) | 0;
+  for (const part of content as Record<string, unknown>[]) h = (h * 31 + partMark(part)) | 0;
+  return h;
+}
+
+function partMark(part: Record<string, unknown> | null): number {
+  if (part === null || typeof part !== 'object') return -1;
+  const size = (v: unknown): number => (typeof v === 'string' ? v.length : v !== null && typeof v === 'object' ? Object.keys(v).length : 0);
+  const type = typeof part.type === 'string' ? part.type.length : 0;
+  const output = part.output as Record<string, unknown> | undefined;
+  return type * 7919 + size(part.text) + size(part.input) * 3 + size(part.toolCallId) * 5 + (output ? size(output.value) * 11 + size(output.type) : 0);
+}
+
 function writesOf(action: Action): [string, string][] {
   switch (action.type) {
     case 'save-transcript':

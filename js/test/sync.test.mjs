@@ -1,0 +1,121 @@
+// The incremental boundary: the core holds the conversation and only what changed crosses
+// (compactor.ts #sync). Every figure a synced compactor gives must equal a fresh compactor's
+// figure for the same messages, whatever was synced before.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CompactorError, MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+
+await init();
+
+const text = (i, n = 40) => Array.from({ length: n }, (_, k) => `turn ${i} word ${(k * 31 + i) % 97}`).join(' ');
+
+function session(turns) {
+  const messages = [{ role: 'system', content: 'You are an agent.' }];
+  for (let i = 0; i < turns; i++) {
+    messages.push({ role: 'user', content: text(i) });
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: `calling ${i}` }, { type: 'tool-call', toolCallId: `c${i}`, toolName: 'read_file', input: { path: `/src/f${i}.rs` } }] });
+    messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read_file', output: { type: 'text', value: text(i, 400) } }] });
+  }
+  return messages;
+}
+
+const fresh = async (messages, options) => (await createCompactor(options)).usage(messages).tokens;
+
+test('a conversation grown, cut and rewritten counts as a fresh compactor counts it', async () => {
+  const options = { model: 'gpt-4o' };
+  const compactor = await createCompactor(options);
+  const all = session(30);
+  // Grow one message at a time, then jump, then shrink, then branch off an earlier point.
+  const steps = [3, 4, 5, 6, 40, 91, 60, 61, 10, all.length];
+  for (const n of steps) {
+    const messages = all.slice(0, n);
+    assert.equal(compactor.usage(messages).tokens, await fresh(messages, options), `after syncing ${n} messages`);
+  }
+  const branch = [...all.slice(0, 31), { role: 'user', content: 'a different follow-up' }];
+  assert.equal(compactor.usage(branch).tokens, await fresh(branch, options));
+  assert.deepEqual(compactor.plan(all).tokensBefore, (await createCompactor(options)).plan(all).tokensBefore);
+});
+
+test('an edit in place that changes a size is seen', async () => {
+  const compactor = await createCompactor({ model: 'gpt-4o' });
+  const messages = session(5);
+  const before = compactor.usage(messages).tokens;
+  messages[1].content += ' and a much longer question than before, with more words in it';
+  const grown = compactor.usage(messages).tokens;
+  assert.ok(grown > before, `${grown} > ${before}`);
+  assert.equal(grown, await fresh(messages, { model: 'gpt-4o' }));
+  messages[3].content[0].output.value = 'short';
+  assert.equal(compactor.usage(messages).tokens, await fresh(messages, { model: 'gpt-4o' }));
+  messages[2].content.pop();
+  messages.splice(3, 1);
+  assert.equal(compactor.usage(messages).tokens, await fresh(messages, { model: 'gpt-4o' }));
+});
+
+test('an invalid appended message is a typed error naming its index in the whole conversation, and the next call recovers', async () => {
+  const compactor = await createCompactor({ model: 'gpt-4o' });
+  const messages = session(4);
+  compactor.usage(messages);
+  const bad = [...messages, { role: 'robot', content: 'x' }];
+  assert.throws(() => compactor.usage(bad), (e) => e instanceof CompactorError && e.code === 'invalid_message' && e.index === messages.length && e.field === 'role');
+  // A tool result whose call is in the part already held is valid; one whose call is nowhere is not.
+  const answered = [...messages, { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'late', toolName: 't', input: {} }] }];
+  compactor.usage(answered);
+  const withResult = [...answered, { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'late', toolName: 't', output: { type: 'text', value: 'ok' } }] }];
+  assert.equal(compactor.usage(withResult).tokens, await fresh(withResult, { model: 'gpt-4o' }));
+  const orphan = [...messages, { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'nowhere', toolName: 't', output: { type: 'text', value: 'ok' } }] }];
+  assert.throws(() => compactor.usage(orphan), (e) => e.code === 'orphan_tool_result' && e.index === messages.length);
+  assert.equal(compactor.usage(messages).tokens, await fresh(messages, { model: 'gpt-4o' }));
+});
+
+test('binary parts keep their bytes through syncs in pieces and through apply', async () => {
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ contextWindow: 16_000, store });
+  const image = new Uint8Array([1, 2, 3, 250]);
+  const messages = [{ role: 'user', content: [{ type: 'image', image }, { type: 'text', text: 'look' }] }];
+  compactor.usage(messages);
+  const second = new Uint8Array([9, 8, 7]);
+  const grown = [...messages, ...session(12).slice(1), { role: 'user', content: [{ type: 'file', data: second, mediaType: 'application/pdf' }] }];
+  compactor.usage(grown);
+  const { messages: out } = await compactor.compact(grown);
+  const parts = out.flatMap((m) => (Array.isArray(m.content) ? m.content : []));
+  const last = parts.find((p) => p.type === 'file');
+  assert.ok(last.data instanceof Uint8Array && [...last.data].join() === '9,8,7');
+});
+
+test('a plan carries its transcript on demand: the JSON is the conversation, exactly', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  const messages = session(20);
+  const plan = compactor.plan(messages, { trigger: 'manual' });
+  const transcript = plan.actions.find((a) => a.type === 'save-transcript');
+  assert.ok(transcript, 'a manual plan saves a transcript');
+  assert.deepEqual(JSON.parse(transcript.json), messages);
+  assert.match(transcript.markdown, /^# Conversation transcript/);
+  const summarize = plan.actions.find((a) => a.type === 'summarize');
+  assert.deepEqual(summarize.request.messages, [{ role: 'user', content: summarize.request.prompt }]);
+  // The plan as JSON (what a host logs or stores) has everything.
+  assert.deepEqual(JSON.parse(JSON.stringify(plan)).actions.find((a) => a.type === 'save-transcript').json, transcript.json);
+  // Syncing another conversation in between does not change what this plan's transcript says.
+  const other = await createCompactor({ contextWindow: 16_000 });
+  const again = other.plan(messages, { trigger: 'manual' }).actions.find((a) => a.type === 'save-transcript');
+  compactor.usage(session(3));
+  assert.equal(again.json, transcript.json);
+  // Mutated so that its transcript would differ: reading the payload is a typed plan_mismatch.
+  const late = compactor.plan(messages, { trigger: 'manual' }).actions.find((a) => a.type === 'save-transcript');
+  messages.push({ role: 'user', content: 'appended after planning' });
+  assert.throws(() => late.json, (e) => e instanceof CompactorError && e.code === 'plan_mismatch');
+});
+
+test('manage on a synced conversation writes the full transcript and the result is held', async () => {
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ contextWindow: 16_000, store });
+  const messages = session(25);
+  compactor.usage(messages.slice(0, 40));
+  const { messages: out, events } = await compactor.compact(messages);
+  const saved = events.find((e) => e.strategy === 'transcript');
+  assert.equal(saved.status, 'applied');
+  assert.deepEqual(JSON.parse(await store.read(saved.path)), messages);
+  // The result is what the core holds now: counting it agrees with a fresh compactor.
+  assert.equal(compactor.usage(out).tokens, await fresh(out, { contextWindow: 16_000 }));
+  const next = [...out, { role: 'user', content: 'and now?' }];
+  assert.equal(compactor.usage(next).tokens, await fresh(next, { contextWindow: 16_000 }));
+});
