@@ -1,7 +1,8 @@
 //! The `Compactor`: plans against a model's budget, applies host outcomes, keeps stats and
 //! calibration in a serializable state.
 
-use std::collections::{BTreeMap, HashMap};
+use hashbrown::HashMap;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 

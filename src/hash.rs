@@ -11,9 +11,14 @@ pub fn short_hex(bytes: &[u8]) -> String {
     format!("{:016x}", (content_hash(bytes) >> 64) as u64)
 }
 
-/// [`short_hex`] of a value's pretty JSON, computed without building the JSON text: the
-/// serializer writes straight into a streaming hasher (same digest as hashing the whole text).
+/// [`short_hex`] of a value's pretty JSON, computed without building the JSON text.
 pub fn short_hex_of_pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    format!("{:016x}", (json_hash(value, true) >> 64) as u64)
+}
+
+/// [`content_hash`] of a value's JSON (compact or pretty), without building the JSON text: the
+/// serializer writes straight into a streaming hasher, which gives the same digest.
+pub fn json_hash<T: serde::Serialize + ?Sized>(value: &T, pretty: bool) -> u128 {
     struct Hasher(xxhash_rust::xxh3::Xxh3);
     impl std::io::Write for Hasher {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -24,12 +29,16 @@ pub fn short_hex_of_pretty_json<T: serde::Serialize + ?Sized>(value: &T) -> Stri
             Ok(())
         }
     }
-    let mut writer = std::io::BufWriter::with_capacity(32 * 1024, Hasher(Default::default()));
+    let mut writer = std::io::BufWriter::with_capacity(16 * 1024, Hasher(Default::default()));
     // Writing into memory cannot fail, nor can serializing our message types.
-    let _ = serde::Serialize::serialize(value, &mut serde_json::Serializer::pretty(&mut writer));
+    let _ = if pretty {
+        value.serialize(&mut serde_json::Serializer::pretty(&mut writer))
+    } else {
+        value.serialize(&mut serde_json::Serializer::new(&mut writer))
+    };
     let _ = std::io::Write::flush(&mut writer);
     let (Hasher(hasher), _) = writer.into_parts();
-    format!("{:016x}", (hasher.digest128() >> 64) as u64)
+    hasher.digest128()
 }
 
 #[cfg(test)]
@@ -47,5 +56,6 @@ mod tests {
         let value = serde_json::json!({"a": [1, "two", {"three": "x".repeat(100_000)}], "b": null});
         let text = serde_json::to_string_pretty(&value).unwrap();
         assert_eq!(super::short_hex_of_pretty_json(&value), super::short_hex(text.as_bytes()));
+        assert_eq!(super::json_hash(&value, false), super::content_hash(value.to_string().as_bytes()));
     }
 }

@@ -6,7 +6,8 @@
 //! with its response, the leading system messages stay first, and the most recent messages
 //! (a share of the window, or a count) stay verbatim.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use hashbrown::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::config::{HistoryConfig, HistoryStrategy, ImportanceConfig};

@@ -353,7 +353,7 @@ fn messages_at(value: Value, first_index: usize) -> Result<Vec<Message>> {
 /// Checks what the types alone cannot: every tool result answers an earlier tool call, and a
 /// system message has string content.
 pub fn validate(messages: &[Message]) -> Result<()> {
-    let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut calls: hashbrown::HashSet<&str> = hashbrown::HashSet::new();
     for (index, message) in messages.iter().enumerate() {
         if message.role == Role::System && !matches!(message.content, Content::Text(_)) {
             return Err(Error::InvalidMessage {

@@ -8,7 +8,7 @@
 //! Candidates come oldest first within each kind; the compactor takes them until the target is
 //! met.
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! Token accounting: exact BPE counts for OpenAI encodings behind a small trait, a cache keyed by
 //! content hash, and the documented per-message framing and media estimates.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -136,12 +136,16 @@ impl CachedCounter {
         if text.is_empty() {
             return 0;
         }
-        let key = crate::hash::content_hash(text.as_bytes());
+        self.cached(crate::hash::content_hash(text.as_bytes()), || text.into())
+    }
+
+    /// The count under `key` (the content hash of the text), counting `text()` on a miss.
+    fn cached<'a>(&self, key: u128, text: impl FnOnce() -> std::borrow::Cow<'a, str>) -> u32 {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&n) = cache.get(&key) {
             return n;
         }
-        let n = u32::try_from(self.counter.count(text)).unwrap_or(u32::MAX);
+        let n = u32::try_from(self.counter.count(&text())).unwrap_or(u32::MAX);
         if cache.len() >= CACHE_LIMIT {
             cache.clear();
         }
@@ -230,7 +234,10 @@ impl CachedCounter {
     pub fn json(&self, value: &serde_json::Value) -> u32 {
         match value {
             serde_json::Value::String(s) => self.text(s),
-            other => self.text(&other.to_string()),
+            // Hashed as it serializes: the text is built only when it was never counted.
+            other => self.cached(crate::hash::json_hash(other, false), || {
+                other.to_string().into()
+            }),
         }
     }
 }
