@@ -55,7 +55,13 @@ mod tests {
     fn streaming_hash_equals_hash_of_the_text() {
         let value = serde_json::json!({"a": [1, "two", {"three": "x".repeat(100_000)}], "b": null});
         let text = serde_json::to_string_pretty(&value).unwrap();
-        assert_eq!(super::short_hex_of_pretty_json(&value), super::short_hex(text.as_bytes()));
-        assert_eq!(super::json_hash(&value, false), super::content_hash(value.to_string().as_bytes()));
+        assert_eq!(
+            super::short_hex_of_pretty_json(&value),
+            super::short_hex(text.as_bytes())
+        );
+        assert_eq!(
+            super::json_hash(&value, false),
+            super::content_hash(value.to_string().as_bytes())
+        );
     }
 }

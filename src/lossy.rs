@@ -212,25 +212,30 @@ pub(crate) fn transcript(
     strategy: Strategy,
     full: bool,
 ) -> SaveTranscript {
-    let path = transcript_path(messages, config);
+    // Rendered: the path hashes the JSON text. Deferred: the same digest, by streaming.
+    let json = full.then(|| serde_json::to_string_pretty(messages).expect("messages serialize"));
+    let path = match &json {
+        Some(json) => path_for(config, &crate::hash::short_hex(json.as_bytes())),
+        None => transcript_path(messages, config),
+    };
     let readable_path = readable_path(&path);
-    let (json, markdown) = if full {
-        let json = serde_json::to_string_pretty(messages).expect("messages serialize");
-        let mut markdown = format!(
-            "# Conversation transcript\n\n{} messages, saved before {} (JSON: `{path}`).\n",
-            messages.len(),
-            match strategy {
-                Strategy::Summarize => "summarization",
-                _ => "older messages were removed",
+    let (json, markdown) = match json {
+        Some(json) => {
+            let mut markdown = format!(
+                "# Conversation transcript\n\n{} messages, saved before {} (JSON: `{path}`).\n",
+                messages.len(),
+                match strategy {
+                    Strategy::Summarize => "summarization",
+                    _ => "older messages were removed",
+                }
+            );
+            for (i, message) in messages.iter().enumerate() {
+                markdown.push('\n');
+                markdown.push_str(&render(i, message, None));
             }
-        );
-        for (i, message) in messages.iter().enumerate() {
-            markdown.push('\n');
-            markdown.push_str(&render(i, message, None));
+            (json, markdown)
         }
-        (json, markdown)
-    } else {
-        (String::new(), String::new())
+        None => (String::new(), String::new()),
     };
     SaveTranscript {
         id: "save-transcript".into(),
@@ -244,7 +249,10 @@ pub(crate) fn transcript(
 
 /// `{prefix}conversation_{hash}.json`, the hash of the transcript's JSON (content-addressed).
 pub(crate) fn transcript_path(messages: &[Message], config: &HistoryConfig) -> String {
-    let hash = crate::hash::short_hex_of_pretty_json(messages);
+    path_for(config, &crate::hash::short_hex_of_pretty_json(messages))
+}
+
+fn path_for(config: &HistoryConfig, hash: &str) -> String {
     format!("{}conversation_{hash}.json", config.path_prefix)
 }
 

@@ -89,10 +89,7 @@ pub struct WasmCompactor {
 }
 
 impl WasmCompactor {
-    fn messages<'a>(
-        &'a self,
-        json: Option<&str>,
-    ) -> JsResult<std::borrow::Cow<'a, [Message]>> {
+    fn messages<'a>(&'a self, json: Option<&str>) -> JsResult<std::borrow::Cow<'a, [Message]>> {
         match json {
             Some(json) => Ok(parse_messages(json).map_err(throw)?.into()),
             None => Ok(self.held.as_slice().into()),
@@ -120,13 +117,13 @@ impl WasmCompactor {
     /// syncs in full next time).
     pub fn sync(&mut self, keep: u32, appended_json: &str) -> JsResult<u32> {
         let keep = keep as usize;
-        let held = std::mem::take(&mut self.held);
+        // Taken out: on any error below, nothing is held.
+        let mut held = std::mem::take(&mut self.held);
         if keep > held.len() {
             return Err(throw(Error::InvalidMessages {
                 message: format!("sync: keep {keep} of {} held messages", held.len()),
             }));
         }
-        let mut held = held;
         held.truncate(keep);
         held.extend(parse_messages_at(appended_json, keep).map_err(throw)?);
         validate(&held).map_err(throw)?;
