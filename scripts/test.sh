@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 bash scripts/build.sh || { echo "build failed"; exit 1; }
 
-suites=${SUITES:-"rust host ai-sdk demo runtimes examples"}
+suites=${SUITES:-"rust host ai-sdk demo runtimes examples arena"}
 passed=0; failed=0; failed_names=()
 run() {
   local name=$1; shift
@@ -24,6 +24,8 @@ run ai-sdk    node --test tests/ai-sdk/
 run demo      node examples/demo/demo.mjs
 run runtimes  node tests/runtimes/run-all.mjs
 run examples  node examples/run.mjs
+# The quality arena's harness tests, then its smallest session at both windows with wide margins.
+run arena     bash -c 'node --test bench/arena/test/ bench/arena/sessions/ && node --max-old-space-size=8192 bench/arena/run.mjs --sessions long-chat --check --out bench/arena/out/ci'
 
 echo
 [ "$failed" -gt 0 ] && echo "failed suites: ${failed_names[*]}"

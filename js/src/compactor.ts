@@ -219,6 +219,11 @@ export class Compactor {
   /** The conversation the core holds: the message objects last synced, a mark of each (see
    * `mark`), and the binary values their JSON refers to. */
   #held: { messages: unknown[]; marks: number[]; refs: unknown[] } = { messages: [], marks: [], refs: [] };
+  /** The last compaction's input and output: a later conversation that still starts with that
+   * input continues from the output (see `#rebase`). */
+  #last: { input: unknown[]; marks: number[]; output: unknown[] } | undefined;
+  /** `prepareStep`'s system messages, the same objects while the instructions stay the same. */
+  #system: { instructions: unknown; messages: MessageLike[] } | undefined;
 
   constructor(options: CompactorOptions = {}) {
     const config = Object.fromEntries(Object.entries(options).filter(([key]) => !HOST_ONLY.has(key)));
@@ -335,7 +340,29 @@ export class Compactor {
     return run;
   }
 
-  async #run<M extends MessageLike>(messages: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
+  /**
+   * An app that keeps the raw history (the AI SDK's `messages.push(...responseMessages)`) sends
+   * the last compaction's input again, grown by the new turn. It continues from that
+   * compaction's output instead: the same compacted prefix every turn, so no span is summarized
+   * twice and the prompt cache keeps its prefix. A message counts as the same when it is the
+   * same object with the same sizes (messages are immutable, as in `#sync`).
+   */
+  #rebase<M extends MessageLike>(messages: readonly M[]): readonly M[] {
+    const last = this.#last;
+    if (!last || messages.length < last.input.length) return messages;
+    for (let i = 0; i < last.input.length; i++) {
+      if (messages[i] !== last.input[i] || mark(messages[i]) !== last.marks[i]) return messages;
+    }
+    return [...(last.output as M[]), ...messages.slice(last.input.length)];
+  }
+
+  async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
+    const result = await this.#compactRun(this.#rebase(input), options);
+    if (result.events.some((e) => e.status === 'applied')) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
+    return result;
+  }
+
+  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     this.#sync(messages);
     let planJson = core(() => this.#core.plan(undefined, planOptions(options)));
     if ((JSON.parse(planJson) as Plan).actions.length > 0) {
@@ -467,7 +494,8 @@ export class Compactor {
   readonly prepareStep = async <M extends MessageLike>(input: PrepareStepInput<M>): Promise<{ messages: M[] }> => {
     const lastUsage = input.steps?.at(-1)?.usage;
     if (lastUsage) this.observeUsage(lastUsage);
-    const system = systemMessages(input.instructions) as M[];
+    if (this.#system?.instructions !== input.instructions) this.#system = { instructions: input.instructions, messages: systemMessages(input.instructions) };
+    const system = this.#system!.messages as M[];
     const { messages } = await this.manage([...system, ...input.messages]);
     this.#sync(messages);
     this.#lastRawCount = core(() => this.#core.countRaw(undefined));

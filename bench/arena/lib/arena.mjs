@@ -1,0 +1,61 @@
+// Runs contenders on sessions: the harness behind run.mjs.
+import { runAiSdk } from '../contenders/ai-sdk.mjs';
+import { runLangChain } from '../contenders/langchain.mjs';
+import { Scorer } from './metrics.mjs';
+
+/** Every contender: its name in the tables, the package and code path it runs. */
+export const CONTENDERS = [
+  { name: 'none', via: 'AI SDK 7 `generateText`, no context management', run: (s, o) => runAiSdk(s, { ...o, kind: 'none' }) },
+  { name: 'ai-sdk pruneMessages', via: 'AI SDK 7 `pruneMessages` in `prepareStep` (the documented settings)', run: (s, o) => runAiSdk(s, { ...o, kind: 'prune' }) },
+  { name: 'langchain summarization', via: 'LangChain v1 `createAgent` + `summarizationMiddleware` (trigger 0.85 of the window, keep 0.2)', run: (s, o) => runLangChain(s, { ...o, kind: 'summarization' }) },
+  { name: 'langchain context-editing', via: 'LangChain v1 `createAgent` + `contextEditingMiddleware` (`ClearToolUsesEdit`, trigger 0.85 of the window, keeps 3)', run: (s, o) => runLangChain(s, { ...o, kind: 'context-editing' }) },
+  { name: 'deepagents', via: 'DeepAgents JS `createDeepAgent`, default middleware', run: (s, o) => runLangChain(s, { ...o, kind: 'deepagents' }) },
+  { name: 'context-compactor simple', via: 'context-compactor `prepareStep` + `wrapTools`, preset simple', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'simple' }) },
+  { name: 'context-compactor smart', via: 'context-compactor `prepareStep` + `wrapTools`, preset smart', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart' }) },
+  { name: 'context-compactor aggressive', via: 'context-compactor `prepareStep` + `wrapTools`, preset aggressive', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'aggressive' }) },
+];
+
+/** Feeds the scorer from a contender's models and keeps the harness's own time apart. */
+export class Recorder {
+  constructor(session, window) {
+    this.scorer = new Scorer(window);
+    this.ms = 0;
+    this.needles = new Map();
+    for (const needle of session.needles) {
+      const list = this.needles.get(needle.neededAt) ?? [];
+      list.push(needle);
+      this.needles.set(needle.neededAt, list);
+    }
+  }
+
+  /** A main model call: `build()` makes the prompt; `replay` says which turn and step it is.
+   * Returns the prompt's tokens. */
+  call(build, replay) {
+    const t0 = performance.now();
+    const prompt = build();
+    const tokens = this.scorer.call(prompt);
+    if (replay.step === 0) for (const needle of this.needles.get(replay.turns[replay.turn].index) ?? []) this.scorer.needle(needle, prompt);
+    this.ms += performance.now() - t0;
+    return tokens;
+  }
+
+  summary(prompt) {
+    const t0 = performance.now();
+    this.scorer.summary(prompt);
+    this.ms += performance.now() - t0;
+  }
+}
+
+/** Runs one contender on one session at one window. */
+export async function runOne(contender, session, window) {
+  const recorder = new Recorder(session, window);
+  const t0 = performance.now();
+  try {
+    const { stored } = await contender.run(session, { window, recorder });
+    const wallMs = performance.now() - t0 - recorder.ms;
+    return { contender: contender.name, session: session.name, window, ...recorder.scorer.result(stored), wallMs: Math.round(wallMs) };
+  } catch (error) {
+    return { contender: contender.name, session: session.name, window, error: String(error?.stack ?? error).split('\n').slice(0, 4).join(' | ') };
+  }
+}
+

@@ -1,0 +1,119 @@
+// Turns the prompts a contender sent into the arena's figures. Every prompt is counted with the
+// same exact tokenizer (o200k_base), whatever framework sent it.
+import { countTokens } from 'context-compactor';
+import { orphans, pieces, promptContains } from './prompt.mjs';
+
+/** Anthropic's published prompt-cache multipliers: a cache read costs 0.1× an input token, a
+ * cache write 1.25×. */
+export const CACHE_READ = 0.1;
+export const CACHE_WRITE = 1.25;
+
+const counts = new Map();
+/** Tokens of one piece, remembered (pieces repeat from call to call). */
+function tokens(text) {
+  let n = counts.get(text);
+  if (n === undefined) {
+    n = countTokens(text);
+    if (text.length > 64) counts.set(text, n);
+  }
+  return n;
+}
+
+export function clearCounts() {
+  counts.clear();
+}
+
+function commonPrefixLength(a, b) {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+/** `{tokens, pieces}` of a prompt, and the tokens it shares as a prefix with `previous`. */
+export function measure(prompt, previous) {
+  const ps = pieces(prompt);
+  const each = ps.map(tokens);
+  const total = each.reduce((a, b) => a + b, 0);
+  let cached = 0;
+  let whole = false;
+  if (previous) {
+    let i = 0;
+    while (i < ps.length && i < previous.pieces.length && ps[i] === previous.pieces[i]) cached += each[i++];
+    whole = i === previous.pieces.length;
+    if (!whole && i < ps.length) {
+      const common = commonPrefixLength(ps[i], previous.pieces[i]);
+      if (common > 0) cached += Math.max(0, countTokens(ps[i].slice(0, common)) - 1);
+    }
+  }
+  return { tokens: total, pieces: ps, cached, extendsPrevious: previous ? whole : true };
+}
+
+/**
+ * Scores one run as it goes (prompts are not kept: an unmanaged run sends gigabytes in all).
+ * `call(prompt)` for each main model call, in order; `summary(prompt)` for each summarizer call;
+ * `needle(needle, prompt)` for the first prompt of the turn that needs it; `result(window,
+ * stored)` at the end, `stored(value)` saying whether the contender's store holds the value
+ * (content only leaves a prompt after it is stored, and stores only grow, so "stored at the end"
+ * is "stored when needed" for every needle that had left the prompt by then).
+ */
+export class Scorer {
+  #previous;
+  #input = 0;
+  #cost = 0;
+  #over = 0;
+  #orphaned = 0;
+  #breaks = 0;
+  #largest = 0;
+  #calls = 0;
+  #summaries = 0;
+  #summaryInput = 0;
+  #needles = [];
+
+  constructor(window) {
+    this.window = window;
+  }
+
+  call(prompt) {
+    const m = measure(prompt, this.#previous);
+    this.#calls++;
+    this.#input += m.tokens;
+    this.#cost += CACHE_READ * m.cached + CACHE_WRITE * (m.tokens - m.cached);
+    if (m.tokens > this.window) this.#over++;
+    if (orphans(prompt) > 0) this.#orphaned++;
+    if (!m.extendsPrevious) this.#breaks++;
+    this.#largest = Math.max(this.#largest, m.tokens);
+    this.#previous = m;
+    return m.tokens;
+  }
+
+  summary(prompt) {
+    const n = measure(prompt).tokens;
+    this.#summaries++;
+    this.#summaryInput += n;
+    this.#cost += CACHE_WRITE * n;
+  }
+
+  needle(needle, prompt) {
+    this.#needles.push({ id: needle.id, value: needle.value, inPrompt: promptContains(prompt, needle.value) });
+  }
+
+  result(stored) {
+    const lost = this.#needles.filter((n) => !n.inPrompt && !stored(n.value));
+    return {
+      calls: this.#calls,
+      overWindow: this.#over,
+      orphanedCalls: this.#orphaned,
+      inputTokens: this.#input,
+      largestPrompt: this.#largest,
+      summarizerCalls: this.#summaries,
+      summarizerInputTokens: this.#summaryInput,
+      cost: Math.round(this.#cost),
+      prefixBreaks: this.#breaks,
+      needles: this.#needles.length,
+      needlesInPrompt: this.#needles.filter((n) => n.inPrompt).length,
+      needlesRecoverable: this.#needles.length - lost.length - this.#needles.filter((n) => n.inPrompt).length,
+      needlesLost: lost.map((n) => n.id),
+    };
+  }
+}

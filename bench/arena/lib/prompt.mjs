@@ -1,0 +1,132 @@
+// The one form every contender's prompts are measured in. A prompt is `{ tools, system, messages }`
+// of strings: `tools` the JSON of the tool definitions the model was offered, `system` the system
+// text, each message `{ role, text, calls, results }` with tool calls and results written inline,
+// so the same conversation gives the same strings whichever framework sent it.
+
+/** A tool call as text. */
+export function callText(id, name, input) {
+  return `\n<tool_call id="${id}" name="${name}">${typeof input === 'string' ? input : JSON.stringify(input ?? {})}</tool_call>`;
+}
+
+/** A tool result as text. */
+export function resultText(id, value) {
+  return `<tool_result id="${id}">${value}</tool_result>\n`;
+}
+
+/** Tool definitions `{name, description, parameters}[]` as one string. */
+export function toolsText(definitions) {
+  return JSON.stringify(definitions.map((d) => ({ name: d.name, description: d.description ?? '', parameters: d.parameters ?? {} })));
+}
+
+function outputValue(output) {
+  if (output == null) return '';
+  if (typeof output === 'string') return output;
+  switch (output.type) {
+    case 'text':
+    case 'error-text':
+      return String(output.value);
+    case 'json':
+    case 'error-json':
+      return JSON.stringify(output.value);
+    case 'content':
+      return output.value.map((p) => (p.type === 'text' ? p.text : `[${p.type}]`)).join('');
+    case 'execution-denied':
+      return `[denied] ${output.reason ?? ''}`;
+    default:
+      return JSON.stringify(output);
+  }
+}
+
+function partsText(content) {
+  if (typeof content === 'string') return content;
+  return content.map((p) => (p.type === 'text' || p.type === 'reasoning' ? p.text : `[${p.type}]`)).join('');
+}
+
+/** An AI SDK prompt (`LanguageModelV4Prompt`, or `ModelMessage[]` with a system string) and its
+ * tools (`LanguageModelV4FunctionTool[]`). */
+export function fromAiSdk(prompt, tools = []) {
+  const system = [];
+  const messages = [];
+  for (const m of prompt) {
+    if (m.role === 'system') {
+      system.push(typeof m.content === 'string' ? m.content : partsText(m.content));
+      continue;
+    }
+    let text = '';
+    const calls = [];
+    const results = [];
+    const parts = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+    for (const p of parts) {
+      if (p.type === 'text' || p.type === 'reasoning') text += p.text;
+      else if (p.type === 'tool-call') {
+        calls.push(p.toolCallId);
+        text += callText(p.toolCallId, p.toolName, p.input);
+      } else if (p.type === 'tool-result') {
+        results.push(p.toolCallId);
+        text += resultText(p.toolCallId, outputValue(p.output));
+      } else text += `[${p.type}]`;
+    }
+    messages.push({ role: m.role, text, calls, results });
+  }
+  const defs = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema ?? t.parameters }));
+  return { tools: toolsText(defs), system: system.join('\n\n'), messages };
+}
+
+function langchainContent(content) {
+  if (typeof content === 'string') return content;
+  return content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('');
+}
+
+/** LangChain messages (`BaseMessage[]`) and the tool definitions bound to the model
+ * (`{name, description, parameters}[]`, OpenAI function shape). */
+export function fromLangChain(input, definitions = []) {
+  const system = [];
+  const messages = [];
+  for (const m of input) {
+    const type = m._getType?.() ?? m.type;
+    if (type === 'system') {
+      system.push(langchainContent(m.content));
+      continue;
+    }
+    let text = langchainContent(m.content);
+    const calls = [];
+    const results = [];
+    if (type === 'ai') {
+      for (const c of m.tool_calls ?? []) {
+        calls.push(c.id);
+        text += callText(c.id, c.name, c.args);
+      }
+      messages.push({ role: 'assistant', text, calls, results });
+    } else if (type === 'tool') {
+      results.push(m.tool_call_id);
+      messages.push({ role: 'tool', text: resultText(m.tool_call_id, text), calls, results });
+    } else messages.push({ role: 'user', text, calls, results });
+  }
+  return { tools: toolsText(definitions), system: system.join('\n\n'), messages };
+}
+
+/** The prompt's pieces in the order a provider caches them: tools, system, then each message. */
+export function pieces(prompt) {
+  return [prompt.tools, prompt.system, ...prompt.messages.map((m) => `${m.role}\n${m.text}`)];
+}
+
+/** Calls without a result after them and results without a call before them. */
+export function orphans(prompt) {
+  const called = new Set();
+  const answered = new Set();
+  let orphaned = 0;
+  for (const m of prompt.messages) {
+    for (const id of m.results) {
+      if (!called.has(id)) orphaned++;
+      answered.add(id);
+    }
+    for (const id of m.calls) called.add(id);
+  }
+  for (const id of called) if (!answered.has(id)) orphaned++;
+  return orphaned;
+}
+
+/** Whether `value` is anywhere in the prompt the model saw. */
+export function promptContains(prompt, value) {
+  return prompt.system.includes(value) || prompt.messages.some((m) => m.text.includes(value));
+}

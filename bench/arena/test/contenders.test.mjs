@@ -1,0 +1,75 @@
+// Every contender driven through its own package on a small hand-made session (6 turns, 24 tool
+// calls of ~15k tokens each, one needle deep in an early result) in a 32k window.
+import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
+import { init } from 'context-compactor';
+import { CONTENDERS, runOne } from '../lib/arena.mjs';
+
+const lines = (tag, n) => Array.from({ length: n }, (_, i) => `${tag} line ${i} value=${(i * 7919) % 10007} status ok`).join('\n');
+
+function miniSession() {
+  const messages = [];
+  const needles = [];
+  let id = 0;
+  for (let t = 0; t < 6; t++) {
+    messages.push({ role: 'user', content: t === 4 ? 'What was the secret code in the first search?' : `Task ${t}: look things up.` });
+    if (t === 4) needles[0].neededAt = messages.length - 1;
+    for (let s = 0; s < 4; s++) {
+      const toolCallId = `call_${id++}`;
+      messages.push({ role: 'assistant', content: [{ type: 'text', text: `step ${s}` }, { type: 'tool-call', toolCallId, toolName: 'web_search', input: { query: `q${t}-${s}` } }] });
+      let value = lines(`t${t}s${s}`, 1500);
+      if (t === 0 && s === 1) {
+        value = value.replace('line 700 ', 'line 700 SECRET-CODE-ZEBRA-991 ');
+        needles.push({ id: 'n1', value: 'SECRET-CODE-ZEBRA-991', messageIndex: messages.length, kind: 'tool' });
+      }
+      messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName: 'web_search', output: { type: 'text', value } }] });
+    }
+    messages.push({ role: 'assistant', content: [{ type: 'text', text: t === 4 ? 'It was SECRET-CODE-ZEBRA-991.' : `Done with task ${t}.` }] });
+  }
+  const tools = { web_search: { description: 'Search the web', inputSchema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } } };
+  return { name: 'mini', description: 'mini', system: 'You are a research agent.', tools, messages, needles };
+}
+
+const results = new Map();
+before(async () => {
+  await init();
+  const session = miniSession();
+  for (const c of CONTENDERS) results.set(c.name, await runOne(c, session, 32_000));
+});
+
+test('every contender runs the whole session through its own package', () => {
+  for (const [name, r] of results) {
+    assert.equal(r.error, undefined, `${name}: ${r.error}`);
+    assert.ok(r.calls >= 30, `${name}: ${r.calls} calls`);
+  }
+});
+
+test('unmanaged: prompts only grow (no prefix breaks), overflow the window, keep the needle', () => {
+  const r = results.get('none');
+  assert.equal(r.calls, 30);
+  assert.equal(r.prefixBreaks, 0);
+  assert.ok(r.overWindow > 20, `${r.overWindow}`);
+  assert.equal(r.needlesInPrompt, 1);
+});
+
+test('pruneMessages rewrites the history every step, and the needle is gone', () => {
+  const r = results.get('ai-sdk pruneMessages');
+  assert.ok(r.prefixBreaks > 15, `${r.prefixBreaks}`);
+  assert.equal(r.needlesInPrompt + r.needlesRecoverable, 0);
+});
+
+test('the LangChain summarizers call the scripted summarizer', () => {
+  assert.ok(results.get('langchain summarization').summarizerCalls > 0);
+  assert.ok(results.get('deepagents').summarizerCalls > 0);
+  assert.ok(results.get('langchain context-editing').inputTokens < results.get('none').inputTokens);
+});
+
+test('context-compactor: inside the window, pairs intact, the needle recoverable from the store, cheapest', () => {
+  for (const preset of ['simple', 'smart', 'aggressive']) {
+    const r = results.get(`context-compactor ${preset}`);
+    assert.equal(r.overWindow, 0, preset);
+    assert.equal(r.orphanedCalls, 0, preset);
+    assert.equal(r.needlesInPrompt + r.needlesRecoverable, 1, preset);
+    for (const [name, other] of results) if (!name.startsWith('context-compactor')) assert.ok(r.cost < other.cost, `${preset} ${r.cost} vs ${name} ${other.cost}`);
+  }
+});
