@@ -43,10 +43,10 @@ function sessionTools(session, replay) {
 const PRUNE = { reasoning: 'before-last-message', toolCalls: 'before-last-2-messages', emptyMessages: 'remove' };
 
 /**
- * `kind`: `none`, `prune`, or `compactor` with `preset`. Returns the recorder's calls and
+ * `kind`: `none`, `prune`, or `compactor` with `preset` (and more `createCompactor` `options`). Returns the recorder's calls and
  * summaries and `stored(value)`.
  */
-export async function runAiSdk(session, { window, kind, preset, recorder }) {
+export async function runAiSdk(session, { window, kind, preset, options = {}, recorder }) {
   const replay = new Replay(session);
   const model = scriptedModel(replay, (prompt, tools) => recorder.call(() => fromAiSdk(prompt, tools), replay));
   let tools = sessionTools(session, replay);
@@ -62,6 +62,7 @@ export async function runAiSdk(session, { window, kind, preset, recorder }) {
       model: 'claude-sonnet-4-5',
       contextWindow: window,
       preset,
+      ...options,
       store,
       summarize: (request) => {
         const prompt = fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);

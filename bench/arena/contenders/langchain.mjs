@@ -105,7 +105,6 @@ export async function runLangChain(session, { window, kind, recorder }) {
   }
   let stored = () => false;
   if (kind === 'deepagents') {
-    if (process.env.ARENA_DEBUG) console.error('deepagents state keys', Object.keys(state), Object.keys(state.files ?? {}));
     const files = Object.values(state.files ?? {}).map((f) => (Array.isArray(f.content) ? f.content.join('\n') : String(f.content ?? '')));
     const all = files.join('\n');
     stored = (value) => all.includes(value);
