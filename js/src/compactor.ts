@@ -494,8 +494,12 @@ export class Compactor {
   readonly prepareStep = async <M extends MessageLike>(input: PrepareStepInput<M>): Promise<{ messages: M[] }> => {
     const lastUsage = input.steps?.at(-1)?.usage;
     if (lastUsage) this.observeUsage(lastUsage);
-    if (this.#system?.instructions !== input.instructions) this.#system = { instructions: input.instructions, messages: systemMessages(input.instructions) };
-    const system = this.#system!.messages as M[];
+    let cached = this.#system;
+    if (!cached || cached.instructions !== input.instructions) {
+      cached = { instructions: input.instructions, messages: systemMessages(input.instructions) };
+      this.#system = cached;
+    }
+    const system = cached.messages as M[];
     const { messages } = await this.manage([...system, ...input.messages]);
     this.#sync(messages);
     this.#lastRawCount = core(() => this.#core.countRaw(undefined));
