@@ -6,6 +6,7 @@
 import { generateText, jsonSchema, pruneMessages, stepCountIs, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { createCompactor, MemoryStore } from 'context-compactor';
+import { searchIn } from '../lib/metrics.mjs';
 import { fromAiSdk, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
 
@@ -43,8 +44,8 @@ function sessionTools(session, replay) {
 const PRUNE = { reasoning: 'before-last-message', toolCalls: 'before-last-2-messages', emptyMessages: 'remove' };
 
 /**
- * `kind`: `none`, `prune`, or `compactor` with `preset` (and more `createCompactor` `options`). Returns the recorder's calls and
- * summaries and `stored(value)`.
+ * `kind`: `none`, `prune`, or `compactor` with `preset` (and more `createCompactor` `options`).
+ * Feeds `recorder`; returns `stored(value)`, a search of the contender's store at the end.
  */
 export async function runAiSdk(session, { window, kind, preset, options = {}, recorder }) {
   const replay = new Replay(session);
@@ -52,18 +53,16 @@ export async function runAiSdk(session, { window, kind, preset, options = {}, re
   let tools = sessionTools(session, replay);
   let instructions = session.system;
   let prepareStep;
-  let stored = () => false;
   let compactor;
   if (kind === 'prune') {
     prepareStep = async ({ messages }) => ({ messages: pruneMessages({ messages, ...PRUNE }) });
   } else if (kind === 'compactor') {
-    const store = new MemoryStore();
     compactor = await createCompactor({
       model: 'claude-sonnet-4-5',
       contextWindow: window,
       preset,
       ...options,
-      store,
+      store: new MemoryStore(),
       summarize: (request) => {
         const prompt = fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
         recorder.summary(prompt);
@@ -73,12 +72,6 @@ export async function runAiSdk(session, { window, kind, preset, options = {}, re
     tools = { ...compactor.wrapTools(tools), ...compactor.tools() };
     instructions = await compactor.systemPrompt(session.system);
     prepareStep = compactor.prepareStep;
-    stored = async () => {
-      const texts = [];
-      for (const path of await store.list('/')) texts.push(await store.read(path));
-      const all = texts.join('\n');
-      return (value) => all.includes(value);
-    };
   }
   const history = [];
   for (let t = 0; t < replay.turns.length; t++) {
@@ -95,8 +88,9 @@ export async function runAiSdk(session, { window, kind, preset, options = {}, re
     if (!replay.done) throw new Error(`turn ${t}: the agent stopped after ${replay.step} of ${replay.turns[t].steps.length} steps`);
     history.push(...result.responseMessages);
   }
-  const has = kind === 'compactor' ? await stored() : stored;
-  const stats = compactor?.stats();
-  compactor?.dispose();
-  return { stored: has, stats };
+  if (!compactor) return { stored: () => false };
+  const texts = [];
+  for (const path of await compactor.store.list('/')) texts.push(await compactor.store.read(path));
+  compactor.dispose();
+  return { stored: searchIn(texts) };
 }

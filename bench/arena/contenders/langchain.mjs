@@ -12,6 +12,7 @@ import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 import { MemorySaver } from '@langchain/langgraph';
 import { createDeepAgent } from 'deepagents';
 import { ClearToolUsesEdit, contextEditingMiddleware, createAgent, summarizationMiddleware } from 'langchain';
+import { searchIn } from '../lib/metrics.mjs';
 import { fromLangChain, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
 
@@ -103,11 +104,6 @@ export async function runLangChain(session, { window, kind, recorder }) {
     state = await agent.invoke({ messages: [{ role: 'user', content: replay.turns[t].user }] }, config);
     if (!replay.done) throw new Error(`turn ${t}: the agent stopped after ${replay.step} of ${replay.turns[t].steps.length} steps`);
   }
-  let stored = () => false;
-  if (kind === 'deepagents') {
-    const files = Object.values(state.files ?? {}).map((f) => (Array.isArray(f.content) ? f.content.join('\n') : String(f.content ?? '')));
-    const all = files.join('\n');
-    stored = (value) => all.includes(value);
-  }
-  return { stored };
+  if (kind !== 'deepagents') return { stored: () => false };
+  return { stored: searchIn(Object.values(state.files ?? {}).map((f) => (Array.isArray(f.content) ? f.content.join('\n') : String(f.content ?? '')))) };
 }

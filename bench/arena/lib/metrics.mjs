@@ -19,6 +19,12 @@ function tokens(text) {
   return n;
 }
 
+/** `stored(value)` over a contender's stored texts: whether any holds the value. */
+export function searchIn(texts) {
+  const all = texts.join('\n');
+  return (value) => all.includes(value);
+}
+
 export function clearCounts() {
   counts.clear();
 }
