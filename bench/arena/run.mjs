@@ -3,7 +3,7 @@
 // (bench/arena/README.md says what each figure means).
 //
 //   node bench/arena/run.mjs [--sessions a,b] [--windows 128000,32000] [--contenders x,y]
-//                            [--scale 1] [--out bench/arena/out] [--check]
+//                            [--scale 1] [--out bench/arena/out] [--check] [--help]
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,23 +11,41 @@ import { parseArgs } from 'node:util';
 import { init } from 'context-compactor';
 import { CONTENDERS, runOne } from './lib/arena.mjs';
 import { clearCounts } from './lib/metrics.mjs';
-import { generate, SESSIONS } from './sessions/index.mjs';
-import { check } from './lib/check.mjs';
-import { markdown } from './lib/report.mjs';
+import { ALL_SESSIONS, defaultSessions, generate } from './sessions/index.mjs';
+import { check, ratios } from './lib/check.mjs';
+import { markdown, x } from './lib/report.mjs';
 
 async function main() {
   const { values } = parseArgs({
     options: {
-      sessions: { type: 'string', default: Object.keys(SESSIONS).join(',') },
+      sessions: { type: 'string', default: defaultSessions().join(',') },
       windows: { type: 'string', default: '128000,32000' },
       contenders: { type: 'string' },
       scale: { type: 'string', default: '1' },
       out: { type: 'string', default: join(dirname(fileURLToPath(import.meta.url)), 'out') },
       check: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
+  if (values.help) {
+    console.log(
+      [
+        'usage: node --max-old-space-size=8192 bench/arena/run.mjs [options]',
+        '',
+        `  --sessions a,b     sessions (default: ${defaultSessions().join(',')})`,
+        `                     known: ${ALL_SESSIONS.join(', ')} (real ones need their data: sessions/real.mjs)`,
+        '  --windows n,m      context windows in tokens (default 128000,32000)',
+        `  --contenders x,y   contenders by name (default all): ${CONTENDERS.map((c) => c.name).join('; ')}`,
+        '  --scale s          scale the generated sessions\' turns (default 1)',
+        '  --out dir          where results.md and results.json go (default bench/arena/out)',
+        '  --check            fail on the CI margins (lib/check.mjs)',
+      ].join('\n'),
+    );
+    return;
+  }
   await init();
   const wanted = values.contenders?.split(',');
+  for (const name of wanted ?? []) if (!CONTENDERS.some((c) => c.name === name)) throw new Error(`unknown contender ${JSON.stringify(name)} (--help lists them)`);
   const contenders = wanted ? CONTENDERS.filter((c) => wanted.includes(c.name)) : CONTENDERS;
   const windows = values.windows.split(',').map(Number);
   const scale = Number(values.scale);
@@ -53,6 +71,7 @@ async function main() {
   console.log(md);
   if (values.check) {
     const failures = check(results);
+    for (const r of ratios(results)) console.error(`host shape (not checked yet): ${r.session} ${r.window} ${r.contender} vs ${r.base}: cost ${x(r.cost)}, summarizer calls ${x(r.summarizerCalls)}, prefix breaks ${x(r.prefixBreaks)}`);
     for (const f of failures) console.error(`CHECK FAILED: ${f}`);
     if (failures.length) process.exit(1);
     console.error(`arena check: ${results.length} runs within the margins`);

@@ -1,9 +1,11 @@
 // Contenders on the Vercel AI SDK (7): no management, `pruneMessages` in `prepareStep`, and
-// context-compactor's `prepareStep` with each preset. The model is the AI SDK's own mock
-// (`MockLanguageModelV4`) replaying the session's assistant steps; tools return the recorded
-// outputs. History carries across user turns as the AI SDK documents it:
-// `messages.push(...result.responseMessages)`.
-import { generateText, jsonSchema, pruneMessages, stepCountIs, tool } from 'ai';
+// context-compactor with each preset, in three host shapes: one long-lived compactor through
+// `prepareStep`; a stateless route handler (a new compactor per user turn, its state in a shared
+// store); one long-lived compactor through `wrapLanguageModel` middleware. The model is the AI
+// SDK's own mock (`MockLanguageModelV4`) replaying the session's assistant steps; tools return
+// the recorded outputs. History carries across user turns as the AI SDK documents it:
+// `messages.push(...result.responseMessages)` — the app keeps only the raw messages.
+import { generateText, jsonSchema, pruneMessages, stepCountIs, tool, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { createCompactor, MemoryStore } from 'context-compactor';
 import { searchIn } from '../lib/metrics.mjs';
@@ -43,40 +45,57 @@ function sessionTools(session, replay) {
 
 const PRUNE = { reasoning: 'before-last-message', toolCalls: 'before-last-2-messages', emptyMessages: 'remove' };
 
+/** Where the stateless host keeps the compactor's state in its (shared) store. */
+export const STATE_PATH = '/state/compactor.json';
+
 /**
- * `kind`: `none`, `prune`, or `compactor` with `preset` (and more `createCompactor` `options`).
- * Feeds `recorder`; returns `stored(value)`, a search of the contender's store at the end.
+ * `kind`: `none`, `prune`, or `compactor` with `preset` (and more `createCompactor` `options`)
+ * and `host`: `long-lived` (one compactor, `prepareStep`), `stateless` (a new compactor per user
+ * turn with `statePath` in one shared store, `prepareStep`) or `middleware` (one compactor,
+ * `wrapLanguageModel({ model, middleware: compactor.middleware() })`, no `prepareStep`).
+ * Feeds `recorder`; returns `stored(value)`, a search of the contender's store at the end, and
+ * the store's `files`.
  */
-export async function runAiSdk(session, { window, kind, preset, options = {}, recorder }) {
+export async function runAiSdk(session, { window, kind, preset, host = 'long-lived', options = {}, recorder }) {
   const replay = new Replay(session);
-  const model = scriptedModel(replay, (prompt, tools) => recorder.call(() => fromAiSdk(prompt, tools), replay));
-  let tools = sessionTools(session, replay);
-  let instructions = session.system;
-  let prepareStep;
-  let compactor;
-  if (kind === 'prune') {
-    prepareStep = async ({ messages }) => ({ messages: pruneMessages({ messages, ...PRUNE }) });
-  } else if (kind === 'compactor') {
-    compactor = await createCompactor({
+  const scripted = scriptedModel(replay, (prompt, tools) => recorder.call(() => fromAiSdk(prompt, tools), replay));
+  const recorded = sessionTools(session, replay);
+  const store = new MemoryStore();
+  const compactorFor = () =>
+    createCompactor({
       model: 'claude-sonnet-4-5',
       contextWindow: window,
       preset,
       ...options,
-      store: new MemoryStore(),
+      store,
+      ...(host === 'stateless' ? { statePath: STATE_PATH } : {}),
       summarize: (request) => {
         const prompt = fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
         recorder.summary(prompt);
         return scriptedSummary(pieces(prompt).join('\n'));
       },
     });
-    tools = { ...compactor.wrapTools(tools), ...compactor.tools() };
-    instructions = await compactor.systemPrompt(session.system);
-    prepareStep = compactor.prepareStep;
-  }
+  // What one request of the app sees: the model, tools, instructions and prepareStep.
+  const setup = async (compactor) => {
+    if (!compactor) {
+      const prepareStep = kind === 'prune' ? async ({ messages }) => ({ messages: pruneMessages({ messages, ...PRUNE }) }) : undefined;
+      return { model: scripted, tools: recorded, instructions: session.system, prepareStep };
+    }
+    return {
+      model: host === 'middleware' ? wrapLanguageModel({ model: scripted, middleware: compactor.middleware() }) : scripted,
+      tools: { ...compactor.wrapTools(recorded), ...compactor.tools() },
+      instructions: await compactor.systemPrompt(session.system),
+      prepareStep: host === 'middleware' ? undefined : compactor.prepareStep,
+    };
+  };
+  const longLived = kind === 'compactor' && host !== 'stateless' ? await compactorFor() : undefined;
+  const shared = kind !== 'compactor' || longLived ? await setup(longLived) : undefined;
   const history = [];
   for (let t = 0; t < replay.turns.length; t++) {
     replay.begin(t);
     history.push({ role: 'user', content: replay.turns[t].user });
+    const perTurn = kind === 'compactor' && host === 'stateless' ? await compactorFor() : undefined;
+    const { model, tools, instructions, prepareStep } = shared ?? (await setup(perTurn));
     const result = await generateText({
       model,
       instructions,
@@ -85,12 +104,14 @@ export async function runAiSdk(session, { window, kind, preset, options = {}, re
       stopWhen: stepCountIs(replay.turns[t].steps.length + 1),
       ...(prepareStep ? { prepareStep } : {}),
     });
+    perTurn?.dispose();
     if (!replay.done) throw new Error(`turn ${t}: the agent stopped after ${replay.step} of ${replay.turns[t].steps.length} steps`);
     history.push(...result.responseMessages);
   }
-  if (!compactor) return { stored: () => false };
+  if (kind !== 'compactor') return { stored: () => false };
+  longLived?.dispose();
   const texts = [];
-  for (const path of await compactor.store.list('/')) texts.push(await compactor.store.read(path));
-  compactor.dispose();
-  return { stored: searchIn(texts) };
+  const files = await store.list('/');
+  for (const path of files) texts.push(await store.read(path));
+  return { stored: searchIn(texts), files };
 }

@@ -12,6 +12,8 @@ export const CONTENDERS = [
   { name: 'deepagents', via: 'DeepAgents JS `createDeepAgent`, default middleware', run: (s, o) => runLangChain(s, { ...o, kind: 'deepagents' }) },
   { name: 'context-compactor simple', via: 'context-compactor `prepareStep` + `wrapTools`, preset simple', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'simple' }) },
   { name: 'context-compactor smart', via: 'context-compactor `prepareStep` + `wrapTools`, preset smart', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart' }) },
+  { name: 'context-compactor smart (stateless)', via: 'context-compactor, preset smart, as a stateless route handler: a new compactor per user turn with `statePath` in one shared store, the raw history re-sent, `prepareStep` + `wrapTools`', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart', host: 'stateless' }) },
+  { name: 'context-compactor smart (middleware)', via: 'context-compactor, preset smart, one compactor through `wrapLanguageModel({ model, middleware: compactor.middleware() })` (no `prepareStep`) + `wrapTools`', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart', host: 'middleware' }) },
   { name: 'context-compactor aggressive', via: 'context-compactor `prepareStep` + `wrapTools`, preset aggressive', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'aggressive' }) },
 ];
 
@@ -34,7 +36,11 @@ export class Recorder {
     const t0 = performance.now();
     const prompt = build();
     const tokens = this.scorer.call(prompt);
-    if (replay.step === 0) for (const needle of this.needles.get(replay.turns[replay.turn].index) ?? []) this.scorer.needle(needle, prompt);
+    // A needle is checked in the prompt of the call that answers its message: the first call of
+    // the turn it asks in (a user message), or the call that wrote the step needing it.
+    const turn = replay.turns[replay.turn];
+    if (replay.step === 0) for (const needle of this.needles.get(turn.index) ?? []) this.scorer.needle(needle, prompt);
+    for (const needle of this.needles.get(turn.stepIndices[replay.step]) ?? []) this.scorer.needle(needle, prompt);
     this.ms += performance.now() - t0;
     return tokens;
   }

@@ -100,8 +100,13 @@ export class Scorer {
     this.#cost += CACHE_WRITE * n;
   }
 
+  /** A needle's check; a call made again (a retry after a rejected prompt) replaces the earlier
+   * check: the prompt that went through is the one the model answered from. */
   needle(needle, prompt) {
-    this.#needles.push({ id: needle.id, value: needle.value, inPrompt: promptContains(prompt, needle.value) });
+    const check = { id: needle.id, value: needle.value, inPrompt: promptContains(prompt, needle.value) };
+    const k = this.#needles.findIndex((n) => n.id === needle.id);
+    if (k >= 0) this.#needles[k] = check;
+    else this.#needles.push(check);
   }
 
   result(stored) {

@@ -1,26 +1,41 @@
-// The arena's Markdown: one table per session and window, rows in the contenders' order.
+// The arena's Markdown: one table per session and window, rows in the contenders' order, then
+// the host-shape variants against their long-lived preset.
+import { ratios } from './check.mjs';
 
 const k = (n) => (n >= 10_000_000 ? `${(n / 1e6).toFixed(1)}M` : n >= 10_000 ? `${Math.round(n / 1000)}k` : String(n));
 
+/** A ratio as `1.23×`. */
+export const x = (ratio) => (Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : '∞');
+
+/** `n` per 100 calls, one decimal. */
+export const per100 = (n, calls) => (calls ? ((100 * n) / calls).toFixed(1) : '–');
+
 function row(r, none) {
-  if (r.error) return `| ${r.contender} | error: ${r.error.replaceAll('|', '/').slice(0, 160)} |||||||||`;
+  if (r.error) return `| ${r.contender} | error: ${r.error.replaceAll('|', '/').slice(0, 160)} ||||||||||`;
   const ratio = none && !none.error ? ` (${((100 * r.cost) / none.cost).toFixed(0)} %)` : '';
   const kept = r.needlesInPrompt + r.needlesRecoverable;
-  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${r.prefixBreaks} | ${r.summarizerCalls} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
+  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${r.prefixBreaks} | ${per100(r.prefixBreaks, r.calls)} | ${r.summarizerCalls} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
 }
 
 export function markdown(report) {
   const out = [];
-  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | prefix breaks | summarizer calls | needles kept (prompt + store) | wall s |');
+  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | prefix breaks | breaks / 100 calls | summarizer calls | needles kept (prompt + store) | wall s |');
   const header = out.pop();
   for (const session of report.sessions) {
     for (const window of [...new Set(report.results.filter((r) => r.session === session.name).map((r) => r.window))]) {
       const rows = report.results.filter((r) => r.session === session.name && r.window === window);
       const none = rows.find((r) => r.contender === 'none');
-      out.push(`### ${session.name}, ${k(window)} window`, '', header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+      out.push(`### ${session.name}, ${k(window)} window`, '', header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const r of rows) out.push(row(r, none));
       out.push('');
     }
+  }
+  const rs = ratios(report.results);
+  if (rs.length) {
+    out.push('### Host shapes against the long-lived compactor', '', 'Each figure is the variant\'s over the long-lived preset\'s on the same session and window (1.00 = the same).', '');
+    out.push('| session | window | contender | cost | summarizer calls | prefix breaks |', '|---|---:|---|---:|---:|---:|');
+    for (const r of rs) out.push(`| ${r.session} | ${k(r.window)} | ${r.contender} | ${x(r.cost)} | ${x(r.summarizerCalls)} | ${x(r.prefixBreaks)} |`);
+    out.push('');
   }
   out.push('Contenders:', '');
   for (const c of report.contenders) out.push(`- **${c.name}**: ${c.via}`);

@@ -2,17 +2,19 @@
 // took (the assistant message) and what its tools returned (by tool call id).
 
 /**
- * `{ turns: [{ index, user, steps: [assistantMessage] }], outputs: Map<toolCallId, string> }`.
- * `index` is the user message's index in `session.messages` (needles name it as `neededAt`).
+ * `{ turns: [{ index, user, steps: [assistantMessage], stepIndices }], outputs: Map<toolCallId,
+ * string> }`. `index` is the user message's index in `session.messages`, `stepIndices[s]` step
+ * `s`'s (needles name one of them as `neededAt`).
  */
 export function toScript(session) {
   const turns = [];
   const outputs = new Map();
   session.messages.forEach((m, index) => {
-    if (m.role === 'user') turns.push({ index, user: m.content, steps: [] });
+    if (m.role === 'user') turns.push({ index, user: m.content, steps: [], stepIndices: [] });
     else if (m.role === 'assistant') {
       if (turns.length === 0) throw new Error(`${session.name}: message ${index} is an assistant message before any user message`);
       turns.at(-1).steps.push(m);
+      turns.at(-1).stepIndices.push(index);
     } else if (m.role === 'tool') {
       for (const p of m.content) outputs.set(p.toolCallId, p.output.value);
     } else throw new Error(`${session.name}: message ${index} has role ${m.role}`);

@@ -1,4 +1,5 @@
-// The arena's recorded sessions, generated deterministically.
+// The arena's sessions: generated deterministically (`SESSIONS`), and real recorded ones
+// (`REAL`, `real.mjs`: public trajectories, read from a local mirror of their source).
 //
 //   node bench/arena/sessions/index.mjs [name] [--scale s] [--out dir] [--stats]
 //
@@ -10,6 +11,7 @@ import { generateCoding } from './coding.mjs';
 import { generateResearch } from './research.mjs';
 import { generateChat } from './chat.mjs';
 import { sessionStats } from './lib.mjs';
+import { available, loadReal, REAL } from './real.mjs';
 
 export const SESSIONS = {
   'coding-agent': generateCoding,
@@ -17,11 +19,21 @@ export const SESSIONS = {
   'long-chat': generateChat,
 };
 
+/** Every session's name: the generated ones, then the real ones. */
+export const ALL_SESSIONS = [...Object.keys(SESSIONS), ...Object.keys(REAL)];
+
+/** The sessions a run takes by default: the generated ones, and the real ones whose data is here. */
+export function defaultSessions() {
+  return [...Object.keys(SESSIONS), ...Object.keys(REAL).filter((name) => available(name))];
+}
+
 /** `{ name, description, system, tools, messages, needles }` for session `name`;
- * `options.scale` (default 1) scales the number of turns. */
+ * `options.scale` (default 1) scales the number of turns of a generated session (a real one is
+ * what it is). */
 export function generate(name, options = {}) {
+  if (REAL[name]) return loadReal(name);
   const gen = SESSIONS[name];
-  if (!gen) throw new Error(`unknown session ${JSON.stringify(name)} (known: ${Object.keys(SESSIONS).join(', ')})`);
+  if (!gen) throw new Error(`unknown session ${JSON.stringify(name)} (known: ${ALL_SESSIONS.join(', ')})`);
   return gen(options);
 }
 
@@ -41,8 +53,8 @@ async function main(argv) {
     else args.names.push(a);
   }
   if (!(args.scale > 0)) throw new Error('--scale must be a positive number');
-  const names = args.names.length ? args.names : Object.keys(SESSIONS);
-  for (const n of names) if (!SESSIONS[n]) throw new Error(`unknown session ${JSON.stringify(n)} (known: ${Object.keys(SESSIONS).join(', ')})`);
+  const names = args.names.length ? args.names : defaultSessions();
+  for (const n of names) if (!ALL_SESSIONS.includes(n)) throw new Error(`unknown session ${JSON.stringify(n)} (known: ${ALL_SESSIONS.join(', ')})`);
   const wantStats = args.stats || !args.out;
   let countTokens;
   if (wantStats) {

@@ -73,3 +73,24 @@ test('context-compactor: inside the window, pairs intact, the needle recoverable
     for (const [name, other] of results) if (!name.startsWith('context-compactor')) assert.ok(r.cost < other.cost, `${preset} ${r.cost} vs ${name} ${other.cost}`);
   }
 });
+
+test('context-compactor as a stateless route handler and as middleware: inside the window, pairs intact, the needle recoverable', () => {
+  for (const name of ['context-compactor smart (stateless)', 'context-compactor smart (middleware)']) {
+    const r = results.get(name);
+    assert.equal(r.error, undefined, `${name}: ${r.error}`);
+    assert.equal(r.calls, results.get('none').calls, name);
+    assert.equal(r.overWindow, 0, name);
+    assert.equal(r.orphanedCalls, 0, name);
+    assert.equal(r.needlesInPrompt + r.needlesRecoverable, 1, name);
+    assert.ok(r.inputTokens < results.get('none').inputTokens / 2, `${name}: ${r.inputTokens} input tokens`);
+  }
+});
+
+test('the stateless host keeps the compactor state in the shared store; the long-lived one does not', async () => {
+  const { runAiSdk, STATE_PATH } = await import('../contenders/ai-sdk.mjs');
+  const { Recorder } = await import('../lib/arena.mjs');
+  const session = miniSession();
+  const run = (host) => runAiSdk(session, { window: 32_000, kind: 'compactor', preset: 'smart', host, recorder: new Recorder(session, 32_000) });
+  assert.ok((await run('stateless')).files.includes(STATE_PATH));
+  assert.ok(!(await run('long-lived')).files.includes(STATE_PATH));
+});

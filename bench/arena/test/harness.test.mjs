@@ -106,3 +106,93 @@ test('the CI check flags the regressions it is for, and passes a healthy run', a
   assert.match(check([{ ...none, overWindow: 0 }, ours])[0], /never overflows/);
   assert.match(check([none, { ...ours, error: 'boom' }])[0], /boom/);
 });
+
+test('the CI check: the host-shape variants keep the invariants, and their cost is reported, not checked', async () => {
+  const { check, ratios, baseOf } = await import('../lib/check.mjs');
+  const base = { session: 's', window: 32_000, calls: 100, needles: 3, needlesLost: [] };
+  const none = { ...base, contender: 'none', prefixBreaks: 0, needlesInPrompt: 3, needlesRecoverable: 0, overWindow: 80, cost: 1000 };
+  const smart = { ...base, contender: 'context-compactor smart', prefixBreaks: 8, summarizerCalls: 8, needlesInPrompt: 1, needlesRecoverable: 2, overWindow: 0, orphanedCalls: 0, cost: 300 };
+  // today's stateless and middleware shapes: a summary and a break on most calls, dearer than none
+  const stateless = { ...smart, contender: 'context-compactor smart (stateless)', prefixBreaks: 90, summarizerCalls: 88, cost: 1200 };
+  const middleware = { ...smart, contender: 'context-compactor smart (middleware)', prefixBreaks: 8, summarizerCalls: 0, cost: 450 };
+  assert.equal(baseOf(stateless.contender), 'context-compactor smart');
+  assert.equal(baseOf('context-compactor smart'), undefined);
+  assert.deepEqual(check([none, smart, stateless, middleware]), []);
+  assert.match(check([none, smart, { ...stateless, overWindow: 2 }])[0], /stateless\): 2 calls over the window/);
+  assert.match(check([none, smart, { ...middleware, orphanedCalls: 1 }])[0], /middleware\): 1 calls with orphaned/);
+  assert.match(check([none, smart, { ...stateless, needlesRecoverable: 1, needlesLost: ['n3'] }])[0], /needles lost: n3/);
+  // the long-lived presets keep their margins, breaks now per 100 calls
+  assert.match(check([none, { ...smart, prefixBreaks: 34 }])[0], /34\.0 prefix breaks per 100 calls/);
+  assert.deepEqual(check([none, { ...smart, prefixBreaks: 33 }]), []);
+  const r = ratios([none, smart, stateless, middleware]);
+  assert.deepEqual(
+    r.map((x) => [x.contender, x.cost, x.summarizerCalls, x.prefixBreaks]),
+    [
+      ['context-compactor smart (stateless)', 4, 11, 11.25],
+      ['context-compactor smart (middleware)', 1.5, 0, 1],
+    ],
+  );
+  assert.equal(ratios([none, { ...smart, summarizerCalls: 0 }, stateless])[0].summarizerCalls, Infinity);
+  assert.deepEqual(ratios([none, stateless]), [], 'no long-lived run to compare with');
+});
+
+test('the CI check: where the unmanaged session fits the window, ours may cost up to 125 % of it', async () => {
+  const { check } = await import('../lib/check.mjs');
+  const base = { session: 's', window: 128_000, calls: 100, needles: 0, needlesLost: [], needlesInPrompt: 0, needlesRecoverable: 0 };
+  const none = { ...base, contender: 'none', prefixBreaks: 0, overWindow: 0, cost: 1000 };
+  const ours = { ...base, contender: 'context-compactor smart', prefixBreaks: 1, summarizerCalls: 0, overWindow: 0, orphanedCalls: 0, cost: 1070 };
+  assert.deepEqual(check([none, ours]), []);
+  assert.match(check([none, { ...ours, cost: 1300 }])[0], /over 125 %/);
+});
+
+test('the report: prefix breaks per 100 calls, and the host shapes against long-lived smart', async () => {
+  const { markdown, per100 } = await import('../lib/report.mjs');
+  assert.equal(per100(15, 266), '5.6');
+  assert.equal(per100(0, 0), '–');
+  const base = { session: 's', window: 32_000, calls: 200, needles: 0, needlesLost: [], needlesInPrompt: 0, needlesRecoverable: 0, overWindow: 0, orphanedCalls: 0, inputTokens: 1, largestPrompt: 1, wallMs: 1 };
+  const results = [
+    { ...base, contender: 'context-compactor smart', prefixBreaks: 10, summarizerCalls: 4, cost: 100 },
+    { ...base, contender: 'context-compactor smart (middleware)', prefixBreaks: 30, summarizerCalls: 4, cost: 250 },
+  ];
+  const md = markdown({ date: '2026-01-01T00:00:00Z', node: 'v20', sessions: [{ name: 's' }], contenders: [], results });
+  assert.match(md, /\| context-compactor smart \| 0 \/ 200 \| 0 \| 1 \| 1 \| 100 \| 10 \| 5\.0 \| 4 \|/);
+  assert.match(md, /\| s \| 32k \| context-compactor smart \(middleware\) \| 2\.50× \| 1\.00× \| 3\.00× \|/);
+});
+
+test('a needle asked by a step (a real session\'s derived needle) is checked in that step\'s prompt', async () => {
+  const { runOne, CONTENDERS } = await import('../lib/arena.mjs');
+  const out = (k) => Array.from({ length: 40 }, (_, i) => `row ${k}.${i} unremarkable output line`).join('\n');
+  const messages = [{ role: 'user', content: 'Fix it.' }];
+  for (let k = 0; k < 8; k++) {
+    const toolCallId = `c${k}`;
+    const command = k === 7 ? 'printf NEEDLE-LINE-FROM-STEP-ZERO' : `step ${k}`;
+    messages.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName: 'bash', input: { command } }] });
+    messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName: 'bash', output: { type: 'text', value: k === 0 ? `${out(k)}\nNEEDLE-LINE-FROM-STEP-ZERO` : out(k) } }] });
+  }
+  messages.push({ role: 'assistant', content: [{ type: 'text', text: 'Done.' }] });
+  const session = {
+    name: 'step-needle',
+    system: 'You are a shell agent.',
+    tools: { bash: { description: 'Run', inputSchema: { type: 'object', properties: { command: { type: 'string' } } } } },
+    messages,
+    needles: [{ id: 'd1', value: 'NEEDLE-LINE-FROM-STEP-ZERO', messageIndex: 2, neededAt: 15, kind: 'tool' }],
+  };
+  const byName = (n) => CONTENDERS.find((c) => c.name === n);
+  const none = await runOne(byName('none'), session, 32_000);
+  assert.equal(none.error, undefined, none.error);
+  assert.deepEqual([none.needles, none.needlesInPrompt], [1, 1]);
+  // pruneMessages keeps only the last two messages' tool calls: by step 7 the output is gone
+  const pruned = await runOne(byName('ai-sdk pruneMessages'), session, 32_000);
+  assert.deepEqual([pruned.needles, pruned.needlesInPrompt, pruned.needlesLost], [1, 0, ['d1']]);
+});
+
+test('the scorer: a needle checked again (a retried call) counts once, as the last check', () => {
+  const p1 = fromAiSdk(aiPrompt);
+  const p2 = fromAiSdk(aiPrompt.slice(0, 2));
+  const scorer = new Scorer(1_000_000);
+  scorer.call(p1);
+  scorer.needle({ id: 'n', value: 'b.txt' }, p1);
+  scorer.needle({ id: 'n', value: 'b.txt' }, p2);
+  const r = scorer.result(() => false);
+  assert.deepEqual([r.needles, r.needlesInPrompt, r.needlesLost], [1, 0, ['n']]);
+});

@@ -1,0 +1,248 @@
+// Real recorded agent sessions: public trajectories of real agents on real tasks, converted to
+// AI SDK `ModelMessage[]` (main agent only). Each source is pinned by repository, commit, path
+// and git blob id in `REAL` (and in `real/<name>/SOURCE.md`, with its licence).
+//
+// The raw files are not committed: what the `fetch` mirror brings stays out of this repository.
+// They are read from a local git mirror of the source repository (`git cat-file blob <id>`, so
+// the bytes are exactly the pinned blob) or from a local copy in `real/<name>/raw/` (ignored by
+// git; checked against the same blob id). `node bench/arena/sessions/real.mjs --extract` writes
+// those local copies from the mirror.
+//
+// Needles are derived from the data, not planted: a line the agent wrote verbatim into a tool
+// call, last seen in a tool output long before (`deriveNeedles`) — so the model needed that
+// earlier output at that later step.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+/** Where `fetch` mirrors live (`<dir>/<owner>+<name>/repo` is a bare git directory). */
+export const MIRROR_DIRS = ['/work/.mirror'];
+
+const MINI_SWE_AGENT = {
+  repository: 'SWE-agent/mini-swe-agent',
+  ref: 'refs/pull/816/head',
+  commit: 'e5e0fbca1c60561bde25fa473b78717aa4b3f9ec',
+  licence: 'MIT (LICENSE.md: "Copyright (c) 2025 Kilian A. Lieret and Carlos E. Jimenez")',
+};
+
+/** The real sessions: name → source. `blob` is the git blob id of the raw file. */
+export const REAL = {
+  'swe-astroid-1333': {
+    ...MINI_SWE_AGENT,
+    path: 'output/deepseek_chat_dev_rerun/pylint-dev__astroid-1333/pylint-dev__astroid-1333.traj.json',
+    blob: '225eb4e73201e17e408c5791208e116f7d861daa',
+    bytes: 1_168_847,
+    format: 'mini-swe-agent-toolcall',
+    description: 'mini-swe-agent 2.2.7 (tool calls, parallel calls allowed) with deepseek-chat on SWE-bench dev pylint-dev__astroid-1333: one task, 188 bash calls, submitted',
+  },
+  'swe-sqlfluff-1733': {
+    ...MINI_SWE_AGENT,
+    path: 'output/deepseek_lite_dev_noparallel/sqlfluff__sqlfluff-1733/sqlfluff__sqlfluff-1733.traj.json',
+    blob: 'e920635b7d0c9a0504e1070adc0a0b9083f72577',
+    bytes: 1_216_630,
+    format: 'mini-swe-agent-toolcall',
+    description: 'mini-swe-agent 2.2.7 (tool calls, one per step) with deepseek-chat on SWE-bench dev sqlfluff__sqlfluff-1733: one task, 157 bash calls, submitted',
+  },
+};
+
+/** The git blob id of `bytes` (what `git hash-object` prints). */
+export function blobId(bytes) {
+  return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
+}
+
+function localCopy(name) {
+  return join(HERE, 'real', name, 'raw', REAL[name].path.split('/').pop());
+}
+
+function fromMirror(source, dirs) {
+  for (const dir of dirs) {
+    const gitDir = join(dir, source.repository.replace('/', '+'), 'repo');
+    if (!existsSync(gitDir)) continue;
+    try {
+      return execFileSync('git', ['--git-dir', gitDir, 'cat-file', 'blob', source.blob], { maxBuffer: 64 << 20 });
+    } catch {
+      // the mirror lacks that blob (an older snapshot): try the next one
+    }
+  }
+  return null;
+}
+
+/** The raw bytes of session `name`'s source file, checked against its blob id. */
+export function rawFile(name, { mirrors = MIRROR_DIRS } = {}) {
+  const source = REAL[name];
+  if (!source) throw new Error(`unknown real session ${JSON.stringify(name)}`);
+  const local = localCopy(name);
+  const bytes = existsSync(local) ? readFileSync(local) : fromMirror(source, mirrors);
+  if (!bytes) {
+    throw new Error(
+      `${name}: raw data not found. It is ${source.repository} ${source.path} at ${source.commit} (${source.ref}, blob ${source.blob}): ` +
+        `mirror the repository into ${mirrors.join(' or ')} (the fetch tool), or put the file at ${local}`,
+    );
+  }
+  const id = blobId(bytes);
+  if (id !== source.blob) throw new Error(`${name}: raw data has blob id ${id}, expected ${source.blob}`);
+  return bytes;
+}
+
+/** Whether session `name`'s raw data can be read here. */
+export function available(name, options) {
+  try {
+    rawFile(name, options);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** mini-swe-agent's one tool (`BASH_TOOL` in its `actions_toolcall.py`), as an arena tool. */
+const BASH = {
+  description: 'Execute a bash command',
+  inputSchema: { type: 'object', properties: { command: { type: 'string', description: 'The bash command to execute' } }, required: ['command'] },
+};
+
+/**
+ * A mini-swe-agent trajectory (`messages` in OpenAI chat shape: `tool_calls` on assistant
+ * messages, `role: 'tool'` results, a final `role: 'exit'` record) as `{system, tools, messages}`.
+ * - the system message becomes `system`; the task (first user message) the first user message;
+ * - an assistant message becomes text (when not empty) + one tool-call part per `tool_calls`
+ *   entry, with its recorded id and parsed arguments;
+ * - consecutive tool messages become one tool message (the AI SDK's shape), one tool-result part
+ *   `{type: 'text', value}` each, in call order;
+ * - the run ends with the submit command, whose output the agent never saw (it became the
+ *   submission): its result is the exit record's content, and one closing assistant text names
+ *   the exit status — the only text the converter writes.
+ */
+export function convertMiniSweAgent(traj) {
+  const src = traj.messages;
+  const system = src.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+  const messages = [];
+  const pending = new Map();
+  let exit = null;
+  for (const m of src) {
+    if (m.role === 'system') continue;
+    if (m.role === 'user') {
+      messages.push({ role: 'user', content: m.content });
+    } else if (m.role === 'assistant') {
+      const content = [];
+      if (typeof m.content === 'string' && m.content.trim()) content.push({ type: 'text', text: m.content });
+      for (const c of m.tool_calls ?? []) {
+        const input = JSON.parse(c.function.arguments);
+        content.push({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input });
+        pending.set(c.id, c.function.name);
+      }
+      if (!content.length) throw new Error('an assistant message with neither text nor tool calls');
+      messages.push({ role: 'assistant', content });
+    } else if (m.role === 'tool') {
+      const toolName = pending.get(m.tool_call_id);
+      if (!toolName) throw new Error(`a tool result for unknown call ${m.tool_call_id}`);
+      pending.delete(m.tool_call_id);
+      const part = { type: 'tool-result', toolCallId: m.tool_call_id, toolName, output: { type: 'text', value: m.content } };
+      const last = messages.at(-1);
+      if (last.role === 'tool') last.content.push(part);
+      else messages.push({ role: 'tool', content: [part] });
+    } else if (m.role === 'exit') {
+      exit = m;
+    } else throw new Error(`unexpected role ${m.role}`);
+  }
+  if (pending.size) {
+    if (!exit || pending.size !== 1) throw new Error(`${pending.size} tool calls without results`);
+    const [[toolCallId, toolName]] = pending;
+    messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName, output: { type: 'text', value: exit.content } }] });
+  }
+  const status = traj.info?.exit_status ?? exit?.extra?.exit_status ?? 'ended';
+  messages.push({ role: 'assistant', content: [{ type: 'text', text: `[run ended: ${status}]` }] });
+  // Tool results follow their calls' order within a step.
+  for (let i = 1; i < messages.length; i++) {
+    if (messages[i].role !== 'tool') continue;
+    const order = messages[i - 1].content.filter((p) => p.type === 'tool-call').map((p) => p.toolCallId);
+    messages[i].content.sort((a, b) => order.indexOf(a.toolCallId) - order.indexOf(b.toolCallId));
+  }
+  return { system, tools: { bash: BASH }, messages };
+}
+
+/** The raw texts of a message (tool-call inputs as their string values, not JSON). */
+function rawTexts(m) {
+  if (typeof m.content === 'string') return [m.content];
+  const out = [];
+  for (const p of m.content) {
+    if (p.type === 'text') out.push(p.text);
+    else if (p.type === 'tool-call') out.push(...Object.values(p.input).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))));
+    else if (p.type === 'tool-result') out.push(p.output.value);
+  }
+  return out;
+}
+
+/**
+ * Needles derived from the data: lines the agent wrote into a tool call at message `neededAt`
+ * (25–200 characters, with a word in them) whose last earlier occurrence is a tool output at
+ * message `messageIndex`, at least `minGap` messages before — so at that step the model needed
+ * an output it had seen that long ago (it may have seen it before too). One per source message,
+ * at most `max`, spread evenly over the candidates.
+ */
+export function deriveNeedles(messages, { max = 8, minGap = Math.max(20, Math.round(0.1 * messages.length)) } = {}) {
+  const texts = messages.map((m) => rawTexts(m).join('\n'));
+  const candidates = [];
+  const seen = new Set();
+  messages.forEach((m, j) => {
+    if (m.role !== 'assistant') return;
+    for (const p of m.content) {
+      if (p.type !== 'tool-call') continue;
+      for (const v of Object.values(p.input)) {
+        if (typeof v !== 'string') continue;
+        for (const raw of v.split('\n')) {
+          const line = raw.trim();
+          if (line.length < 25 || line.length > 200 || !/[A-Za-z_]{4}/.test(line) || seen.has(line)) continue;
+          let i = j - 1;
+          while (i >= 0 && !texts[i].includes(line)) i--;
+          if (i < 0 || messages[i].role !== 'tool' || j - i < minGap) continue;
+          seen.add(line);
+          candidates.push({ value: line, messageIndex: i, neededAt: j });
+        }
+      }
+    }
+  });
+  const bySource = [];
+  const sources = new Set();
+  for (const c of candidates) {
+    if (sources.has(c.messageIndex)) continue;
+    sources.add(c.messageIndex);
+    bySource.push(c);
+  }
+  const pick = bySource.length <= max ? bySource : Array.from({ length: max }, (_, k) => bySource[Math.floor((k * bySource.length) / max)]);
+  return pick.map((c, k) => ({ id: `d${k + 1}`, kind: 'tool', derived: true, ...c }));
+}
+
+/** `{ name, description, system, tools, messages, needles, source }` for real session `name`. */
+export function loadReal(name, options) {
+  const source = REAL[name];
+  if (!source) throw new Error(`unknown real session ${JSON.stringify(name)}`);
+  const raw = JSON.parse(rawFile(name, options).toString('utf8'));
+  if (source.format !== 'mini-swe-agent-toolcall') throw new Error(`${name}: unknown format ${source.format}`);
+  const { system, tools, messages } = convertMiniSweAgent(raw);
+  return { name, description: source.description, system, tools, messages, needles: deriveNeedles(messages), source };
+}
+
+async function main(argv) {
+  if (argv[0] !== '--extract') {
+    console.log('usage: node bench/arena/sessions/real.mjs --extract   # local copies of the raw files from the fetch mirror, under real/<name>/raw/ (git-ignored)');
+    return;
+  }
+  for (const name of Object.keys(REAL)) {
+    const bytes = rawFile(name);
+    const file = localCopy(name);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, bytes);
+    console.error(`wrote ${file} (${bytes.length} bytes, blob ${REAL[name].blob})`);
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main(process.argv.slice(2)).catch((e) => {
+    console.error(e.message);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,146 @@
+// node --test bench/arena/sessions/
+// The real sessions' converter and derived needles, on hand-made trajectories (always) and on the
+// pinned raw files (when their data is on this machine: see real.mjs).
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { init, countTokens } from 'context-compactor';
+import { modelMessageSchema } from 'ai';
+import { available, blobId, convertMiniSweAgent, deriveNeedles, loadReal, rawFile, REAL } from './real.mjs';
+import { generate, defaultSessions } from './index.mjs';
+import { sessionStats, validateShape } from './lib.mjs';
+
+before(async () => {
+  await init();
+});
+
+const call = (id, command) => ({ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command }) } });
+const tool = (id, content) => ({ role: 'tool', tool_call_id: id, content });
+
+/** A small trajectory in mini-swe-agent's tool-calling shape. */
+function trajectory() {
+  return {
+    info: { exit_status: 'Submitted' },
+    messages: [
+      { role: 'system', content: 'You are a shell agent.' },
+      { role: 'user', content: 'Fix the bug.' },
+      { role: 'assistant', content: 'Looking around.', tool_calls: [call('c1', 'ls'), call('c2', 'cat a.py')] },
+      // results out of call order, as two messages
+      tool('c2', 'def f():\n    return 1'),
+      tool('c1', 'a.py'),
+      { role: 'assistant', content: '', tool_calls: [call('c3', 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt')] },
+      { role: 'exit', content: 'diff --git a/a.py b/a.py', extra: { exit_status: 'Submitted' } },
+    ],
+  };
+}
+
+test('convertMiniSweAgent: system, task, calls with their recorded ids, results in call order, the exit as the last result', () => {
+  const s = convertMiniSweAgent(trajectory());
+  assert.equal(s.system, 'You are a shell agent.');
+  assert.deepEqual(Object.keys(s.tools), ['bash']);
+  assert.deepEqual(
+    s.messages.map((m) => m.role),
+    ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant'],
+  );
+  assert.deepEqual(s.messages[1].content, [
+    { type: 'text', text: 'Looking around.' },
+    { type: 'tool-call', toolCallId: 'c1', toolName: 'bash', input: { command: 'ls' } },
+    { type: 'tool-call', toolCallId: 'c2', toolName: 'bash', input: { command: 'cat a.py' } },
+  ]);
+  assert.deepEqual(
+    s.messages[2].content.map((p) => [p.toolCallId, p.output]),
+    [
+      ['c1', { type: 'text', value: 'a.py' }],
+      ['c2', { type: 'text', value: 'def f():\n    return 1' }],
+    ],
+  );
+  assert.equal(s.messages[3].content.length, 1, 'an empty text is dropped');
+  assert.deepEqual(s.messages[4].content[0].output, { type: 'text', value: 'diff --git a/a.py b/a.py' });
+  assert.deepEqual(s.messages[5].content, [{ type: 'text', text: '[run ended: Submitted]' }]);
+  assert.deepEqual(validateShape({ ...s, needles: [] }), []);
+  for (const m of s.messages) assert.ok(modelMessageSchema.safeParse(m).success);
+});
+
+test('convertMiniSweAgent refuses a result without a call and calls left without results', () => {
+  const t = trajectory();
+  t.messages.splice(3, 0, tool('nope', 'x'));
+  assert.throws(() => convertMiniSweAgent(t), /unknown call nope/);
+  const u = trajectory();
+  u.messages.splice(3, 2);
+  assert.throws(() => convertMiniSweAgent(u), /without results/);
+});
+
+test('deriveNeedles: a line written into a late call, last seen in a tool output long before', () => {
+  const line = 'return compute_the_answer(alpha, beta, gamma)';
+  const messages = [{ role: 'user', content: 'task' }];
+  const step = (k, command, output) => {
+    messages.push({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${k}`, toolName: 'bash', input: { command } }] });
+    messages.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${k}`, toolName: 'bash', output: { type: 'text', value: output } }] });
+  };
+  step(0, 'cat a.py', `def f():\n    ${line}\n`); // tool output at message 2
+  for (let k = 1; k <= 15; k++) step(k, `echo step ${k}`, `step ${k} done`);
+  step(16, `sed -i 's/x/y/' a.py\n${line}`, 'ok'); // message 33 needs it: 31 messages later
+  // the same line written again later: its last occurrence is now that call, not a tool output
+  step(17, `printf '%s' '${line}'`, 'ok');
+  // a line that only ever came from the user is no needle
+  messages[0].content = 'task\nthe_user_wrote_this_line(long_ago, and_it_counts)';
+  step(18, 'the_user_wrote_this_line(long_ago, and_it_counts)', 'ok');
+  const needles = deriveNeedles(messages, { minGap: 20 });
+  assert.deepEqual(needles, [{ id: 'd1', kind: 'tool', derived: true, value: line, messageIndex: 2, neededAt: 33 }]);
+  assert.deepEqual(deriveNeedles(messages, { minGap: 40 }), [], 'a gap below minGap is no needle');
+});
+
+test('blobId is git\'s blob id', () => {
+  const bytes = Buffer.from('hello arena\n');
+  const git = execFileSync('git', ['hash-object', '--stdin'], { input: bytes }).toString().trim();
+  assert.equal(blobId(bytes), git);
+});
+
+test('the default sessions include a real one only when its data is here', () => {
+  for (const name of Object.keys(REAL)) assert.equal(defaultSessions().includes(name), available(name));
+});
+
+for (const name of Object.keys(REAL)) {
+  test(`${name}: the pinned trajectory as an arena session`, { skip: available(name) ? false : `no data for ${name} here (see real.mjs)` }, async (t) => {
+    const raw = JSON.parse(rawFile(name).toString('utf8'));
+    const s = generate(name);
+
+    await t.test('loads deterministically, every message an AI SDK ModelMessage', () => {
+      assert.deepEqual(loadReal(name), s);
+      assert.deepEqual(validateShape(s), []);
+      s.messages.forEach((m, i) => {
+        const r = modelMessageSchema.safeParse(m);
+        assert.ok(r.success, `message ${i}: ${r.error?.message}`);
+      });
+    });
+
+    await t.test('keeps every step, call and output of the main agent', () => {
+      const assistants = raw.messages.filter((m) => m.role === 'assistant');
+      const calls = assistants.flatMap((m) => m.tool_calls ?? []);
+      const st = sessionStats(s, countTokens);
+      assert.equal(st.steps, assistants.length + 1, 'one closing step');
+      assert.equal(st.toolCalls, calls.length);
+      const ids = s.messages.flatMap((m) => (m.role === 'assistant' ? m.content.filter((p) => p.type === 'tool-call').map((p) => p.toolCallId) : []));
+      assert.deepEqual(ids, calls.map((c) => c.id), 'recorded ids, in order');
+      assert.equal(new Set(ids).size, ids.length);
+      const outputs = new Map(s.messages.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => [p.toolCallId, p.output.value]) : [])));
+      for (const m of raw.messages.filter((x) => x.role === 'tool')) assert.equal(outputs.get(m.tool_call_id), m.content);
+      assert.equal(s.messages[0].content, raw.messages.find((m) => m.role === 'user').content);
+      assert.ok(st.tokens > 60_000, `${st.tokens} tokens: long enough to overflow a 32k window twice over`);
+    });
+
+    await t.test('derived needles: seen in a tool output, absent until written into a later call', () => {
+      const texts = s.messages.map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? p.input.command : p.output.value)).join('\n')));
+      for (const n of s.needles) {
+        assert.equal(s.messages[n.messageIndex].role, 'tool', n.id);
+        assert.ok(texts[n.messageIndex].includes(n.value), `${n.id} in its tool output`);
+        for (let k = n.messageIndex + 1; k < n.neededAt; k++) assert.ok(!texts[k].includes(n.value), `${n.id} seen again at ${k}`);
+        const step = s.messages[n.neededAt];
+        assert.equal(step.role, 'assistant');
+        assert.ok(step.content.some((p) => p.type === 'tool-call' && p.input.command.includes(n.value)), `${n.id} written into the call`);
+        assert.ok(n.neededAt - n.messageIndex >= 0.1 * s.messages.length, `${n.id}: gap ${n.neededAt - n.messageIndex}`);
+      }
+      assert.equal(new Set(s.needles.map((n) => n.messageIndex)).size, s.needles.length, 'one needle per source output');
+    });
+  });
+}
