@@ -62,6 +62,7 @@ mod models;
 mod offload;
 mod plan;
 pub mod prompts;
+pub mod report;
 mod tier2;
 mod tokens;
 

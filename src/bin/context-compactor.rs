@@ -3,13 +3,19 @@
 //! ```text
 //! context-compactor plan  session.json [--model M] [--window N] [--config config.json] [--json]
 //! context-compactor stats session.json [--model M] [--window N] [--config config.json] [--json]
+//! context-compactor report session.json [--model M] [--window N] [--preset P] --out report.html [--json]
 //! ```
 //!
 //! `session.json` is a JSON array of AI SDK `ModelMessage`s or an object with a `messages` array
-//! (and optionally a `model` string, used when neither `--model` nor the config names one); `-`
+//! (and optionally a `model` string, used when neither `--model` nor the config names one, a
+//! `system` string, put first as the system message, and `tools`, the tool definitions sent with
+//! every request: an array or an object by name, as the quality arena's sessions have them); `-`
 //! reads standard input. `plan` prints the plan, then runs the crate's host loop against an
 //! in-memory store (every write succeeds), applies the outcomes and re-plans. `stats` breaks the
-//! token count down by message, role, tool and part.
+//! token count down by message, role, tool and part. `report` replays the session one model call
+//! at a time as an agent host would (`context_compactor::report::replay`) and writes one
+//! self-contained HTML page: the tokens of every prompt before and after compaction, the window
+//! and thresholds, each compaction event, prefix breaks, and what went where in the store.
 //!
 //! Exit codes: 0 on success, 2 on any error (unreadable file, malformed JSON, invalid messages or
 //! configuration; clap's usage errors are 2 as well). Errors go to stderr, naming the message
@@ -23,8 +29,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use context_compactor::{
-    messages_from_value, Action, CachedCounter, Compactor, Config, Content, Error, Message, Note,
-    Outcome, Part, Plan, PlanOptions, Role, TriggerKind,
+    messages_from_value, report, Action, CachedCounter, Compactor, Config, Content, Error, Message,
+    Note, Outcome, Part, Plan, PlanOptions, Role, Strategy, ToolDefinition, TriggerKind,
 };
 use serde_json::{json, Value};
 
@@ -45,6 +51,20 @@ enum Command {
     Plan(Opts),
     /// Token usage by message, role, tool and part.
     Stats(Opts),
+    /// Replay the session call by call and write an HTML report with a chart of every prompt.
+    Report(ReportOpts),
+}
+
+#[derive(Args)]
+struct ReportOpts {
+    #[command(flatten)]
+    opts: Opts,
+    /// Where to write the HTML page (`-`: standard output).
+    #[arg(long, required_unless_present = "json")]
+    out: Option<PathBuf>,
+    /// The page's heading (default: the session file's name and the preset).
+    #[arg(long)]
+    title: Option<String>,
 }
 
 #[derive(Args)]
@@ -100,6 +120,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Plan(opts) => run_plan(opts),
         Command::Stats(opts) => run_stats(opts),
+        Command::Report(opts) => run_report(opts),
     };
     match result {
         Ok(output) => {
@@ -130,6 +151,18 @@ fn read_text(path: &str) -> Result<String, Failure> {
 
 /// The messages, and the session's own `model` field when it has one.
 fn load_session(path: &str) -> Result<(Vec<Message>, Option<String>), Failure> {
+    load_session_file(path).map(|s| (s.messages, s.model))
+}
+
+/// A session file: its messages (with its `system` string first, when it has one), its `model`
+/// and its `tools`.
+struct Session {
+    messages: Vec<Message>,
+    model: Option<String>,
+    tools: Vec<ToolDefinition>,
+}
+
+fn load_session_file(path: &str) -> Result<Session, Failure> {
     let text = read_text(path)?;
     let value: Value = serde_json::from_str(&text).map_err(|e| Error::MalformedJson {
         what: "session".into(),
@@ -148,36 +181,160 @@ fn load_session(path: &str) -> Result<(Vec<Message>, Option<String>), Failure> {
                 .get("model")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
-            let messages = session.remove("messages").unwrap_or_default();
-            Ok((messages_from_value(messages)?, model))
+            let mut messages = session.remove("messages").unwrap_or_default();
+            if let (Some(Value::String(system)), Value::Array(list)) =
+                (session.get("system"), &mut messages)
+            {
+                if list.first().and_then(|m| m.get("role")) != Some(&json!("system")) {
+                    list.insert(0, json!({"role": "system", "content": system}));
+                }
+            }
+            let tools = match session.remove("tools") {
+                Some(Value::Object(by_name)) => by_name
+                    .into_iter()
+                    .map(|(name, mut def)| {
+                        if let Value::Object(map) = &mut def {
+                            map.insert("name".into(), Value::String(name));
+                        }
+                        def
+                    })
+                    .collect(),
+                Some(Value::Array(list)) => list,
+                _ => Vec::new(),
+            };
+            let tools =
+                serde_json::from_value(Value::Array(tools)).map_err(|e| Error::InvalidConfig {
+                    field: "tools".into(),
+                    message: e.to_string(),
+                })?;
+            Ok(Session {
+                messages: messages_from_value(messages)?,
+                model,
+                tools,
+            })
         }
         Value::Object(_) => Err(Error::InvalidMessages {
             message: "expected an array of messages or an object with a `messages` array".into(),
         }
         .into()),
-        other => Ok((messages_from_value(other)?, None)),
+        other => Ok(Session {
+            messages: messages_from_value(other)?,
+            model: None,
+            tools: Vec::new(),
+        }),
     }
 }
 
 fn compactor(opts: &Opts, session_model: Option<String>) -> Result<Compactor, Failure> {
-    let mut config: Value = match &opts.config {
+    let config = config(
+        &opts.config,
+        &opts.preset,
+        &opts.model,
+        opts.window,
+        session_model,
+    )?;
+    Ok(Compactor::new(config)?)
+}
+
+/// The configuration: the file, the preset, then --model (or the session's model) and --window.
+fn config(
+    file: &Option<PathBuf>,
+    preset: &Option<String>,
+    model: &Option<String>,
+    window: Option<u32>,
+    session_model: Option<String>,
+) -> Result<Config, Failure> {
+    let mut config: Value = match file {
         Some(path) => serde_json::from_str(&read_text(&path.to_string_lossy())?)
             .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?,
         None => json!({}),
     };
-    if let (Some(preset), Value::Object(map)) = (&opts.preset, &mut config) {
+    if let (Some(preset), Value::Object(map)) = (preset, &mut config) {
         map.insert("preset".into(), Value::String(preset.clone()));
     }
     let mut config = Config::from_value(config)?;
-    if opts.model.is_some() {
-        config.model = opts.model.clone();
+    if model.is_some() {
+        config.model = model.clone();
     } else if config.model.is_none() {
         config.model = session_model;
     }
-    if opts.window.is_some() {
-        config.context_window = opts.window;
+    if window.is_some() {
+        config.context_window = window;
     }
-    Ok(Compactor::new(config)?)
+    Ok(config)
+}
+
+// ---------------------------------------------------------------------------------------------
+// report
+
+fn run_report(args: &ReportOpts) -> Result<String, Failure> {
+    let opts = &args.opts;
+    if opts.manual || opts.instructions.is_some() {
+        return Err(Failure::Io(
+            "report replays automatic compaction call by call: --manual and --instructions are for `plan`".into(),
+        ));
+    }
+    let session = load_session_file(&opts.session)?;
+    let mut config = config(
+        &opts.config,
+        &opts.preset,
+        &opts.model,
+        opts.window,
+        session.model,
+    )?;
+    if config.tools.is_empty() {
+        config.tools = session.tools;
+    }
+    let mut compactor = Compactor::new(config)?;
+    let mut data = report::replay(&mut compactor, &session.messages)?;
+    data.title = args.title.clone().unwrap_or_else(|| {
+        let name = std::path::Path::new(&opts.session).file_name().map_or_else(
+            || opts.session.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let preset = opts.preset.as_deref().unwrap_or("smart");
+        format!("{name} · {preset}")
+    });
+    if data
+        .calls
+        .iter()
+        .flat_map(|c| &c.events)
+        .any(|e| e.strategy == Strategy::Summarize)
+    {
+        data.notes
+            .push("The CLI has no LLM: every summary is the heuristic fallback.".into());
+    }
+    let html = report::render_html(&data);
+    let mut printed = String::new();
+    match args.out.as_deref() {
+        Some(path) if path.as_os_str() == "-" => printed = html,
+        Some(path) => {
+            std::fs::write(path, &html)
+                .map_err(|e| Failure::Io(format!("cannot write {}: {e}", path.display())))?;
+            if !opts.json {
+                let breaks = data.calls.iter().filter(|c| c.prefix_break).count();
+                let events: usize = data.calls.iter().map(|c| c.events.len()).sum();
+                let peak = data.calls.iter().map(|c| c.tokens_after).max().unwrap_or(0);
+                let _ = writeln!(
+                    printed,
+                    "wrote {} ({}): {} model calls, {} compaction events, {} prefix breaks, largest prompt {} of a {}-token window, {} stored",
+                    path.display(),
+                    bytes(html.len()),
+                    thousands(data.calls.len() as u64),
+                    thousands(events as u64),
+                    thousands(breaks as u64),
+                    thousands(peak),
+                    thousands(data.window),
+                    plural(data.store.len() as u64, "file"),
+                );
+            }
+        }
+        None => {}
+    }
+    if opts.json {
+        printed.push_str(&to_json(&serde_json::to_value(&data).unwrap_or_default()));
+    }
+    Ok(printed)
 }
 
 // ---------------------------------------------------------------------------------------------
