@@ -4,6 +4,9 @@
 //
 //   node bench/arena/run.mjs [--sessions a,b] [--windows 128000,32000] [--contenders x,y]
 //                            [--scale 1] [--out bench/arena/out] [--check] [--help]
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +17,29 @@ import { clearCounts } from './lib/metrics.mjs';
 import { ALL_SESSIONS, defaultSessions, generate } from './sessions/index.mjs';
 import { check, ratios } from './lib/check.mjs';
 import { markdown, x } from './lib/report.mjs';
+
+/** Which context-compactor the run measured: a hash of its built package (`js/dist`), the
+ * repository's commit, and whether the core or host had uncommitted changes. */
+function build() {
+  const dist = dirname(fileURLToPath(import.meta.resolve('context-compactor')));
+  const hash = createHash('sha256');
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) walk(path);
+      else hash.update(e.name).update(readFileSync(path));
+    }
+  };
+  walk(dist);
+  const git = (...args) => {
+    try {
+      return execFileSync('git', args, { cwd: dirname(fileURLToPath(import.meta.url)), stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    } catch {
+      return '';
+    }
+  };
+  return { dist: hash.digest('hex').slice(0, 12), commit: git('rev-parse', '--short', 'HEAD'), uncommitted: git('status', '--porcelain', '--', '../../src', '../../js/src') !== '' };
+}
 
 async function main() {
   const { values } = parseArgs({
@@ -63,7 +89,7 @@ async function main() {
       clearCounts();
     }
   }
-  const report = { date: new Date().toISOString(), node: process.version, sessions, contenders: contenders.map(({ name, via }) => ({ name, via })), results };
+  const report = { date: new Date().toISOString(), node: process.version, build: build(), sessions, contenders: contenders.map(({ name, via }) => ({ name, via })), results };
   await mkdir(values.out, { recursive: true });
   await writeFile(join(values.out, 'results.json'), JSON.stringify(report, null, 2) + '\n');
   const md = markdown(report);

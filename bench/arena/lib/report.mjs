@@ -39,6 +39,8 @@ export function markdown(report) {
   }
   out.push('Contenders:', '');
   for (const c of report.contenders) out.push(`- **${c.name}**: ${c.via}`);
-  out.push('', `Node ${report.node}, ${report.date.slice(0, 10)}.`, '');
+  const b = report.build;
+  const built = b ? ` context-compactor build ${b.dist} (commit ${b.commit}${b.uncommitted ? ', with uncommitted changes to src/ or js/src/' : ''}).` : '';
+  out.push('', `Node ${report.node}, ${report.date.slice(0, 10)}.${built}`, '');
   return out.join('\n');
 }
