@@ -81,7 +81,7 @@ pub use error::{Error, Result};
 pub use message::{
     messages_from_value, parse_messages, parse_messages_at, validate, ApprovalRequest,
     ApprovalResponse, Content, FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall,
-    ToolOutput, ToolResult,
+    ToolOutput, ToolResult, MAX_NESTING,
 };
 pub use models::{lookup as lookup_model, Family, ModelInfo};
 pub use plan::{

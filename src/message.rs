@@ -317,9 +317,14 @@ impl Serialize for ToolOutput {
 // path of the field inside the message.
 
 /// Parses a JSON array of messages and validates it (see [`validate`]).
+///
+/// Two kinds of real-world text that strict JSON parsing refuses are handled (see
+/// [`MAX_NESTING`]): a lone UTF-16 surrogate escape (`"\ud83d"`, what
+/// `JSON.stringify` writes for a string cut in the middle of an emoji) becomes U+FFFD, as the
+/// official tiktoken does before counting; nesting deeper than [`MAX_NESTING`] is an
+/// [`Error::InvalidMessage`] naming the message and the field, not a parse error.
 pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
-    let value: Value = serde_json::from_str(json).map_err(|e| Error::json("messages", &e))?;
-    messages_from_value(value)
+    messages_from_value(parse_json(json, 0)?)
 }
 
 /// Converts an already-parsed JSON value (an array of messages) and validates it.
@@ -333,8 +338,178 @@ pub fn messages_from_value(value: Value) -> Result<Vec<Message>> {
 /// (errors name indices in the whole conversation). Not validated: tool results may answer
 /// calls before `first_index`, so [`validate`] the whole conversation once it is joined.
 pub fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
-    let value: Value = serde_json::from_str(json).map_err(|e| Error::json("messages", &e))?;
-    messages_at(value, first_index)
+    messages_at(parse_json(json, first_index)?, first_index)
+}
+
+/// How deep a messages document may nest arrays and objects, the messages array counting as
+/// level 1 (a message object is level 2, the `input` of a tool-call part level 5, ...). Deeper
+/// input is an [`Error::InvalidMessage`] naming the message index and the field path.
+///
+/// Why 127: it is what serde_json's default recursion limit (128, which refuses the 128th level)
+/// lets through, kept on purpose rather than lifted. Every walk of a `serde_json::Value` (parse,
+/// clone, hash, serialize, drop) recurses, in the core and in serde_json itself, and the wasm
+/// build runs on a 1 MB stack; 127 levels stay far from it, while real tool inputs nest a few
+/// dozen levels at most. The TypeScript host checks the same limit (js/src/codec.ts) for what
+/// `JSON.stringify` cannot even serialize.
+pub const MAX_NESTING: usize = 127;
+
+/// Parses a messages document as serde_json does, with two repairs on the slow path (only text
+/// serde_json refused is looked at again, so valid input pays nothing):
+///
+/// - **Lone surrogates.** A `\uD800`-`\uDFFF` escape that is not half of a pair cannot be a
+///   Rust `String`; each one becomes U+FFFD, one replacement character per lone code unit — what
+///   `String.prototype.toWellFormed()` gives and what the official tiktoken encodes (it replaces
+///   them the same way before counting), so counts match tiktoken's. The JS host keeps the
+///   original strings and restores them in what it returns and stores (js/src/codec.ts); a
+///   native caller gets the U+FFFD text.
+/// - **Nesting** past [`MAX_NESTING`]: a typed [`Error::InvalidMessage`] (found by an iterative
+///   scan, so hostile depth cannot overflow the stack) instead of serde_json's "recursion limit
+///   exceeded".
+fn parse_json(json: &str, first_index: usize) -> Result<Value> {
+    let error = match serde_json::from_str(json) {
+        Ok(value) => return Ok(value),
+        Err(error) => error,
+    };
+    // Same length: a 6-byte `\udXXX` becomes the 6-byte `\ufffd`, so error positions still hold.
+    let repaired = replace_lone_surrogates(json);
+    let (text, error) = match &repaired {
+        Some(fixed) => match serde_json::from_str(fixed) {
+            Ok(value) => return Ok(value),
+            Err(error) => (fixed.as_str(), error),
+        },
+        None => (json, error),
+    };
+    if error.to_string().starts_with("recursion limit exceeded") {
+        if let Some(too_deep) = nesting_error(text, first_index) {
+            return Err(too_deep);
+        }
+    }
+    Err(Error::json("messages", &error))
+}
+
+/// `json` with every lone surrogate escape replaced by `\ufffd`, or `None` when it has none.
+fn replace_lone_surrogates(json: &str) -> Option<String> {
+    let bytes = json.as_bytes();
+    // The hex value of a `\uXXXX` escape starting at `at` (the backslash), if it is one.
+    let escape = |at: usize| -> Option<u16> {
+        let hex = bytes.get(at + 2..at + 6)?;
+        if bytes[at] != b'\\' || bytes[at + 1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let mut out: Option<Vec<u8>> = None;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => in_string = !in_string,
+            b'\\' if in_string => {
+                let unit = escape(i);
+                match unit {
+                    Some(0xD800..=0xDBFF) if matches!(escape(i + 6), Some(0xDC00..=0xDFFF)) => {
+                        i += 12; // a well-formed pair
+                        continue;
+                    }
+                    Some(0xD800..=0xDFFF) => {
+                        let out = out.get_or_insert_with(|| bytes.to_vec());
+                        out[i..i + 6].copy_from_slice(b"\\ufffd");
+                        i += 6;
+                        continue;
+                    }
+                    _ => i += 1, // any other escape: skip the escaped byte
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Only ASCII bytes of escapes were replaced by ASCII bytes: still UTF-8.
+    out.map(|bytes| String::from_utf8(bytes).unwrap_or_default())
+}
+
+/// The typed error for the first array or object nested past [`MAX_NESTING`], found without
+/// recursion; `None` when nothing is that deep.
+fn nesting_error(json: &str, first_index: usize) -> Option<Error> {
+    let bytes = json.as_bytes();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'[' | b'{' => {
+                if stack.len() + 1 > MAX_NESTING {
+                    return Some(too_deep(&stack, first_index));
+                }
+                stack.push(if bytes[i] == b'[' {
+                    Frame::Array(0)
+                } else {
+                    Frame::Object(None, true)
+                });
+            }
+            b']' | b'}' => {
+                stack.pop();
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Array(n)) => *n += 1,
+                Some(Frame::Object(_, expect_key)) => *expect_key = true,
+                None => {}
+            },
+            b':' => {
+                if let Some(Frame::Object(_, expect_key)) = stack.last_mut() {
+                    *expect_key = false;
+                }
+            }
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Frame::Object(key, true)) = stack.last_mut() {
+                    let raw = json.get(start..=i.min(bytes.len() - 1)).unwrap_or_default();
+                    *key = Some(serde_json::from_str(raw).unwrap_or_else(|_| raw.to_owned()));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A container open during [`nesting_error`]'s scan.
+enum Frame {
+    Array(usize),
+    /// The current key, and whether the next string is a key.
+    Object(Option<String>, bool),
+}
+
+fn too_deep(stack: &[Frame], first_index: usize) -> Error {
+    let index = match stack.first() {
+        Some(Frame::Array(n)) => first_index + n,
+        _ => first_index,
+    };
+    // stack[0] is the messages array, stack[1] the message: the path starts at its key.
+    let mut field = String::new();
+    for (depth, frame) in stack.iter().enumerate().skip(1) {
+        match frame {
+            Frame::Array(n) => field.push_str(&format!("[{n}]")),
+            Frame::Object(key, _) => {
+                if depth > 1 {
+                    field.push('.');
+                }
+                field.push_str(key.as_deref().unwrap_or(""));
+            }
+        }
+    }
+    Error::InvalidMessage {
+        index,
+        field,
+        message: format!(
+            "nested deeper than {MAX_NESTING} levels of arrays and objects (the messages \
+             array counting as one); flatten it or send it as a string"
+        ),
+    }
 }
 
 fn messages_at(value: Value, first_index: usize) -> Result<Vec<Message>> {

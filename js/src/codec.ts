@@ -2,13 +2,43 @@
 // (Uint8Array / ArrayBuffer / Buffer image and file data, URL objects, Dates): those are swapped
 // for `{"$ccRef": n}` placeholders on the way in and restored on the way out, so nothing is lost
 // or mangled (JSON.stringify would turn a Uint8Array into an object of indices).
+//
+// Lone UTF-16 surrogates (a string cut in the middle of an emoji by `slice`, a truncated tool
+// output) are the other thing a Rust string cannot hold. `JSON.stringify` writes them as `\ud83d`
+// escapes; the core's parser turns each into U+FFFD (src/message.rs `parse_json`), which is what
+// the official tiktoken counts (it replaces them the same way before encoding), so counts stay
+// exact. The original strings stay here, host-side, keyed by their U+FFFD form, beside the refs
+// of the same conversation: what the core hands back unchanged (messages, the content of store
+// writes) gets them back, so the app sees and stores exactly the strings it passed in.
+// Why this way rather than a private escape the core would understand: the core stays a plain
+// UTF-8 JSON processor with one documented rule (lone surrogate → U+FFFD) that native callers
+// share; no marker can collide with real text in the core, and valid input pays one `includes`
+// over the JSON. The limit: two different originals with the same U+FFFD form (`"a\ud83d"` and
+// `"a\ude00"` in one conversation) cannot both be told apart from it; such a string comes back
+// in its U+FFFD form.
+//
+// Nesting past MAX_NESTING (and cycles, BigInts, throwing getters: everything JSON.stringify
+// refuses) is a typed `invalid_message` naming the message index and the field, found by an
+// iterative walk that only runs once JSON.stringify has failed.
+
+import { CompactorError } from './errors.js';
 
 const REF_KEY = '$ccRef';
+
+/** How deep messages may nest arrays and objects, the messages array counting as level 1 (a
+ * message object is level 2, a tool-call `input` level 5). The core's limit (src/message.rs
+ * `MAX_NESTING`, serde_json's default recursion limit), checked the same way here for what
+ * `JSON.stringify` itself cannot serialize. */
+export const MAX_NESTING = 127;
 
 export interface Encoded {
   json: string;
   refs: unknown[];
 }
+
+/** Original strings holding lone surrogates, by their U+FFFD form (null: two originals share
+ * it, so neither can be restored), per conversation (its refs list). */
+const originals = new WeakMap<unknown[], Map<string, string | null>>();
 
 function needsRef(value: unknown): boolean {
   return (
@@ -20,22 +50,32 @@ function needsRef(value: unknown): boolean {
   );
 }
 
-/** `refs`: placeholders continue this list (a conversation synced in pieces shares one). */
-export function encode(messages: unknown, refs: unknown[] = []): Encoded {
-  const json = JSON.stringify(messages, function (this: Record<string, unknown>, key, value: unknown) {
-    // `this[key]` is the value before toJSON() ran (URL, Date and Buffer define toJSON).
-    const original = key === '' ? value : this[key];
-    if (needsRef(original)) {
-      refs.push(original);
-      return { [REF_KEY]: refs.length - 1 };
-    }
-    return value;
-  });
-  if (json === undefined) throw new TypeError('messages must be an array');
+/** `refs`: placeholders continue this list (a conversation synced in pieces shares one).
+ * `first`: the index of the first message, for errors (a conversation synced from message k). */
+export function encode(messages: unknown, refs: unknown[] = [], first = 0): Encoded {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(messages, function (this: Record<string, unknown>, key, value: unknown) {
+      // `this[key]` is the value before toJSON() ran (URL, Date and Buffer define toJSON).
+      const original = key === '' ? value : this[key];
+      if (needsRef(original)) {
+        refs.push(original);
+        return { [REF_KEY]: refs.length - 1 };
+      }
+      return value;
+    });
+  } catch (error) {
+    throw unserializable(messages, first, error);
+  }
+  if (json === undefined) throw new CompactorError('invalid_messages', `messages: expected an array of messages, got ${typeof messages}`);
+  // JSON.stringify escapes lone surrogates (and only them) as `\udXXX`.
+  if (json.includes('\\ud')) keepOriginals(json, refs);
   return { json, refs };
 }
 
 export function decode<T>(json: string, refs: unknown[]): T {
+  const kept = originals.get(refs);
+  if (kept) json = restoreJson(json, kept);
   if (refs.length === 0) return JSON.parse(json) as T;
   return JSON.parse(json, (_key, value: unknown) => {
     if (value !== null && typeof value === 'object' && REF_KEY in value) {
@@ -45,4 +85,140 @@ export function decode<T>(json: string, refs: unknown[]): T {
     }
     return value;
   }) as T;
+}
+
+/** The content of a store write with the original strings of the conversation (`refs`) back:
+ * JSON files (`.json`: offloaded JSON outputs, transcripts) string by string, text files whole
+ * (an offloaded text output) or, for text joined from several strings (a `content` output's
+ * items, a Markdown transcript), each original in place of its U+FFFD form. */
+export function restoreStored(path: string, content: string, refs: unknown[]): string {
+  const kept = originals.get(refs);
+  if (!kept || !content.includes('\ufffd')) return content;
+  if (path.endsWith('.json')) return restoreJson(content, kept);
+  const whole = kept.get(content);
+  if (typeof whole === 'string') return whole;
+  const pairs = [...kept].filter((pair): pair is [string, string] => pair[1] !== null).sort((a, b) => b[0].length - a[0].length);
+  for (const [wellFormed, original] of pairs) {
+    if (content.includes(wellFormed)) content = content.split(wellFormed).join(original);
+  }
+  return content;
+}
+
+/** `String.prototype.toWellFormed` (each lone surrogate → U+FFFD), where the engine lacks it. */
+function toWellFormed(text: string): string {
+  const native = (text as { toWellFormed?: () => string }).toWellFormed;
+  if (typeof native === 'function') return native.call(text);
+  return text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+}
+
+/** Whether the character at `at` is escaped: preceded by an odd run of backslashes. */
+function escaped(json: string, at: number): boolean {
+  let n = 0;
+  while (at - 1 - n >= 0 && json.charCodeAt(at - 1 - n) === 92) n++;
+  return n % 2 === 1;
+}
+
+/** The bounds [open quote, close quote] of the JSON string token holding position `at`. */
+function tokenAround(json: string, at: number): [number, number] {
+  let start = at;
+  do start = json.lastIndexOf('"', start - 1);
+  while (start > 0 && escaped(json, start));
+  let end = at;
+  do end = json.indexOf('"', end + 1);
+  while (end !== -1 && escaped(json, end));
+  return [start, end === -1 ? json.length - 1 : end];
+}
+
+function keepOriginals(json: string, refs: unknown[]): void {
+  let kept = originals.get(refs);
+  for (let at = json.indexOf('\\ud'); at !== -1; ) {
+    if (escaped(json, at)) {
+      at = json.indexOf('\\ud', at + 1);
+      continue;
+    }
+    const [start, end] = tokenAround(json, at);
+    const original = JSON.parse(json.slice(start, end + 1)) as string;
+    const wellFormed = toWellFormed(original);
+    if (!kept) originals.set(refs, (kept = new Map()));
+    const known = kept.get(wellFormed);
+    if (known === undefined) kept.set(wellFormed, original);
+    else if (known !== original) kept.set(wellFormed, null);
+    at = json.indexOf('\\ud', end + 1);
+  }
+}
+
+/** `json` (as the core writes it: U+FFFD unescaped) with every string whose U+FFFD form is
+ * kept replaced by its original. */
+function restoreJson(json: string, kept: Map<string, string | null>): string {
+  if (kept.size === 0) return json;
+  let at = json.indexOf('\ufffd');
+  if (at === -1) return json;
+  const out: string[] = [];
+  let copied = 0;
+  while (at !== -1) {
+    const [start, end] = tokenAround(json, at);
+    const original = kept.get(JSON.parse(json.slice(start, end + 1)) as string);
+    if (typeof original === 'string') {
+      out.push(json.slice(copied, start), JSON.stringify(original));
+      copied = end + 1;
+    }
+    at = json.indexOf('\ufffd', end + 1);
+  }
+  if (copied === 0) return json;
+  out.push(json.slice(copied));
+  return out.join('');
+}
+
+/** The typed error for what JSON.stringify refused (`cause`): the first value nested past
+ * MAX_NESTING, cyclic, a BigInt or throwing, found by an iterative walk in JSON.stringify's order. */
+function unserializable(messages: unknown, first: number, cause: unknown): CompactorError {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  const fail = (path: (string | number)[], message: string): CompactorError => {
+    if (!Array.isArray(messages)) return new CompactorError('invalid_messages', `messages: ${message}`);
+    const [index, ...rest] = path as [number, ...(string | number)[]];
+    const field = rest.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
+    return new CompactorError('invalid_message', `message ${first + index}: invalid \`${field}\`: ${message}`, { index: first + index, field });
+  };
+  // A child is read when its turn comes, so a throwing getter is reported at its own path.
+  type Item = { holder: Record<string | number, unknown>; key: string | number; path: (string | number)[] } | { exit: object };
+  const ancestors = new Set<object>();
+  const roots: Item[] = Array.isArray(messages)
+    ? messages.map((_, i) => ({ holder: messages as unknown as Record<number, unknown>, key: i, path: [i] }))
+    : [{ holder: { '': messages }, key: '', path: [] }];
+  const todo: Item[] = roots.reverse();
+  const rootLevel = Array.isArray(messages) ? 1 : 0;
+  while (todo.length > 0) {
+    const item = todo.pop()!;
+    if ('exit' in item) {
+      ancestors.delete(item.exit);
+      continue;
+    }
+    const { path } = item;
+    let value: unknown;
+    try {
+      value = item.holder[item.key];
+      if (typeof value === 'bigint') return fail(path, 'a BigInt is not JSON (convert it to a number or a string)');
+      if (value === null || typeof value !== 'object' || needsRef(value)) continue;
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') {
+        value = toJSON.call(value, String(path.at(-1) ?? ''));
+        if (typeof value === 'bigint') return fail(path, 'a BigInt is not JSON (convert it to a number or a string)');
+        if (value === null || typeof value !== 'object') continue;
+      }
+      if (ancestors.has(value)) return fail(path, 'a cyclic reference (the value contains itself)');
+      if (rootLevel + path.length > MAX_NESTING) {
+        return fail(path, `nested deeper than ${MAX_NESTING} levels of arrays and objects (the messages array counting as one); flatten it or send it as a string`);
+      }
+      ancestors.add(value);
+      todo.push({ exit: value });
+      const keys = Array.isArray(value) ? value.map((_, i) => i) : Object.keys(value);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!;
+        todo.push({ holder: value as Record<string | number, unknown>, key, path: [...path, key] });
+      }
+    } catch (error) {
+      return fail(path, `reading it threw: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return new CompactorError('invalid_messages', `messages cannot be serialized as JSON: ${reason}`);
 }

@@ -1,4 +1,4 @@
-import { decode, encode, type Encoded } from './codec.js';
+import { decode, encode, restoreStored, type Encoded } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core } from './errors.js';
 import { init, loadEncoding } from './init.js';
@@ -288,7 +288,7 @@ export class Compactor {
       if (keep === messages.length && keep === held.messages.length) return;
     }
     const refs = keep === 0 ? [] : held.refs;
-    const appended = encode(keep === 0 ? messages : messages.slice(keep), refs).json;
+    const appended = encode(keep === 0 ? messages : messages.slice(keep), refs, keep).json;
     this.#held = { messages: [], marks: [], refs: [] };
     core(() => this.#core.sync(keep, appended));
     this.#held = { messages: [...messages], marks, refs };
@@ -409,11 +409,12 @@ export class Compactor {
   /** Runs the plan: every store write (failures become outcomes, never exceptions), then the
    * summary — only once its transcript is stored, so no LLM call is wasted on a summary that
    * could not be applied. */
-  async #execute(plan: Plan, customSummary: string | undefined): Promise<Outcome[]> {
+  async #execute(plan: Plan, customSummary: string | undefined, refs: unknown[] = this.#held.refs): Promise<Outcome[]> {
     const writes = await Promise.all(
       plan.actions.filter((a) => writesOf(a).length > 0).map(async (action): Promise<Outcome> => {
         try {
-          for (const [path, content] of writesOf(action)) await this.store.write(path, content);
+          // The app's original strings (lone surrogates: see codec.ts), not the core's U+FFFD copy.
+          for (const [path, content] of writesOf(action)) await this.store.write(path, restoreStored(path, content, refs));
           return { type: 'written', id: action.id };
         } catch (error) {
           return { type: 'failed', id: action.id, error: message(error) };
@@ -523,7 +524,7 @@ export class Compactor {
     const planJson = core(() => this.#core.plan(encoded.json, JSON.stringify({ offloadOnly: true })));
     const plan = this.#hydrate(planJson, messages);
     if (plan.actions.length === 0) return output;
-    const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined));
+    const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined, encoded.refs));
     if (!result.events.some((e) => e.status === 'applied')) return output;
     const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
     return part.output.type === 'text' ? String(part.output.value) : output;

@@ -36,6 +36,8 @@ export class CompactorError extends Error {
 
 /** Converts what the wasm binding throws (a JSON string) into a CompactorError. */
 export function fromCore(thrown: unknown): CompactorError {
+  // Already typed (the host's own checks, e.g. the codec's, inside a core call).
+  if (thrown instanceof CompactorError) return thrown;
   if (typeof thrown === 'string') {
     try {
       const { code, message, ...details } = JSON.parse(thrown) as { code: CompactorErrorCode; message: string };

@@ -1,0 +1,260 @@
+// Hostile input against the built package (js/dist), issue 17: lone UTF-16 surrogates counted as
+// the official tiktoken counts them and given back unchanged (messages and store writes), nesting
+// past MAX_NESTING and everything JSON.stringify refuses as typed errors, a 52 MB pasted log.
+// Already covered elsewhere, not repeated here: wrong roles, missing ids, non-array messages,
+// wrong content types (host.test.mjs), store and summarizer failures (failures.test.mjs), hostile
+// store paths (stores.test.mjs).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CompactorError, MemoryStore, countTokens, createCompactor, init, loadEncoding } from '../dist/entry/node.js';
+
+await init();
+await loadEncoding('cl100k_base');
+
+/** Every throw must be a CompactorError with a code (and, for a message, its index and field). */
+function typed(fn, check) {
+  let thrown;
+  try {
+    fn();
+  } catch (error) {
+    thrown = error;
+  }
+  assert.ok(thrown instanceof CompactorError, `expected a CompactorError, got ${thrown?.name}: ${thrown?.message}`);
+  check(thrown);
+  return thrown;
+}
+
+// Official tiktoken 0.14.0 (scripts/oracle): it encodes `text.encode("utf-16", "surrogatepass")
+// .decode("utf-16", "replace")`, each lone surrogate one U+FFFD. Same table as tests/hostile.rs.
+const TIKTOKEN = [
+  ['lead_at_end', 'Tool output cut mid-emoji: party \ud83c', 9, 9],
+  ['trail_at_start', '\udf89 and the rest of the line', 7, 7],
+  ['two_leads', 'a\ud83d\ud83db', 3, 3],
+  ['trail_then_lead', 'x\ude00\ud83dy', 3, 3],
+  ['in_words', 'cut \ud83d here\nand \ude00 there', 7, 7],
+  ['cjk_mix', '日本語\ud83dテキスト', 6, 8],
+  ['digits', '12345\udc0067890', 5, 5],
+  ['alone', '\ud800', 1, 1],
+];
+
+test('lone surrogates count as tiktoken counts them (countTokens and usage)', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  const base = compactor.usage([{ role: 'user', content: '' }]).tokens;
+  for (const [name, text, o200k, cl100k] of TIKTOKEN) {
+    assert.equal(text.isWellFormed?.() ?? false, false, name);
+    assert.equal(countTokens(text, 'o200k_base'), o200k, `${name} o200k`);
+    assert.equal(countTokens(text, 'cl100k_base'), cl100k, `${name} cl100k`);
+    assert.equal(compactor.usage([{ role: 'user', content: text }]).tokens - base, o200k, `${name} usage`);
+  }
+});
+
+// Lead and trail surrogates alone, at part boundaries, in tool-call inputs (values and keys),
+// tool names and ids, user text, JSON outputs, unknown fields.
+const EMOJI = '😀🎉';
+const cut = EMOJI.slice(0, 1); // '\ud83d'
+const tail = EMOJI.slice(1, 2); // '\ude00'
+function surrogateChat(bigOutput) {
+  return [
+    { role: 'system', content: `You are an agent ${tail}` },
+    { role: 'user', content: [{ type: 'text', text: `first part ends mid-emoji ${cut}` }, { type: 'text', text: `${tail} second part starts with the rest` }] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'calling' },
+        { type: 'tool-call', toolCallId: `call_${cut}1`, toolName: `search${tail}`, input: { [`q${cut}`]: [`${tail}`, { nested: `deep ${cut}${cut}` }], n: 3 } },
+      ],
+      providerOptions: { custom: { note: `x${tail}y` } },
+    },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: `call_${cut}1`, toolName: `search${tail}`, output: { type: 'json', value: { hits: [`a ${cut}`, { [`k${tail}`]: `b ${tail}` }] } } }] },
+    { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'call_2', toolName: 'fetch', input: { url: 'x' } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_2', toolName: 'fetch', output: { type: 'text', value: bigOutput } }] },
+    { role: 'user', content: `thanks ${cut}` },
+  ];
+}
+const bigWithSurrogates = Array.from({ length: 4_000 }, (_, i) => `line ${i}: value ${(i * 7919) % 10_007} ${i % 97 === 0 ? cut : i % 89 === 0 ? tail : 'ok'}`).join('\n') + cut;
+
+test('usage, plan and manage accept lone surrogates; unchanged messages come back identical', async () => {
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ contextWindow: 16_000, store });
+  const messages = surrogateChat(bigWithSurrogates);
+  const snapshot = structuredClone(messages);
+  assert.ok(compactor.usage(messages).tokens > 16_000);
+  const plan = compactor.plan(messages);
+  assert.equal(plan.actions.filter((a) => a.type === 'offload').length, 1);
+  const result = await compactor.manage(messages);
+  assert.deepEqual(messages, snapshot, 'input not mutated');
+  assert.equal(result.messages.length, messages.length);
+  for (const i of [0, 1, 2, 3, 4, 6]) assert.deepEqual(result.messages[i], messages[i], `message ${i} comes back identical, lone surrogates and all`);
+  assert.equal(result.messages[2].content[1].toolCallId, `call_${cut}1`);
+  assert.equal(result.messages[5].content[0].toolCallId, 'call_2');
+  assert.ok(compactor.usage(result.messages).tokens <= 16_000);
+  // Every later call keeps working (the issue: one bad string rejected every later call).
+  const again = await compactor.manage(result.messages);
+  assert.equal(again.events.length, 0);
+  assert.deepEqual(again.messages, result.messages);
+});
+
+test('an offloaded output with lone surrogates is written to the store exactly as the original string', async () => {
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ contextWindow: 16_000, store });
+  const { plan } = await compactor.manage(surrogateChat(bigWithSurrogates));
+  const path = plan.actions.find((a) => a.type === 'offload').path;
+  const stored = await store.read(path);
+  assert.equal(stored.length, bigWithSurrogates.length);
+  assert.ok(stored === bigWithSurrogates, 'byte for byte the original JS string');
+  assert.equal(stored.isWellFormed?.(), false);
+
+  // A JSON output: the stored JSON parses back to the original value, lone surrogates included.
+  const value = { rows: Array.from({ length: 3_000 }, (_, i) => ({ id: i, name: `row ${i} ${i % 50 === 0 ? cut : 'ok'}`, [`k${tail}`]: i })) };
+  const jsonStore = new MemoryStore();
+  const c2 = await createCompactor({ contextWindow: 16_000, store: jsonStore });
+  const chat = [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'j1', toolName: 'query', input: {} }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'j1', toolName: 'query', output: { type: 'json', value } }] },
+  ];
+  const r2 = await c2.manage(chat);
+  const jsonPath = r2.plan.actions.find((a) => a.type === 'offload').path;
+  assert.match(jsonPath, /\.json$/);
+  const storedJson = await jsonStore.read(jsonPath);
+  assert.deepEqual(JSON.parse(storedJson), value);
+  assert.equal(storedJson, JSON.stringify(value, null, 2));
+
+  // At tool-return time (wrapTools / offloadToolOutput): the same.
+  const c3 = await createCompactor({ contextWindow: 16_000, store: new MemoryStore() });
+  const preview = await c3.offloadToolOutput('fetch', 'w1', bigWithSurrogates);
+  const offloaded = String(preview).match(/\/tool_outputs\/[\w.-]+/)[0];
+  assert.ok((await c3.store.read(offloaded)) === bigWithSurrogates);
+});
+
+test('a transcript of a conversation with lone surrogates is stored as the original JSON', async () => {
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ contextWindow: 8_000, store, summarize: async () => 'Summary.' });
+  const chat = [{ role: 'system', content: 'agent' }];
+  for (let t = 0; t < 40; t++) {
+    chat.push({ role: 'user', content: `Question ${t} ${t % 3 ? cut : tail}: ` + 'budget window cache parser '.repeat(40) });
+    chat.push({ role: 'assistant', content: [{ type: 'text', text: `Answer ${t}: ` + 'plan summary tool result '.repeat(60) + cut }] });
+  }
+  const result = await compactor.manage(chat);
+  const transcript = result.plan.actions.find((a) => a.type === 'save-transcript');
+  assert.equal(await store.read(transcript.path), JSON.stringify(chat, null, 2));
+  assert.deepEqual(result.messages.at(-1), chat.at(-1));
+});
+
+/** An object nested `depth` levels deep: {a: {a: ... 1}}. */
+function nestedObject(depth) {
+  const root = {};
+  let node = root;
+  for (let i = 1; i < depth; i++) node = node.a = {};
+  node.a = 1;
+  return root;
+}
+const callWith = (input) => ({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'n1', toolName: 't', input }] });
+
+test('nesting past 127 levels is a typed invalid_message naming the message and field, never a RangeError', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  // The messages array is level 1, the message 2, content 3, the part 4, the input object 5.
+  compactor.usage([callWith(nestedObject(127 - 4))]);
+  const field = 'content[0].input' + '.a'.repeat(127 - 4);
+  for (const depth of [127 - 3, 200, 10_000, 100_000]) {
+    typed(() => compactor.usage([callWith(nestedObject(depth))]), (e) => {
+      assert.equal(e.code, 'invalid_message');
+      assert.equal(e.index, 0);
+      assert.equal(e.field, field, `${depth}: the same field whether the host or the core caught it`);
+      assert.match(e.message, /nested deeper than 127 levels/);
+    });
+  }
+  // In a later message synced on its own, and in deep arrays: the index is the conversation's.
+  const chat = [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }, { role: 'user', content: 'c' }];
+  compactor.usage(chat);
+  let deepArray = 'x';
+  for (let i = 0; i < 10_000; i++) deepArray = [deepArray];
+  typed(() => compactor.usage([...chat, callWith({ list: deepArray })]), (e) => {
+    assert.equal(e.index, 3);
+    assert.ok(e.field.startsWith('content[0].input.list[0][0]'), e.field);
+  });
+  await assert.rejects(compactor.manage([...chat, callWith(nestedObject(10_000))]), (e) => e instanceof CompactorError && e.index === 3);
+  // The compactor is still usable.
+  assert.ok(compactor.usage(chat).tokens > 0);
+});
+
+test('NaN, Infinity, undefined, BigInt, Symbol, functions, cycles, throwing getters: typed errors or JSON semantics, never a crash', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  // What JSON.stringify turns into null or leaves out is what the provider receives too: counted so.
+  const lenient = compactor.usage([callWith({ a: NaN, b: Infinity, c: -Infinity, d: undefined, e: Symbol('s'), f: () => 1, g: [undefined, Symbol('t'), () => 2] })]);
+  assert.equal(lenient.tokens, compactor.usage([callWith({ a: null, b: null, c: null, g: [null, null, null] })]).tokens);
+  const invalid = (messages, index, field, pattern) =>
+    typed(() => compactor.usage(messages), (e) => {
+      assert.equal(e.code, 'invalid_message', e.message);
+      assert.equal(e.index, index, e.message);
+      assert.equal(e.field, field, e.message);
+      if (pattern) assert.match(e.message, pattern);
+    });
+  invalid([{ role: 'user', content: undefined }], 0, 'content');
+  invalid([{ role: 'user', content: () => 'x' }], 0, 'content');
+  invalid([{ role: 'user', content: Symbol('x') }], 0, 'content');
+  invalid([{ role: Symbol('user'), content: 'x' }], 0, 'role');
+  invalid([{ role: 'user', content: NaN }], 0, 'content');
+  invalid([{ role: 'user', content: 'ok' }, callWith({ n: 10n ** 30n })], 1, 'content[0].input.n', /BigInt/);
+  invalid([{ role: 'user', content: [{ type: 'text', text: 1n }] }], 0, 'content[0].text', /BigInt/);
+  const cyclic = { name: 'loop' };
+  cyclic.self = { back: cyclic };
+  invalid([callWith(cyclic)], 0, 'content[0].input.self.back', /cyclic/);
+  const cyclicArray = [];
+  cyclicArray.push(cyclicArray);
+  invalid([callWith({ items: cyclicArray })], 0, 'content[0].input.items[0]', /cyclic/);
+  invalid([callWith({ get secret() { throw new Error('no access'); } })], 0, 'content[0].input.secret', /no access/);
+  invalid([callWith({ when: { toJSON() { throw new Error('bad date'); } } })], 0, 'content[0].input.when', /bad date/);
+  for (const messages of [undefined, null, 42, 'text', Symbol('m'), () => []]) {
+    typed(() => compactor.usage(messages), (e) => assert.equal(e.code, 'invalid_messages'));
+  }
+  typed(() => compactor.usage([null]), (e) => assert.equal(e.index, 0));
+  typed(() => compactor.usage([{ role: 'user', content: 'x' }, 7]), (e) => assert.equal(e.index, 1));
+  // A shared (not cyclic) object is fine; so are Map and Set (JSON gives {}), and a frozen object.
+  const shared = { x: 1 };
+  compactor.usage([callWith({ a: shared, b: shared, m: new Map([[1, 2]]), s: new Set([1]), f: Object.freeze({ y: 2 }) })]);
+  await assert.rejects(compactor.manage([callWith({ n: 1n })]), (e) => e instanceof CompactorError && e.field === 'content[0].input.n');
+  assert.ok(compactor.usage([{ role: 'user', content: 'still fine' }]).tokens > 0);
+});
+
+/** A deterministic pasted log of about `mb` megabytes. */
+function pastedLog(mb) {
+  const lines = [];
+  let size = 0;
+  let s = 12345;
+  for (let i = 0; size < mb * 1e6; i++) {
+    s = (s * 1103515245 + 12345) >>> 0;
+    const line = `2026-11-25T09:${String(i % 60).padStart(2, '0')}:00Z worker-${s % 97} GET /api/v1/items/${s % 100000} ${200 + (s % 5)} ${s % 997}ms`;
+    lines.push(line);
+    size += line.length + 1;
+  }
+  return lines.join('\n');
+}
+
+test('a 52 MB pasted user message: usage counts it, manage returns a valid conversation', { timeout: 120_000 }, async () => {
+  const log = pastedLog(52);
+  const compactor = await createCompactor({ model: 'gpt-4o', store: new MemoryStore() });
+  const messages = [
+    { role: 'system', content: 'agent' },
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: 'hello' },
+    { role: 'user', content: `Here is the log:\n${log}` },
+  ];
+  let t = performance.now();
+  const count = countTokens(log, 'o200k_base');
+  const countMs = performance.now() - t;
+  t = performance.now();
+  const usage = compactor.usage(messages);
+  const usageMs = performance.now() - t;
+  assert.ok(usage.tokens > count && usage.tokens < count + 100, `${usage.tokens} vs ${count}`);
+  assert.equal(usage.window, 128_000);
+  t = performance.now();
+  const result = await compactor.manage(messages);
+  const manageMs = performance.now() - t;
+  // Nothing can be removed yet (the newest user message stays): the plan says so.
+  assert.equal(result.messages.length, messages.length);
+  assert.ok(result.messages.at(-1).content.includes(log.slice(-1_000)));
+  assert.ok(result.plan.notes.some((n) => n.type === 'over-budget' || n.type === 'target-not-met'), JSON.stringify(result.plan.notes));
+  assert.deepEqual(result.messages.map((m) => m.role), ['system', 'user', 'assistant', 'user']);
+  console.log(`52 MB log (${(log.length / 1e6).toFixed(1)} M chars, ${count} tokens): countTokens ${countMs.toFixed(0)} ms, usage ${usageMs.toFixed(0)} ms, manage ${manageMs.toFixed(0)} ms`);
+});
