@@ -1,6 +1,8 @@
-// Vercel AI SDK integration (versions 5 to 7), with no import of the `ai` package: every object
-// here is built to the SDK's structural contracts, so one build serves every version and apps
-// that bundle only what they use.
+// Vercel AI SDK integration (versions 5 to 7), with no import of the `ai` package at run time:
+// every object here is built to the SDK's structural contracts, so one build serves every version
+// and apps that bundle only what they use. For types, `ai` is an optional peer dependency: the
+// recovery tools' schemas are typed as the installed SDK's own `Schema` (see `AiSdkSchema`); the
+// middleware and `prepareStep` are generic, so they fit any version's types without it.
 import type { Compactor } from './compactor.js';
 import { CompactorError } from './errors.js';
 import { checkPath, checkPrefix, type FileStore } from './store.js';
@@ -20,8 +22,19 @@ interface JsonSchemaObject {
   additionalProperties: false;
 }
 
-/** An AI SDK schema (what `jsonSchema()` returns) with a small validator for flat objects. */
-export interface AiSdkSchema<T> {
+/**
+ * An AI SDK schema: the installed `ai`'s own `Schema<T>` (what its `jsonSchema()` returns, v5
+ * to v7), so tools carrying one are assignable to its `ToolSet`. The SDK marks schemas with a
+ * `unique symbol` that no declaration outside it can name (a symbol declared here to match is a
+ * different type), hence the type comes from `ai`: an optional peer dependency, used for this
+ * type only. Without `ai` installed this is `any`; the directive on the next line keeps that
+ * from being an error, even under `skipLibCheck: false` (it is kept in the .d.ts).
+ * @ts-ignore */
+export type AiSdkSchema<T> = import('ai').Schema<T>;
+
+/** What `schema()` builds, structurally: the SDK's markers (registered symbols), the JSON
+ * Schema and a small validator for flat objects. */
+interface BuiltSchema<T> {
   readonly [SCHEMA]: true;
   readonly [VALIDATOR]: true;
   readonly _type: T | undefined;
@@ -30,7 +43,7 @@ export interface AiSdkSchema<T> {
 }
 
 function schema<T>(json: JsonSchemaObject): AiSdkSchema<T> {
-  return {
+  const built: BuiltSchema<T> = {
     [SCHEMA]: true,
     [VALIDATOR]: true,
     _type: undefined,
@@ -51,16 +64,17 @@ function schema<T>(json: JsonSchemaObject): AiSdkSchema<T> {
       return { success: true, value: value as T };
     },
   };
+  return built as unknown as AiSdkSchema<T>;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Recovery tools: read back what compaction stored.
 
-/** An AI SDK tool, structurally. */
+/** An AI SDK tool (assignable to the installed SDK's `ToolSet`, v5 to v7). */
 export interface RecoveryTool<I> {
   description: string;
   inputSchema: AiSdkSchema<I>;
-  execute(input: I): Promise<string>;
+  execute(input: I, options?: unknown): Promise<string>;
 }
 
 export interface RecoveryToolSet {
@@ -206,14 +220,11 @@ export function wrapTools<T extends Record<string, ExecutableTool>>(compactor: C
 // ---------------------------------------------------------------------------------------------
 // Middleware: compacts the prompt of each model call (AI SDK `wrapLanguageModel`).
 
-interface CallParams {
-  prompt: MessageLike[];
-  [key: string]: unknown;
-}
-
-/** A language-model middleware (v5 `LanguageModelV2Middleware` to v7, structurally). */
+/** A language-model middleware, assignable to the AI SDK's `LanguageModelMiddleware` (v5's
+ * `LanguageModelV2Middleware` to v7's): generic in the call options, so each version's own
+ * `params` type flows through unchanged. */
 export interface CompactorMiddleware {
-  transformParams(options: { params: CallParams; type?: string }): Promise<CallParams>;
+  transformParams<P extends { prompt: unknown }>(options: { params: P; type?: string }): Promise<P>;
 }
 
 /**
@@ -224,9 +235,9 @@ export interface CompactorMiddleware {
  */
 export function middleware(compactor: Compactor): CompactorMiddleware {
   return {
-    async transformParams({ params }) {
+    async transformParams<P extends { prompt: unknown }>({ params }: { params: P }): Promise<P> {
       if (!Array.isArray(params.prompt)) return params;
-      const { messages } = await compactor.manage(params.prompt);
+      const { messages } = await compactor.manage(params.prompt as MessageLike[]);
       return { ...params, prompt: messages };
     },
   };

@@ -124,7 +124,7 @@ export interface CompactorOptions {
    * definitions (`{name, description, inputSchema}`), or an AI SDK tool set (`{name: tool({...})}`),
    * whose schemas are read from `inputSchema.jsonSchema` (AI SDK `jsonSchema()`/`zodSchema()`) or
    * taken as plain JSON schemas. */
-  tools?: ToolDefinition[] | Record<string, { description?: string; inputSchema?: unknown; parameters?: unknown }>;
+  tools?: ToolDefinition[] | Record<string, { description?: unknown; inputSchema?: unknown; parameters?: unknown }>;
   /** Starting point for every threshold: `simple`, `smart` (the defaults) or `aggressive`. */
   preset?: 'simple' | 'smart' | 'aggressive';
   compaction?: CompactionOptions;
@@ -610,7 +610,8 @@ function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): ToolDef
     // A schema object we cannot read as JSON (e.g. a raw zod schema) counts by name and
     // description only; pass `zodSchema(...)` or JSON to count it exactly.
     const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
-    return { name, ...(tool?.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
+    // AI SDK 7 allows a description function (of the call's context): counted by name and schema.
+    return { name, ...(typeof tool?.description === 'string' && tool.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
   });
 }
 

@@ -75,7 +75,8 @@ export interface SaveTranscriptAction {
 export interface SummaryRequest {
   system: string;
   prompt: string;
-  messages: MessageLike[];
+  /** `[{ role: 'user', content: prompt }]`: a valid `messages` for any AI SDK call. */
+  messages: Array<{ role: 'user'; content: string }>;
   maxTokens: number;
 }
 
