@@ -36,9 +36,15 @@ export interface Encoded {
   refs: unknown[];
 }
 
-/** Original strings holding lone surrogates, by their U+FFFD form (null: two originals share
- * it, so neither can be restored), per conversation (its refs list). */
-const originals = new WeakMap<unknown[], Map<string, string | null>>();
+/** What the host keeps of a conversation's strings holding lone surrogates (see above), per
+ * conversation (its refs list): each such message by its JSON as the core will write it back
+ * (U+FFFD in place of each lone surrogate), and each such string by its U+FFFD form (null: two
+ * originals share it, so neither can be told from it). */
+interface Kept {
+  messages: Map<string, unknown>;
+  strings: Map<string, string | null>;
+}
+const originals = new WeakMap<unknown[], Kept>();
 
 function needsRef(value: unknown): boolean {
   return (
@@ -53,29 +59,82 @@ function needsRef(value: unknown): boolean {
 /** `refs`: placeholders continue this list (a conversation synced in pieces shares one).
  * `first`: the index of the first message, for errors (a conversation synced from message k). */
 export function encode(messages: unknown, refs: unknown[] = [], first = 0): Encoded {
+  const start = refs.length;
   let json: string | undefined;
   try {
-    json = JSON.stringify(messages, function (this: Record<string, unknown>, key, value: unknown) {
-      // `this[key]` is the value before toJSON() ran (URL, Date and Buffer define toJSON).
-      const original = key === '' ? value : this[key];
-      if (needsRef(original)) {
-        refs.push(original);
-        return { [REF_KEY]: refs.length - 1 };
-      }
-      return value;
-    });
+    json = JSON.stringify(messages, placeholders(() => refs.push(undefined) - 1, refs));
   } catch (error) {
-    throw unserializable(messages, first, error);
+    refs.length = start;
+    throw Array.isArray(messages) ? failing(messages, first, error) : unserializable(messages, undefined, error);
   }
   if (json === undefined) throw new CompactorError('invalid_messages', `messages: expected an array of messages, got ${typeof messages}`);
-  // JSON.stringify escapes lone surrogates (and only them) as `\udXXX`.
-  if (json.includes('\\ud')) keepOriginals(json, refs);
+  // JSON.stringify escapes lone surrogates (and only them) as `\udXXX`. Rare, so only then is
+  // each message written again, alone (the same text, placeholders numbered the same), to keep
+  // the ones holding lone surrogates.
+  if (Array.isArray(messages) && json.includes('\\ud')) {
+    let next = start;
+    const numbered = placeholders(() => next++);
+    for (const message of messages) {
+      const text = JSON.stringify(message, numbered);
+      if (text?.includes('\\ud')) keepOriginals(text, message, refs);
+    }
+  }
   return { json, refs };
+}
+
+/** A JSON.stringify replacer swapping ref values for placeholders numbered by `slot` (which
+ * stores them in `refs`, when given). */
+function placeholders(slot: () => number, refs?: unknown[]) {
+  return function (this: Record<string, unknown>, key: string, value: unknown): unknown {
+    // `this[key]` is the value before toJSON() ran (URL, Date and Buffer define toJSON).
+    const original = key === '' ? value : this[key];
+    if (!needsRef(original)) return value;
+    const index = slot();
+    if (refs) refs[index] = original;
+    return { [REF_KEY]: index };
+  };
+}
+
+/** The typed error naming the first message JSON.stringify refuses. */
+function failing(messages: unknown[], first: number, cause: unknown): CompactorError {
+  const plain = placeholders(() => 0);
+  for (let i = 0; i < messages.length; i++) {
+    try {
+      JSON.stringify(messages[i], plain);
+    } catch (error) {
+      return unserializable(messages[i], first + i, error);
+    }
+  }
+  return new CompactorError('invalid_messages', `messages cannot be serialized as JSON: ${cause instanceof Error ? cause.message : String(cause)}`);
 }
 
 export function decode<T>(json: string, refs: unknown[]): T {
   const kept = originals.get(refs);
-  if (kept) json = restoreJson(json, kept);
+  if (!kept) return parse<T>(json, refs);
+  // A message the core did not change is written back exactly as it came in, lone surrogates
+  // as U+FFFD: give back the app's own object. The rest gets its strings back one by one.
+  const plain = JSON.parse(json) as unknown;
+  const list = messagesOf(plain);
+  const same: [number, unknown][] = [];
+  list?.forEach((message, i) => {
+    const text = JSON.stringify(message);
+    const original = text.includes('\ufffd') ? kept.messages.get(text) : undefined;
+    if (original !== undefined && original !== null) same.push([i, original]);
+  });
+  for (const [i] of same) list![i] = null;
+  const value = parse<T>(restoreJson(JSON.stringify(plain), kept.strings), refs);
+  const restored = messagesOf(value);
+  for (const [i, original] of same) restored![i] = original;
+  return value;
+}
+
+function messagesOf(value: unknown): unknown[] | undefined {
+  if (Array.isArray(value)) return value;
+  const messages = value !== null && typeof value === 'object' ? (value as { messages?: unknown }).messages : undefined;
+  return Array.isArray(messages) ? messages : undefined;
+}
+
+function parse<T>(json: string, refs: unknown[]): T {
   if (refs.length === 0) return JSON.parse(json) as T;
   return JSON.parse(json, (_key, value: unknown) => {
     if (value !== null && typeof value === 'object' && REF_KEY in value) {
@@ -92,7 +151,7 @@ export function decode<T>(json: string, refs: unknown[]): T {
  * (an offloaded text output) or, for text joined from several strings (a `content` output's
  * items, a Markdown transcript), each original in place of its U+FFFD form. */
 export function restoreStored(path: string, content: string, refs: unknown[]): string {
-  const kept = originals.get(refs);
+  const kept = originals.get(refs)?.strings;
   if (!kept || !content.includes('\ufffd')) return content;
   if (path.endsWith('.json')) return restoreJson(content, kept);
   const whole = kept.get(content);
@@ -129,8 +188,11 @@ function tokenAround(json: string, at: number): [number, number] {
   return [start, end === -1 ? json.length - 1 : end];
 }
 
-function keepOriginals(json: string, refs: unknown[]): void {
+function keepOriginals(json: string, message: unknown, refs: unknown[]): void {
   let kept = originals.get(refs);
+  if (!kept) originals.set(refs, (kept = { messages: new Map(), strings: new Map() }));
+  const wellFormed: string[] = [];
+  let copied = 0;
   for (let at = json.indexOf('\\ud'); at !== -1; ) {
     if (escaped(json, at)) {
       at = json.indexOf('\\ud', at + 1);
@@ -138,13 +200,21 @@ function keepOriginals(json: string, refs: unknown[]): void {
     }
     const [start, end] = tokenAround(json, at);
     const original = JSON.parse(json.slice(start, end + 1)) as string;
-    const wellFormed = toWellFormed(original);
-    if (!kept) originals.set(refs, (kept = new Map()));
-    const known = kept.get(wellFormed);
-    if (known === undefined) kept.set(wellFormed, original);
-    else if (known !== original) kept.set(wellFormed, null);
+    const replaced = toWellFormed(original);
+    wellFormed.push(json.slice(copied, start), JSON.stringify(replaced));
+    copied = end + 1;
+    remember(kept.strings, replaced, original);
     at = json.indexOf('\\ud', end + 1);
   }
+  wellFormed.push(json.slice(copied));
+  remember(kept.messages, wellFormed.join(''), message);
+}
+
+/** Keeps `original` under `key`; a key two different originals share keeps null. */
+function remember<V>(map: Map<string, V | null>, key: string, original: V): void {
+  const known = map.get(key);
+  if (known === undefined) map.set(key, original);
+  else if (known !== original) map.set(key, null);
 }
 
 /** `json` (as the core writes it: U+FFFD unescaped) with every string whose U+FFFD form is
@@ -169,24 +239,22 @@ function restoreJson(json: string, kept: Map<string, string | null>): string {
   return out.join('');
 }
 
-/** The typed error for what JSON.stringify refused (`cause`): the first value nested past
- * MAX_NESTING, cyclic, a BigInt or throwing, found by an iterative walk in JSON.stringify's order. */
-function unserializable(messages: unknown, first: number, cause: unknown): CompactorError {
+/** The typed error for what JSON.stringify refused (`cause`) in message `index` (undefined:
+ * `value` is the whole messages value, not an array): the first value nested past MAX_NESTING,
+ * cyclic, a BigInt or throwing, found by an iterative walk in JSON.stringify's order. */
+function unserializable(value: unknown, index: number | undefined, cause: unknown): CompactorError {
   const reason = cause instanceof Error ? cause.message : String(cause);
   const fail = (path: (string | number)[], message: string): CompactorError => {
-    if (!Array.isArray(messages)) return new CompactorError('invalid_messages', `messages: ${message}`);
-    const [index, ...rest] = path as [number, ...(string | number)[]];
-    const field = rest.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
-    return new CompactorError('invalid_message', `message ${first + index}: invalid \`${field}\`: ${message}`, { index: first + index, field });
+    if (index === undefined) return new CompactorError('invalid_messages', `messages: ${message}`);
+    const field = path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
+    return new CompactorError('invalid_message', `message ${index}: invalid \`${field}\`: ${message}`, { index, field });
   };
   // A child is read when its turn comes, so a throwing getter is reported at its own path.
   type Item = { holder: Record<string | number, unknown>; key: string | number; path: (string | number)[] } | { exit: object };
   const ancestors = new Set<object>();
-  const roots: Item[] = Array.isArray(messages)
-    ? messages.map((_, i) => ({ holder: messages as unknown as Record<number, unknown>, key: i, path: [i] }))
-    : [{ holder: { '': messages }, key: '', path: [] }];
-  const todo: Item[] = roots.reverse();
-  const rootLevel = Array.isArray(messages) ? 1 : 0;
+  const todo: Item[] = [{ holder: { '': value }, key: '', path: [] }];
+  // The messages array is level 1, so a message object is level 2.
+  const rootLevel = index === undefined ? 1 : 2;
   while (todo.length > 0) {
     const item = todo.pop()!;
     if ('exit' in item) {
@@ -211,7 +279,7 @@ function unserializable(messages: unknown, first: number, cause: unknown): Compa
       }
       ancestors.add(value);
       todo.push({ exit: value });
-      const keys = Array.isArray(value) ? value.map((_, i) => i) : Object.keys(value);
+      const keys = Array.isArray(value) ? Array.from({ length: value.length }, (_, i) => i) : Object.keys(value);
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i]!;
         todo.push({ holder: value as Record<string | number, unknown>, key, path: [...path, key] });
@@ -220,5 +288,5 @@ function unserializable(messages: unknown, first: number, cause: unknown): Compa
       return fail(path, `reading it threw: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
-  return new CompactorError('invalid_messages', `messages cannot be serialized as JSON: ${reason}`);
+  return fail([], `cannot be serialized as JSON: ${reason}`);
 }

@@ -85,6 +85,9 @@ test('usage, plan and manage accept lone surrogates; unchanged messages come bac
   assert.deepEqual(messages, snapshot, 'input not mutated');
   assert.equal(result.messages.length, messages.length);
   for (const i of [0, 1, 2, 3, 4, 6]) assert.deepEqual(result.messages[i], messages[i], `message ${i} comes back identical, lone surrogates and all`);
+  // Those holding lone surrogates are the app's own objects: even '\ud83d' and '\ude00' alone,
+  // which share one U+FFFD form, cannot be mixed up.
+  for (const i of [0, 1, 2, 3, 6]) assert.equal(result.messages[i], messages[i], `message ${i} is the same object`);
   assert.equal(result.messages[2].content[1].toolCallId, `call_${cut}1`);
   assert.equal(result.messages[5].content[0].toolCallId, 'call_2');
   assert.ok(compactor.usage(result.messages).tokens <= 16_000);
@@ -119,6 +122,14 @@ test('an offloaded output with lone surrogates is written to the store exactly a
   const storedJson = await jsonStore.read(jsonPath);
   assert.deepEqual(JSON.parse(storedJson), value);
   assert.equal(storedJson, JSON.stringify(value, null, 2));
+
+  // A `content` output (text items joined for the store): each item's original in place.
+  const items = [{ type: 'text', text: bigWithSurrogates }, { type: 'text', text: `second item ${tail}` }];
+  const contentStore = new MemoryStore();
+  const c4 = await createCompactor({ contextWindow: 16_000, store: contentStore });
+  const r4 = await c4.manage([chat[0], chat[1], { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'j1', toolName: 'query', output: { type: 'content', value: items } }] }]);
+  const contentPath = r4.plan.actions.find((a) => a.type === 'offload').path;
+  assert.ok((await contentStore.read(contentPath)) === `${items[0].text}\n${items[1].text}`);
 
   // At tool-return time (wrapTools / offloadToolOutput): the same.
   const c3 = await createCompactor({ contextWindow: 16_000, store: new MemoryStore() });

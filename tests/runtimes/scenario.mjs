@@ -306,10 +306,102 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
     const marked = cc.anthropicCacheControl(r.messages).filter((m) => m.providerOptions?.anthropic?.cacheControl);
     check('anthropicCacheControl marks the system prompt and the newest message', marked.length === 2 && marked[0].role === 'system');
   });
+  await hostileInput(cc, check, step, timings);
   return finish();
 
   function finish() {
     results.timings = timings;
     return results;
   }
+}
+
+/** Text of about `mb` megabytes, like a pasted log (deterministic). */
+export function makePastedLog(mb) {
+  const lines = [];
+  let size = 0;
+  let s = 12345;
+  for (let i = 0; size < mb * 1e6; i++) {
+    s = (s * 1103515245 + 12345) >>> 0;
+    const line = `2026-11-25T09:${String(i % 60).padStart(2, '0')}:00Z worker-${s % 97} GET /api/v1/items/${s % 100000} ${200 + (s % 5)} ${s % 997}ms`;
+    lines.push(line);
+    size += line.length + 1;
+  }
+  return lines.join('\n');
+}
+
+// Issue 17: lone UTF-16 surrogates (strings cut mid-emoji) are counted as the official tiktoken
+// counts them and come back unchanged, in messages and in the store; nesting past 127 levels is a
+// typed error; a huge pasted user message (5 MB here, 52 MB in js/test/hostile.test.mjs) neither
+// hangs nor throws. The same checks in every runtime: string encoding across the wasm boundary
+// (TextEncoder/TextDecoder) and the engine's JSON.stringify stack depth differ between engines.
+async function hostileInput(cc, check, step, timings) {
+  const now = () => (globalThis.performance?.now ? performance.now() : Date.now());
+  const cut = '😀'.slice(0, 1);
+  const tail = '😀'.slice(1);
+  // Official tiktoken 0.14.0 (scripts/oracle): 7 tokens in both encodings (each lone surrogate
+  // encoded as U+FFFD).
+  const cutText = `cut ${cut} here\nand ${tail} there`;
+  check('lone surrogates count as tiktoken counts them (7 in o200k_base and cl100k_base)',
+    cc.countTokens(cutText, 'o200k_base') === 7 && cc.countTokens(cutText, 'cl100k_base') === 7,
+    `${cc.countTokens(cutText, 'o200k_base')} / ${cc.countTokens(cutText, 'cl100k_base')}`);
+
+  await step('lone surrogates round-trip', async () => {
+    const big = makeBigText().split('\n').map((line, i) => (i % 100 === 0 ? line + ' ' + cut : i % 101 === 0 ? tail + line : line)).join('\n') + cut;
+    const messages = [
+      { role: 'system', content: `agent ${tail}` },
+      { role: 'user', content: [{ type: 'text', text: `part ends mid-emoji ${cut}` }, { type: 'text', text: `${tail} next part` }] },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: `id_${cut}`, toolName: `search${tail}`, input: { [`q${cut}`]: [tail, { x: cut }] } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: `id_${cut}`, toolName: `search${tail}`, output: { type: 'text', value: big } }] },
+      { role: 'user', content: `thanks ${cut}` },
+    ];
+    const store = new cc.MemoryStore();
+    const compactor = await cc.createCompactor({ contextWindow: CONTEXT_WINDOW, store });
+    const before = compactor.usage(messages);
+    const result = await compactor.manage(messages);
+    const offload = result.plan.actions.find((a) => a.type === 'offload');
+    const stored = offload && await store.read(offload.path);
+    const unchanged = [0, 1, 2, 4].every((i) => JSON.stringify(result.messages[i]) === JSON.stringify(messages[i]) &&
+      result.messages[i].content !== undefined);
+    const again = await compactor.manage(result.messages);
+    check('lone surrogates: usage/plan/manage work, the offloaded output is stored as the original string, unchanged messages come back identical',
+      before.tokens > CONTEXT_WINDOW && stored === big && unchanged && result.messages[2].content[0].toolCallId === `id_${cut}` &&
+        result.messages[4].content === `thanks ${cut}` && again.events.length === 0,
+      short({ before, stored: stored?.length, original: big.length, unchanged, events: result.events }));
+  });
+
+  await step('deep nesting', async () => {
+    const compactor = await cc.createCompactor({ contextWindow: CONTEXT_WINDOW });
+    const deep = {};
+    let node = deep;
+    for (let i = 0; i < 10_000; i++) node = node.a = {};
+    let error;
+    try {
+      compactor.usage([{ role: 'user', content: 'hi' }, { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c', toolName: 't', input: deep }] }]);
+    } catch (e) {
+      error = e;
+    }
+    check('a tool input nested 10,000 levels is a typed invalid_message naming the message and field',
+      error instanceof cc.CompactorError && error.code === 'invalid_message' && error.index === 1 &&
+        error.field === 'content[0].input' + '.a'.repeat(123) && /nested deeper than 127 levels/.test(error.message),
+      short({ name: error?.name, code: error?.code, index: error?.index, field: error?.field?.slice(0, 40), message: error?.message?.slice(0, 120) }));
+    check('the compactor still works after the error', compactor.usage([{ role: 'user', content: 'hi' }]).tokens > 0);
+  });
+
+  await step('huge user message', async () => {
+    const log = makePastedLog(5);
+    const messages = [{ role: 'system', content: 'agent' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: log }];
+    const compactor = await cc.createCompactor({ model: 'gpt-4o', store: new cc.MemoryStore() });
+    let t0 = now();
+    const count = cc.countTokens(log, 'o200k_base');
+    const usage = compactor.usage(messages);
+    timings.hugeUsageMs = Math.round(now() - t0);
+    t0 = now();
+    const result = await compactor.manage(messages);
+    timings.hugeManageMs = Math.round(now() - t0);
+    check('a 5 MB pasted user message: usage counts it, manage returns a valid conversation',
+      usage.tokens > count && usage.tokens < count + 100 && result.messages.length === 4 &&
+        result.messages.map((m) => m.role).join() === 'system,user,assistant,user' && typeof result.messages[3].content === 'string' &&
+        result.messages[3].content.endsWith(log.slice(-200)),
+      `${(log.length / 1e6).toFixed(1)} M chars, ${count} tokens; count + usage ${timings.hugeUsageMs} ms, manage ${timings.hugeManageMs} ms; notes ${short(result.plan.notes.map((n) => n.type))}`);
+  });
 }
