@@ -7,6 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompactorError, MemoryStore, countTokens, createCompactor, init, loadEncoding } from '../dist/entry/node.js';
+// The same deterministic log as the cross-runtime scenario (5 MB there).
+import { makePastedLog } from '../../tests/runtimes/scenario.mjs';
 
 await init();
 await loadEncoding('cl100k_base');
@@ -228,22 +230,8 @@ test('NaN, Infinity, undefined, BigInt, Symbol, functions, cycles, throwing gett
   assert.ok(compactor.usage([{ role: 'user', content: 'still fine' }]).tokens > 0);
 });
 
-/** A deterministic pasted log of about `mb` megabytes. */
-function pastedLog(mb) {
-  const lines = [];
-  let size = 0;
-  let s = 12345;
-  for (let i = 0; size < mb * 1e6; i++) {
-    s = (s * 1103515245 + 12345) >>> 0;
-    const line = `2026-11-25T09:${String(i % 60).padStart(2, '0')}:00Z worker-${s % 97} GET /api/v1/items/${s % 100000} ${200 + (s % 5)} ${s % 997}ms`;
-    lines.push(line);
-    size += line.length + 1;
-  }
-  return lines.join('\n');
-}
-
 test('a 52 MB pasted user message: usage counts it, manage returns a valid conversation', { timeout: 120_000 }, async () => {
-  const log = pastedLog(52);
+  const log = makePastedLog(52);
   const compactor = await createCompactor({ model: 'gpt-4o', store: new MemoryStore() });
   const messages = [
     { role: 'system', content: 'agent' },
