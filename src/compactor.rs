@@ -1,7 +1,7 @@
 //! The `Compactor`: plans against a model's budget, applies host outcomes, keeps stats and
 //! calibration in a serializable state.
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ use crate::plan::{
     Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Replace, SaveTranscript,
     Strategy, Trigger,
 };
+use crate::record::{Record, Replayed};
 
 use crate::tier2;
 use crate::tokens::{CachedCounter, TokenCounter};
@@ -41,6 +42,10 @@ pub struct State {
     /// Learned ratio of provider-reported input tokens to our count, for this model.
     pub calibration: Option<Calibration>,
     pub stats: Stats,
+    /// Every edit applied so far, keyed by the content it replaced (see [`Record`]): planning
+    /// replays it onto whatever history it is given, so a host that re-sends the raw history
+    /// with this state gets the same compacted prompt as a long-lived one.
+    pub record: Record,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,7 +116,9 @@ pub struct PlanOptions {
 }
 
 const TIMELINE_LIMIT: usize = 100;
-const STATE_VERSION: u32 = 1;
+/// 2: the compaction record. A build that knows only version 1 refuses a version-2 state rather
+/// than drop its record silently.
+const STATE_VERSION: u32 = 2;
 
 /// How full the window is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -186,8 +193,30 @@ impl Compactor {
         )
     }
 
+    /// Plans with options. The compaction record is replayed first (see [`Compactor::replay`]):
+    /// the plan's indices refer to the replayed conversation, and [`Compactor::apply`] replays
+    /// the same way before it applies.
     pub fn plan_with_options(&self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
         crate::message::validate(messages)?;
+        let (replayed_messages, replayed) = if options.offload_only {
+            (std::borrow::Cow::Borrowed(messages), Replayed::default())
+        } else {
+            self.state.record.replay(messages)
+        };
+        let mut plan = self.plan_replayed(&replayed_messages, options)?;
+        plan.replayed = replayed;
+        plan.trigger.offload_only = options.offload_only;
+        Ok(plan)
+    }
+
+    /// `messages` with the compaction record put back: every recorded edit whose part is
+    /// there, every recorded span replaced by its summary or notice. Linear in the
+    /// conversation; borrowed when nothing matched.
+    pub fn replay<'a>(&self, messages: &'a [Message]) -> std::borrow::Cow<'a, [Message]> {
+        self.state.record.replay(messages).0
+    }
+
+    fn plan_replayed(&self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
         let manual = options.trigger == TriggerKind::Manual;
         let window = self.window();
         let raw_before = self.raw_total(messages);
@@ -357,8 +386,10 @@ impl Compactor {
                 tier3: lossy.is_some(),
                 hard_limit,
                 manual,
+                offload_only: false,
             },
             cache,
+            replayed: Replayed::default(),
         })
     }
 
@@ -408,12 +439,24 @@ impl Compactor {
 
     /// Applies the host's outcomes: only actions reported `written` (or `summarized`) change
     /// the conversation, and a lossy action only once its transcript is written.
+    ///
+    /// `messages` is the conversation as given to [`Compactor::plan`] (raw or replayed: the
+    /// record is replayed again here). Every applied edit is added to the record.
     pub fn apply(
         &mut self,
-        mut messages: Vec<Message>,
+        messages: Vec<Message>,
         plan: &Plan,
         outcomes: &[Outcome],
     ) -> Result<Applied> {
+        let mut messages = if plan.trigger.offload_only {
+            messages
+        } else {
+            match self.state.record.replay(&messages).0 {
+                std::borrow::Cow::Borrowed(_) => messages,
+                std::borrow::Cow::Owned(replayed) => replayed,
+            }
+        };
+        let record = !plan.trigger.offload_only;
         let by_id: HashMap<&str, &Outcome> = outcomes.iter().map(|o| (o.id(), o)).collect();
         if let Some(stray) = outcomes
             .iter()
@@ -492,6 +535,15 @@ impl Compactor {
                             if s.end > messages.len() {
                                 return Err(wrong_outcome(&s.id, "a span inside the conversation"));
                             }
+                            if record {
+                                self.state.record.push_span(
+                                    Strategy::Summarize,
+                                    &messages[s.start..s.end],
+                                    summary.clone(),
+                                    Vec::new(),
+                                    s.transcript_path.clone(),
+                                );
+                            }
                             messages.splice(s.start..s.end, [summary]);
                             self.event(
                                 action,
@@ -521,19 +573,31 @@ impl Compactor {
                                 0,
                             )
                         } else {
-                            for &i in d.messages.iter().rev() {
-                                if i >= messages.len() {
-                                    return Err(wrong_outcome(
-                                        &d.id,
-                                        "messages inside the conversation",
-                                    ));
-                                }
-                                messages.remove(i);
+                            let end = d.messages.last().map_or(d.insert_at, |&i| i + 1);
+                            if end > messages.len() || d.messages.first().is_some_and(|&i| i < d.insert_at) {
+                                return Err(wrong_outcome(&d.id, "messages inside the conversation, after the notice"));
                             }
-                            messages.insert(
-                                d.insert_at.min(messages.len()),
-                                Message::user(d.notice.clone()),
-                            );
+                            let notice = Message::user(d.notice.clone());
+                            if record {
+                                let keep = (d.insert_at..end)
+                                    .filter(|i| d.messages.binary_search(i).is_err())
+                                    .map(|i| (i - d.insert_at) as u32)
+                                    .collect();
+                                self.state.record.push_span(
+                                    d.strategy,
+                                    &messages[d.insert_at..end],
+                                    notice.clone(),
+                                    keep,
+                                    d.transcript_path.clone(),
+                                );
+                            }
+                            let removed: HashSet<usize> = d.messages.iter().copied().collect();
+                            let mut index = 0;
+                            messages.retain(|_| {
+                                index += 1;
+                                !removed.contains(&(index - 1))
+                            });
+                            messages.insert(d.insert_at.min(messages.len()), notice);
                             self.event(
                                 action,
                                 (EventStatus::Applied, None),
@@ -557,7 +621,13 @@ impl Compactor {
                         .expect("every other action is a store edit");
                     let status = self.store_outcome(action, outcome)?;
                     if status.0 == EventStatus::Applied {
+                        let before = part_at(&messages, edit).cloned();
                         crate::edit::apply(&mut messages, edit)?;
+                        if let (true, Some(before), Some(after)) =
+                            (record, before, part_at(&messages, edit))
+                        {
+                            self.state.record.push_edit(edit, action.strategy(), &before, after);
+                        }
                     }
                     self.event(action, status, None, Some(edit.path.clone()), 1)
                 }
@@ -620,13 +690,16 @@ impl Compactor {
                 0
             },
             error,
+            tool_call_id: action.store_edit().map(|e| e.tool_call_id.clone()),
+            tool_name: action.store_edit().map(|e| e.tool_name.clone()),
         }
     }
 
     /// The transcript files a lossy action of `strategy` saves for `messages` (what a plan's
     /// [`Action::SaveTranscript`] holds). Hosts that keep plans small render it at write time.
+    /// `messages` is the conversation as given to the plan (the record is replayed here too).
     pub fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
-        lossy::transcript(messages, &self.config.history, strategy, true)
+        lossy::transcript(&self.replay(messages), &self.config.history, strategy, true)
     }
 
     /// Our raw count of a request: the messages, the reply priming and the tool definitions.
@@ -640,8 +713,10 @@ impl Compactor {
         self.scale(self.raw_total(messages))
     }
 
+    /// How full the window is with `messages` as they would be sent: after the record is
+    /// replayed (a raw history counts as its compacted form).
     pub fn usage(&self, messages: &[Message]) -> Usage {
-        let tokens = self.count(messages);
+        let tokens = self.count(&self.replay(messages));
         let window = self.window();
         Usage {
             tokens,
@@ -733,6 +808,16 @@ impl Compactor {
         (f64::from(raw) * ratio).ceil() as u32
     }
 
+    /// `raw` scaled by the model family's fixed ratio, ignoring calibration: for counts shown in
+    /// replacement texts, which must not change as calibration learns.
+    fn scale_fixed(&self, raw: u32) -> u32 {
+        let ratio = self.model.token_ratio;
+        if ratio == 1.0 {
+            return raw;
+        }
+        (f64::from(raw) * ratio).ceil() as u32
+    }
+
     fn record(&mut self, events: &[Event], tokens_before: u32, tokens_after: u32) {
         let stats = &mut self.state.stats;
         let applied: Vec<&Event> = events
@@ -767,6 +852,12 @@ impl Compactor {
     }
 }
 
+fn part_at<'a>(messages: &'a [Message], edit: &crate::plan::StoreEdit) -> Option<&'a Part> {
+    messages
+        .get(edit.message_index)
+        .and_then(|m| m.parts().get(edit.part_index))
+}
+
 fn wrong_outcome(id: &str, expected: &str) -> Error {
     Error::PlanMismatch {
         action_id: Some(id.to_owned()),
@@ -799,6 +890,12 @@ impl crate::edit::Tokens for Scaled<'_> {
     }
     fn json(&self, value: &serde_json::Value) -> u32 {
         self.0.scale(self.0.counter.json(value))
+    }
+    fn shown_text(&self, text: &str) -> u32 {
+        self.0.scale_fixed(self.0.counter.text(text))
+    }
+    fn shown_output(&self, output: &crate::message::ToolOutput) -> u32 {
+        self.0.scale_fixed(self.0.counter.output(output))
     }
 }
 

@@ -15,6 +15,12 @@ pub(crate) trait Tokens {
     fn output(&self, output: &ToolOutput) -> u32;
     /// A JSON value as it is counted inside a tool call.
     fn json(&self, value: &Value) -> u32;
+    /// The count a replacement text shows (`… (1,236 tokens)`): scaled by the model family's
+    /// fixed ratio, never by calibration, so a rendering depends on its content alone and never
+    /// changes once sent (a changed byte would break the provider's cached prefix).
+    fn shown_text(&self, text: &str) -> u32;
+    /// [`Tokens::shown_text`] for a tool output.
+    fn shown_output(&self, output: &ToolOutput) -> u32;
 }
 
 /// The edit that stores a tool result's content and replaces its whole output.

@@ -48,6 +48,7 @@
 //! # Ok::<(), context_compactor::Error>(())
 //! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod bpe;
 mod compactor;
@@ -63,6 +64,7 @@ mod offload;
 mod plan;
 pub mod prompts;
 pub mod report;
+pub mod record;
 mod tier2;
 mod tokens;
 

@@ -13,23 +13,31 @@ use crate::error::{Error, Result};
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Message {
+    /// Who sent it: `system`, `user`, `assistant` or `tool`.
     pub role: Role,
+    /// A string, or a list of parts.
     pub content: Content,
     /// Every other field of the message (`providerOptions`, ids, ...), passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// A message's role (AI SDK `ModelMessage['role']`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// The system prompt (instructions); kept first and verbatim.
     System,
+    /// The person (or the app on their behalf).
     User,
+    /// The model: text, reasoning and tool calls.
     Assistant,
+    /// Tool results (and approval responses) for the assistant's calls.
     Tool,
 }
 
 impl Role {
+    /// The role as it is written in JSON: `"system"`, `"user"`, `"assistant"`, `"tool"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Role::System => "system",
@@ -44,119 +52,176 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Content {
+    /// `content: "..."`.
     Text(String),
+    /// `content: [{type: ...}, ...]`.
     Parts(Vec<Part>),
 }
 
 /// A content part. Serialized with its `type` tag, like the AI SDK.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Part {
+    /// `{type: 'text', text}`.
     Text(TextPart),
+    /// `{type: 'reasoning', text}`: the model's reasoning, counted like text.
     Reasoning(TextPart),
+    /// `{type: 'image', image, mediaType?}`: counted by a fixed estimate.
     Image(ImagePart),
+    /// `{type: 'file', data, mediaType, filename?}`: counted by a fixed estimate.
     File(FilePart),
+    /// `{type: 'tool-call', toolCallId, toolName, input}` (assistant messages).
     ToolCall(ToolCall),
+    /// `{type: 'tool-result', toolCallId, toolName, output}` (tool messages).
     ToolResult(ToolResult),
+    /// `{type: 'tool-approval-request', approvalId, toolCallId}` (assistant messages).
     ToolApprovalRequest(ApprovalRequest),
+    /// `{type: 'tool-approval-response', approvalId, approved}` (tool messages).
     ToolApprovalResponse(ApprovalResponse),
     /// A part type this crate does not know. Kept whole, counted as its JSON.
     Unknown(Map<String, Value>),
 }
 
+/// A text or reasoning part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TextPart {
+    /// The text.
     pub text: String,
+    /// Every other field (`providerOptions`, ...), passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// An image part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImagePart {
     /// base64 string, URL string, or bytes serialized by the host.
     pub image: Value,
+    /// `mediaType`, e.g. `image/png`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub media_type: Option<String>,
+    /// Every other field, passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// A file part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FilePart {
+    /// base64 string, URL string, or bytes serialized by the host.
     pub data: Value,
+    /// `mediaType` (IANA), e.g. `application/pdf`.
     pub media_type: String,
+    /// The file's name, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
+    /// Every other field, passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// A tool call the model made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
+    /// Pairs the call with its result (`toolCallId`).
     pub tool_call_id: String,
+    /// The tool's name.
     pub tool_name: String,
+    /// The call's arguments (JSON); tier 2 may replace a large string argument by a pointer.
     pub input: Value,
+    /// Every other field (`providerExecuted`, `providerOptions`, ...), passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// The result of a tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
+    /// The call this result answers (`toolCallId`).
     pub tool_call_id: String,
+    /// The tool's name.
     pub tool_name: String,
+    /// What the tool returned; tiers 1 and 2 may replace it by a preview naming the stored copy.
     pub output: ToolOutput,
+    /// Every other field, passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// A request for the user to approve a tool call (AI SDK 7); stays with its call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequest {
+    /// Pairs the request with its response (`approvalId`).
     pub approval_id: String,
+    /// The call awaiting approval.
     pub tool_call_id: String,
+    /// Every other field, passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// The user's answer to an [`ApprovalRequest`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalResponse {
+    /// The request this answers (`approvalId`).
     pub approval_id: String,
+    /// Whether the call may run.
     pub approved: bool,
+    /// Every other field (`reason`, ...), passed through untouched.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
-/// The `output` of a tool result (AI SDK `ToolResultOutput`).
+/// The `output` of a tool result (AI SDK `ToolResultOutput`). Each variant's `extra` holds the
+/// output's other fields (`providerOptions`, ...), passed through untouched.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutput {
+    /// `{type:'text', value}`.
     Text {
+        /// The text the tool returned.
         value: String,
+        /// Other fields.
         extra: Map<String, Value>,
     },
+    /// `{type:'json', value}`.
     Json {
+        /// The JSON value the tool returned.
         value: Value,
+        /// Other fields.
         extra: Map<String, Value>,
     },
+    /// `{type:'error-text', value}`: errors stay errors when offloaded.
     ErrorText {
+        /// The error message.
         value: String,
+        /// Other fields.
         extra: Map<String, Value>,
     },
+    /// `{type:'error-json', value}`.
     ErrorJson {
+        /// The error as JSON.
         value: Value,
+        /// Other fields.
         extra: Map<String, Value>,
     },
     /// `{type:'content', value:[{type:'text', text}, {type:'media', ...}, ...]}`
     Content {
+        /// The content items (text, media, ...), kept as JSON.
         value: Vec<Value>,
+        /// Other fields.
         extra: Map<String, Value>,
     },
+    /// `{type:'execution-denied', reason?}`: the user denied the call.
     ExecutionDenied {
+        /// Every field but `type` (`reason`, ...).
         extra: Map<String, Value>,
     },
+    /// An output type this crate does not know: kept whole, counted as its JSON.
     Unknown(Map<String, Value>),
 }
 
@@ -183,10 +248,12 @@ impl ToolOutput {
         }
     }
 
+    /// `json` or `error-json`: offloaded as a `.json` file.
     pub fn is_json(&self) -> bool {
         matches!(self, ToolOutput::Json { .. } | ToolOutput::ErrorJson { .. })
     }
 
+    /// `error-text` or `error-json`.
     pub fn is_error(&self) -> bool {
         matches!(
             self,
@@ -194,7 +261,7 @@ impl ToolOutput {
         )
     }
 
-    fn type_name(&self) -> &str {
+    pub(crate) fn type_name(&self) -> &str {
         match self {
             ToolOutput::Text { .. } => "text",
             ToolOutput::Json { .. } => "json",
@@ -208,6 +275,7 @@ impl ToolOutput {
 }
 
 impl Part {
+    /// The part's `type` tag (`text`, `tool-call`, ...; an unknown part's own tag, or `""`).
     pub fn type_name(&self) -> &str {
         match self {
             Part::Text(_) => "text",

@@ -49,8 +49,9 @@ pub(crate) fn plan(
             // or the next plan would offload the preview: halve it until it fits in half.
             let mut shape = config.clone();
             let replacement = loop {
+                let shown = tokens.shown_output(&result.output);
                 let candidate =
-                    replacement(&result.output, &preview(&content, before, &path, &shape));
+                    replacement(&result.output, &preview(&content, shown, &path, &shape));
                 let fits = tokens.output(&candidate) <= threshold / 2;
                 if fits || (shape.preview_head_lines == 0 && shape.preview_tail_lines == 0) {
                     break candidate;

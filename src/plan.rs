@@ -26,6 +26,10 @@ pub struct Plan {
     pub trigger: Trigger,
     /// The prompt-cache cost of this plan.
     pub cache: CacheImpact,
+    /// What the compaction record put back before planning (the plan's indices refer to the
+    /// conversation after it). Non-empty: the host must apply even a plan with no actions.
+    #[serde(default)]
+    pub replayed: crate::record::Replayed,
 }
 
 /// What set the plan off.
@@ -47,11 +51,17 @@ pub struct Trigger {
     pub hard_limit: u32,
     /// `true` for a manual compaction (`compact()`).
     pub manual: bool,
+    /// Tier 1 only, for a tool result at the moment it returns (`PlanOptions::offload_only`):
+    /// not recorded, since the host replaces the output at its source.
+    #[serde(default)]
+    pub offload_only: bool,
 }
 
 impl Plan {
+    /// True when there is nothing to do: no action, and the record replayed nothing (a plan
+    /// with replayed edits and no actions still changes the conversation on apply).
     pub fn is_empty(&self) -> bool {
-        self.actions.is_empty()
+        self.actions.is_empty() && self.replayed.is_empty()
     }
 
     /// True when the predicted conversation fits the window.
@@ -384,6 +394,12 @@ pub struct Event {
     /// Files this action wrote (0 when it did not succeed).
     pub files_written: u32,
     pub error: Option<String>,
+    /// The tool call whose part a store edit changed (`None` for transcripts and lossy steps).
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+    /// That tool call's tool.
+    #[serde(default)]
+    pub tool_name: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -77,7 +77,7 @@ fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Token
                 );
                 let value = format!(
                     "{EVICT_MARKER}{file} ({} tokens); copy stored at {path}. Preview: {}…]",
-                    tokens.text(content),
+                    tokens.shown_text(content),
                     preview_chars(content, config.input_preview_chars)
                 );
                 // A call is counted as its input's JSON (escaped newlines and quotes tokenize
@@ -219,7 +219,7 @@ fn masks(
         if is_compacted(&content) {
             continue; // already points at the store
         }
-        let before = tokens.output(&result.output);
+        let shown = tokens.shown_output(&result.output);
         let path = path_for(
             &config.path_prefix,
             &result.tool_name,
@@ -227,7 +227,7 @@ fn masks(
             result.output.is_json(),
         );
         let text = format!(
-            "{MASK_MARKER} to save context ({before} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
+            "{MASK_MARKER} to save context ({shown} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
         );
         let output = match &result.output {
             ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => {

@@ -227,18 +227,25 @@ export interface CompactorMiddleware {
   transformParams<P extends { prompt: unknown }>(options: { params: P; type?: string }): Promise<P>;
 }
 
+/** A language-model prompt has parts wherever a `ModelMessage` may have a string: the summary
+ * or notice the core inserts (a user message with string content) becomes one text part. */
+function promptMessage(message: MessageLike): MessageLike {
+  if (message.role === 'system' || typeof message.content !== 'string') return message;
+  return { ...message, content: [{ type: 'text', text: message.content }] };
+}
+
 /**
- * Compacts every call's prompt before it reaches the model: for single calls
- * (`generateText`/`streamText` without a step loop). The compacted prompt is not kept by the
- * SDK, so each call re-plans from the full history; offloads are content-addressed (stored
- * once), but summaries would be written again on every call — use `prepareStep` for agents.
+ * Compacts every call's prompt before it reaches the model. The SDK does not keep the compacted
+ * prompt (each call brings the full history again), and the compactor's record replays every
+ * earlier edit and summary onto it: the same prompt as `prepareStep` would send, no span
+ * summarized twice, the cached prefix kept.
  */
 export function middleware(compactor: Compactor): CompactorMiddleware {
   return {
     async transformParams<P extends { prompt: unknown }>({ params }: { params: P }): Promise<P> {
       if (!Array.isArray(params.prompt)) return params;
       const { messages } = await compactor.manage(params.prompt as MessageLike[]);
-      return { ...params, prompt: messages };
+      return { ...params, prompt: messages.map(promptMessage) };
     },
   };
 }

@@ -1,4 +1,4 @@
-import { decode, encode, restoreStored, type Encoded } from './codec.js';
+import { decode, encode, restoreStored, stringify, type Encoded } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core } from './errors.js';
 import { init, loadEncoding } from './init.js';
@@ -155,6 +155,14 @@ export const DEFAULT_STATE_PATH = '/state/compactor.json';
 interface RunOptions {
   trigger: 'auto' | 'manual';
   instructions?: string | undefined;
+  /** `prepareStep`'s step, stamped on the events. */
+  stepNumber?: number | undefined;
+}
+
+/** What the events of one call are stamped with. */
+interface Stamp {
+  call?: number | undefined;
+  stepNumber?: number | undefined;
 }
 
 /** AI SDK `prepareStep` argument, structurally (v5–v7). */
@@ -222,6 +230,8 @@ export class Compactor {
   /** The last compaction's input and output: a later conversation that still starts with that
    * input continues from the output (see `#rebase`). */
   #last: { input: unknown[]; marks: number[]; output: unknown[] } | undefined;
+  /** Calls of `manage`/`compact` so far: each event names the call that fired it. */
+  #calls = 0;
   /** `prepareStep`'s system messages, the same objects while the instructions stay the same. */
   #system: { instructions: unknown; messages: MessageLike[] } | undefined;
 
@@ -243,8 +253,8 @@ export class Compactor {
     }
     this.#statePath = options.statePath === undefined ? undefined : checkPath(options.statePath);
     this.#prefixes = { offload: options.offload?.pathPrefix ?? '/tool_outputs/', history: options.history?.pathPrefix ?? '/conversation_history/' };
-    const state = options.state === undefined ? undefined : JSON.stringify(options.state);
-    this.#core = core(() => new WasmCompactor(JSON.stringify(config), state));
+    const state = options.state === undefined ? undefined : stringify(options.state);
+    this.#core = core(() => new WasmCompactor(stringify(config), state));
   }
 
   /** The model as resolved by the registry and overrides. */
@@ -341,11 +351,13 @@ export class Compactor {
   }
 
   /**
-   * An app that keeps the raw history (the AI SDK's `messages.push(...responseMessages)`) sends
-   * the last compaction's input again, grown by the new turn. It continues from that
-   * compaction's output instead: the same compacted prefix every turn, so no span is summarized
-   * twice and the prompt cache keeps its prefix. A message counts as the same when it is the
-   * same object with the same sizes (messages are immutable, as in `#sync`).
+   * A shortcut, not what makes the result right: the core's compaction record replays every
+   * earlier edit onto any history (raw or compacted, old objects or new, this process or another
+   * with the saved state), so the same prompt comes out either way. An app that keeps the raw
+   * history in this process sends the last compaction's input again, grown by the new turn;
+   * continuing from that compaction's output spares sending the whole raw history across the
+   * wasm boundary and replaying it (measured in `npm run bench`, "re-plan, raw history"). A
+   * message counts as the same when it is the same object with the same sizes (as in `#sync`).
    */
   #rebase<M extends MessageLike>(messages: readonly M[]): readonly M[] {
     const last = this.#last;
@@ -357,21 +369,23 @@ export class Compactor {
   }
 
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
-    const result = await this.#compactRun(this.#rebase(input), options);
-    if (result.events.some((e) => e.status === 'applied')) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
+    const call = ++this.#calls;
+    const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber });
+    if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
+    delete result.changed;
     return result;
   }
 
-  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
+  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean }> {
     this.#sync(messages);
     let planJson = core(() => this.#core.plan(undefined, planOptions(options)));
-    if ((JSON.parse(planJson) as Plan).actions.length > 0) {
+    if (isWork(JSON.parse(planJson) as Plan)) {
       // Compacting: plan again on every message as it is now (see #sync).
       this.#sync(messages, true);
       planJson = core(() => this.#core.plan(undefined, planOptions(options)));
     }
     let plan = this.#hydrate(planJson, messages);
-    if (plan.actions.length === 0) {
+    if (!isWork(plan)) {
       const result: ManageResult<M> = { messages: [...messages], events: [], plan };
       await this.#persistState(result);
       return result;
@@ -401,7 +415,8 @@ export class Compactor {
       }
     }
     const outcomes = await this.#execute(plan, decision.customSummary);
-    const result = this.#applyHeld<M>(messages, planJson, plan, outcomes);
+    const result: ManageResult<M> & { changed?: boolean } = this.#applyHeld<M>(messages, planJson, plan, outcomes, stamp);
+    result.changed = true;
     await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
   }
@@ -456,23 +471,27 @@ export class Compactor {
 
   /** Applies to the held conversation (synced to `messages` first: another call may have
    * synced something else while the plan ran), which then holds the result. */
-  #applyHeld<M extends MessageLike>(messages: readonly M[], planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
+  #applyHeld<M extends MessageLike>(messages: readonly M[], planJson: string, plan: Plan, outcomes: Outcome[], stamp: Stamp): ManageResult<M> {
     this.#sync(messages);
     const { refs } = this.#held;
     this.#held = { messages: [], marks: [], refs: [] };
-    const result = this.#applied<M>(core(() => this.#core.apply(undefined, planJson, JSON.stringify(outcomes))), refs, plan);
+    const result = this.#applied<M>(core(() => this.#core.apply(undefined, planJson, stringify(outcomes))), refs, plan, stamp);
     this.#held = { messages: [...result.messages], marks: result.messages.map(mark), refs };
     return result;
   }
 
   #apply<M extends MessageLike>(encoded: Encoded, planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
-    return this.#applied<M>(core(() => this.#core.apply(encoded.json, planJson, JSON.stringify(outcomes))), encoded.refs, plan);
+    return this.#applied<M>(core(() => this.#core.apply(encoded.json, planJson, stringify(outcomes))), encoded.refs, plan);
   }
 
-  #applied<M extends MessageLike>(appliedJson: string, refs: unknown[], plan: Plan): ManageResult<M> {
+  #applied<M extends MessageLike>(appliedJson: string, refs: unknown[], plan: Plan, stamp: Stamp = {}): ManageResult<M> {
     const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(appliedJson, refs);
     if (applied.events.length > 0) this.#stateDirty = true;
-    for (const event of applied.events) this.#onEvent?.(event);
+    for (const event of applied.events) {
+      if (stamp.call !== undefined) event.call = stamp.call;
+      if (stamp.stepNumber !== undefined) event.stepNumber = stamp.stepNumber;
+      this.#onEvent?.(event);
+    }
     return { messages: applied.messages, events: applied.events, plan };
   }
 
@@ -501,7 +520,7 @@ export class Compactor {
       this.#system = cached;
     }
     const system = cached.messages as M[];
-    const { messages } = await this.manage([...system, ...input.messages]);
+    const { messages } = await this.#enqueue(() => this.#run([...system, ...input.messages], { trigger: 'auto', stepNumber: input.stepNumber }));
     this.#sync(messages);
     this.#lastRawCount = core(() => this.#core.countRaw(undefined));
     return { messages: messages.slice(system.length) };
@@ -649,9 +668,14 @@ function writesOf(action: Action): [string, string][] {
   }
 }
 
+/** A plan that changes the conversation: actions to run, or recorded edits to put back. */
+function isWork(plan: Plan): boolean {
+  return plan.actions.length > 0 || (plan.replayed !== undefined && plan.replayed.edits + plan.replayed.spans > 0);
+}
+
 function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined } | undefined): string | undefined {
   if (!options) return undefined;
-  return JSON.stringify({ trigger: options.trigger ?? 'auto', instructions: options.instructions ?? null });
+  return stringify({ trigger: options.trigger ?? 'auto', instructions: options.instructions ?? null });
 }
 
 function isAsyncIterable(value: unknown): boolean {

@@ -143,9 +143,14 @@ export interface Plan {
     /** Past this many tokens an `onPreCompact` cancel is overridden. */
     hardLimit: number;
     manual: boolean;
+    /** Tier 1 only, for a tool result as it returns (`wrapTools`); not recorded. */
+    offloadOnly: boolean;
   };
   /** Prompt-cache cost: edits to earlier messages invalidate the cache from the first one on. */
   cache: { prefixChangingEdits: number; firstChangedMessage: number | null; tokensInvalidated: number };
+  /** What the compaction record put back before planning (see `CompactorState.record`): the
+   * plan's indices refer to the conversation after it. */
+  replayed: { edits: number; spans: number };
 }
 
 export type Outcome =
@@ -167,6 +172,15 @@ export interface CompactionEvent {
   tokensSaved: number;
   filesWritten: number;
   error: string | null;
+  /** The tool call whose part this event changed (store edits: offload, evict-input, dedupe,
+   * mask); null for transcripts, summaries and drops. */
+  toolCallId: string | null;
+  toolName: string | null;
+  /** Which call of this compactor fired it (1 for its first `manage`, `compact`,
+   * `prepareStep` or middleware call, …). */
+  call?: number;
+  /** The AI SDK step (`prepareStep`'s `stepNumber`) that fired it, when known. */
+  stepNumber?: number;
 }
 
 export interface Usage {
@@ -197,6 +211,11 @@ export interface CompactorState {
   version: number;
   calibration: { model: string; ratio: number; samples: number } | null;
   stats: Stats;
+  /** Every edit applied, keyed by the content it replaced, with its replacement as rendered:
+   * replayed onto whatever history the compactor is given, so a new compactor with this state
+   * and the raw history sends the same prompt as a long-lived one. Opaque; bounded by the live
+   * conversation (see docs/API.md). */
+  record?: { edits: unknown[]; spans: unknown[] };
 }
 
 export interface ManageResult<M extends MessageLike = MessageLike> {

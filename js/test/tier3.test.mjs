@@ -85,7 +85,9 @@ test('rolling: a second summary receives the first as the previous summary', asy
     summarize: (request) => { prompts.push(request.prompt); return `Summary number ${prompts.length}.`; },
   });
   const first = await compactor.manage(chat(30));
-  const grown = [...first.messages, ...chat(30).slice(1)];
+  // New turns (not the same ones again: the record would recognise them as the span already
+  // summarized and put the summary in their place).
+  const grown = [...first.messages, ...chat(30, 119).slice(1)];
   const second = await compactor.manage(grown);
   assert.equal(prompts.length, 2);
   assert.match(prompts[1], /# Previous summary\n\nSummary number 1\./);

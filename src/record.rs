@@ -1,0 +1,667 @@
+//! The compaction record: every edit the compactor applied, keyed by the content it replaced, with
+//! its replacement frozen as it was rendered. It travels in the [`crate::State`], so any host —
+//! long-lived, a new compactor per request with the state from a store, middleware that sees
+//! fresh prompt objects each call, the native crate, the CLI — brings whatever history it holds
+//! (raw, already compacted, or a mix) to the same compacted form before planning. Only what is
+//! new is planned; a span summarized once is never sent to the summarizer again; the prompt
+//! prefix stays byte for byte what the provider cached.
+//!
+//! ## Fingerprints
+//!
+//! - A **part** is fingerprinted by its meaning: type, text, ids, tool name, input, output —
+//!   never `providerOptions` or other pass-through fields, which hosts add and strip (cache
+//!   markers, prompt conversion). A string content is the same as one text part.
+//! - An **edit** (offload, input eviction, dedupe, mask) is found by the tool call id of its
+//!   part and the fingerprint of the part before the edit; replaying it puts back the frozen
+//!   replacement. Chained edits (two fields of one call evicted) replay in order.
+//! - A **span** (summary, truncation, importance drop) is found by a polynomial hash of the
+//!   *canonical* fingerprints of its messages, where a part our edits replaced counts as the
+//!   part it replaced: the same span is recognised raw or compacted. A cheap sketch of the first
+//!   message (role, part kinds, text lengths, tool call ids — nothing our edits change) finds
+//!   candidate places in linear time; the full hash confirms them.
+//!
+//! ## Size
+//!
+//! The record holds only what the live conversation needs: when a span is recorded, the edits
+//! inside it are dropped (the span's hash already names the original content), and a rolling
+//! summary's span absorbs the span of the summary it rolls up, so one summary record stands for
+//! every earlier one. A summary (at most `history.summaryMaxTokens`, 2,000 tokens by default)
+//! is kept in the state itself rather than in the store: replay must stay sans-IO and
+//! synchronous, and a state read is already one store read. Past [`MAX_EDITS`] edits or
+//! [`MAX_SPANS`] spans the oldest are dropped; a history that still holds their parts is then
+//! planned afresh (with the same frozen texts: every rendering depends only on content).
+
+use std::borrow::Cow;
+
+use hashbrown::{HashMap, HashSet};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::message::{Content, Message, Part, ToolOutput};
+use crate::plan::{Replace, StoreEdit, Strategy};
+
+/// At most this many edit records are kept (oldest dropped first).
+pub const MAX_EDITS: usize = 4_096;
+/// At most this many span records are kept (oldest dropped first).
+pub const MAX_SPANS: usize = 64;
+
+/// Every applied edit, in the order applied. Part of [`crate::State`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Record {
+    /// Store edits (tiers 1 and 2) whose parts may still be in the conversation.
+    pub edits: Vec<EditRecord>,
+    /// Lossy steps (summaries, truncations, importance drops).
+    pub spans: Vec<SpanRecord>,
+}
+
+/// One store edit: the part it replaced and the frozen replacement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditRecord {
+    /// Which kind of edit (offload, evict-input, dedupe, mask).
+    pub strategy: Strategy,
+    /// The tool call whose part was edited.
+    pub tool_call_id: String,
+    /// Fingerprint of the part before this edit.
+    pub before: Fingerprint,
+    /// Fingerprint of the part after it.
+    pub after: Fingerprint,
+    /// Fingerprint of the part as it was before any of our edits (the first of a chain).
+    pub origin: Fingerprint,
+    /// Where the replaced content is stored.
+    pub path: String,
+    /// The replacement, exactly as rendered when the edit was made.
+    pub replace: Replace,
+}
+
+/// One lossy step: a run of messages replaced by one message (a summary or a notice) followed by
+/// the messages of the run it kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpanRecord {
+    /// Summarize, truncate or importance.
+    pub strategy: Strategy,
+    /// Sketch of the span's first message (see the module docs).
+    pub first: Fingerprint,
+    /// Messages in the span.
+    pub len: u32,
+    /// Polynomial hash of the span's canonical message fingerprints.
+    pub hash: Fingerprint,
+    /// The summary or notice, exactly as applied.
+    pub insert: Message,
+    /// Canonical fingerprint of `insert` (a later summary that rolls this one up absorbs it).
+    pub output: Fingerprint,
+    /// Span-relative indices of the messages kept after `insert` (importance drops keep some).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<u32>,
+    /// The transcript that holds the span verbatim.
+    pub transcript_path: String,
+}
+
+/// A 64-bit fingerprint, serialized as 16 hex digits (JSON numbers lose bits past 2^53).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Fingerprint(pub u64);
+
+impl Serialize for Fingerprint {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:016x}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Fingerprint {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(d)?;
+        u64::from_str_radix(&text, 16)
+            .map(Fingerprint)
+            .map_err(|_| {
+                serde::de::Error::custom(format!("not a 16-digit hex fingerprint: {text:?}"))
+            })
+    }
+}
+
+/// What a replay did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Replayed {
+    /// Store edits put back.
+    pub edits: u32,
+    /// Spans replaced by their summary or notice.
+    pub spans: u32,
+}
+
+impl Replayed {
+    /// True when the replay changed nothing.
+    pub fn is_empty(&self) -> bool {
+        self.edits == 0 && self.spans == 0
+    }
+}
+
+impl Record {
+    /// True when nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.edits.is_empty() && self.spans.is_empty()
+    }
+
+    /// `messages` with every recorded edit and span put back, in time linear in the
+    /// conversation. Borrowed when nothing matched (an already-compacted conversation, or one
+    /// that never held any recorded content).
+    pub fn replay<'a>(&self, messages: &'a [Message]) -> (Cow<'a, [Message]>, Replayed) {
+        if self.is_empty() {
+            return (Cow::Borrowed(messages), Replayed::default());
+        }
+        let index = Index::new(self);
+        // Phase 1: which parts get which edits (found by tool call id, then fingerprint).
+        let mut part_edits: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+        for (m, message) in messages.iter().enumerate() {
+            for (p, part) in message.parts().iter().enumerate() {
+                let Some(id) = tool_call_id(part) else {
+                    continue;
+                };
+                if !index.ids.contains(id) {
+                    continue;
+                }
+                let mut fingerprint = Fingerprint(part_fingerprint(part));
+                let mut chain = Vec::new();
+                while let Some(&r) = index.by_before.get(&fingerprint) {
+                    if chain.len() > 8 || self.edits[r].tool_call_id != id {
+                        break;
+                    }
+                    chain.push(r);
+                    fingerprint = self.edits[r].after;
+                }
+                if !chain.is_empty() {
+                    part_edits.insert((m, p), chain);
+                }
+            }
+        }
+        // Phase 2: spans, on a virtual sequence of the given messages and inserted ones. The
+        // canonical fingerprints do not depend on phase 1 (an edited part counts as the part it
+        // replaced), so the given messages are matched as they are.
+        let mut items: Vec<Item> = (0..messages.len()).map(Item::Given).collect();
+        let mut canonical: Vec<Option<u64>> = vec![None; messages.len()];
+        let mut sketches: Vec<Option<u64>> = vec![None; messages.len()];
+        let mut spans = 0;
+        for (r, span) in self.spans.iter().enumerate() {
+            let len = span.len as usize;
+            if len == 0 || len > items.len() {
+                continue;
+            }
+            let found = (0..=items.len() - len).find(|&start| {
+                let sketch = match items[start] {
+                    Item::Given(i) => *sketches[i].get_or_insert_with(|| sketch(&messages[i])),
+                    Item::Inserted(q) => sketch(&self.spans[q].insert),
+                };
+                sketch == span.first.0 && {
+                    let mut hash = 0;
+                    for item in &items[start..start + len] {
+                        let fingerprint = match *item {
+                            Item::Given(i) => *canonical[i]
+                                .get_or_insert_with(|| index.canonical_message(&messages[i])),
+                            Item::Inserted(q) => self.spans[q].output.0,
+                        };
+                        hash = poly_push(hash, fingerprint);
+                    }
+                    hash == span.hash.0
+                }
+            });
+            let Some(start) = found else { continue };
+            let kept: Vec<Item> = span
+                .keep
+                .iter()
+                .filter_map(|&k| items.get(start + k as usize).copied())
+                .collect();
+            items.splice(
+                start..start + len,
+                std::iter::once(Item::Inserted(r)).chain(kept),
+            );
+            spans += 1;
+        }
+        let mut alive = vec![false; messages.len()];
+        for item in &items {
+            if let Item::Given(i) = *item {
+                alive[i] = true;
+            }
+        }
+        let edits_applied: usize = part_edits
+            .iter()
+            .filter(|((m, _), _)| alive[*m])
+            .map(|(_, chain)| chain.len())
+            .sum();
+        if spans == 0 && edits_applied == 0 {
+            return (Cow::Borrowed(messages), Replayed::default());
+        }
+        let out = items
+            .iter()
+            .map(|item| match *item {
+                Item::Inserted(q) => self.spans[q].insert.clone(),
+                Item::Given(m) => {
+                    let mut message = messages[m].clone();
+                    if let Content::Parts(parts) = &mut message.content {
+                        for (p, part) in parts.iter_mut().enumerate() {
+                            for &r in part_edits.get(&(m, p)).into_iter().flatten() {
+                                replace_part(part, &self.edits[r].replace);
+                            }
+                        }
+                    }
+                    message
+                }
+            })
+            .collect();
+        let replayed = Replayed {
+            edits: edits_applied as u32,
+            spans,
+        };
+        (Cow::Owned(out), replayed)
+    }
+
+    /// Records a store edit just applied to `before` (the part as planned), giving `after`.
+    pub(crate) fn push_edit(
+        &mut self,
+        edit: &StoreEdit,
+        strategy: Strategy,
+        before: &Part,
+        after: &Part,
+    ) {
+        let before = Fingerprint(part_fingerprint(before));
+        let origin = self
+            .edits
+            .iter()
+            .rev()
+            .find(|r| r.after == before && r.tool_call_id == edit.tool_call_id)
+            .map_or(before, |r| r.origin);
+        self.edits.push(EditRecord {
+            strategy,
+            tool_call_id: edit.tool_call_id.clone(),
+            before,
+            after: Fingerprint(part_fingerprint(after)),
+            origin,
+            path: edit.path.clone(),
+            replace: edit.replace.clone(),
+        });
+        if self.edits.len() > MAX_EDITS {
+            let excess = self.edits.len() - MAX_EDITS;
+            self.edits.drain(..excess);
+        }
+    }
+
+    /// Records a lossy step: `span` (as planned, before it was replaced) became `insert`
+    /// followed by the span's messages at `keep`. A span that contains the output of an earlier
+    /// span record (a rolling summary) absorbs that record.
+    pub(crate) fn push_span(
+        &mut self,
+        strategy: Strategy,
+        span: &[Message],
+        insert: Message,
+        keep: Vec<u32>,
+        transcript_path: String,
+    ) {
+        if span.is_empty() {
+            return;
+        }
+        let index = Index::new(self);
+        let mut absorbed: HashSet<usize> = HashSet::new();
+        let mut first = None;
+        let (mut hash, mut len) = (0u64, 0u64);
+        // Where each message of `span` lands in the expanded span (for `keep`).
+        let mut position = Vec::with_capacity(span.len());
+        for (i, message) in span.iter().enumerate() {
+            position.push(len as u32);
+            let fingerprint = index.canonical_message(message);
+            // An earlier single-message output removed by this span: stand for its whole span.
+            let earlier = (0..self.spans.len()).find(|&q| {
+                !absorbed.contains(&q)
+                    && !keep.contains(&(i as u32))
+                    && self.spans[q].keep.is_empty()
+                    && self.spans[q].output.0 == fingerprint
+            });
+            match earlier {
+                Some(q) => {
+                    let s = &self.spans[q];
+                    first.get_or_insert(s.first.0);
+                    hash = poly_concat(hash, s.hash.0, u64::from(s.len));
+                    len += u64::from(s.len);
+                    absorbed.insert(q);
+                }
+                None => {
+                    first.get_or_insert_with(|| sketch(message));
+                    hash = poly_push(hash, fingerprint);
+                    len += 1;
+                }
+            }
+        }
+        // Edits inside the removed messages are moot: the span's hash names the original
+        // content. Kept messages keep theirs.
+        let ids: HashSet<&str> = span
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !keep.contains(&(*i as u32)))
+            .flat_map(|(_, m)| m.parts().iter().filter_map(tool_call_id))
+            .collect();
+        self.edits
+            .retain(|e| !ids.contains(e.tool_call_id.as_str()));
+        let mut q = 0;
+        self.spans.retain(|_| {
+            q += 1;
+            !absorbed.contains(&(q - 1))
+        });
+        let keep = keep.iter().map(|&k| position[k as usize]).collect();
+        let output = Fingerprint(index.canonical_message(&insert));
+        self.spans.push(SpanRecord {
+            strategy,
+            first: Fingerprint(first.unwrap_or_default()),
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            hash: Fingerprint(hash),
+            insert,
+            output,
+            keep,
+            transcript_path,
+        });
+        if self.spans.len() > MAX_SPANS {
+            let excess = self.spans.len() - MAX_SPANS;
+            self.spans.drain(..excess);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Item {
+    Given(usize),
+    Inserted(usize),
+}
+
+/// Look-ups over a record, built once per replay.
+struct Index {
+    ids: HashSet<String>,
+    by_before: HashMap<Fingerprint, usize>,
+    /// A fingerprint after an edit → the part's original fingerprint.
+    origin_of: HashMap<Fingerprint, Fingerprint>,
+}
+
+impl Index {
+    fn new(record: &Record) -> Self {
+        let mut index = Index {
+            ids: HashSet::with_capacity(record.edits.len()),
+            by_before: HashMap::with_capacity(record.edits.len()),
+            origin_of: HashMap::with_capacity(record.edits.len()),
+        };
+        for (r, edit) in record.edits.iter().enumerate() {
+            index.ids.insert(edit.tool_call_id.clone());
+            index.by_before.insert(edit.before, r);
+            index.origin_of.insert(edit.after, edit.origin);
+        }
+        index
+    }
+
+    /// The message's fingerprint with every part our edits replaced counted as the original.
+    fn canonical_message(&self, message: &Message) -> u64 {
+        let mut h = Xxh3::new();
+        h.update(message.role.as_str().as_bytes());
+        match &message.content {
+            Content::Text(text) => {
+                h.update(&text_fingerprint(text).to_le_bytes());
+            }
+            Content::Parts(parts) => {
+                for part in parts {
+                    let mut fingerprint = part_fingerprint(part);
+                    if tool_call_id(part).is_some_and(|id| self.ids.contains(id)) {
+                        if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
+                            fingerprint = origin.0;
+                        }
+                    }
+                    h.update(&fingerprint.to_le_bytes());
+                }
+            }
+        }
+        h.digest()
+    }
+}
+
+/// Puts a recorded replacement into a part (the part was matched by fingerprint).
+fn replace_part(part: &mut Part, replace: &Replace) {
+    match (replace, part) {
+        (Replace::Output { output }, Part::ToolResult(result)) => result.output = output.clone(),
+        (Replace::InputField { field, value }, Part::ToolCall(call)) => {
+            if let Some(slot) = call.input.get_mut(field.as_str()) {
+                *slot = Value::String(value.clone());
+            }
+        }
+        _ => {}
+    }
+}
+
+fn tool_call_id(part: &Part) -> Option<&str> {
+    match part {
+        Part::ToolCall(call) => Some(&call.tool_call_id),
+        Part::ToolResult(result) => Some(&result.tool_call_id),
+        _ => None,
+    }
+}
+
+/// A cheap summary of a message that none of our edits change: role, part kinds, the length of
+/// each text, and tool call ids.
+fn sketch(message: &Message) -> u64 {
+    let mut h = Xxh3::new();
+    h.update(message.role.as_str().as_bytes());
+    match &message.content {
+        Content::Text(text) => {
+            h.update(b"text");
+            h.update(&(text.len() as u64).to_le_bytes());
+            h.update(&[0]);
+        }
+        Content::Parts(parts) => {
+            for part in parts {
+                h.update(part.type_name().as_bytes());
+                match part {
+                    Part::Text(t) | Part::Reasoning(t) => {
+                        h.update(&(t.text.len() as u64).to_le_bytes())
+                    }
+                    _ => {
+                        if let Some(id) = tool_call_id(part) {
+                            h.update(id.as_bytes());
+                        }
+                    }
+                }
+                h.update(&[0]);
+            }
+        }
+    }
+    h.digest()
+}
+
+fn text_fingerprint(text: &str) -> u64 {
+    let mut h = Fingerprinter::default();
+    h.str("text");
+    h.str(text);
+    h.0.digest()
+}
+
+/// The fingerprint of a part's meaning (see the module docs).
+pub(crate) fn part_fingerprint(part: &Part) -> u64 {
+    let mut h = Fingerprinter::default();
+    h.str(part.type_name());
+    match part {
+        Part::Text(t) | Part::Reasoning(t) => h.str(&t.text),
+        Part::Image(image) => {
+            h.value(&image.image);
+            h.str(image.media_type.as_deref().unwrap_or(""));
+        }
+        Part::File(file) => {
+            h.value(&file.data);
+            h.str(&file.media_type);
+            h.str(file.filename.as_deref().unwrap_or(""));
+        }
+        Part::ToolCall(call) => {
+            h.str(&call.tool_call_id);
+            h.str(&call.tool_name);
+            h.value(&call.input);
+        }
+        Part::ToolResult(result) => {
+            h.str(&result.tool_call_id);
+            h.str(&result.tool_name);
+            h.output(&result.output);
+        }
+        Part::ToolApprovalRequest(request) => {
+            h.str(&request.approval_id);
+            h.str(&request.tool_call_id);
+        }
+        Part::ToolApprovalResponse(response) => {
+            h.str(&response.approval_id);
+            h.0.update(&[u8::from(response.approved)]);
+        }
+        Part::Unknown(map) => h.map(map, &[]),
+    }
+    h.0.digest()
+}
+
+/// Feeds values into XXH3 unambiguously (length-prefixed strings, tagged values, object keys
+/// sorted), so the same meaning gives the same fingerprint whatever the key order a host used.
+#[derive(Default)]
+struct Fingerprinter(Xxh3);
+
+impl Fingerprinter {
+    fn str(&mut self, s: &str) {
+        self.0.update(&(s.len() as u64).to_le_bytes());
+        self.0.update(s.as_bytes());
+    }
+
+    fn value(&mut self, value: &Value) {
+        match value {
+            Value::Null => self.0.update(b"n"),
+            Value::Bool(b) => self.0.update(if *b { b"t" } else { b"f" }),
+            Value::Number(n) => {
+                self.0.update(b"#");
+                self.str(&n.to_string());
+            }
+            Value::String(s) => {
+                self.0.update(b"s");
+                self.str(s);
+            }
+            Value::Array(items) => {
+                self.0.update(b"[");
+                self.0.update(&(items.len() as u64).to_le_bytes());
+                for item in items {
+                    self.value(item);
+                }
+            }
+            Value::Object(map) => self.map(map, &[]),
+        }
+    }
+
+    fn map(&mut self, map: &Map<String, Value>, skip: &[&str]) {
+        let mut keys: Vec<&String> = map
+            .keys()
+            .filter(|k| k.as_str() != "providerOptions" && !skip.contains(&k.as_str()))
+            .collect();
+        keys.sort_unstable();
+        self.0.update(b"{");
+        self.0.update(&(keys.len() as u64).to_le_bytes());
+        for key in keys {
+            self.str(key);
+            self.value(&map[key]);
+        }
+    }
+
+    fn output(&mut self, output: &ToolOutput) {
+        self.str(output.type_name());
+        match output {
+            ToolOutput::Text { value, .. } | ToolOutput::ErrorText { value, .. } => self.str(value),
+            ToolOutput::Json { value, .. } | ToolOutput::ErrorJson { value, .. } => {
+                self.value(value)
+            }
+            ToolOutput::Content { value, .. } => {
+                for item in value {
+                    self.value(item);
+                }
+            }
+            ToolOutput::ExecutionDenied { extra } => {
+                self.str(extra.get("reason").and_then(Value::as_str).unwrap_or(""))
+            }
+            ToolOutput::Unknown(map) => self.map(map, &[]),
+        }
+    }
+}
+
+// Polynomial hashing over the Mersenne prime 2^61 - 1: a sequence's hash composes from its
+// pieces' (h(A ‖ B) = h(A)·B^|B| + h(B)), so a rolling summary's span absorbs the earlier span.
+const MODULUS: u64 = (1 << 61) - 1;
+const BASE: u64 = 0x0b1f_4e2c_9d37_a561 % MODULUS;
+
+fn mul_mod(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    let folded = (product & u128::from(MODULUS)) + (product >> 61);
+    let folded = (folded & u128::from(MODULUS)) + (folded >> 61);
+    (folded as u64) % MODULUS
+}
+
+fn pow_mod(mut base: u64, mut exp: u64) -> u64 {
+    let mut out = 1;
+    while exp > 0 {
+        if exp & 1 == 1 {
+            out = mul_mod(out, base);
+        }
+        base = mul_mod(base, base);
+        exp >>= 1;
+    }
+    out
+}
+
+/// The hash of a sequence extended by one element.
+fn poly_push(hash: u64, element: u64) -> u64 {
+    (mul_mod(hash, BASE) + element % MODULUS) % MODULUS
+}
+
+/// The hash of a sequence extended by a sequence of `len` elements whose hash is `tail`.
+fn poly_concat(hash: u64, tail: u64, len: u64) -> u64 {
+    (mul_mod(hash, pow_mod(BASE, len)) + tail) % MODULUS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(json: serde_json::Value) -> Vec<Message> {
+        crate::messages_from_value(json).unwrap()
+    }
+
+    #[test]
+    fn polynomial_hash_composes() {
+        let (a, b, c) = (11, 22, 33);
+        let whole = poly_push(poly_push(poly_push(0, a), b), c);
+        let tail = poly_push(poly_push(0, b), c);
+        assert_eq!(poly_concat(poly_push(0, a), tail, 2), whole);
+        assert_ne!(poly_push(poly_push(0, b), a), poly_push(poly_push(0, a), b));
+    }
+
+    #[test]
+    fn fingerprints_ignore_key_order_provider_options_and_string_vs_parts() {
+        let a = messages(serde_json::json!([
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {"a": 1, "b": [2]}}]},
+        ]));
+        let b = messages(serde_json::json!([
+            {"role": "user", "content": [{"type": "text", "text": "hello", "providerOptions": {"x": {"cacheControl": {"type": "ephemeral"}}}}], "providerOptions": {"y": 1}},
+            {"role": "assistant", "content": [{"input": {"b": [2], "a": 1}, "toolName": "t", "toolCallId": "c", "type": "tool-call"}]},
+        ]));
+        let index = Index::new(&Record::default());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(index.canonical_message(x), index.canonical_message(y));
+            assert_eq!(sketch(x), sketch(y));
+        }
+        let c = messages(serde_json::json!([{"role": "user", "content": "hellO"}]));
+        assert_ne!(
+            index.canonical_message(&a[0]),
+            index.canonical_message(&c[0])
+        );
+    }
+
+    #[test]
+    fn fingerprint_round_trips_as_hex() {
+        let f = Fingerprint(u64::MAX - 5);
+        let json = serde_json::to_string(&f).unwrap();
+        assert_eq!(json, "\"fffffffffffffffa\"");
+        assert_eq!(serde_json::from_str::<Fingerprint>(&json).unwrap(), f);
+        assert!(serde_json::from_str::<Fingerprint>("\"xyz\"").is_err());
+    }
+}

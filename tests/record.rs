@@ -1,0 +1,336 @@
+//! The compaction record (SPEC §10 "stable across hosts"): generated agent sessions driven call
+//! by call through three host shapes must give the model the same prompt, byte for byte:
+//! - **long-lived**: one compactor; each call sends the last compacted prompt plus what is new;
+//! - **stateless**: a new compactor per call, built from the previous call's state as JSON (what
+//!   `statePath` saves), the raw history re-sent;
+//! - **fresh objects**: one compactor, the raw history re-sent as newly parsed messages (what the
+//!   AI SDK middleware sees).
+//!
+//! Also: a span is summarized once, replay is idempotent, the record stays bounded.
+
+mod support;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use context_compactor::{
+    messages_from_value, Action, Compactor, Config, HistoryStrategy, Message, Preset, State,
+};
+use support::{execute_with, Faults, Store, Summarizer};
+
+/// A deterministic agent session: turns of a user request and tool steps with outputs of
+/// varied sizes, re-reads of the same files, and file writes.
+fn session(seed: u64, turns: usize) -> Vec<Value> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut next = move |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n.max(1)
+    };
+    let mut out = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    let mut call = 0;
+    for turn in 0..turns {
+        out.push(json!({"role": "user", "content": format!("Turn {turn}: fix issue {} in module {}.", next(1000), next(50))}));
+        for _ in 0..1 + next(4) {
+            call += 1;
+            let id = format!("call_{call}");
+            let (tool, input, output) = match next(4) {
+                0 => {
+                    let file = format!("src/file_{}.rs", next(4));
+                    let lines = 50 + next(600) as usize;
+                    let body: String = (0..lines)
+                        .map(|i| format!("fn f{i}() {{ /* {file} {} */ }}\n", next(1_000_000)))
+                        .collect();
+                    ("read_file", json!({"path": file}), body)
+                }
+                1 => {
+                    let file = format!("src/file_{}.rs", next(4));
+                    let content: String = (0..20 + next(300))
+                        .map(|i| format!("let x{i} = {};\n", next(99_999)))
+                        .collect();
+                    (
+                        "write_file",
+                        json!({"path": file, "content": content}),
+                        "ok".to_owned(),
+                    )
+                }
+                2 => {
+                    let lines = 10 + next(3_000) as usize;
+                    let log: String = (0..lines)
+                        .map(|i| {
+                            format!(
+                                "test t{i} ... {}\n",
+                                if next(20) == 0 { "FAILED" } else { "ok" }
+                            )
+                        })
+                        .collect();
+                    (
+                        "run_tests",
+                        json!({"filter": format!("mod{}", next(9))}),
+                        log,
+                    )
+                }
+                _ => {
+                    let hits: String = (0..5 + next(200))
+                        .map(|i| format!("src/m{}.rs:{i}: match {}\n", next(30), next(1000)))
+                        .collect();
+                    ("grep", json!({"pattern": format!("p{}", next(100))}), hits)
+                }
+            };
+            out.push(json!({"role": "assistant", "content": [
+                {"type": "text", "text": format!("Calling {tool}.")},
+                {"type": "tool-call", "toolCallId": id, "toolName": tool, "input": input}]}));
+            out.push(json!({"role": "tool", "content": [
+                {"type": "tool-result", "toolCallId": id, "toolName": tool, "output": {"type": "text", "value": output}}]}));
+        }
+        out.push(json!({"role": "assistant", "content": format!("Done with turn {turn}.")}));
+    }
+    out
+}
+
+/// The indices at which the model is called: before every assistant message.
+fn calls(session: &[Value]) -> Vec<usize> {
+    (1..session.len())
+        .filter(|&i| session[i]["role"] == "assistant")
+        .collect()
+}
+
+fn parse(values: &[Value]) -> Vec<Message> {
+    messages_from_value(Value::Array(values.to_vec())).expect("valid session")
+}
+
+fn drive(compactor: &mut Compactor, messages: Vec<Message>, store: &mut Store) -> Vec<Message> {
+    let plan = compactor.plan(&messages).expect("plan");
+    let outcomes = execute_with(&plan, store, &Faults::None, Summarizer::Works);
+    compactor
+        .apply(messages, &plan, &outcomes)
+        .expect("apply")
+        .messages
+}
+
+fn prompt_text(messages: &[Message]) -> String {
+    serde_json::to_string(messages).unwrap()
+}
+
+/// Where two prompts part, with some context (prompts are long: never print them whole).
+fn diff(a: &str, b: &str) -> String {
+    let at = a
+        .bytes()
+        .zip(b.bytes())
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
+    let around = |s: &str| {
+        let from = s.floor_char_boundary(at.saturating_sub(150));
+        let to = s.ceil_char_boundary((at + 150).min(s.len()));
+        s[from..to].to_owned()
+    };
+    format!(
+        "lengths {} and {}, first difference at byte {at}:\n  {}\n  {}",
+        a.len(),
+        b.len(),
+        around(a),
+        around(b)
+    )
+}
+
+fn config(window: u32, preset: Preset, strategy: HistoryStrategy) -> Config {
+    let mut config = Config::from_json(
+        &json!({"model": "gpt-4o", "contextWindow": window, "preset": preset}).to_string(),
+    )
+    .unwrap();
+    config.history.strategy = strategy;
+    config
+}
+
+/// Drives `session` through the three host shapes; returns each call's prompts and the final
+/// states.
+fn three_shapes(session: &[Value], config: &Config) -> Result<(Vec<String>, State), TestCaseError> {
+    let mut long_lived = Compactor::new(config.clone()).unwrap();
+    let mut fresh_objects = Compactor::new(config.clone()).unwrap();
+    let mut saved = serde_json::to_string(&State::default()).unwrap();
+    let (mut store_a, mut store_b, mut store_c) = (Store::new(), Store::new(), Store::new());
+    let mut carried: Vec<Message> = Vec::new();
+    let mut carried_upto = 0;
+    let mut prompts = Vec::new();
+    for (n, &at) in calls(session).iter().enumerate() {
+        // Long-lived: the last prompt plus the messages added since.
+        let mut input = carried.clone();
+        input.extend(parse(&session[carried_upto..at]));
+        let a = drive(&mut long_lived, input, &mut store_a);
+        carried = a.clone();
+        carried_upto = at;
+        // Stateless: a new compactor from the saved state, the raw history.
+        let state: State = serde_json::from_str(&saved).unwrap();
+        let mut stateless = Compactor::with_state(config.clone(), state).unwrap();
+        let b = drive(&mut stateless, parse(&session[..at]), &mut store_b);
+        saved = serde_json::to_string(stateless.state()).unwrap();
+        // Fresh objects: one compactor, the raw history parsed anew.
+        let c = drive(&mut fresh_objects, parse(&session[..at]), &mut store_c);
+        let (a, b, c) = (prompt_text(&a), prompt_text(&b), prompt_text(&c));
+        prop_assert!(
+            a == b,
+            "call {} (message {}): stateless differs from long-lived: {}",
+            n,
+            at,
+            diff(&a, &b)
+        );
+        prop_assert!(
+            a == c,
+            "call {} (message {}): fresh objects differ from long-lived: {}",
+            n,
+            at,
+            diff(&a, &c)
+        );
+        prompts.push(a);
+    }
+    prop_assert_eq!(&store_a, &store_b, "the stores differ");
+    prop_assert_eq!(
+        serde_json::to_string(long_lived.state()).unwrap(),
+        saved,
+        "the states differ"
+    );
+    Ok((prompts, long_lived.state().clone()))
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_host_shape_sends_the_same_prompt(
+        seed in any::<u64>(),
+        turns in 3usize..14,
+        window in prop_oneof![Just(8_000u32), Just(16_000), Just(32_000)],
+        preset in prop_oneof![Just(Preset::Simple), Just(Preset::Smart), Just(Preset::Aggressive)],
+        strategy in prop_oneof![Just(HistoryStrategy::Summarize), Just(HistoryStrategy::Truncate), Just(HistoryStrategy::Importance)],
+    ) {
+        let session = session(seed, turns);
+        three_shapes(&session, &config(window, preset, strategy))?;
+    }
+}
+
+#[test]
+fn a_stateless_host_summarizes_each_span_once_and_keeps_its_prefix() {
+    let session = session(7, 40);
+    let config = config(16_000, Preset::Smart, HistoryStrategy::Summarize);
+    let mut saved = State::default();
+    let mut store = Store::new();
+    let mut summaries = 0;
+    let mut previous: Option<String> = None;
+    let mut breaks = 0;
+    let mut largest_state = 0;
+    for &at in &calls(&session) {
+        let mut compactor = Compactor::with_state(config.clone(), saved.clone()).unwrap();
+        let messages = parse(&session[..at]);
+        let plan = compactor.plan(&messages).unwrap();
+        // A span already summarized is never sent again: every summary request starts at the
+        // previous summary (rolling) or at the first message after the system prompt.
+        for action in &plan.actions {
+            if let Action::Summarize(s) = action {
+                summaries += 1;
+                assert!(s.start == 1, "summary span starts at {}", s.start);
+            }
+        }
+        let outcomes = execute_with(&plan, &mut store, &Faults::None, Summarizer::Works);
+        let prompt = prompt_text(
+            &compactor
+                .apply(messages, &plan, &outcomes)
+                .unwrap()
+                .messages,
+        );
+        if let Some(previous) = &previous {
+            let previous = &previous[..previous.len() - 1]; // the closing bracket
+            if !prompt.starts_with(previous) {
+                breaks += 1;
+            }
+        }
+        previous = Some(prompt);
+        saved = compactor.state().clone();
+        largest_state = largest_state.max(serde_json::to_string(&saved).unwrap().len());
+    }
+    let calls = calls(&session).len();
+    assert!(
+        summaries >= 1,
+        "the session never summarized (calls: {calls})"
+    );
+    // Without the record every call past the first summary re-summarizes and breaks the prefix.
+    assert!(
+        summaries * 4 <= calls,
+        "{summaries} summaries in {calls} calls"
+    );
+    assert!(
+        breaks * 3 <= calls,
+        "{breaks} prefix breaks in {calls} calls"
+    );
+    assert!(
+        saved.record.spans.len() <= 2,
+        "spans recorded: {}",
+        saved.record.spans.len()
+    );
+    // Bounded: the record holds what the live conversation needs, not the session.
+    assert!(
+        largest_state < 64_000,
+        "state grew to {largest_state} bytes"
+    );
+    eprintln!("calls {calls}, summaries {summaries}, prefix breaks {breaks}, largest state {largest_state} bytes");
+}
+
+#[test]
+fn replay_is_idempotent_and_a_compacted_history_replays_to_itself() {
+    let session = session(11, 20);
+    let config = config(12_000, Preset::Smart, HistoryStrategy::Summarize);
+    let mut compactor = Compactor::new(config).unwrap();
+    let mut store = Store::new();
+    let mut last = Vec::new();
+    for &at in &calls(&session) {
+        last = drive(&mut compactor, parse(&session[..at]), &mut store);
+    }
+    // The compacted prompt replays to itself; the raw history replays to the same prompt.
+    assert_eq!(prompt_text(&compactor.replay(&last)), prompt_text(&last));
+    let raw = parse(&session[..*calls(&session).last().unwrap()]);
+    assert_eq!(prompt_text(&compactor.replay(&raw)), prompt_text(&last));
+    assert!(compactor.plan(&last).unwrap().is_empty());
+    assert!(
+        !compactor.plan(&raw).unwrap().is_empty(),
+        "a raw history has replay work"
+    );
+}
+
+#[test]
+fn an_edited_history_is_not_replayed_onto() {
+    // The host changed an old tool output: the recorded edit no longer matches, so the part is
+    // planned afresh rather than silently replaced by a pointer to other content.
+    let session = session(3, 12);
+    let config = config(8_000, Preset::Aggressive, HistoryStrategy::Off);
+    let mut compactor = Compactor::new(config).unwrap();
+    let mut store = Store::new();
+    let at = *calls(&session).last().unwrap();
+    drive(&mut compactor, parse(&session[..at]), &mut store);
+    assert!(!compactor.state().record.edits.is_empty());
+    let mut edited = session[..at].to_vec();
+    let id = compactor.state().record.edits[0].tool_call_id.clone();
+    for message in &mut edited {
+        if let Some(parts) = message["content"].as_array_mut() {
+            for part in parts {
+                if part["toolCallId"] == id.as_str() && part["type"] == "tool-result" {
+                    part["output"]["value"] = json!("changed by the host");
+                }
+            }
+        }
+    }
+    let replayed = compactor.replay(&parse(&edited)).into_owned();
+    let text = prompt_text(&replayed);
+    assert!(
+        text.contains("changed by the host"),
+        "the host's edit was overwritten"
+    );
+}

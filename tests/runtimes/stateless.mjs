@@ -1,0 +1,75 @@
+// The stateless route handler (the commonest AI SDK deployment: a Next.js / Vercel Function /
+// Cloudflare Worker route that loads the chat's saved raw messages) against a long-lived
+// compactor and one that gets fresh message objects every call (what the middleware sees).
+// Runtime-agnostic: no node:/Deno/Bun APIs; `cc` is the package's module namespace. The host
+// tests (js/test/record.test.mjs) and every runtime runner (scenario.mjs) run it.
+
+/** Deterministic words, so every runtime builds the same chat. */
+function prose(seed, words) {
+  const vocabulary = ['router', 'cache', 'ledger', 'shard', 'parser', 'budget', 'window', 'token', 'queue', 'stream'];
+  const out = [];
+  for (let i = 0; i < words; i++) out.push(`${vocabulary[(seed * 7 + i * 3) % vocabulary.length]}${(seed * 31 + i) % 97}`);
+  return out.join(' ');
+}
+
+/** What the model answers at turn `t`: a tool call, its result (every fifth one large), a reply. */
+function reply(t) {
+  const id = `call_${t}`;
+  const size = t % 5 === 2 ? 2_400 : 120 + (t % 3) * 60;
+  return [
+    { role: 'assistant', content: [{ type: 'text', text: `Looking at part ${t}.` }, { type: 'tool-call', toolCallId: id, toolName: 'search', input: { q: `part ${t}` } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'search', output: { type: 'text', value: prose(t + 1, size) } }] },
+    { role: 'assistant', content: `Part ${t}: ${prose(t + 2, 40)}` },
+  ];
+}
+
+/** True when `next` starts with every message of `previous` (the cached prefix survives). */
+function keepsPrefix(previous, next) {
+  const a = JSON.stringify(previous);
+  return JSON.stringify(next).startsWith(a.slice(0, -1));
+}
+
+/**
+ * Drives `turns` user turns through three host shapes and returns what each sent.
+ * @returns {Promise<{ calls: number, identical: boolean, firstDifference: number | null,
+ *   summaries: number[], breaks: number[], stateBytes: number, stored: number }>}
+ */
+export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_000 } = {}) {
+  const summaries = [0, 0, 0];
+  const summarizer = (shape) => (request) => {
+    summaries[shape] += 1;
+    return `## Session Intent\nScripted summary ${request.prompt.length}.`;
+  };
+  const longLived = await cc.createCompactor({ contextWindow, summarize: summarizer(0) });
+  const freshObjects = await cc.createCompactor({ contextWindow, summarize: summarizer(2) });
+  const store = new cc.MemoryStore(); // the shared store (KV, Redis, ...) of the route handler
+  const statePath = '/state/chat-1.json';
+  const raw = [{ role: 'system', content: 'You are a helpful research agent.' }];
+  const previous = [null, null, null];
+  const breaks = [0, 0, 0];
+  let identical = true;
+  let firstDifference = null;
+  for (let t = 0; t < turns; t++) {
+    raw.push({ role: 'user', content: `Turn ${t}: ${prose(t, 30)}` });
+    // One model call per turn; its reply joins the raw history the app saves.
+    const a = await longLived.manage(raw);
+    const handler = await cc.createCompactor({ contextWindow, store, statePath, summarize: summarizer(1) });
+    const b = await handler.manage(JSON.parse(JSON.stringify(raw)));
+    handler.dispose();
+    const c = await freshObjects.manage(JSON.parse(JSON.stringify(raw)));
+    const prompts = [a.messages, b.messages, c.messages];
+    const texts = prompts.map((p) => JSON.stringify(p));
+    if (identical && (texts[0] !== texts[1] || texts[0] !== texts[2])) {
+      identical = false;
+      firstDifference = t;
+    }
+    prompts.forEach((prompt, shape) => {
+      if (previous[shape] && !keepsPrefix(previous[shape], prompt)) breaks[shape] += 1;
+      previous[shape] = prompt;
+    });
+    raw.push(...reply(t));
+  }
+  const saved = await store.read(statePath);
+  const stored = (await store.list('/')).length;
+  return { calls: turns, identical, firstDifference, summaries, breaks, stateBytes: saved ? saved.length : 0, stored };
+}
