@@ -69,7 +69,7 @@ fn host_loop(
     session: &[Message],
     window: u32,
     points: &[usize],
-) -> Vec<(u32, Vec<context_compactor::Event>, Vec<Message>)> {
+) -> Vec<(u32, Vec<report::CallEvent>, Vec<Message>)> {
     use context_compactor::{Action, Outcome};
     let mut compactor = compactor(window, None);
     let mut prompt: Vec<Message> = Vec::new();
@@ -96,7 +96,7 @@ fn host_loop(
                 })
                 .collect();
             let applied = compactor.apply(prompt, &plan, &outcomes).unwrap();
-            events = applied.events;
+            events = applied.events.iter().map(report::CallEvent::from).collect();
             prompt = applied.messages;
         }
         out.push((before, events, prompt.clone()));
@@ -388,23 +388,20 @@ fn event_markers_and_breaks_sit_on_their_calls() {
 }
 
 #[test]
-fn the_page_is_self_contained_and_embeds_its_data() {
+fn the_page_is_self_contained_and_escapes_what_it_shows() {
     let (_, mut report) = coding_16k();
+    // Paths and titles come from the session and the store: escaped wherever they are shown.
     report.title = "<script>alert(1)</script> & \"quotes\"".into();
     report.store[0].path = "/tool_outputs/</script><b>x</b>.txt".into();
     let html = report::render_html(&report);
     assert!(!html.contains("<script>alert"), "the title is escaped");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot;"));
+    assert!(html.contains("/tool_outputs/&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;.txt"));
     // Nothing loads from elsewhere: no external script, stylesheet, font, image or link.
     for needle in ["src=", "href=", "@import", "url(", "http://", "https://"] {
         assert!(!html.contains(needle), "{needle}");
     }
-    // The only script element is the data, which parses back to the report.
-    assert_eq!(html.matches("<script").count(), 1);
-    let start = html.find("id=\"report-data\">").unwrap() + "id=\"report-data\">".len();
-    let end = start + html[start..].find("</script>").unwrap();
-    let back: Report = serde_json::from_str(&html[start..end]).unwrap();
-    assert_eq!(back, report);
+    assert!(!html.contains("<script"), "no script at all");
 }
 
 #[test]

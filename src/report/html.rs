@@ -3,12 +3,14 @@
 
 use std::fmt::Write as _;
 
+use super::CallEvent as Event;
 use super::{Call, Report};
-use crate::plan::{Event, EventStatus, Strategy};
+use crate::plan::{EventStatus, Strategy};
 
-/// The report as one HTML page. Every plotted point carries its numbers as data attributes
-/// (`data-call`, `data-tokens`) and the whole report is embedded as JSON
-/// (`<script type="application/json" id="report-data">`), so tools and tests can read it back.
+/// The report as one HTML page, with no script at all. Every plotted point carries its numbers as
+/// data attributes (`data-call`, `data-tokens`; event markers `data-strategy`, `data-count`), so
+/// tools and tests can read them back. (The report's JSON is not embedded: it cost 1.6 kB of the
+/// gzipped core wasm; the CLI prints it with `--json`, the JS recorder returns it from `data()`.)
 #[must_use]
 pub fn render_html(report: &Report) -> String {
     let mut out = String::with_capacity(64 * 1024 + report.calls.len() * 600);
@@ -46,14 +48,11 @@ pub fn render_html(report: &Report) -> String {
     events_table(&mut out, report);
     store_table(&mut out, report);
     calls_table(&mut out, report);
-    let data = serde_json::to_string(report)
-        .unwrap_or_default()
-        .replace('<', "\\u003c");
+
     let _ = write!(
         out,
         "<p class=\"foot\">Made by context-compactor. Tokens are the compactor's counts for the model \
-         ({}); hover a point or a marker for its numbers.</p>\n</main>\n\
-         <script type=\"application/json\" id=\"report-data\">{data}</script>\n</body>\n</html>\n",
+         ({}); hover a point or a marker for its numbers.</p>\n</main>\n</body>\n</html>\n",
         esc(&report.encoding),
     );
     out
@@ -113,6 +112,15 @@ const BEFORE: &str = "#94a3b8";
 const AFTER: &str = "#2563eb";
 const BREAK: &str = "#7c3aed";
 
+/// The strategy named `name` (`offload`, `evict-input`, ...).
+#[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+pub(super) fn strategy(name: &str) -> Option<Strategy> {
+    KINDS
+        .iter()
+        .find(|(_, n, _)| *n == name)
+        .map(|(s, _, _)| *s)
+}
+
 fn kind_of(strategy: Strategy) -> (&'static str, &'static str) {
     KINDS
         .iter()
@@ -145,7 +153,8 @@ pub fn render_chart(report: &Report) -> String {
         .max(report.window)
         .max(report.thresholds.summarize_at);
     let cap = report.window.saturating_mul(CLIP_WINDOWS).max(1);
-    let (y_max, step) = nice_axis(f64::from(peak.min(cap)).max(1.0) * 1.04);
+    let (y_max, step) = nice_axis(u64::from(peak.min(cap)).max(1) * 104 / 100);
+    let (y_max, step) = (y_max as f64, step as f64);
     let y = |v: u32| BOTTOM - (f64::from(v).min(y_max) / y_max) * (BOTTOM - TOP);
     let band = (RIGHT - LEFT) / n.max(1) as f64;
     let x = |call: usize| LEFT + (call as f64 - 0.5) * band;
@@ -652,27 +661,30 @@ fn status_name(status: EventStatus) -> &'static str {
 }
 
 /// An axis maximum at or above `max` and a round step (1, 2, 2.5 or 5 × 10^k) giving 4–8 ticks.
-fn nice_axis(max: f64) -> (f64, f64) {
-    let rough = max / 6.0;
-    let magnitude = 10f64.powf(rough.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|s| *s >= rough)
-        .unwrap_or(10.0 * magnitude)
-        .max(1.0);
-    ((max / step).ceil() * step, step)
+/// Integer arithmetic: no `powf`/`log10` pulled into the wasm.
+fn nice_axis(max: u64) -> (u64, u64) {
+    let step = nice_step(max.div_ceil(6), true);
+    (max.div_ceil(step) * step, step)
 }
 
 /// A whole step between labelled calls, so that about 12 labels fit.
 fn nice_int_step(n: usize) -> usize {
-    let rough = (n as f64 / 12.0).max(1.0);
-    let magnitude = 10f64.powf(rough.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|s| *s >= rough)
-        .unwrap_or(10.0 * magnitude) as usize
+    nice_step((n as u64).div_ceil(12), false) as usize
+}
+
+/// The smallest of 1, 2, (2.5,) 5 × 10^k at or above `rough` (at least 1).
+fn nice_step(rough: u64, quarter: bool) -> u64 {
+    let rough = rough.max(1);
+    let mut magnitude = 1;
+    while magnitude * 10 <= rough {
+        magnitude *= 10;
+    }
+    [2, 4, 5, 10, 20]
+        .into_iter()
+        .filter(|half| *half != 5 || (quarter && magnitude >= 10))
+        .map(|half| half * magnitude / 2)
+        .find(|step| *step >= rough)
+        .unwrap_or(10 * magnitude)
 }
 
 /// `25000` → `25k`, `2500` → `2.5k`.

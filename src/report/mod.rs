@@ -38,7 +38,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Event, Strategy, Trigger};
+use crate::plan::{Event, EventStatus, Strategy, Trigger};
 
 mod html;
 mod replay;
@@ -109,7 +109,46 @@ pub struct Call {
     /// is invalidated from the first changed message on.
     pub prefix_break: bool,
     /// What compaction did before this call.
-    pub events: Vec<Event>,
+    pub events: Vec<CallEvent>,
+}
+
+/// One compaction event, as the report shows it: the fields of an [`Event`] it needs (the JS
+/// host's `CompactionEvent` objects can be passed as they are; other fields are ignored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallEvent {
+    pub strategy: Strategy,
+    pub status: EventStatus,
+    /// The first message the action changed, in the prompt as it was before compaction.
+    #[serde(default)]
+    pub message_index: usize,
+    /// The file it wrote (the JSON transcript, for `transcript`).
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub tokens_before: u32,
+    #[serde(default)]
+    pub tokens_after: u32,
+    #[serde(default)]
+    pub tokens_saved: u32,
+    /// Why it failed, or why a summary is the heuristic one.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl From<&Event> for CallEvent {
+    fn from(event: &Event) -> Self {
+        Self {
+            strategy: event.strategy,
+            status: event.status,
+            message_index: event.message_index,
+            path: event.path.clone(),
+            tokens_before: event.tokens_before,
+            tokens_after: event.tokens_after,
+            tokens_saved: event.tokens_saved,
+            error: event.error.clone(),
+        }
+    }
 }
 
 /// A file compaction wrote.

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use super::{Call, Report, StoredFile, Thresholds};
+use super::{Call, CallEvent, Report, StoredFile, Thresholds};
 use crate::compactor::Compactor;
 use crate::error::Result;
 use crate::message::{Message, Role};
@@ -104,7 +104,10 @@ pub fn replay_with(
             }
             let applied = compactor.apply(std::mem::take(&mut held), &plan, &outcomes)?;
             held = applied.messages;
-            (applied.events, applied.tokens_after)
+            (
+                applied.events.iter().map(CallEvent::from).collect(),
+                applied.tokens_after,
+            )
         };
 
         let prefix_break = previous
