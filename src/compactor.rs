@@ -574,8 +574,13 @@ impl Compactor {
                             )
                         } else {
                             let end = d.messages.last().map_or(d.insert_at, |&i| i + 1);
-                            if end > messages.len() || d.messages.first().is_some_and(|&i| i < d.insert_at) {
-                                return Err(wrong_outcome(&d.id, "messages inside the conversation, after the notice"));
+                            if end > messages.len()
+                                || d.messages.first().is_some_and(|&i| i < d.insert_at)
+                            {
+                                return Err(wrong_outcome(
+                                    &d.id,
+                                    "messages inside the conversation, after the notice",
+                                ));
                             }
                             let notice = Message::user(d.notice.clone());
                             if record {
@@ -626,7 +631,9 @@ impl Compactor {
                         if let (true, Some(before), Some(after)) =
                             (record, before, part_at(&messages, edit))
                         {
-                            self.state.record.push_edit(edit, action.strategy(), &before, after);
+                            self.state
+                                .record
+                                .push_edit(edit, action.strategy(), &before, after);
                         }
                     }
                     self.event(action, status, None, Some(edit.path.clone()), 1)

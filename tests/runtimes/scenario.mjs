@@ -4,6 +4,8 @@
 //
 // runScenario(cc, fixture, { expectedEntry }) -> [{ name, ok, detail }]
 
+import { statelessRouteHandler } from './stateless.mjs';
+
 export const CONTEXT_WINDOW = 16000;
 export const BIG_TEXT_MIN_TOKENS = 100000;
 const CALL_ID = 'call_search_1';
@@ -307,6 +309,12 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
     check('anthropicCacheControl marks the system prompt and the newest message', marked.length === 2 && marked[0].role === 'system');
   });
   await hostileInput(cc, check, step, timings);
+  await step('stateless route handler', async () => {
+    const r = await statelessRouteHandler(cc, { turns: 24 });
+    check('a stateless route handler (new compactor per request, state in a store, raw history) sends what a long-lived compactor and fresh objects send',
+      r.identical && r.summaries[0] >= 2 && r.summaries.every((n) => n === r.summaries[0]) && r.breaks.every((n) => n === r.breaks[0]) && r.stateBytes > 0,
+      short(r));
+  });
   return finish();
 
   function finish() {
