@@ -117,7 +117,9 @@ pub struct Call {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallEvent {
+    /// What the action did (`offload`, `mask`, `summarize`, ...).
     pub strategy: Strategy,
+    /// Whether it changed the conversation (`applied`, `fallback`) or not.
     pub status: EventStatus,
     /// The first message the action changed, in the prompt as it was before compaction.
     #[serde(default)]
@@ -125,10 +127,13 @@ pub struct CallEvent {
     /// The file it wrote (the JSON transcript, for `transcript`).
     #[serde(default)]
     pub path: Option<String>,
+    /// Tokens of what it replaced.
     #[serde(default)]
     pub tokens_before: u32,
+    /// Tokens of the replacement.
     #[serde(default)]
     pub tokens_after: u32,
+    /// `tokens_before - tokens_after` when it changed the conversation, else 0.
     #[serde(default)]
     pub tokens_saved: u32,
     /// Why it failed, or why a summary is the heuristic one.
@@ -155,6 +160,7 @@ impl From<&Event> for CallEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredFile {
+    /// Where it is in the store.
     pub path: String,
     /// The action that wrote it (`transcript` for a saved conversation).
     pub strategy: Strategy,
