@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::tokens::Encoding;
 
+/// Everything the planner is configured with. Every field has a default (the seeds'); the JSON
+/// form (camelCase, unknown fields rejected) is what the npm package's `CompactorOptions` send.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
@@ -52,6 +54,7 @@ impl Default for Config {
     }
 }
 
+/// Tier 1: large tool results go to the store, a preview and the path stay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct OffloadConfig {
@@ -99,6 +102,8 @@ impl Default for OffloadConfig {
     }
 }
 
+/// Tier 2: reversible edits (input eviction, dedupe, masking) above a fraction of the window,
+/// down to a target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct CompactionConfig {
@@ -159,7 +164,9 @@ impl Default for CompactionConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolDefinition {
+    /// The tool's name.
     pub name: String,
+    /// What the model is told the tool does.
     #[serde(default)]
     pub description: Option<String>,
     /// The JSON schema of the input (`parameters` in OpenAI's shape).
@@ -203,6 +210,7 @@ pub enum Preset {
     Aggressive,
 }
 
+/// Tier 3: the lossy strategies (summarize, truncate, importance) for the older history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct HistoryConfig {
@@ -344,6 +352,8 @@ impl Config {
         Ok(config)
     }
 
+    /// Checks every value's range and the relations between them (a target below its trigger,
+    /// ...): [`Error::InvalidConfig`] naming the field otherwise.
     pub fn validate(&self) -> Result<()> {
         let bad = |field: &str, message: &str| {
             Err(Error::InvalidConfig {

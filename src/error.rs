@@ -16,56 +16,87 @@ pub enum Error {
     /// The input is not JSON at all (the text could not be parsed).
     #[error("malformed JSON in {what} at line {line}, column {column}: {message}")]
     MalformedJson {
+        /// What was being parsed (`messages`, `config`, ...).
         what: String,
+        /// 1-based line of the error in the text.
         line: usize,
+        /// 1-based column of the error in the text.
         column: usize,
+        /// The parser's message, without its position.
         message: String,
     },
 
     /// A message does not have the AI SDK `ModelMessage` shape.
     #[error("message {index}: invalid `{field}`: {message}")]
     InvalidMessage {
+        /// The message's index in the conversation.
         index: usize,
+        /// The offending field, e.g. `content[1].toolCallId`.
         field: String,
+        /// What is wrong with it.
         message: String,
     },
 
     /// The messages value itself is not an array.
     #[error("messages: {message}")]
-    InvalidMessages { message: String },
+    InvalidMessages {
+        /// What is wrong with it.
+        message: String,
+    },
 
     /// A `tool-result` whose `toolCallId` no earlier assistant `tool-call` carries. Providers
     /// reject such conversations with a 400, so we refuse them up front.
     #[error("message {index}: `content[{part}].toolCallId` \"{tool_call_id}\" has no matching tool-call in an earlier assistant message")]
     OrphanToolResult {
+        /// The tool message's index.
         index: usize,
+        /// The part's index in that message's content.
         part: usize,
+        /// The `toolCallId` no call carries.
         tool_call_id: String,
     },
 
     /// A configuration value is missing, of the wrong type, or out of range.
     #[error("config: invalid `{field}`: {message}")]
-    InvalidConfig { field: String, message: String },
+    InvalidConfig {
+        /// The option, e.g. `offload.thresholdTokens`.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
 
     /// Outcomes or a plan given to `apply` do not fit the plan or the messages.
     #[error("apply: {message}")]
     PlanMismatch {
+        /// The action concerned, when there is one.
         action_id: Option<String>,
+        /// What does not fit.
         message: String,
     },
 
     /// An encoding name the counter does not know.
     #[error("unknown encoding \"{name}\" (expected \"o200k_base\" or \"cl100k_base\")")]
-    UnknownEncoding { name: String },
+    UnknownEncoding {
+        /// The name given.
+        name: String,
+    },
 
     /// The build has no embedded rank data for this encoding and none was loaded (the lite
     /// package: call `loadEncoding`).
     #[error("encoding \"{name}\" is not loaded: this build has no embedded ranks; load them first (loadEncoding)")]
-    EncodingNotLoaded { name: String },
+    EncodingNotLoaded {
+        /// The encoding (`o200k_base` or `cl100k_base`).
+        name: String,
+    },
 
     /// Rank data given to `loadEncoding` is damaged or for another encoding.
     #[error("rank data for \"{encoding}\": {reason}")]
-    InvalidRankData { encoding: String, reason: String },
+    InvalidRankData {
+        /// The encoding the data was given for.
+        encoding: String,
+        /// What is wrong with the data.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -87,4 +118,5 @@ pub(crate) fn strip_position(message: &str) -> String {
     }
 }
 
+/// `std::result::Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

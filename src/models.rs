@@ -15,9 +15,13 @@ pub struct ModelInfo {
     pub name: String,
     /// The registry entry it matched (`None` when unknown or given only by window).
     pub matched: Option<String>,
+    /// The context window, in tokens (input and output together).
     pub context_window: u32,
+    /// The most tokens the model writes in one response.
     pub max_output_tokens: u32,
+    /// The exact encoding counts are made with (`o200k_base` or `cl100k_base`).
     pub encoding: Encoding,
+    /// The tokenizer family, for the estimate factor of non-OpenAI models.
     pub family: Family,
     /// Estimated tokens per o200k/cl100k token for this family (1.0 for OpenAI: exact).
     pub token_ratio: f64,
@@ -28,13 +32,21 @@ pub struct ModelInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {
+    /// GPT-4o, GPT-4.1, GPT-5, o-series, GPT-4, GPT-3.5: exact counts.
     Openai,
+    /// Claude.
     Anthropic,
+    /// Gemini, Gemma.
     Google,
+    /// Llama.
     Meta,
+    /// Mistral, Mixtral, Codestral.
     Mistral,
+    /// Qwen.
     Qwen,
+    /// DeepSeek.
     Deepseek,
+    /// A model the registry does not know.
     Unknown,
 }
 

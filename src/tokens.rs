@@ -20,6 +20,7 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// The encoding's tiktoken name: `"o200k_base"` or `"cl100k_base"`.
     pub fn as_str(self) -> &'static str {
         match self {
             Encoding::O200kBase => "o200k_base",
@@ -43,6 +44,7 @@ impl std::str::FromStr for Encoding {
 
 /// Counts the tokens of a text. Replaceable: the planner only ever calls this.
 pub trait TokenCounter: Send + Sync {
+    /// The number of tokens `text` encodes to.
     fn count(&self, text: &str) -> usize;
 }
 
@@ -95,7 +97,9 @@ pub struct CachedCounter {
     encoding: Encoding,
     counter: Box<dyn TokenCounter>,
     cache: Mutex<HashMap<u128, u32>>,
+    /// The estimate for each image part (default 1,600; images are not tokenized as text).
     pub image_tokens: u32,
+    /// The estimate for each file part (default 1,600).
     pub file_tokens: u32,
 }
 
@@ -127,6 +131,7 @@ impl CachedCounter {
         }
     }
 
+    /// The encoding counts are made with.
     pub fn encoding(&self) -> Encoding {
         self.encoding
     }
@@ -172,6 +177,8 @@ impl CachedCounter {
         REPLY_PRIMING + messages.iter().map(|m| self.message(m)).sum::<u32>()
     }
 
+    /// Tokens of one content part: its text, its tool call's name and input, its tool result's
+    /// output, or the image/file estimate; an unknown part as its JSON.
     pub fn part(&self, part: &Part) -> u32 {
         match part {
             Part::Text(p) | Part::Reasoning(p) => self.text(&p.text),

@@ -47,6 +47,7 @@ fn hash(bytes: &[u8]) -> u64 {
 pub struct RankData;
 
 impl RankData {
+    /// The first four bytes of a rank file.
     pub const MAGIC: &'static [u8; 4] = b"CCR1";
 
     /// Serializes tokens (index = rank) to the rank file format.
@@ -171,6 +172,7 @@ impl Bpe {
         })
     }
 
+    /// The encoding these ranks are for.
     pub fn encoding(&self) -> Encoding {
         self.encoding
     }
@@ -180,6 +182,7 @@ impl Bpe {
         self.offsets.len() - 1
     }
 
+    /// Whether there are no tokens (never for a loaded encoding).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
