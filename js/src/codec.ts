@@ -108,6 +108,16 @@ function failing(messages: unknown[], first: number, cause: unknown): CompactorE
   return new CompactorError('invalid_messages', `messages cannot be serialized as JSON: ${cause instanceof Error ? cause.message : String(cause)}`);
 }
 
+/** JSON.stringify for the other values the core parses (config, state, plan options, outcomes,
+ * loop state): a lone surrogate there (a summary or a loop iteration cut mid-emoji, a tool
+ * description) becomes U+FFFD, as the core does for messages, instead of failing the call. These
+ * are the host's own inputs to the core, nothing it hands back to the app, so nothing is kept. */
+export function stringify(value: unknown): string {
+  const json = JSON.stringify(value) as string;
+  if (!json.includes('\\ud')) return json;
+  return json.replace(/(\\*)\\u(d[89a-f][0-9a-f]{2})/g, (match, backslashes: string) => (backslashes.length % 2 === 0 ? `${backslashes}\ufffd` : match));
+}
+
 export function decode<T>(json: string, refs: unknown[]): T {
   const kept = originals.get(refs);
   if (!kept) return parse<T>(json, refs);

@@ -11,6 +11,7 @@ import {
   recoverySegment as coreRecoverySegment,
   withMemory as coreWithMemory,
 } from './wasm/context_compactor.js';
+import { stringify } from './codec.js';
 import { core } from './errors.js';
 import { assertInitialized } from './init.js';
 import type { SummaryRequest } from './types.js';
@@ -96,24 +97,24 @@ export const loopContext = {
   },
   addIteration(state: LoopState, iteration: Iteration, config: LoopConfig = {}): LoopStep {
     assertInitialized('loopContext.addIteration');
-    return step(core(() => loopAddIteration(JSON.stringify(state), JSON.stringify(iteration), JSON.stringify(config))));
+    return step(core(() => loopAddIteration(stringify(state), stringify(iteration), stringify(config))));
   },
   requestSummary(state: LoopState, config: LoopConfig = {}): LoopStep {
     assertInitialized('loopContext.requestSummary');
-    return step(core(() => loopRequestSummary(JSON.stringify(state), JSON.stringify(config))));
+    return step(core(() => loopRequestSummary(stringify(state), stringify(config))));
   },
   /** `result`: the summary text, or `{ error }` when the LLM call failed (nothing is lost;
    * the next interval retries). */
   applySummary(state: LoopState, id: string, result: string | { error: string }): LoopState {
     assertInitialized('loopContext.applySummary');
     const [summary, error] = typeof result === 'string' ? [result, undefined] : [undefined, result.error];
-    return JSON.parse(core(() => loopApplySummary(JSON.stringify(state), id, summary, error))) as LoopState;
+    return JSON.parse(core(() => loopApplySummary(stringify(state), id, summary, error))) as LoopState;
   },
   /** The prompt for the next iteration: goal, progress summary, recent iterations, state,
    * instructions — within the token budget. */
   buildPrompt(state: LoopState, config: LoopConfig = {}): string {
     assertInitialized('loopContext.buildPrompt');
-    return core(() => loopBuildPrompt(JSON.stringify(state), JSON.stringify(config)));
+    return core(() => loopBuildPrompt(stringify(state), stringify(config)));
   },
 };
 

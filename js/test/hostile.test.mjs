@@ -154,6 +154,28 @@ test('a transcript of a conversation with lone surrogates is stored as the origi
   assert.deepEqual(result.messages.at(-1), chat.at(-1));
 });
 
+test('lone surrogates in the other inputs (summaries, instructions, tool definitions, model, loop state) are U+FFFD, never malformed_json', async () => {
+  const chat = [{ role: 'system', content: 'agent' }];
+  for (let t = 0; t < 40; t++) {
+    chat.push({ role: 'user', content: `Q ${t} ` + 'budget window cache parser '.repeat(40) });
+    chat.push({ role: 'assistant', content: 'A ' + 'plan summary tool result '.repeat(60) });
+  }
+  const summarized = await (await createCompactor({ contextWindow: 8_000, summarize: async () => `Summary cut ${cut}` })).manage(chat);
+  assert.ok(summarized.events.some((e) => e.strategy === 'summarize' && e.status === 'applied'));
+  assert.ok(summarized.messages[1].content.includes('Summary cut \ufffd'));
+  const custom = await (await createCompactor({ contextWindow: 8_000, onPreCompact: () => ({ customSummary: `Custom ${tail}` }) })).manage(chat);
+  assert.ok(custom.messages[1].content.includes('Custom \ufffd'));
+  const manual = await (await createCompactor({ contextWindow: 8_000 })).compact(chat, { instructions: `keep the ${cut} names` });
+  assert.ok(manual.plan.actions.find((a) => a.type === 'summarize').request.prompt.includes('keep the \ufffd names'));
+  const withTools = await createCompactor({ contextWindow: 8_000, tools: [{ name: `lookup${tail}`, description: `finds ${cut}` }] });
+  assert.ok(withTools.usage(chat).tokens > 0);
+  assert.equal((await createCompactor({ model: `gpt-4o${cut}` })).model.name, `gpt-4o\ufffd`);
+  const { loopContext } = await import('../dist/entry/node.js');
+  let state = loopContext.create(`ship it ${cut}`, 0);
+  for (let i = 1; i <= 3; i++) state = loopContext.addIteration(state, { unixMs: i, output: `step ${i} ${tail}` }).state;
+  assert.match(loopContext.buildPrompt(state), /ship it \ufffd/);
+});
+
 /** An object nested `depth` levels deep: {a: {a: ... 1}}. */
 function nestedObject(depth) {
   const root = {};
