@@ -171,7 +171,11 @@ fn nesting_up_to_the_limit_parses() {
         depth += 1;
         value = inner;
     }
-    assert_eq!(depth, MAX_NESTING - 4, "input objects from level 5 to the limit");
+    assert_eq!(
+        depth,
+        MAX_NESTING - 4,
+        "input objects from level 5 to the limit"
+    );
     Compactor::new(Config::default())
         .unwrap()
         .plan(&messages)
@@ -236,4 +240,72 @@ fn typed_errors_serialize_with_code_index_and_field() {
         .as_str()
         .unwrap()
         .starts_with("content[0].input.a"));
+}
+
+/// JSON text of UTF-16 `units` as `JSON.stringify` writes it: lone surrogates as `\uXXXX`
+/// escapes (upper or lower case hex), everything else as serde_json escapes it.
+fn js_json_string(units: &[u16], upper: bool) -> String {
+    let mut out = String::from("\"");
+    let mut i = 0;
+    while i < units.len() {
+        let unit = units[i];
+        let pair = (0xD800..=0xDBFF).contains(&unit)
+            && units
+                .get(i + 1)
+                .is_some_and(|u| (0xDC00..=0xDFFF).contains(u));
+        if pair {
+            let c = char::decode_utf16([unit, units[i + 1]])
+                .next()
+                .unwrap()
+                .unwrap();
+            out.push(c);
+            i += 2;
+            continue;
+        }
+        if (0xD800..=0xDFFF).contains(&unit) {
+            out.push_str(&if upper {
+                format!("\\u{unit:04X}")
+            } else {
+                format!("\\u{unit:04x}")
+            });
+        } else {
+            let c = char::from_u32(u32::from(unit)).unwrap();
+            let quoted = serde_json::to_string(&c.to_string()).unwrap();
+            out.push_str(&quoted[1..quoted.len() - 1]);
+        }
+        i += 1;
+    }
+    out.push('"');
+    out
+}
+
+#[test]
+fn random_utf16_with_lone_surrogates_parses_as_from_utf16_lossy() {
+    // `String::from_utf16_lossy` replaces each unpaired surrogate with one U+FFFD: the same rule
+    // as JS `toWellFormed()` and tiktoken's `decode("utf-16", "replace")`.
+    let alphabet: &[u16] = &[
+        0x61, 0x20, 0x22, 0x5C, 0x0A, 0x75, 0x64, 0xE9, 0x65E5, 0xFFFD, 0xD83D, 0xDE00, 0xD800,
+        0xDBFF, 0xDC00, 0xDFFF,
+    ];
+    let mut state = 0x9E37_79B9u32;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    for case in 0..3_000 {
+        let len = (next() % 24) as usize;
+        let units: Vec<u16> = (0..len)
+            .map(|_| alphabet[next() as usize % alphabet.len()])
+            .collect();
+        let upper = case % 2 == 0;
+        let json = format!(
+            r#"[{{"role":"user","content":{}}}]"#,
+            js_json_string(&units, upper)
+        );
+        let messages = parse_messages(&json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        let want = String::from_utf16_lossy(&units);
+        assert_eq!(text_of(&messages[0]), want, "{json}");
+    }
 }

@@ -154,6 +154,41 @@ test('a transcript of a conversation with lone surrogates is stored as the origi
   assert.deepEqual(result.messages.at(-1), chat.at(-1));
 });
 
+test('random cuts of emoji-rich text, anywhere in a conversation: counted as their well-formed form, given back unchanged', async () => {
+  const source = 'Résumé 😀 naïve 🎉 日本語 👩‍💻 emoji ✅ 𝕳𝖊𝖑𝖑𝖔 "quoted" \\ backslash \n newline ';
+  let seed = 0x2545f491;
+  const rand = (n) => {
+    seed ^= seed << 13; seed >>>= 0; seed ^= seed >>> 17; seed ^= seed << 5; seed >>>= 0;
+    return seed % n;
+  };
+  const piece = () => {
+    const from = rand(source.length);
+    return source.slice(from, from + 1 + rand(12)).repeat(1 + rand(3));
+  };
+  const wellFormed = (value) => JSON.parse(JSON.stringify(value, (_k, v) => (typeof v === 'string' ? v.toWellFormed() : v)));
+  for (let round = 0; round < 40; round++) {
+    const store = new MemoryStore();
+    const compactor = await createCompactor({ contextWindow: 16_000, store });
+    const id = `id${piece()}`;
+    const big = Array.from({ length: 3_000 }, (_, i) => `${i} ${piece()}`).join('\n');
+    const messages = [
+      { role: 'system', content: piece() },
+      { role: 'user', content: [{ type: 'text', text: piece() }, { type: 'text', text: piece() }] },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: `t${piece()}`, input: { [piece()]: [piece(), { k: piece() }] } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'fetch', output: { type: 'text', value: big } }] },
+      { role: 'user', content: piece() },
+    ];
+    // Keys of the input may repeat: compare against the same object as JSON would see it.
+    const fixed = wellFormed(messages);
+    assert.equal(compactor.usage(messages).tokens, (await createCompactor({ contextWindow: 16_000 })).usage(fixed).tokens, `round ${round}`);
+    const result = await compactor.manage(messages);
+    const path = result.plan.actions.find((a) => a.type === 'offload')?.path;
+    assert.ok(path, `round ${round}`);
+    assert.ok((await store.read(path)) === big, `round ${round}: stored exactly`);
+    for (const i of [0, 1, 2, 4]) assert.deepEqual(result.messages[i], messages[i], `round ${round}, message ${i}`);
+  }
+});
+
 test('lone surrogates in the other inputs (summaries, instructions, tool definitions, model, loop state) are U+FFFD, never malformed_json', async () => {
   const chat = [{ role: 'system', content: 'agent' }];
   for (let t = 0; t < 40; t++) {
