@@ -30,11 +30,13 @@ export function check(results) {
       // calls; `ratios` reports them against long-lived smart until the core records its
       // compactions by content, and then these margins tighten.
       if (baseOf(r.contender)) continue;
-      // Where the unmanaged session overflows, management must pay for itself; where it fits
-      // (a real session of ~90k tokens in a 128k window), a compaction the estimate fires (a
-      // Claude model counts more than o200k) may cost a little, never a quarter more.
-      if (none.overWindow > 0 && r.cost > 0.8 * none.cost) fail(r, `cost ${r.cost} is over 80 % of no management's ${none.cost}`);
-      if (none.overWindow === 0 && r.cost > 1.25 * none.cost) fail(r, `cost ${r.cost} is over 125 % of no management's ${none.cost}, which fits the window`);
+      // Where the unmanaged session overflows on most calls, management must pay for itself
+      // (≤ 80 %); where it overflows only near the end (the real Claude Code session at 128k:
+      // 67 of 263 calls), it must not cost more than none; where it fits (a real session of
+      // ~90k tokens in a 128k window), a compaction the estimate fires (a Claude model counts
+      // more than o200k) may cost a little, never a quarter more.
+      const limit = none.overWindow >= none.calls / 2 ? 0.8 : none.overWindow > 0 ? 1 : 1.25;
+      if (r.cost > limit * none.cost) fail(r, `cost ${r.cost} is over ${100 * limit} % of no management's ${none.cost} (over the window on ${none.overWindow} of ${none.calls} calls)`);
       // Re-compacting the same span every turn (summaries and cache misses on every call) is
       // the regression this catches (it made a summary and a break on 91 % of the calls); today
       // smart and aggressive are under a sixth of the calls, simple (truncation) under 30 %.

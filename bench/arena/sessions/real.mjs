@@ -1,5 +1,6 @@
-// Real recorded agent sessions: public trajectories of real agents on real tasks, converted to
-// AI SDK `ModelMessage[]` (main agent only). Each source is pinned by repository, commit, path
+// Real recorded agent sessions: public trajectories of real agents on real tasks (mini-swe-agent
+// runs on SWE-bench, a Claude Code session log), converted to AI SDK `ModelMessage[]` (main agent
+// only). Each source is pinned by repository, commit, path
 // and git blob id in `REAL` (and in `real/<name>/SOURCE.md`, with its licence).
 //
 // The raw files are not committed: what the `fetch` mirror brings stays out of this repository.
@@ -46,6 +47,17 @@ export const REAL = {
     bytes: 1_216_630,
     format: 'mini-swe-agent-toolcall',
     description: 'mini-swe-agent 2.2.7 (tool calls, one per step) with deepseek-chat on SWE-bench dev sqlfluff__sqlfluff-1733: one task, 157 bash calls, submitted',
+  },
+  'claude-code-wallpaper': {
+    repository: 'reality2-roycdavies/cosmic-bing-wallpaper',
+    ref: 'HEAD',
+    commit: 'eb3f5f7afe7eb482f1e989701a47d2fae9746745',
+    licence: 'MIT (LICENSE: "Copyright (c) 2026 Roy C. Davies")',
+    path: 'docs/transcripts/conversation-part2-refinement.jsonl',
+    blob: '91084fc18002ae083d7645d1d1b3dad4497dab50',
+    bytes: 2_373_225,
+    format: 'claude-code-jsonl',
+    description: 'Claude Code (Opus 4.5) with its developer over 45 user turns: code review, fixes, GitHub release, AppImage installer, a system-tray version, systemd autostart; 242 tool calls (Bash, Edit, Read, Write, ...)',
   },
 };
 
@@ -164,6 +176,103 @@ export function convertMiniSweAgent(traj) {
   return { system, tools: { bash: BASH }, messages };
 }
 
+/** The text of a Claude Code tool result's `content`: a string, or blocks (text kept, others named). */
+function resultText(content) {
+  if (typeof content === 'string') return content;
+  return (content ?? []).map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n');
+}
+
+/** A JSON schema for a tool from the inputs it was called with: each key seen, typed as seen. */
+function schemaFromInputs(inputs) {
+  const properties = {};
+  for (const input of inputs) {
+    for (const [key, value] of Object.entries(input)) {
+      properties[key] ??= { type: Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value === 'object' ? 'object' : typeof value };
+    }
+  }
+  return { type: 'object', properties };
+}
+
+/** The system prompt of a converted Claude Code session: the log does not record Claude Code's. */
+export const CLAUDE_CODE_SYSTEM =
+  'You are Claude Code, an interactive coding agent working in the user\'s repository with the tools given. (Claude Code\'s own system prompt is not recorded in its session log; this line stands in for it.)';
+
+/**
+ * A Claude Code session log (JSONL: one record per line) as `{system, tools, messages}`, main
+ * agent only:
+ * - records other than `user` / `assistant`, side chains (sub-agents), meta messages and the
+ *   summary Claude Code wrote at its own compaction (`isCompactSummary`) are left out: the raw
+ *   history is what the user and the tools said, whole, as the app would keep it;
+ * - the records of one API response (one per content block, same `message.id`) become one
+ *   assistant message: its text blocks joined into one leading text part, one tool-call part per
+ *   `tool_use` (recorded ids); thinking blocks are left out (their text is not in the log);
+ * - tool results become `tool-result` parts `{type: 'text', value}` (text blocks joined, other
+ *   blocks named), consecutive ones one tool message in call order; a user's own text, a user
+ *   message;
+ * - a recording that stops mid-step (a call without its result) ends at its last complete turn.
+ * Tool definitions are derived from the inputs each tool was called with (the log has none), and
+ * the system prompt is `CLAUDE_CODE_SYSTEM`.
+ */
+export function convertClaudeCode(jsonl) {
+  const records = jsonl
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line));
+  const messages = [];
+  const inputs = new Map();
+  let responseId = null;
+  for (const r of records) {
+    if ((r.type !== 'user' && r.type !== 'assistant') || r.isSidechain || r.isMeta || r.isCompactSummary) continue;
+    const content = r.message.content;
+    if (r.type === 'assistant') {
+      let m = messages.at(-1);
+      if (!(m?.role === 'assistant' && responseId === r.message.id)) {
+        m = { role: 'assistant', content: [] };
+        messages.push(m);
+        responseId = r.message.id;
+      }
+      for (const b of content) {
+        if (b.type === 'text' && b.text.trim()) {
+          if (m.content[0]?.type === 'text') m.content[0].text += `\n\n${b.text}`;
+          else m.content.unshift({ type: 'text', text: b.text });
+        } else if (b.type === 'tool_use') {
+          m.content.push({ type: 'tool-call', toolCallId: b.id, toolName: b.name, input: b.input });
+          if (!inputs.has(b.name)) inputs.set(b.name, []);
+          inputs.get(b.name).push(b.input);
+        }
+      }
+      continue;
+    }
+    responseId = null;
+    const blocks = typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+    for (const b of blocks) {
+      if (b.type === 'tool_result') {
+        const call = messages.findLast((m) => m.role === 'assistant')?.content.find((p) => p.type === 'tool-call' && p.toolCallId === b.tool_use_id);
+        if (!call) throw new Error(`a tool result for unknown call ${b.tool_use_id}`);
+        const part = { type: 'tool-result', toolCallId: b.tool_use_id, toolName: call.toolName, output: { type: 'text', value: resultText(b.content) } };
+        if (messages.at(-1).role === 'tool') messages.at(-1).content.push(part);
+        else messages.push({ role: 'tool', content: [part] });
+      } else if (b.type === 'text') {
+        if (messages.at(-1)?.role === 'user') messages.at(-1).content += `\n\n${b.text}`;
+        else messages.push({ role: 'user', content: b.text });
+      }
+    }
+  }
+  // Drop responses left empty (thinking only), then end at the last complete turn.
+  const kept = messages.filter((m) => m.role !== 'assistant' || m.content.length);
+  const complete = (m, next) => m.role === 'assistant' && m.content.every((p) => p.type === 'text') && (!next || next.role === 'user');
+  let end = kept.length;
+  while (end > 0 && !complete(kept[end - 1], kept[end])) end--;
+  const out = kept.slice(0, end);
+  for (let i = 1; i < out.length; i++) {
+    if (out[i].role !== 'tool') continue;
+    const order = out[i - 1].content.filter((p) => p.type === 'tool-call').map((p) => p.toolCallId);
+    out[i].content.sort((a, b) => order.indexOf(a.toolCallId) - order.indexOf(b.toolCallId));
+  }
+  const tools = Object.fromEntries([...inputs].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, seen]) => [name, { description: `Claude Code's ${name} tool`, inputSchema: schemaFromInputs(seen) }]));
+  return { system: CLAUDE_CODE_SYSTEM, tools, messages: out };
+}
+
 /** The raw texts of a message (tool-call inputs as their string values, not JSON). */
 function rawTexts(m) {
   if (typeof m.content === 'string') return [m.content];
@@ -178,7 +287,7 @@ function rawTexts(m) {
 
 /**
  * Needles derived from the data: lines the agent wrote into a tool call at message `neededAt`
- * (25–200 characters, with a word in them) whose last earlier occurrence is a tool output at
+ * (25–200 characters, words with a space between: not a bare path) whose last earlier occurrence is a tool output at
  * message `messageIndex`, at least `minGap` messages before — so at that step the model needed
  * an output it had seen that long ago (it may have seen it before too). One per source message,
  * at most `max`, spread evenly over the candidates.
@@ -195,7 +304,7 @@ export function deriveNeedles(messages, { max = 8, minGap = Math.max(20, Math.ro
         if (typeof v !== 'string') continue;
         for (const raw of v.split('\n')) {
           const line = raw.trim();
-          if (line.length < 25 || line.length > 200 || !/[A-Za-z_]{4}/.test(line) || seen.has(line)) continue;
+          if (line.length < 25 || line.length > 200 || !/[A-Za-z_]{4}/.test(line) || !/\S\s+\S/.test(line) || seen.has(line)) continue;
           let i = j - 1;
           while (i >= 0 && !texts[i].includes(line)) i--;
           if (i < 0 || messages[i].role !== 'tool' || j - i < minGap) continue;
@@ -220,9 +329,10 @@ export function deriveNeedles(messages, { max = 8, minGap = Math.max(20, Math.ro
 export function loadReal(name, options) {
   const source = REAL[name];
   if (!source) throw new Error(`unknown real session ${JSON.stringify(name)}`);
-  const raw = JSON.parse(rawFile(name, options).toString('utf8'));
-  if (source.format !== 'mini-swe-agent-toolcall') throw new Error(`${name}: unknown format ${source.format}`);
-  const { system, tools, messages } = convertMiniSweAgent(raw);
+  const text = rawFile(name, options).toString('utf8');
+  const convert = { 'mini-swe-agent-toolcall': (t) => convertMiniSweAgent(JSON.parse(t)), 'claude-code-jsonl': convertClaudeCode }[source.format];
+  if (!convert) throw new Error(`${name}: unknown format ${source.format}`);
+  const { system, tools, messages } = convert(text);
   return { name, description: source.description, system, tools, messages, needles: deriveNeedles(messages), source };
 }
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { init, countTokens } from 'context-compactor';
 import { modelMessageSchema } from 'ai';
-import { available, blobId, convertMiniSweAgent, deriveNeedles, loadReal, rawFile, REAL } from './real.mjs';
+import { available, blobId, CLAUDE_CODE_SYSTEM, convertClaudeCode, convertMiniSweAgent, deriveNeedles, loadReal, rawFile, REAL } from './real.mjs';
 import { generate, defaultSessions } from './index.mjs';
 import { sessionStats, validateShape } from './lib.mjs';
 
@@ -70,6 +70,59 @@ test('convertMiniSweAgent refuses a result without a call and calls left without
   assert.throws(() => convertMiniSweAgent(u), /without results/);
 });
 
+/** A small Claude Code session log: records as Claude Code writes them. */
+function claudeCodeLog() {
+  const a = (id, block, extra = {}) => ({ type: 'assistant', isSidechain: false, message: { id, role: 'assistant', content: [block] }, ...extra });
+  const u = (content, extra = {}) => ({ type: 'user', isSidechain: false, message: { role: 'user', content }, ...extra });
+  const result = (id, content) => u([{ type: 'tool_result', tool_use_id: id, content }]);
+  return [
+    { type: 'summary', summary: 'Earlier work' },
+    u('Review the code.'),
+    a('m1', { type: 'thinking', thinking: '', signature: 'x' }),
+    a('m1', { type: 'text', text: 'Reading both files.' }),
+    a('m1', { type: 'tool_use', id: 't1', name: 'Read', input: { file_path: '/a.rs' } }),
+    a('m1', { type: 'tool_use', id: 't2', name: 'Read', input: { file_path: '/b.rs', limit: 20 } }),
+    result('t2', [{ type: 'text', text: 'fn b() {}' }, { type: 'image', source: {} }]),
+    result('t1', 'fn a() {}'),
+    { type: 'user', isSidechain: true, message: { role: 'user', content: 'a sub-agent prompt' } },
+    { type: 'system', subtype: 'compact_boundary' },
+    u('This session is being continued from a previous conversation...', { isCompactSummary: true }),
+    a('m2', { type: 'text', text: 'Both fine.' }),
+    { type: 'system', subtype: 'turn_duration' },
+    u('Commit.'),
+    a('m3', { type: 'tool_use', id: 't3', name: 'Bash', input: { command: 'git commit -am x' } }),
+  ]
+    .map((r) => JSON.stringify(r))
+    .join('\n');
+}
+
+test('convertClaudeCode: one message per API response, results in call order, Claude Code\'s own summary and side chains out, ends at the last complete turn', () => {
+  const s = convertClaudeCode(claudeCodeLog());
+  assert.equal(s.system, CLAUDE_CODE_SYSTEM);
+  assert.deepEqual(
+    s.messages.map((m) => m.role),
+    ['user', 'assistant', 'tool', 'assistant'],
+    'the last turn stops mid-step (a call without a result): it is left out',
+  );
+  assert.deepEqual(s.messages[1].content, [
+    { type: 'text', text: 'Reading both files.' },
+    { type: 'tool-call', toolCallId: 't1', toolName: 'Read', input: { file_path: '/a.rs' } },
+    { type: 'tool-call', toolCallId: 't2', toolName: 'Read', input: { file_path: '/b.rs', limit: 20 } },
+  ]);
+  assert.deepEqual(
+    s.messages[2].content.map((p) => [p.toolCallId, p.output.value]),
+    [
+      ['t1', 'fn a() {}'],
+      ['t2', 'fn b() {}\n[image]'],
+    ],
+  );
+  assert.deepEqual(s.messages[3].content, [{ type: 'text', text: 'Both fine.' }]);
+  assert.deepEqual(s.tools.Read.inputSchema, { type: 'object', properties: { file_path: { type: 'string' }, limit: { type: 'number' } } });
+  assert.deepEqual(Object.keys(s.tools), ['Bash', 'Read'], 'every tool called, sorted');
+  assert.deepEqual(validateShape({ ...s, needles: [] }), []);
+  for (const m of s.messages) assert.ok(modelMessageSchema.safeParse(m).success);
+});
+
 test('deriveNeedles: a line written into a late call, last seen in a tool output long before', () => {
   const line = 'return compute_the_answer(alpha, beta, gamma)';
   const messages = [{ role: 'user', content: 'task' }];
@@ -102,7 +155,6 @@ test('the default sessions include a real one only when its data is here', () =>
 
 for (const name of Object.keys(REAL)) {
   test(`${name}: the pinned trajectory as an arena session`, { skip: available(name) ? false : `no data for ${name} here (see real.mjs)` }, async (t) => {
-    const raw = JSON.parse(rawFile(name).toString('utf8'));
     const s = generate(name);
 
     await t.test('loads deterministically, every message an AI SDK ModelMessage', () => {
@@ -114,30 +166,46 @@ for (const name of Object.keys(REAL)) {
       });
     });
 
-    await t.test('keeps every step, call and output of the main agent', () => {
-      const assistants = raw.messages.filter((m) => m.role === 'assistant');
-      const calls = assistants.flatMap((m) => m.tool_calls ?? []);
-      const st = sessionStats(s, countTokens);
-      assert.equal(st.steps, assistants.length + 1, 'one closing step');
-      assert.equal(st.toolCalls, calls.length);
+    await t.test('keeps every call and output of the main agent, with the recorded ids', () => {
+      const text = rawFile(name).toString('utf8');
+      const raw = [];
+      const results = new Map();
+      if (REAL[name].format === 'claude-code-jsonl') {
+        for (const r of text.split('\n').filter(Boolean).map((l) => JSON.parse(l))) {
+          if (r.isSidechain || !Array.isArray(r.message?.content)) continue;
+          for (const b of r.message.content) {
+            if (b.type === 'tool_use') raw.push(b.id);
+            if (b.type === 'tool_result') results.set(b.tool_use_id, typeof b.content === 'string' ? b.content : b.content.map((x) => (x.type === 'text' ? x.text : `[${x.type}]`)).join('\n'));
+          }
+        }
+      } else {
+        const traj = JSON.parse(text);
+        for (const m of traj.messages) {
+          for (const c of m.tool_calls ?? []) raw.push(c.id);
+          if (m.role === 'tool') results.set(m.tool_call_id, m.content);
+        }
+        results.set(raw.at(-1), traj.messages.at(-1).content); // the submit command: its exit record
+      }
       const ids = s.messages.flatMap((m) => (m.role === 'assistant' ? m.content.filter((p) => p.type === 'tool-call').map((p) => p.toolCallId) : []));
-      assert.deepEqual(ids, calls.map((c) => c.id), 'recorded ids, in order');
       assert.equal(new Set(ids).size, ids.length);
-      const outputs = new Map(s.messages.flatMap((m) => (m.role === 'tool' ? m.content.map((p) => [p.toolCallId, p.output.value]) : [])));
-      for (const m of raw.messages.filter((x) => x.role === 'tool')) assert.equal(outputs.get(m.tool_call_id), m.content);
-      assert.equal(s.messages[0].content, raw.messages.find((m) => m.role === 'user').content);
+      assert.deepEqual(ids, raw.slice(0, ids.length), 'the recorded calls, in order');
+      assert.ok(raw.length - ids.length <= 1, `${raw.length - ids.length} calls left out (only a last one without a result may be)`);
+      for (const m of s.messages) if (m.role === 'tool') for (const p of m.content) assert.equal(p.output.value, results.get(p.toolCallId), p.toolCallId);
+      const st = sessionStats(s, countTokens);
       assert.ok(st.tokens > 60_000, `${st.tokens} tokens: long enough to overflow a 32k window twice over`);
+      assert.ok(st.toolCalls > 100, `${st.toolCalls} tool calls`);
     });
 
     await t.test('derived needles: seen in a tool output, absent until written into a later call', () => {
-      const texts = s.messages.map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? p.input.command : p.output.value)).join('\n')));
+      const inputs = (p) => Object.values(p.input).filter((v) => typeof v === 'string');
+      const texts = s.messages.map((m) => (typeof m.content === 'string' ? m.content : m.content.flatMap((p) => (p.type === 'text' ? [p.text] : p.type === 'tool-call' ? inputs(p) : [p.output.value])).join('\n')));
       for (const n of s.needles) {
         assert.equal(s.messages[n.messageIndex].role, 'tool', n.id);
         assert.ok(texts[n.messageIndex].includes(n.value), `${n.id} in its tool output`);
         for (let k = n.messageIndex + 1; k < n.neededAt; k++) assert.ok(!texts[k].includes(n.value), `${n.id} seen again at ${k}`);
         const step = s.messages[n.neededAt];
         assert.equal(step.role, 'assistant');
-        assert.ok(step.content.some((p) => p.type === 'tool-call' && p.input.command.includes(n.value)), `${n.id} written into the call`);
+        assert.ok(step.content.some((p) => p.type === 'tool-call' && inputs(p).some((v) => v.includes(n.value))), `${n.id} written into the call`);
         assert.ok(n.neededAt - n.messageIndex >= 0.1 * s.messages.length, `${n.id}: gap ${n.neededAt - n.messageIndex}`);
       }
       assert.equal(new Set(s.needles.map((n) => n.messageIndex)).size, s.needles.length, 'one needle per source output');
