@@ -79,7 +79,7 @@ async function main() {
   const sessions = [];
   for (const name of values.sessions.split(',')) {
     const session = generate(name, { scale });
-    sessions.push({ name, description: session.description, messages: session.messages.length, needles: session.needles.length, scale });
+    sessions.push({ name, description: session.description, messages: session.messages.length, needles: session.needles.length, ...(session.source ? { source: session.source } : { scale }) });
     for (const window of windows) {
       for (const contender of contenders) {
         const r = await runOne(contender, session, window);

@@ -39,6 +39,11 @@ export function markdown(report) {
   }
   out.push('Contenders:', '');
   for (const c of report.contenders) out.push(`- **${c.name}**: ${c.via}`);
+  const real = report.sessions.filter((x) => x.source);
+  if (real.length) {
+    out.push('', 'Real sessions:', '');
+    for (const x of real) out.push(`- **${x.name}**: ${x.source.repository} \`${x.source.path}\` at ${x.source.commit.slice(0, 8)} (blob ${x.source.blob.slice(0, 8)}; ${x.source.licence})`);
+  }
   const b = report.build;
   const built = b ? ` context-compactor build ${b.dist} (commit ${b.commit}${b.uncommitted ? ', with uncommitted changes to src/ or js/src/' : ''}).` : '';
   out.push('', `Node ${report.node}, ${report.date.slice(0, 10)}.${built}`, '');

@@ -161,7 +161,9 @@ test('the report: prefix breaks per 100 calls, and the host shapes against long-
     { ...base, contender: 'context-compactor smart', prefixBreaks: 10, summarizerCalls: 4, cost: 100 },
     { ...base, contender: 'context-compactor smart (middleware)', prefixBreaks: 30, summarizerCalls: 4, cost: 250 },
   ];
-  const md = markdown({ date: '2026-01-01T00:00:00Z', node: 'v20', sessions: [{ name: 's' }], contenders: [], results });
+  const source = { repository: 'o/r', path: 'a/b.json', commit: 'c'.repeat(40), blob: 'b'.repeat(40), licence: 'MIT' };
+  const md = markdown({ date: '2026-01-01T00:00:00Z', node: 'v20', sessions: [{ name: 's', source }], contenders: [], results });
+  assert.match(md, /- \*\*s\*\*: o\/r `a\/b\.json` at cccccccc \(blob bbbbbbbb; MIT\)/);
   assert.match(md, /\| context-compactor smart \| 0 \/ 200 \| 0 \| 1 \| 1 \| 100 \| 10 \| 5\.0 \| 4 \|/);
   assert.match(md, /\| s \| 32k \| context-compactor smart \(middleware\) \| 2\.50× \| 1\.00× \| 3\.00× \|/);
 });
