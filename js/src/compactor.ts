@@ -638,6 +638,16 @@ function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): ToolDef
 /** A cheap mark of a message's shape and sizes (role, each part's type and text or value
  * length), so that an edit in place that changes a size is seen as a change by `#sync`. */
 function mark(message: unknown): number {
+  try {
+    return shapeMark(message);
+  } catch {
+    // Unreadable (a throwing getter, a revoked proxy): never equal, so it is encoded, and the
+    // codec names the message and field in a typed error.
+    return NaN;
+  }
+}
+
+function shapeMark(message: unknown): number {
   if (message === null || typeof message !== 'object') return -1;
   const { role, content } = message as { role?: unknown; content?: unknown };
   let h = typeof role === 'string' ? role.length : -2;

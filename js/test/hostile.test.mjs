@@ -275,6 +275,11 @@ test('NaN, Infinity, undefined, BigInt, Symbol, functions, cycles, throwing gett
   invalid([callWith({ items: cyclicArray })], 0, 'content[0].input.items[0]', /cyclic/);
   invalid([callWith({ get secret() { throw new Error('no access'); } })], 0, 'content[0].input.secret', /no access/);
   invalid([callWith({ when: { toJSON() { throw new Error('bad date'); } } })], 0, 'content[0].input.when', /bad date/);
+  invalid([{ role: 'user', get content() { throw new Error('gone'); } }], 0, 'content', /gone/);
+  invalid([{ role: 'user', content: [{ type: 'text', get text() { throw new Error('gone too'); } }] }], 0, 'content[0].text', /gone too/);
+  const revocable = Proxy.revocable({ role: 'user', content: 'x' }, {});
+  revocable.revoke();
+  invalid([{ role: 'user', content: 'ok' }, revocable.proxy], 1, '', /revoked/);
   for (const messages of [undefined, null, 42, 'text', Symbol('m'), () => []]) {
     typed(() => compactor.usage(messages), (e) => assert.equal(e.code, 'invalid_messages'));
   }
