@@ -72,3 +72,38 @@ export function ratios(results) {
   }
   return out;
 }
+
+/** The peers smart's cost is held against (issue 14): the managers that keep the history. */
+export const PEERS = ['langchain summarization', 'langchain context-editing', 'deepagents'];
+
+/**
+ * Issue 14's targets per session and window, reported (not checked): smart's cost against the
+ * cheapest of `PEERS`, its prefix breaks against DeepAgents', and whether the host shapes are
+ * within 5 % of long-lived smart on cost, summarizer calls and prefix breaks. Rows only where
+ * smart and at least one peer ran.
+ */
+export function targets(results) {
+  const ok = results.filter((r) => !r.error);
+  const out = [];
+  for (const smart of ok.filter((r) => r.contender === 'context-compactor smart')) {
+    const same = ok.filter((r) => r.session === smart.session && r.window === smart.window);
+    const peers = same.filter((r) => PEERS.includes(r.contender));
+    if (!peers.length) continue;
+    const cheapest = peers.reduce((a, b) => (b.cost < a.cost ? b : a));
+    const deep = peers.find((r) => r.contender === 'deepagents');
+    const shapes = ratios(same).filter((r) => r.base === 'context-compactor smart');
+    out.push({
+      session: smart.session,
+      window: smart.window,
+      cost: smart.cost,
+      cheapest: cheapest.contender,
+      cheapestCost: cheapest.cost,
+      costMet: smart.cost <= cheapest.cost,
+      breaks: smart.prefixBreaks,
+      deepagentsBreaks: deep?.prefixBreaks,
+      breaksMet: deep ? smart.prefixBreaks <= deep.prefixBreaks : undefined,
+      shapesMet: shapes.length ? shapes.every((s) => [s.cost, s.summarizerCalls, s.prefixBreaks].every((v) => v <= 1.05 && v >= 0.95)) : undefined,
+    });
+  }
+  return out;
+}

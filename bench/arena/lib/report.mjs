@@ -1,6 +1,6 @@
 // The arena's Markdown: one table per session and window, rows in the contenders' order, then
 // the host-shape variants against their long-lived preset.
-import { ratios } from './check.mjs';
+import { ratios, targets } from './check.mjs';
 
 const k = (n) => (n >= 10_000_000 ? `${(n / 1e6).toFixed(1)}M` : n >= 10_000 ? `${Math.round(n / 1000)}k` : String(n));
 
@@ -35,6 +35,14 @@ export function markdown(report) {
     out.push('### Host shapes against the long-lived compactor', '', 'Each figure is the variant\'s over the long-lived preset\'s on the same session and window (1.00 = the same).', '');
     out.push('| session | window | contender | cost | summarizer calls | prefix breaks |', '|---|---:|---|---:|---:|---:|');
     for (const r of rs) out.push(`| ${r.session} | ${k(r.window)} | ${r.contender} | ${x(r.cost)} | ${x(r.summarizerCalls)} | ${x(r.prefixBreaks)} |`);
+    out.push('');
+  }
+  const ts = targets(report.results);
+  if (ts.length) {
+    const mark = (met) => (met === undefined ? '–' : met ? '✓' : '✗');
+    out.push('### Issue 14 targets (reported, not checked)', '', 'smart\'s cost against the cheapest of LangChain summarization, LangChain context editing and DeepAgents; its prefix breaks against DeepAgents\'; the host shapes within 5 % of long-lived smart on cost, summarizer calls and prefix breaks.', '');
+    out.push('| session | window | smart cost | cheapest peer | cost ≤ | smart breaks | DeepAgents breaks | breaks ≤ | host shapes within 5 % |', '|---|---:|---:|---|:-:|---:|---:|:-:|:-:|');
+    for (const t of ts) out.push(`| ${t.session} | ${k(t.window)} | ${k(t.cost)} | ${t.cheapest} ${k(t.cheapestCost)} | ${mark(t.costMet)} | ${t.breaks} | ${t.deepagentsBreaks ?? '–'} | ${mark(t.breaksMet)} | ${mark(t.shapesMet)} |`);
     out.push('');
   }
   out.push('Contenders:', '');

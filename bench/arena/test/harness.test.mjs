@@ -205,3 +205,21 @@ test('the scorer: a needle checked again (a retried call) counts once, as the la
   const r = scorer.result(() => false);
   assert.deepEqual([r.needles, r.needlesInPrompt, r.needlesLost], [1, 0, ['n']]);
 });
+
+test('issue 14 targets: smart against the cheapest peer and DeepAgents\' breaks, the host shapes within 5 %', async () => {
+  const { targets } = await import('../lib/check.mjs');
+  const base = { session: 's', window: 32_000, calls: 100 };
+  const results = [
+    { ...base, contender: 'langchain summarization', cost: 500, prefixBreaks: 4 },
+    { ...base, contender: 'deepagents', cost: 450, prefixBreaks: 3 },
+    { ...base, contender: 'context-compactor smart', cost: 440, prefixBreaks: 6, summarizerCalls: 4 },
+    { ...base, contender: 'context-compactor smart (stateless)', cost: 460, prefixBreaks: 6, summarizerCalls: 4 },
+    { ...base, contender: 'context-compactor smart (middleware)', cost: 440, prefixBreaks: 6, summarizerCalls: 4 },
+  ];
+  assert.deepEqual(targets(results), [
+    { session: 's', window: 32_000, cost: 440, cheapest: 'deepagents', cheapestCost: 450, costMet: true, breaks: 6, deepagentsBreaks: 3, breaksMet: false, shapesMet: true },
+  ]);
+  results[3] = { ...results[3], summarizerCalls: 5 };
+  assert.equal(targets(results)[0].shapesMet, false, '5 summaries against 4 is 25 % over');
+  assert.deepEqual(targets(results.filter((r) => r.contender.startsWith('context-compactor'))), [], 'no peer ran');
+});
