@@ -309,3 +309,51 @@ fn random_utf16_with_lone_surrogates_parses_as_from_utf16_lossy() {
         assert_eq!(text_of(&messages[0]), want, "{json}");
     }
 }
+
+#[test]
+fn random_json_like_garbage_never_panics() {
+    // Fragments that drive both slow paths (escapes, surrogates, nesting, strings, keys).
+    let fragments = [
+        "[",
+        "]",
+        "{",
+        "}",
+        "\"",
+        "\\",
+        "\\u",
+        "\\ud83d",
+        "\\ude00",
+        "\\uD800",
+        "\\u00",
+        ":",
+        ",",
+        "\"role\"",
+        "\"user\"",
+        "\"content\"",
+        "\"a\":",
+        "1",
+        "null",
+        "é",
+        "😀",
+        "d83d",
+        " ",
+    ];
+    let mut state = 0x1234_5678u32;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    for _ in 0..20_000 {
+        let len = (next() % 40) as usize;
+        let mut text: String = (0..len)
+            .map(|_| fragments[next() as usize % fragments.len()])
+            .collect();
+        if next() % 4 == 0 {
+            text = format!("{}{text}", "[".repeat(130));
+        }
+        let _ = parse_messages(&text);
+        let _ = parse_messages_at(&text, 3);
+    }
+}
