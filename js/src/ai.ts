@@ -77,11 +77,13 @@ export interface RecoveryTool<I> {
   execute(input: I, options?: unknown): Promise<string>;
 }
 
-export interface RecoveryToolSet {
+/** `read_file`, `grep`, `ls`. A type alias, not an interface: an object type is assignable to
+ * the SDK's `ToolSet` (a string-indexed record) only without declaration merging. */
+export type RecoveryToolSet = {
   read_file: RecoveryTool<{ path: string; offset?: number; limit?: number }>;
   grep: RecoveryTool<{ pattern: string; path?: string }>;
   ls: RecoveryTool<{ path?: string }>;
-}
+};
 
 export interface RecoveryToolOptions {
   /** Lines `read_file` returns when no `limit` is given. Default 500. */

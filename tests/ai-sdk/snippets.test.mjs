@@ -8,6 +8,9 @@
 //                                    so its types' `import('ai')` resolves to this app's ai)
 //   preamble.ts, model.ts            tests/ai-sdk/snippets/: the free variables the snippets use
 //                                    (model, tools, messages, ...); model.ts is model.<version>.ts
+//   contract.ts                      tests/ai-sdk/snippets/contract.ts: the package's objects
+//                                    assigned to the SDK's ToolSet, LanguageModelMiddleware and
+//                                    PrepareStepFunction by name
 //   <file>-<line>.ts                 one module per block: `import { <free names> } from
 //                                    './preamble.js'` and the block
 // A block's free names are the preamble's exports it mentions and does not bind itself.
@@ -159,6 +162,7 @@ for (const version of [
   const dir = makeApp(version.key, { aiPackage: version.aiPackage, skipLibCheck: true });
   writeFileSync(join(dir, 'preamble.ts'), preamble);
   cpSync(join(here, `model.${version.key}.ts`), join(dir, 'model.ts'));
+  cpSync(join(here, 'contract.ts'), join(dir, 'contract.ts'));
   const files = blocks.map((block) => {
     let code = block.code;
     if (version.key === 'ai5' && /ai 5: instructions → system/.test(block.marker)) code = renameInGenerateText(code, 'instructions:', 'system:');
@@ -176,6 +180,13 @@ for (const version of [
   test(`${version.name}: the preamble type-checks`, { timeout: 300_000 }, () => {
     const errors = ['preamble', 'model', '(other)'].flatMap((name) => check().get(name) ?? []);
     if (errors.length > 0) assert.fail(`\n${show(errors)}`);
+  });
+
+  test(`${version.name}: the package's objects are the SDK's ToolSet, LanguageModelMiddleware, PrepareStepFunction`, { timeout: 300_000 }, () => {
+    const errors = check().get('contract') ?? [];
+    if (errors.length > 0) assert.fail(`\n${show(errors)}`);
+    const run = runModule(dir, 'contract');
+    assert.equal(run.status, 0, `exit ${run.status}\n${run.stdout}\n${run.stderr}`);
   });
 
   for (const file of files) {
