@@ -1,4 +1,4 @@
-// Every ```ts block of README.md and docs/API.md, type-checked under `tsc --strict` against the
+// Every ```ts block of README.md, docs/API.md and js/README.md (the npm page), type-checked under `tsc --strict` against the
 // real AI SDK 7 (`ai`) and AI SDK 5 (`ai5`, installed as `ai` in a scratch app), then run (the
 // runnable ones) with the AI SDK's own mock model from `ai/test`.
 //
@@ -49,7 +49,7 @@ function extractBlocks(file) {
   return blocks;
 }
 
-const blocks = ['README.md', 'docs/API.md'].flatMap(extractBlocks);
+const blocks = ['README.md', 'docs/API.md', 'js/README.md'].flatMap(extractBlocks);
 const preamble = readFileSync(join(here, 'preamble.ts'), 'utf8');
 const preambleNames = [...preamble.matchAll(/^export const (\w+)/gm)].map((m) => m[1]);
 
