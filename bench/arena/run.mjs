@@ -70,6 +70,7 @@ async function main() {
     return;
   }
   await init();
+  const measured = build(); // before the runs: the package this process loaded
   const wanted = values.contenders?.split(',');
   for (const name of wanted ?? []) if (!CONTENDERS.some((c) => c.name === name)) throw new Error(`unknown contender ${JSON.stringify(name)} (--help lists them)`);
   const contenders = wanted ? CONTENDERS.filter((c) => wanted.includes(c.name)) : CONTENDERS;
@@ -89,7 +90,7 @@ async function main() {
       clearCounts();
     }
   }
-  const report = { date: new Date().toISOString(), node: process.version, build: build(), sessions, contenders: contenders.map(({ name, via }) => ({ name, via })), results };
+  const report = { date: new Date().toISOString(), node: process.version, build: measured, sessions, contenders: contenders.map(({ name, via }) => ({ name, via })), results };
   await mkdir(values.out, { recursive: true });
   await writeFile(join(values.out, 'results.json'), JSON.stringify(report, null, 2) + '\n');
   const md = markdown(report);
