@@ -306,10 +306,14 @@ export class Compactor {
 
   /** A plan as the core sends it, with its bulk restored on demand: a transcript's `json` and
    * `markdown` render from `messages` when first read (the host reads them to write them). */
-  #hydrate(planJson: string, messages: readonly MessageLike[]): Plan {
+  #hydrate(planJson: string, messages: readonly MessageLike[], refs: unknown[] = this.#held.refs): Plan {
     const plan = JSON.parse(planJson) as Plan;
     for (const action of plan.actions) {
       if (action.type === 'summarize') action.request.messages = [{ role: 'user', content: action.request.prompt }];
+      // What the store gets is the app's original text (lone surrogates: see codec.ts), not the
+      // core's U+FFFD copy.
+      const edit = action as { path?: unknown; content?: unknown };
+      if (typeof edit.content === 'string' && typeof edit.path === 'string') edit.content = restoreStored(edit.path, edit.content, refs);
       if (action.type !== 'save-transcript') continue;
       const lossy = plan.actions.find((a) => (a.type === 'summarize' || a.type === 'drop') && a.transcript === action.id);
       const strategy = lossy?.type === 'drop' ? lossy.strategy : 'summarize';
@@ -322,7 +326,7 @@ export class Compactor {
         if (files.path !== action.path) {
           throw new CompactorError('plan_mismatch', `the conversation differs from the one planned (transcript ${action.path}): was it changed in place?`, { actionId: action.id });
         }
-        return (rendered = files);
+        return (rendered = { ...files, json: restoreStored(action.path, files.json, refs), markdown: restoreStored(action.readablePath, files.markdown, refs) });
       };
       Object.defineProperties(action, {
         json: { get: () => render().json, enumerable: true, configurable: true },
@@ -424,12 +428,11 @@ export class Compactor {
   /** Runs the plan: every store write (failures become outcomes, never exceptions), then the
    * summary — only once its transcript is stored, so no LLM call is wasted on a summary that
    * could not be applied. */
-  async #execute(plan: Plan, customSummary: string | undefined, refs: unknown[] = this.#held.refs): Promise<Outcome[]> {
+  async #execute(plan: Plan, customSummary: string | undefined): Promise<Outcome[]> {
     const writes = await Promise.all(
       plan.actions.filter((a) => writesOf(a).length > 0).map(async (action): Promise<Outcome> => {
         try {
-          // The app's original strings (lone surrogates: see codec.ts), not the core's U+FFFD copy.
-          for (const [path, content] of writesOf(action)) await this.store.write(path, restoreStored(path, content, refs));
+          for (const [path, content] of writesOf(action)) await this.store.write(path, content);
           return { type: 'written', id: action.id };
         } catch (error) {
           return { type: 'failed', id: action.id, error: message(error) };
@@ -541,9 +544,9 @@ export class Compactor {
     ];
     const encoded = encode(messages);
     const planJson = core(() => this.#core.plan(encoded.json, JSON.stringify({ offloadOnly: true })));
-    const plan = this.#hydrate(planJson, messages);
+    const plan = this.#hydrate(planJson, messages, encoded.refs);
     if (plan.actions.length === 0) return output;
-    const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined, encoded.refs));
+    const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined));
     if (!result.events.some((e) => e.status === 'applied')) return output;
     const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
     return part.output.type === 'text' ? String(part.output.value) : output;

@@ -102,6 +102,8 @@ test('usage, plan and manage accept lone surrogates; unchanged messages come bac
 test('an offloaded output with lone surrogates is written to the store exactly as the original string', async () => {
   const store = new MemoryStore();
   const compactor = await createCompactor({ contextWindow: 16_000, store });
+  const dry = compactor.plan(surrogateChat(bigWithSurrogates)).actions.find((a) => a.type === 'offload');
+  assert.ok(dry.content === bigWithSurrogates, 'the dry run shows what will be stored');
   const { plan } = await compactor.manage(surrogateChat(bigWithSurrogates));
   const path = plan.actions.find((a) => a.type === 'offload').path;
   const stored = await store.read(path);
@@ -151,6 +153,8 @@ test('a transcript of a conversation with lone surrogates is stored as the origi
   const result = await compactor.manage(chat);
   const transcript = result.plan.actions.find((a) => a.type === 'save-transcript');
   assert.equal(await store.read(transcript.path), JSON.stringify(chat, null, 2));
+  assert.equal(transcript.json, JSON.stringify(chat, null, 2));
+  assert.ok((await store.read(transcript.readablePath)).includes(`Question 1 ${cut}:`), 'the Markdown transcript too');
   assert.deepEqual(result.messages.at(-1), chat.at(-1));
 });
 
