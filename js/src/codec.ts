@@ -7,15 +7,19 @@
 // output) are the other thing a Rust string cannot hold. `JSON.stringify` writes them as `\ud83d`
 // escapes; the core's parser turns each into U+FFFD (src/message.rs `parse_json`), which is what
 // the official tiktoken counts (it replaces them the same way before encoding), so counts stay
-// exact. The original strings stay here, host-side, keyed by their U+FFFD form, beside the refs
-// of the same conversation: what the core hands back unchanged (messages, the content of store
-// writes) gets them back, so the app sees and stores exactly the strings it passed in.
+// exact. The originals stay here, host-side, beside the refs of the same conversation, in two
+// forms: each message holding a lone surrogate by its JSON as the core writes it back (U+FFFD in
+// place of each lone surrogate), and each such string by its U+FFFD form. A message the core
+// hands back unchanged is the app's own object again; in a changed message, in a plan's store
+// content and in a transcript, each string gets its original back. So the app sees and stores
+// exactly the strings it passed in.
 // Why this way rather than a private escape the core would understand: the core stays a plain
 // UTF-8 JSON processor with one documented rule (lone surrogate → U+FFFD) that native callers
-// share; no marker can collide with real text in the core, and valid input pays one `includes`
-// over the JSON. The limit: two different originals with the same U+FFFD form (`"a\ud83d"` and
-// `"a\ude00"` in one conversation) cannot both be told apart from it; such a string comes back
-// in its U+FFFD form.
+// share; no marker can collide with real text inside the core, and valid input pays one
+// `includes` over the JSON. The limit: strings are recognized by their U+FFFD form. Two
+// originals sharing it (`"a\ud83d"` and `"a\ude00"`) stay in that form unless their message comes
+// back unchanged, and a whole string that held a real U+FFFD where another held a lone surrogate
+// (`"a\ufffd"` beside `"a\ud83d"`) comes back as that other original.
 //
 // Nesting past MAX_NESTING (and cycles, BigInts, throwing getters: everything JSON.stringify
 // refuses) is a typed `invalid_message` naming the message index and the field, found by an
