@@ -31,7 +31,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+// The package's own TypeScript and Node types (js/package.json devDependencies).
+const tsc = join(root, 'js', 'node_modules', 'typescript', 'bin', 'tsc');
 const here = join(root, 'tests', 'ai-sdk', 'snippets');
 
 /** Every ```ts block: its source file, the line of its first code line, marker and code. */
@@ -101,7 +102,7 @@ function makeApp(prefix, { aiPackage, skipLibCheck }) {
     moduleResolution: 'NodeNext',
     lib: ['ES2022', 'DOM'],
     types: ['node'],
-    typeRoots: [join(root, 'node_modules', '@types')],
+    typeRoots: [join(root, 'js', 'node_modules', '@types')],
     skipLibCheck,
     outDir: 'out',
     rootDir: '.',
