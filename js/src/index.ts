@@ -27,3 +27,4 @@ export type { WasmSource, RankSource } from './init.js';
 export type * from './types.js';
 /** Which runtime entry was loaded (set by each entry module). */
 export declare const runtimeEntry: 'node' | 'deno' | 'browser' | 'workerd' | 'edge';
+export * from './report.js';
