@@ -6,7 +6,7 @@
 //                            [--scale 1] [--out bench/arena/out] [--check] [--help]
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,10 @@ import { markdown, x } from './lib/report.mjs';
 /** Which context-compactor the run measured: a hash of its built package (`js/dist`), the
  * repository's commit, and whether the core or host had uncommitted changes. */
 function build() {
-  const dist = dirname(fileURLToPath(import.meta.resolve('context-compactor')));
+  // The package root: up from its resolved entry to its package.json; then all of its dist/.
+  let root = dirname(fileURLToPath(import.meta.resolve('context-compactor')));
+  while (!existsSync(join(root, 'package.json')) && dirname(root) !== root) root = dirname(root);
+  const dist = join(root, 'dist');
   const hash = createHash('sha256');
   const walk = (dir) => {
     for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
