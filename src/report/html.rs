@@ -67,10 +67,10 @@ h1{font-size:20px;margin:0 0 2px}
 h2{font-size:15px;margin:28px 0 8px}
 .sub,.note,.foot{color:var(--muted);margin:0 0 4px}
 .note{color:#92400e}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin:14px 0}
-.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:8px 14px;min-width:130px}
-.card b{display:block;font-size:18px;font-variant-numeric:tabular-nums}
-.card span{color:var(--muted);font-size:12px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(136px,1fr));gap:10px;margin:14px 0}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:8px 12px}
+.card b{display:block;font-size:18px;font-variant-numeric:tabular-nums;white-space:nowrap}
+.card span{display:block;color:var(--muted);font-size:12px;line-height:1.3}
 .card.bad b{color:#dc2626}
 figure{margin:0;background:#fff;border:1px solid var(--line);border-radius:8px;padding:8px}
 svg{display:block;width:100%;height:auto;font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif}
@@ -78,9 +78,11 @@ table{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(-
 th,td{padding:4px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{background:#f1f5f9;font-weight:600}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.path{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+td.path{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all;min-width:24em}
+td.kind{white-space:nowrap}
+td small{display:block;color:var(--muted)}
 tr.total td{font-weight:600}
-.kind{display:inline-block;width:10px;height:10px;border-radius:50%;margin-right:6px;vertical-align:-1px}
+.dot{display:inline-block;width:10px;height:10px;border-radius:50%;margin-right:6px;vertical-align:-1px}
 .st-failed,.st-not-executed{color:#dc2626}.st-fallback{color:#b45309}
 details{margin-top:28px}summary{cursor:pointer;font-weight:600}
 .empty{color:var(--muted)}
@@ -93,9 +95,10 @@ const RIGHT: f64 = 1028.0;
 const TOP: f64 = 44.0;
 const BOTTOM: f64 = 384.0;
 const LANE: f64 = 24.0;
-/// Points above this many windows are drawn clipped at the top (a pasted 50 MB log would
-/// otherwise flatten everything else).
-const CLIP_WINDOWS: u32 = 4;
+/// The y axis ends near 1.5 windows at most: a prompt above it (before compaction: a huge tool
+/// output that arrived) is drawn clipped at the top with its value, instead of flattening the
+/// rest of the chart.
+const CLIP_HALF_WINDOWS: u32 = 3;
 
 /// Event kinds in the order their lanes are drawn, with their colours.
 const KINDS: [(Strategy, &str, &str); 8] = [
@@ -152,7 +155,7 @@ pub fn render_chart(report: &Report) -> String {
         .unwrap_or(0)
         .max(report.window)
         .max(report.thresholds.summarize_at);
-    let cap = report.window.saturating_mul(CLIP_WINDOWS).max(1);
+    let cap = (report.window.saturating_mul(CLIP_HALF_WINDOWS) / 2).max(1);
     let (y_max, step) = nice_axis(u64::from(peak.min(cap)).max(1) * 104 / 100);
     let (y_max, step) = (y_max as f64, step as f64);
     let y = |v: u32| BOTTOM - (f64::from(v).min(y_max) / y_max) * (BOTTOM - TOP);
@@ -366,12 +369,13 @@ pub fn render_chart(report: &Report) -> String {
 
 fn legend(s: &mut String) {
     s.push_str("<g class=\"legend\" font-size=\"12\" fill=\"#374151\">\n");
-    let items: [(&str, &str, &str); 7] = [
+    let items: [(&str, &str, &str); 8] = [
         ("sent (after compaction)", AFTER, "line"),
         ("before compaction", BEFORE, "dash"),
         ("saved", "#dbe3ee", "bar"),
         ("window", "#dc2626", "line"),
-        ("summarize / tier 2 above", "#ea580c", "dash"),
+        ("summarize above", "#ea580c", "dash"),
+        ("tier 2 above", "#ca8a04", "dash"),
         ("tier 2 target", "#16a34a", "dot"),
         ("prefix break", BREAK, "break"),
     ];
@@ -445,6 +449,15 @@ fn series(
             thousands(c.tokens_after),
             if clipped { " (above the chart)" } else { "" },
         );
+        if clipped {
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.1}\" y=\"{:.0}\" font-size=\"11\" fill=\"#64748b\" text-anchor=\"middle\">↑{}</text>",
+                x(c.call as usize),
+                TOP - 6.0,
+                short(f64::from(v))
+            );
+        }
     }
     s.push_str("</g>\n");
 }
@@ -501,25 +514,24 @@ fn summary_cards(out: &mut String, report: &Report) {
     card(thousands(calls.len() as u64), "model calls", false);
     card(
         format!("{compactions}"),
-        &format!("calls with compaction ({events} events)"),
+        &format!("calls that compacted, {events} events"),
         false,
     );
-    card(thousands(saved), "tokens saved (sum over calls)", false);
-    card(thousands(sent), "tokens sent (sum over calls)", false);
+    card(thousands(saved), "tokens saved, all calls", false);
+    card(thousands(sent), "tokens sent, all calls", false);
     card(
-        format!(
-            "{} ({:.0} %)",
-            thousands(peak),
+        thousands(peak),
+        &format!(
+            "largest prompt, {:.0} % of the window",
             100.0 * f64::from(peak) / f64::from(report.window.max(1))
         ),
-        "largest prompt sent (of the window)",
         peak > report.window,
     );
     card(format!("{over}"), "prompts over the window", over > 0);
     card(format!("{breaks}"), "prefix breaks", false);
     card(
-        format!("{} · {}", report.store.len(), thousands(stored)),
-        "files stored · their tokens",
+        thousands(report.store.len() as u64),
+        &format!("files stored ({} tokens)", thousands(stored)),
         false,
     );
     out.push_str("</div>\n");
@@ -542,21 +554,28 @@ fn events_table(out: &mut String, report: &Report) {
             let _ = writeln!(
                 out,
                 "<tr data-call=\"{}\" data-strategy=\"{name}\"><td class=\"n\">{}</td>\
-                 <td><span class=\"kind\" style=\"background:{colour}\"></span>{name}</td>\
-                 <td class=\"st-{}\">{}{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"path\">{}</td></tr>",
+                 <td class=\"kind\"><span class=\"dot\" style=\"background:{colour}\"></span>{name}</td>\
+                 <td class=\"st-{}\">{}{}</td><td class=\"n\">{}</td>{}<td class=\"path\">{}</td></tr>",
                 c.call,
                 c.call,
                 status_name(e.status),
                 status_name(e.status),
                 e.error
                     .as_deref()
-                    .map(|m| format!(": {}", esc(m)))
+                    .map(|m| format!("<small>{}</small>", esc(m)))
                     .unwrap_or_default(),
                 e.message_index,
-                thousands(e.tokens_before),
-                thousands(e.tokens_after),
-                thousands(e.tokens_saved),
+                // A transcript replaces nothing: it has no tokens of its own to show.
+                if e.strategy == Strategy::Transcript {
+                    "<td class=\"n\">–</td><td class=\"n\">–</td><td class=\"n\">–</td>".to_owned()
+                } else {
+                    format!(
+                        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                        thousands(e.tokens_before),
+                        thousands(e.tokens_after),
+                        thousands(e.tokens_saved)
+                    )
+                },
                 e.path.as_deref().map(esc).unwrap_or_default(),
             );
         }
@@ -580,7 +599,7 @@ fn store_table(out: &mut String, report: &Report) {
         let (name, colour) = kind_of(f.strategy);
         let _ = writeln!(
             out,
-            "<tr><td class=\"path\">{}</td><td><span class=\"kind\" style=\"background:{colour}\"></span>{name}</td>\
+            "<tr><td class=\"path\">{}</td><td class=\"kind\"><span class=\"dot\" style=\"background:{colour}\"></span>{name}</td>\
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(&f.path),
             f.call,
