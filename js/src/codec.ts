@@ -10,16 +10,16 @@
 // exact. The originals stay here, host-side, beside the refs of the same conversation, in two
 // forms: each message holding a lone surrogate by its JSON as the core writes it back (U+FFFD in
 // place of each lone surrogate), and each such string by its U+FFFD form. A message the core
-// hands back unchanged is the app's own object again; in a changed message, in a plan's store
-// content and in a transcript, each string gets its original back. So the app sees and stores
-// exactly the strings it passed in.
+// hands back unchanged is the app's own object again (messages that look alike that way, or
+// hold a real U+FFFD, pair up in order); in a changed message, in a plan's store content and in
+// a transcript, each string gets its original back. So the app sees and stores exactly the
+// strings it passed in.
 // Why this way rather than a private escape the core would understand: the core stays a plain
 // UTF-8 JSON processor with one documented rule (lone surrogate → U+FFFD) that native callers
 // share; no marker can collide with real text inside the core, and valid input pays one
-// `includes` over the JSON. The limit: strings are recognized by their U+FFFD form. Two
-// originals sharing it (`"a\ud83d"` and `"a\ude00"`) stay in that form unless their message comes
-// back unchanged, and a whole string that held a real U+FFFD where another held a lone surrogate
-// (`"a\ufffd"` beside `"a\ud83d"`) comes back as that other original.
+// `includes` over the JSON. The limit: outside unchanged messages, strings are recognized by
+// their U+FFFD form, so two that share it (`"a\ud83d"` and `"a\ude00"`, or a real `"a\ufffd"`
+// beside `"a\ud83d"`) both stay in that form rather than risk the wrong original.
 //
 // Nesting past MAX_NESTING (and cycles, BigInts, throwing getters: everything JSON.stringify
 // refuses) is a typed `invalid_message` naming the message index and the field, found by an
@@ -45,8 +45,12 @@ export interface Encoded {
  * (U+FFFD in place of each lone surrogate), and each such string by its U+FFFD form (null: two
  * originals share it, so neither can be told from it). */
 interface Kept {
-  messages: Map<string, unknown>;
+  /** In conversation order: identical messages differing only in their lone surrogates share
+   * one key. */
+  messages: Map<string, unknown[]>;
   strings: Map<string, string | null>;
+  /** Strings that held a real U+FFFD: their form is no lone surrogate's to restore. */
+  real: Set<string>;
 }
 const originals = new WeakMap<unknown[], Kept>();
 
@@ -72,16 +76,25 @@ export function encode(messages: unknown, refs: unknown[] = [], first = 0): Enco
     throw Array.isArray(messages) ? failing(messages, first, error) : unserializable(messages, undefined, error);
   }
   if (json === undefined) throw new CompactorError('invalid_messages', `messages: expected an array of messages, got ${typeof messages}`);
-  // JSON.stringify escapes lone surrogates (and only them) as `\udXXX`. Rare, so only then is
-  // each message written again, alone (the same text, placeholders numbered the same), to keep
-  // the ones holding lone surrogates.
-  if (Array.isArray(messages) && json.includes('\\ud')) {
+  // JSON.stringify escapes lone surrogates (and only them) as `\udXXX`. Rare, so only then (or
+  // when the conversation had some and this part has a real U+FFFD) is each message written
+  // again, alone (the same text, placeholders numbered the same), to keep the ones holding lone
+  // surrogates, and those holding a real U+FFFD beside them: both come back from the core with
+  // U+FFFD, so both are kept to be told apart by their order.
+  const lone = json.includes('\\ud');
+  const real = json.includes('\ufffd') && (lone || originals.has(refs));
+  if (Array.isArray(messages) && (lone || real)) {
+    let kept = originals.get(refs);
+    if (!kept) originals.set(refs, (kept = { messages: new Map(), strings: new Map(), real: new Set() }));
     let next = start;
     const numbered = placeholders(() => next++);
     for (const message of messages) {
       const text = JSON.stringify(message, numbered);
-      if (text?.includes('\\ud')) keepOriginals(text, message, refs);
+      if (text?.includes('\\ud')) keepOriginals(text, message, kept);
+      else if (text?.includes('\ufffd')) keepMessage(kept, text, message);
     }
+    // Strings that held a real U+FFFD are set apart from the lone surrogates' U+FFFD forms.
+    if (real) keepReal(json, kept);
   }
   return { json, refs };
 }
@@ -126,15 +139,24 @@ export function decode<T>(json: string, refs: unknown[]): T {
   const kept = originals.get(refs);
   if (!kept) return parse<T>(json, refs);
   // A message the core did not change is written back exactly as it came in, lone surrogates
-  // as U+FFFD: give back the app's own object. The rest gets its strings back one by one.
+  // as U+FFFD: give back the app's own object. Messages that look the same that way pair up in
+  // order (the core keeps the order of what it does not change) when all of them came back.
+  // The rest gets its strings back one by one.
   const plain = JSON.parse(json) as unknown;
   const list = messagesOf(plain);
-  const same: [number, unknown][] = [];
+  const found = new Map<string, number[]>();
   list?.forEach((message, i) => {
     const text = JSON.stringify(message);
-    const original = text.includes('\ufffd') ? kept.messages.get(text) : undefined;
-    if (original !== undefined && original !== null) same.push([i, original]);
+    if (!text.includes('\ufffd') || !kept.messages.has(text)) return;
+    const at = found.get(text);
+    if (at) at.push(i);
+    else found.set(text, [i]);
   });
+  const same: [number, unknown][] = [];
+  for (const [text, at] of found) {
+    const originals = kept.messages.get(text)!;
+    if (originals.length === at.length) at.forEach((i, n) => same.push([i, originals[n]]));
+  }
   for (const [i] of same) list![i] = null;
   const value = parse<T>(restoreJson(JSON.stringify(plain), kept.strings), refs);
   const restored = messagesOf(value);
@@ -202,9 +224,7 @@ function tokenAround(json: string, at: number): [number, number] {
   return [start, end === -1 ? json.length - 1 : end];
 }
 
-function keepOriginals(json: string, message: unknown, refs: unknown[]): void {
-  let kept = originals.get(refs);
-  if (!kept) originals.set(refs, (kept = { messages: new Map(), strings: new Map() }));
+function keepOriginals(json: string, message: unknown, kept: Kept): void {
   const wellFormed: string[] = [];
   let copied = 0;
   for (let at = json.indexOf('\\ud'); at !== -1; ) {
@@ -217,15 +237,37 @@ function keepOriginals(json: string, message: unknown, refs: unknown[]): void {
     const replaced = toWellFormed(original);
     wellFormed.push(json.slice(copied, start), JSON.stringify(replaced));
     copied = end + 1;
-    remember(kept.strings, replaced, original);
+    if (kept.real.has(replaced)) kept.strings.set(replaced, null);
+    else remember(kept.strings, replaced, original);
     at = json.indexOf('\\ud', end + 1);
   }
   wellFormed.push(json.slice(copied));
-  remember(kept.messages, wellFormed.join(''), message);
+  keepMessage(kept, wellFormed.join(''), message);
+}
+
+function keepMessage(kept: Kept, key: string, message: unknown): void {
+  const same = kept.messages.get(key);
+  if (same) same.push(message);
+  else kept.messages.set(key, [message]);
+}
+
+/** Sets apart the strings of `json` holding a real U+FFFD (none of its lone surrogates): a
+ * lone surrogate's original must not replace them. */
+function keepReal(json: string, kept: Kept): void {
+  for (let at = json.indexOf('\ufffd'); at !== -1; ) {
+    const [start, end] = tokenAround(json, at);
+    const token = json.slice(start, end + 1);
+    if (!token.includes('\\ud')) {
+      const text = JSON.parse(token) as string;
+      kept.real.add(text);
+      if (kept.strings.has(text)) kept.strings.set(text, null);
+    }
+    at = json.indexOf('\ufffd', end + 1);
+  }
 }
 
 /** Keeps `original` under `key`; a key two different originals share keeps null. */
-function remember<V>(map: Map<string, V | null>, key: string, original: V): void {
+function remember(map: Map<string, string | null>, key: string, original: string): void {
   const known = map.get(key);
   if (known === undefined) map.set(key, original);
   else if (known !== original) map.set(key, null);

@@ -99,6 +99,18 @@ test('usage, plan and manage accept lone surrogates; unchanged messages come bac
   assert.deepEqual(again.messages, result.messages);
 });
 
+test('a real U+FFFD is never taken for a lone surrogate, nor two lone surrogates for each other', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  const messages = surrogateChat(bigWithSurrogates);
+  // Three user messages whose strings share one U+FFFD form: a real U+FFFD, '\ud83d', '\ude00'.
+  messages.splice(1, 0, { role: 'user', content: 'same \ufffd' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: `same ${cut}` }, { role: 'assistant', content: 'ok' }, { role: 'user', content: `same ${tail}` }, { role: 'assistant', content: 'ok' });
+  const result = await compactor.manage(messages);
+  assert.ok(result.events.some((e) => e.strategy === 'offload' && e.status === 'applied'));
+  assert.equal(result.messages[1].content, 'same \ufffd');
+  assert.equal(result.messages[3].content, `same ${cut}`);
+  assert.equal(result.messages[5].content, `same ${tail}`);
+});
+
 test('an offloaded output with lone surrogates is written to the store exactly as the original string', async () => {
   const store = new MemoryStore();
   const compactor = await createCompactor({ contextWindow: 16_000, store });
