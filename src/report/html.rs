@@ -274,7 +274,7 @@ pub fn render_chart(report: &Report) -> String {
         let cx = x(c.call as usize);
         let _ = writeln!(
             s,
-            "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#dbe3ee\" stroke-width=\"{bar:.1}\"/>",
+            "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#cbd5e1\" stroke-width=\"{bar:.1}\"/>",
             y(c.tokens_before),
             y(c.tokens_after)
         );
@@ -371,8 +371,8 @@ fn legend(s: &mut String) {
     s.push_str("<g class=\"legend\" font-size=\"12\" fill=\"#374151\">\n");
     let items: [(&str, &str, &str); 8] = [
         ("sent (after compaction)", AFTER, "line"),
-        ("before compaction", BEFORE, "dash"),
-        ("saved", "#dbe3ee", "bar"),
+        ("before compaction", BEFORE, "ring"),
+        ("saved", "#cbd5e1", "bar"),
         ("window", "#dc2626", "line"),
         ("summarize above", "#ea580c", "dash"),
         ("tier 2 above", "#ca8a04", "dash"),
@@ -384,6 +384,7 @@ fn legend(s: &mut String) {
         let mark = match style {
             "line" => format!("<line x1=\"{lx}\" x2=\"{}\" y1=\"16\" y2=\"16\" stroke=\"{colour}\" stroke-width=\"2.5\"/>", lx + 22.0),
             "dash" => format!("<line x1=\"{lx}\" x2=\"{}\" y1=\"16\" y2=\"16\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"5 3\"/>", lx + 22.0),
+            "ring" => format!("<circle cx=\"{}\" cy=\"16\" r=\"3.5\" fill=\"#fff\" stroke=\"{colour}\" stroke-width=\"1.5\"/>", lx + 11.0),
             "dot" => format!("<line x1=\"{lx}\" x2=\"{}\" y1=\"16\" y2=\"16\" stroke=\"{colour}\" stroke-width=\"2\" stroke-dasharray=\"2 3\"/>", lx + 22.0),
             "bar" => format!("<rect x=\"{}\" y=\"9\" width=\"8\" height=\"14\" fill=\"{colour}\"/>", lx + 7.0),
             _ => format!("<path d=\"M{} 11l5 9h-10z\" fill=\"{colour}\"/>", lx + 11.0),
@@ -404,7 +405,9 @@ fn lane_label(s: &mut String, ly: f64, name: &str, colour: &str) {
     );
 }
 
-/// One series: a polyline and a point per call, each point with its numbers.
+/// One series: a point per call, each with its numbers; the prompts sent are joined by a line
+/// (the prompts before compaction are not: between two calls the history only grows, and the
+/// saved bar already joins each to its prompt sent).
 fn series(
     s: &mut String,
     calls: &[Call],
@@ -421,16 +424,17 @@ fn series(
             c.tokens_after
         }
     };
-    let (width, dash, r) = if class == "before" {
-        ("1.5", " stroke-dasharray=\"5 3\"", 2.5)
-    } else {
-        ("2", "", 2.8)
-    };
-    let _ = write!(s, "<g class=\"series-{class}\">\n<polyline fill=\"none\" stroke=\"{colour}\" stroke-width=\"{width}\"{dash} points=\"");
-    for c in calls {
-        let _ = write!(s, "{:.1},{:.1} ", x(c.call as usize), y(value(c)));
+    let r = if class == "before" { 2.6 } else { 2.8 };
+    let _ = writeln!(s, "<g class=\"series-{class}\">");
+    if class == "after" {
+        s.push_str("<polyline fill=\"none\" stroke=\"");
+        s.push_str(colour);
+        s.push_str("\" stroke-width=\"2\" points=\"");
+        for c in calls {
+            let _ = write!(s, "{:.1},{:.1} ", x(c.call as usize), y(value(c)));
+        }
+        s.push_str("\"/>\n");
     }
-    s.push_str("\"/>\n");
     for c in calls {
         let v = value(c);
         let clipped = f64::from(v) > y_max;
