@@ -30,6 +30,8 @@ pub struct Compactor {
     counter: CachedCounter,
     /// Raw tokens of the tool definitions sent with every request (`config.tools`).
     tools_raw: u32,
+    /// The prompt-cache prices for this model (`config.cache`).
+    pricing: crate::cache::CachePricing,
     state: State,
 }
 
@@ -143,11 +145,13 @@ impl Compactor {
         counter.image_tokens = config.image_tokens;
         counter.file_tokens = config.file_tokens;
         let tools_raw = counter.tools(&config.tools);
+        let pricing = config.cache.pricing(&model);
         let mut compactor = Self {
             config,
             model,
             counter,
             tools_raw,
+            pricing,
             state: State::default(),
         };
         compactor.set_state(state)?;
@@ -247,15 +251,36 @@ impl Compactor {
                 .filter_map(Action::store_edit)
                 .map(|e| (e.message_index, e.part_index))
                 .collect();
+            let batch = self.config.cache.batches(&self.pricing);
+            let mut first_change = actions.iter().filter_map(Action::first_message).min();
+            let before_tier2 = (actions.len(), predicted_raw);
             for candidate in tier2::candidates(messages, compaction, &Scaled(self), &mut taken) {
                 // Automatic compaction stops at the target; a manual one takes every
-                // reversible edit (the user asked for room).
-                if predicted <= target && !manual {
-                    break;
+                // reversible edit (the user asked for room). With a prompt cache, an edit at or
+                // after the first message already changed costs no further cache: the break
+                // is paid for once, so it buys all the room it can.
+                let free = batch
+                    && first_change
+                        .is_some_and(|f| candidate.first_message().is_some_and(|m| m >= f));
+                if predicted <= target && !manual && !free {
+                    continue;
                 }
                 predicted_raw = predicted_raw.saturating_sub(self.raw_saving(messages, &candidate));
                 predicted = self.scale(predicted_raw);
+                first_change = match (first_change, candidate.first_message()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
                 actions.push(candidate);
+            }
+            // A break that buys too little waits (while the lossy trigger is still far): the
+            // next one will batch more.
+            let saved = self.scale(before_tier2.1.saturating_sub(predicted_raw));
+            let min_break = self.config.cache.min_break_saving(&self.pricing);
+            if !manual && saved < min_break && self.scale(before_tier2.1) <= summarize_at {
+                actions.truncate(before_tier2.0);
+                predicted_raw = before_tier2.1;
+                predicted = self.scale(predicted_raw);
             }
         }
 
@@ -422,18 +447,33 @@ impl Compactor {
             return CacheImpact::default();
         };
         let last = messages.len().saturating_sub(1);
+        let tokens_invalidated = self.scale(
+            messages[first.min(messages.len())..]
+                .iter()
+                .map(|m| self.counter.message(m))
+                .sum(),
+        );
+        let saved: u32 = actions
+            .iter()
+            .map(|a| {
+                let (before, after) = a.tokens();
+                before.saturating_sub(after)
+            })
+            .sum();
+        let break_cost = self.pricing.break_cost(tokens_invalidated);
+        let saving_per_call = self.pricing.saving_per_call(saved);
         CacheImpact {
             prefix_changing_edits: actions
                 .iter()
                 .filter(|a| a.first_message().is_some_and(|m| m < last))
                 .count() as u32,
             first_changed_message: Some(first),
-            tokens_invalidated: self.scale(
-                messages[first..]
-                    .iter()
-                    .map(|m| self.counter.message(m))
-                    .sum(),
-            ),
+            tokens_invalidated,
+            pricing: Some(self.pricing),
+            break_cost: break_cost.round() as u32,
+            saving_per_call: saving_per_call.round() as u32,
+            break_even_calls: (break_cost > 0.0 && saving_per_call > 0.0)
+                .then(|| (break_cost / saving_per_call).ceil() as u32),
         }
     }
 

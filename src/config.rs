@@ -28,6 +28,8 @@ pub struct Config {
     pub compaction: CompactionConfig,
     /// Tier 3: what happens to older history when reversible edits are not enough.
     pub history: HistoryConfig,
+    /// The prompt-cache cost model (see [`crate::CacheConfig`]).
+    pub cache: crate::cache::CacheConfig,
     /// Tool definitions sent with every request; they count against the window (SPEC §4).
     pub tools: Vec<ToolDefinition>,
     /// Estimated tokens of an image part (see `tokens::DEFAULT_IMAGE_TOKENS`).
@@ -47,6 +49,7 @@ impl Default for Config {
             preset: None,
             compaction: CompactionConfig::default(),
             history: HistoryConfig::default(),
+            cache: crate::cache::CacheConfig::default(),
             tools: Vec::new(),
             image_tokens: crate::tokens::DEFAULT_IMAGE_TOKENS,
             file_tokens: crate::tokens::DEFAULT_FILE_TOKENS,
@@ -232,7 +235,9 @@ pub struct HistoryConfig {
     /// `max_summary_tokens = 2000`).
     pub summary_max_tokens: u32,
     /// Upper bound of the span sent to the summarizer, in tokens; the middle of a longer span
-    /// is elided (the transcript keeps it). Default: half the window.
+    /// is elided (the transcript keeps it). Default: a quarter of the window (summary prompts
+    /// are never cached: measured in the arena, half the window cost 3–4 % more on chat
+    /// sessions for a rolling summary whose span is only what came since the last one).
     pub request_max_tokens: Option<u32>,
     /// Each part is cut to this many characters in the summarizer's copy of the span. 2,000
     /// (seed 000 renders the transcript with `content[:2000]`).

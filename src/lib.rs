@@ -51,6 +51,7 @@
 #![warn(missing_docs)]
 
 pub mod bpe;
+mod cache;
 mod compactor;
 mod config;
 mod edit;
@@ -71,6 +72,7 @@ mod tokens;
 #[cfg(feature = "wasm")]
 mod wasm;
 
+pub use cache::{CacheConfig, CacheProvider, CachePricing, CacheTtl};
 pub use compactor::{
     Calibration, Compactor, PlanOptions, State, Stats, StrategyStats, TriggerKind, Usage,
     UsagePoint,

@@ -472,7 +472,7 @@ pub(crate) fn summary_message(action: &Summarize, summary: &str) -> Message {
 /// elided when the whole is over `requestMaxTokens`.
 fn request_span(inputs: &Inputs, span: std::ops::Range<usize>) -> String {
     let config = inputs.config;
-    let budget = config.request_max_tokens.unwrap_or(inputs.window / 2);
+    let budget = config.request_max_tokens.unwrap_or(inputs.window / 4);
     let rendered: Vec<String> = span
         .clone()
         .map(|i| render(i, &inputs.messages[i], Some(config.request_part_chars)))

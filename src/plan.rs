@@ -308,6 +308,19 @@ pub struct CacheImpact {
     /// Tokens from that message to the end, before the plan: what the next call re-reads
     /// uncached.
     pub tokens_invalidated: u32,
+    /// The prices the model below used (see [`crate::CachePricing`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::cache::CachePricing>,
+    /// What the break costs beyond a cache hit, in uncached input tokens
+    /// (`tokensInvalidated × (write − read)`, rounded).
+    #[serde(default)]
+    pub break_cost: u32,
+    /// What each later call saves, in uncached input tokens (`tokens saved × read`, rounded).
+    #[serde(default)]
+    pub saving_per_call: u32,
+    /// Calls after which the saving has paid for the break (`None`: no break, or no saving).
+    #[serde(default)]
+    pub break_even_calls: Option<u32>,
 }
 
 /// What the host reports for one action.

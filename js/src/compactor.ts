@@ -67,6 +67,24 @@ export interface CompactionOptions {
   pathPrefix?: string;
 }
 
+/** The prompt-cache cost model (see src/cache.rs). Prices are multiples of the uncached input
+ * price; every default comes from the model's family. */
+export interface CacheOptions {
+  /** Default: Claude → `anthropic` (read 0.1, write 1.25), GPT / o-series → `openai` (read 0.5,
+   * 0.25 for GPT-4.1, 0.1 for GPT-5), Gemini → `gemini` (read 0.25), others → `none`. */
+  provider?: 'anthropic' | 'openai' | 'gemini' | 'none';
+  /** Anthropic's cache lifetime: `'1h'` writes cost 2×. Default `'5m'` (1.25×). */
+  ttl?: '5m' | '1h';
+  readMultiplier?: number;
+  writeMultiplier?: number;
+  /** When tier 2 must change an earlier message, also take every tier-2 edit at or after it
+   * (no further cache cost). Default: true with a cache, false without. */
+  batch?: boolean;
+  /** Skip a tier-2 break saving fewer tokens than this while under the lossy trigger. Default
+   * 2,000 with a cache, 0 without. */
+  minBreakSavingTokens?: number;
+}
+
 /** Tier-3 options (see src/config.rs `HistoryConfig`). */
 export interface HistoryOptions {
   /** Default `summarize`. */
@@ -81,7 +99,7 @@ export interface HistoryOptions {
   keepRecentMessages?: number | null;
   /** Summary size cap (also ≤ 10 % of the window). Default 2,000. */
   summaryMaxTokens?: number;
-  /** Cap of the span sent to the summarizer. Default: half the window. */
+  /** Cap of the span sent to the summarizer. Default: a quarter of the window. */
   requestMaxTokens?: number | null;
   /** Each part is cut to this many characters in the summarizer's copy. Default 2,000. */
   requestPartChars?: number;
@@ -128,6 +146,8 @@ export interface CompactorOptions {
   /** Starting point for every threshold: `simple`, `smart` (the defaults) or `aggressive`. */
   preset?: 'simple' | 'smart' | 'aggressive';
   compaction?: CompactionOptions;
+  /** The prompt-cache cost model (see docs/API.md, "Prompt cache"). */
+  cache?: CacheOptions;
   history?: HistoryOptions;
   /** Writes summaries (tier 3). Without it, the heuristic summary is used. */
   summarize?: Summarizer;

@@ -146,8 +146,19 @@ export interface Plan {
     /** Tier 1 only, for a tool result as it returns (`wrapTools`); not recorded. */
     offloadOnly: boolean;
   };
-  /** Prompt-cache cost: edits to earlier messages invalidate the cache from the first one on. */
-  cache: { prefixChangingEdits: number; firstChangedMessage: number | null; tokensInvalidated: number };
+  /** Prompt-cache cost: edits to earlier messages invalidate the cache from the first one on.
+   * `breakCost` is what the next call pays beyond a cache hit (`tokensInvalidated × (write −
+   * read)`) and `savingPerCall` what each later call saves, both in uncached input tokens;
+   * `breakEvenCalls` is when the break has paid for itself. */
+  cache: {
+    prefixChangingEdits: number;
+    firstChangedMessage: number | null;
+    tokensInvalidated: number;
+    pricing?: { provider: 'anthropic' | 'openai' | 'gemini' | 'none'; read: number; write: number };
+    breakCost: number;
+    savingPerCall: number;
+    breakEvenCalls: number | null;
+  };
   /** What the compaction record put back before planning (see `CompactorState.record`): the
    * plan's indices refer to the conversation after it. */
   replayed: { edits: number; spans: number };

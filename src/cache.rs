@@ -1,0 +1,176 @@
+//! The prompt-cache cost model. Every change to a message already sent invalidates the
+//! provider's cached prefix from that message on: the next call pays the write price for
+//! everything after it instead of the read price. The planner uses this model to make each break
+//! pay for itself — when it must change an earlier message anyway, it takes every edit that does
+//! not move the break further forward (the cache is lost from there on regardless), and it skips
+//! a break whose saving is too small to be worth one — and every plan reports the break's cost
+//! beside its saving (`CacheImpact`).
+//!
+//! Prices are multiples of the model's uncached input price:
+//!
+//! | provider | read (cache hit) | write (first time a prefix is sent) | source |
+//! |---|---:|---:|---|
+//! | Anthropic, 5-minute TTL (default) | 0.1 | 1.25 | Anthropic prompt caching pricing |
+//! | Anthropic, 1-hour TTL | 0.1 | 2.0 | idem |
+//! | OpenAI (automatic prefix caching) | 0.5 (GPT-4o, o-series), 0.25 (GPT-4.1), 0.1 (GPT-5) | 1.0 | OpenAI pricing |
+//! | Google Gemini (implicit caching) | 0.25 | 1.0 | Gemini API pricing (2.5 models) |
+//! | none (open-weight servers, unknown models) | 1.0 | 1.0 | no cache: a break costs nothing |
+
+use serde::{Deserialize, Serialize};
+
+use crate::models::{Family, ModelInfo};
+
+/// How the provider caches prompts. In JSON: `"anthropic"`, `"openai"`, `"gemini"`, `"none"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheProvider {
+    /// Explicit breakpoints (`cacheControl`), a write premium.
+    Anthropic,
+    /// Automatic prefix caching, no write premium.
+    Openai,
+    /// Implicit caching, no write premium.
+    Gemini,
+    /// No prompt cache.
+    None,
+}
+
+/// Anthropic's cache lifetime (it sets the write price).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Five minutes: writes cost 1.25×.
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour: writes cost 2×.
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+/// The cache cost model's settings. Every field has a default from the model registry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// The provider's caching; by default from the model's family (Claude → anthropic, GPT and
+    /// o-series → openai, Gemini → gemini, others → none).
+    pub provider: Option<CacheProvider>,
+    /// Anthropic's cache lifetime. Default 5 minutes.
+    pub ttl: CacheTtl,
+    /// Overrides the read price (a multiple of the uncached input price).
+    pub read_multiplier: Option<f64>,
+    /// Overrides the write price.
+    pub write_multiplier: Option<f64>,
+    /// When tier 2 must change an earlier message, also take every other tier-2 edit at or after
+    /// that message (it costs no further cache). Default true; false restores plain "stop at
+    /// the target".
+    pub batch: Option<bool>,
+    /// Tier 2 skips a break that saves fewer tokens than this while the conversation is still
+    /// under the lossy trigger (Anthropic's `clear_at_least`). Default: 0 without a cache,
+    /// otherwise 2,000.
+    pub min_break_saving_tokens: Option<u32>,
+}
+
+/// The resolved prices.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachePricing {
+    /// Which provider the prices are for.
+    pub provider: CacheProvider,
+    /// Price of a cached input token, as a multiple of an uncached one.
+    pub read: f64,
+    /// Price of an input token written to the cache.
+    pub write: f64,
+}
+
+impl CacheConfig {
+    /// The prices for `model`, with this config's overrides.
+    pub fn pricing(&self, model: &ModelInfo) -> CachePricing {
+        let provider = self.provider.unwrap_or(match model.family {
+            Family::Anthropic => CacheProvider::Anthropic,
+            Family::Openai => CacheProvider::Openai,
+            Family::Google if model.name.contains("gemini") => CacheProvider::Gemini,
+            _ => CacheProvider::None,
+        });
+        let (read, write) = match provider {
+            CacheProvider::Anthropic => (
+                0.1,
+                match self.ttl {
+                    CacheTtl::FiveMinutes => 1.25,
+                    CacheTtl::OneHour => 2.0,
+                },
+            ),
+            CacheProvider::Openai => {
+                let name = model.name.as_str();
+                let read = if name.contains("gpt-5") {
+                    0.1
+                } else if name.contains("gpt-4.1") {
+                    0.25
+                } else {
+                    0.5
+                };
+                (read, 1.0)
+            }
+            CacheProvider::Gemini => (0.25, 1.0),
+            CacheProvider::None => (1.0, 1.0),
+        };
+        CachePricing {
+            provider,
+            read: self.read_multiplier.unwrap_or(read),
+            write: self.write_multiplier.unwrap_or(write),
+        }
+    }
+
+    /// Whether edits are batched into a break (see [`CacheConfig::batch`]).
+    pub fn batches(&self, pricing: &CachePricing) -> bool {
+        self.batch.unwrap_or(pricing.read < 1.0)
+    }
+
+    /// The smallest saving worth a break (see [`CacheConfig::min_break_saving_tokens`]).
+    pub fn min_break_saving(&self, pricing: &CachePricing) -> u32 {
+        self.min_break_saving_tokens
+            .unwrap_or(if pricing.read < 1.0 { 2_000 } else { 0 })
+    }
+}
+
+impl CachePricing {
+    /// What a break costs beyond a cache hit, in uncached-input-token equivalents: the tokens
+    /// from the first changed message on are written instead of read.
+    pub fn break_cost(&self, tokens_invalidated: u32) -> f64 {
+        f64::from(tokens_invalidated) * (self.write - self.read).max(0.0)
+    }
+
+    /// What every later call saves when `saved` tokens leave the cached prefix.
+    pub fn saving_per_call(&self, saved: u32) -> f64 {
+        f64::from(saved) * self.read
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pricing_follows_the_family_and_the_overrides() {
+        let claude = crate::models::lookup("claude-sonnet-4-5").unwrap();
+        let p = CacheConfig::default().pricing(&claude);
+        assert_eq!(
+            (p.provider, p.read, p.write),
+            (CacheProvider::Anthropic, 0.1, 1.25)
+        );
+        let hour = CacheConfig {
+            ttl: CacheTtl::OneHour,
+            ..CacheConfig::default()
+        };
+        assert_eq!(hour.pricing(&claude).write, 2.0);
+        let gpt = crate::models::lookup("gpt-4o").unwrap();
+        assert_eq!(CacheConfig::default().pricing(&gpt).read, 0.5);
+        let none = CacheConfig {
+            provider: Some(CacheProvider::None),
+            ..CacheConfig::default()
+        };
+        let p = none.pricing(&gpt);
+        assert_eq!((p.read, p.break_cost(1_000)), (1.0, 0.0));
+        assert!(!none.batches(&p) && none.min_break_saving(&p) == 0);
+        let p = CacheConfig::default().pricing(&claude);
+        assert!((p.break_cost(1_000) - 1_150.0).abs() < 1e-9);
+    }
+}
