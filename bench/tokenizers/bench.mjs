@@ -164,8 +164,13 @@ if (results.plan) {
   md.push(`| context-compactor: first plan in a warmed-up process (new compactor, every text new) | ${f(p.firstPlanWarmMs, 1)} |`);
   md.push(`| context-compactor: re-plan after one appended message, over the trigger (transcript and summary prompt re-planned) | ${f(p.replanMs, 2)} |`);
   md.push(`| context-compactor: re-plan after one appended message, under the trigger (${p.underWindow?.toLocaleString('en-US')} window) | ${f(p.replanUnderMs, 2)} |`);
+  if (p.replanRecordCompactedMs !== undefined) {
+    md.push(`| context-compactor: re-plan after one appended message, record in place (${p.recordedEdits} edits), on the compacted output (a long-lived host) | ${f(p.replanRecordCompactedMs, 2)} |`);
+    md.push(`| context-compactor: the same on the raw history (a stateless host: the record replayed onto it) | ${f(p.replanRecordRawMs, 2)} |`);
+  }
   md.push(`| context-compactor: usage() after one appended message | ${f(p.usageMs, 2)} |`);
   for (const t of p.trim) md.push(`| LangChain trimMessages, ${t.counter} | ${f(t.ms, 0)} |`);
+  if (p.stateBytes !== undefined) md.push('', `State after that compaction (what \`statePath\` saves): ${p.stateBytes.toLocaleString('en')} bytes of JSON.`);
   md.push('', `Peak RSS of the planning process: ${f(p.maxRssMB, 0)} MB (Node alone: ~${f(p.baseRssMB, 0)} MB).`, '');
 }
 writeFileSync('out/results.md', md.join('\n'));

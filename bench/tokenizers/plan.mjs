@@ -67,6 +67,25 @@ for (let i = 0; i < 7; i++) {
   usage.push(performance.now() - t0);
 }
 
+// With the compaction record in place: the conversation was compacted once (manage), and the
+// next call brings one more message, either on the compacted output (a long-lived host) or on
+// the raw history (a stateless host, or fresh objects): the record is replayed every time.
+const kept = await cc.createCompactor({ model: 'gpt-4o' });
+const compacted = (await kept.manage(messages)).messages;
+const recordCompacted = [], recordRaw = [];
+for (let i = 0; i < 7; i++) {
+  const extra = { role: 'user', content: `Follow-up ${i}: and the tests?` };
+  const onCompacted = [...compacted, extra];
+  t0 = performance.now();
+  kept.plan(onCompacted);
+  recordCompacted.push(performance.now() - t0);
+  const onRaw = [...messages, extra];
+  t0 = performance.now();
+  kept.plan(onRaw);
+  recordRaw.push(performance.now() - t0);
+}
+const stateBytes = JSON.stringify(kept.state()).length;
+
 // LangChain trimMessages on the same messages and budget.
 function toLangChain(msgs) {
   const out = [];
@@ -110,6 +129,10 @@ console.log(JSON.stringify({
   replanUnderMs: median(replanUnder),
   underWindow: roomy.model.contextWindow,
   usageMs: median(usage),
+  replanRecordCompactedMs: median(recordCompacted),
+  replanRecordRawMs: median(recordRaw),
+  recordedEdits: kept.state().record?.edits.length ?? 0,
+  stateBytes,
   trim,
   maxRssMB: process.resourceUsage().maxRSS / 1024,
   baseRssMB,
