@@ -283,7 +283,13 @@ function restoreJson(json: string, kept: Map<string, string | null>): string {
   let copied = 0;
   while (at !== -1) {
     const [start, end] = tokenAround(json, at);
-    const original = kept.get(JSON.parse(json.slice(start, end + 1)) as string);
+    let original: string | null | undefined;
+    try {
+      // Always a string token in the core's JSON; anything else is left as it is.
+      original = start >= copied ? kept.get(JSON.parse(json.slice(start, end + 1)) as string) : undefined;
+    } catch {
+      original = undefined;
+    }
     if (typeof original === 'string') {
       out.push(json.slice(copied, start), JSON.stringify(original));
       copied = end + 1;

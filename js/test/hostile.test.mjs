@@ -111,6 +111,17 @@ test('a real U+FFFD is never taken for a lone surrogate, nor two lone surrogates
   assert.equal(result.messages[5].content, `same ${tail}`);
 });
 
+test('the codec: restoring never throws on text that is not the JSON it expects', async () => {
+  const { encode, restoreStored } = await import('../dist/codec.js');
+  const { refs } = encode([{ role: 'user', content: `x ${cut}` }]);
+  for (const text of ['not json \ufffd "', '"x \ufffd', '\ufffd', '{"a": "x \ufffd"} "x \ufffd" trailing', '"\\"x \ufffd"']) {
+    assert.equal(typeof restoreStored('/a.json', text, refs), 'string', text);
+    assert.equal(typeof restoreStored('/a.txt', text, refs), 'string', text);
+  }
+  assert.equal(restoreStored('/a.json', '["x \ufffd"]', refs), `["x \\ud83d"]`);
+  assert.ok(restoreStored('/a.txt', 'x \ufffd', refs) === `x ${cut}`);
+});
+
 test('an offloaded output with lone surrogates is written to the store exactly as the original string', async () => {
   const store = new MemoryStore();
   const compactor = await createCompactor({ contextWindow: 16_000, store });
