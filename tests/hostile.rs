@@ -159,7 +159,7 @@ fn nested(levels: usize, at: usize) -> String {
 fn nesting_up_to_the_limit_parses() {
     assert_eq!(
         MAX_NESTING, 127,
-        "documented in message.rs, js/src/codec.ts and the README"
+        "documented in message.rs and js/src/codec.ts"
     );
     let messages = parse_messages(&nested(MAX_NESTING, 0)).unwrap();
     let Part::ToolCall(call) = &messages[0].parts()[0] else {
