@@ -5,7 +5,7 @@
 // offload=return|manage (default return: the tool's output is offloaded when the tool returns,
 // as compactor.wrapTools does; manage: the raw output enters the history and manage() offloads
 // it before the next model call), delay=ms (the mock model's thinking time, default 150).
-import { createCompactor } from 'context-compactor';
+import { createCompactor, createReportRecorder, renderReport, renderReportChart } from 'context-compactor';
 import { openBrowserStore } from 'context-compactor/stores/browser';
 import * as mock from './mock.mjs';
 
@@ -29,11 +29,14 @@ let chat;
 let store;
 let compactor;
 let trigger;
+/** Records every manage() call for the session chart (createReportRecorder); its calls are saved
+ * with the conversation, so the chart survives a reload. */
+let report;
 /** Where the compaction events being reported come from (see onEvent). */
 let eventSource = null;
 
 function freshChat(systemPrompt) {
-  return { version: 1, turn: 0, context: [{ role: 'system', content: systemPrompt }], display: [], events: [], toolCalls: [], peak: 0, maxAfterTurn: 0 };
+  return { version: 1, turn: 0, context: [{ role: 'system', content: systemPrompt }], display: [], events: [], toolCalls: [], peak: 0, maxAfterTurn: 0, reportCalls: [] };
 }
 
 async function makeCompactor() {
@@ -47,6 +50,7 @@ async function makeCompactor() {
       return mock.summarize(request);
     },
     onEvent: (event) => {
+      report?.onEvent(event); // offloads at tool return reach the chart this way
       const src = eventSource;
       const entry = { n: chat.events.length + 1, turn: chat.turn, via: src?.via ?? 'manage', ...event };
       if (event.strategy === 'offload' && event.status === 'applied') {
@@ -74,7 +78,7 @@ async function manage() {
   chat.peak = Math.max(chat.peak, before);
   eventSource = { via: 'manage', input: chat.context };
   try {
-    const result = await compactor.manage(chat.context);
+    const result = await report.manage(compactor, chat.context);
     chat.context = result.messages;
     if (result.stateError) console.warn(result.stateError);
   } finally {
@@ -128,7 +132,9 @@ async function send(text) {
     await manage(); // after every turn: the gauge shows what the next request will cost
     const after = compactor.usage(chat.context).tokens;
     chat.maxAfterTurn = Math.max(chat.maxAfterTurn, after);
+    chat.reportCalls = structuredClone(report.calls);
     await store.write(CONVERSATION_PATH, JSON.stringify(chat));
+    await renderChart();
     await refreshFiles();
     document.body.dataset.turns = String(chat.turn);
     return state();
@@ -244,6 +250,25 @@ function appendLog(entry) {
   log.scrollTop = log.scrollHeight;
 }
 
+/** The session chart: the same SVG as `context-compactor report`, from this session's calls. */
+async function renderChart() {
+  const panel = $('report');
+  panel.dataset.calls = String(report.calls.length);
+  if (report.calls.length === 0) {
+    panel.querySelector('.chart').textContent = 'No model call yet: send a message.';
+    return;
+  }
+  panel.querySelector('.chart').innerHTML = renderReportChart(await report.data(compactor));
+}
+
+/** The full report page (chart and tables), opened in a new tab. */
+async function openReport() {
+  const data = await report.data(compactor);
+  data.title = 'browser chat';
+  const url = URL.createObjectURL(new Blob([renderReport(data)], { type: 'text/html' }));
+  window.open(url, '_blank');
+}
+
 async function refreshFiles() {
   const paths = await store.list('/');
   const files = $('files');
@@ -295,6 +320,7 @@ async function state() {
     toolCalls: chat.toolCalls,
     paths: await store.list('/'),
     stats: compactor.stats(),
+    report: { calls: report.calls },
   });
 }
 
@@ -304,10 +330,12 @@ async function reset() {
   compactor.dispose();
   compactor = await makeCompactor();
   chat = freshChat(await compactor.systemPrompt(SYSTEM));
+  report = createReportRecorder({ title: 'browser chat' });
   $('log').replaceChildren(Object.assign(document.createElement('li'), { className: 'empty', textContent: 'No compaction yet.' }));
   $('error').textContent = '';
   document.body.dataset.turns = '0';
   await refreshFiles();
+  await renderChart();
   render();
 }
 
@@ -319,10 +347,12 @@ async function start() {
   chat = saved ? JSON.parse(saved) : null;
   compactor = await makeCompactor(); // loads the saved stats from STATE_PATH, if any
   chat ??= freshChat(await compactor.systemPrompt(SYSTEM));
+  report = createReportRecorder({ title: 'browser chat', calls: chat.reportCalls ?? [] });
   trigger = compactor.plan(chat.context.slice(0, 1)).trigger;
   for (const entry of chat.events) appendLog(entry);
   document.body.dataset.turns = String(chat.turn);
   await refreshFiles();
+  await renderChart();
   render();
 
   $('composer').addEventListener('submit', (e) => {
@@ -334,6 +364,8 @@ async function start() {
   });
   $('reset').addEventListener('click', () => reset().catch((error) => { $('error').textContent = `Error: ${error.message}`; console.error(error); }));
   $('show-context').addEventListener('change', renderMessages);
+  $('show-chart').addEventListener('change', () => document.body.classList.toggle('chart-open', $('show-chart').checked));
+  $('open-report').addEventListener('click', () => openReport().catch((error) => { $('error').textContent = `Error: ${error.message}`; console.error(error); }));
   $('viewer-close').addEventListener('click', () => $('viewer').close());
 
   /** Test hook: plain data only. */

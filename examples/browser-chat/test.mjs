@@ -6,6 +6,7 @@
 //
 // Chromium: CHROMIUM_PATH, else /usr/bin/chromium; playwright-core comes from tests/runtimes
 // (cd tests/runtimes && npm ci). Needs js/dist (bash scripts/build.sh).
+import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -67,7 +68,10 @@ const failed = checks.filter((c) => !c.ok);
 for (const c of checks) console.log(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.detail ? ` — ${c.detail}` : ''}`);
 console.log(`\n${checks.length - failed.length} passed, ${failed.length} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
 clearTimeout(watchdog);
-process.exitCode = failed.length === 0 ? 0 : 1;
+// The CLI's report page, in the same Chromium: its own process (it builds and runs the CLI).
+console.log('\n--- report.test.mjs');
+const reportTest = spawnSync(process.execPath, [join(here, 'report.test.mjs')], { stdio: 'inherit' });
+process.exitCode = failed.length === 0 && reportTest.status === 0 ? 0 : 1;
 
 async function runVariant(variant) {
   const tag = (name) => `[${variant.backend}] ${name}`;
@@ -184,6 +188,38 @@ async function variantChecks(variant, page, tag, problems, warnings) {
   check(tag('conversation and compactor state persisted in the store'), savedChat?.turn === TURNS && savedState?.stats?.compactions >= 1,
     `chat turn ${savedChat?.turn}, state compactions ${savedState?.stats?.compactions}`);
 
+  // The session chart (createReportRecorder + renderReportChart): one point per manage() call,
+  // each plotting the recorder's numbers; the last one is what the gauge shows.
+  const chart = await page.evaluate(() => {
+    const svg = document.querySelector('#report svg#chart');
+    const points = (cls) => [...document.querySelectorAll(`#report circle.point.${cls}`)].map((c) => Number(c.dataset.tokens));
+    return svg && {
+      calls: Number(svg.dataset.calls),
+      window: Number(svg.dataset.window),
+      after: points('after'),
+      before: points('before'),
+      markers: [...document.querySelectorAll('#report g.event')].map((g) => ({ call: Number(g.dataset.call), strategy: g.dataset.strategy, count: Number(g.dataset.count) })),
+    };
+  });
+  const recorded = s.report.calls;
+  check(tag(`session chart: one call per manage() (${TURNS} turns + ${s.toolCalls.length} tool results)`),
+    chart && chart.calls === recorded.length && recorded.length === TURNS + s.toolCalls.length && chart.window === WINDOW, chart ? `${chart.calls} plotted, ${recorded.length} recorded` : 'no chart');
+  check(tag('session chart: every point is the recorder\'s number; the last one is the gauge'),
+    chart && JSON.stringify(chart.after) === JSON.stringify(recorded.map((c) => c.tokensAfter)) && JSON.stringify(chart.before) === JSON.stringify(recorded.map((c) => c.tokensBefore)) && chart.after.at(-1) === gauges.at(-1).used,
+    chart ? `last ${chart.after.at(-1)}, gauge ${gauges.at(-1).used}` : '');
+  const plotted = chart ? chart.markers.reduce((n, m) => n + m.count, 0) : 0;
+  const recordedEvents = recorded.flatMap((c) => c.events);
+  check(tag('session chart: every compaction event is marked on its call (offloads and a summary among them)'),
+    plotted === recordedEvents.length && plotted === s.events.length && chart.markers.some((m) => m.strategy === 'offload') && chart.markers.some((m) => m.strategy === 'summarize'),
+    `${plotted} marked, ${recordedEvents.length} recorded, ${s.events.length} onEvent events`);
+  if (variant.backend === 'opfs') {
+    await page.check('#show-chart');
+    await page.screenshot({ path: join(outDir, 'screenshot-chart.png') });
+    const shotChart = await stat(join(outDir, 'screenshot-chart.png')).catch(() => null);
+    check(tag('screenshot of the session chart saved to examples/browser-chat/out/screenshot-chart.png'), shotChart?.size > 10_000, `${shotChart?.size ?? 0} bytes`);
+    await page.uncheck('#show-chart');
+  }
+
   await page.screenshot({ path: join(outDir, variant.screenshot) });
   const shot = await stat(join(outDir, variant.screenshot)).catch(() => null);
   check(tag(`screenshot saved to examples/browser-chat/out/${variant.screenshot}`), shot?.size > 10_000, `${shot?.size ?? 0} bytes`);
@@ -203,6 +239,8 @@ async function variantChecks(variant, page, tag, problems, warnings) {
   await page.reload({ waitUntil: 'load' });
   await page.waitForFunction(() => document.body.dataset.ready === '1' || document.getElementById('error').textContent, null, { timeout: 15_000 });
   const again = await page.evaluate(() => window.chat?.state());
+  const chartAgain = await page.evaluate(() => Number(document.querySelector('#report svg#chart')?.dataset.calls));
+  check(tag('after a reload the session chart comes back with every call'), chartAgain === recorded.length && again?.report.calls.length === recorded.length, `${chartAgain} plotted`);
   const logAgain = await page.$$eval('#log li[data-strategy]', (els) => els.length);
   check(tag('after a reload the conversation, gauge, log and stats come back from the store'),
     again?.backend === variant.backend && again.turn === TURNS && again.messages === s.messages && again.usage.tokens === s.usage.tokens &&

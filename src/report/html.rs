@@ -103,13 +103,13 @@ const CLIP_HALF_WINDOWS: u32 = 3;
 /// Event kinds in the order their lanes are drawn, with their colours.
 const KINDS: [(Strategy, &str, &str); 8] = [
     (Strategy::Offload, "offload", "#0891b2"),
-    (Strategy::EvictInput, "evict-input", "#0d9488"),
+    (Strategy::EvictInput, "evict-input", "#d97706"),
     (Strategy::Dedupe, "dedupe", "#65a30d"),
     (Strategy::Mask, "mask", "#4f46e5"),
     (Strategy::Transcript, "transcript", "#64748b"),
     (Strategy::Summarize, "summarize", "#db2777"),
     (Strategy::Truncate, "truncate", "#b91c1c"),
-    (Strategy::Importance, "importance", "#a16207"),
+    (Strategy::Importance, "importance", "#92400e"),
 ];
 const BEFORE: &str = "#94a3b8";
 const AFTER: &str = "#2563eb";
