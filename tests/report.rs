@@ -342,6 +342,52 @@ fn the_chart_plots_the_replays_numbers() {
     }
 }
 
+/// A prompt far above the window (a huge tool output arriving) is drawn clipped at the top of
+/// the axis, its number kept, instead of flattening the rest of the chart.
+#[test]
+fn a_prompt_far_above_the_window_is_clipped_at_the_top() {
+    let huge: String = (0..20_000).map(|i| format!("row {i}\n")).collect();
+    let session = messages_from_value(serde_json::json!([
+        {"role": "user", "content": "dump it"},
+        {"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": "c1", "toolName": "dump", "input": {}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1",
+            "toolName": "dump", "output": {"type": "text", "value": huge}}]},
+        {"role": "assistant", "content": "done"},
+    ]))
+    .unwrap();
+    let report = report::replay(&mut compactor(16_000, None), &session).unwrap();
+    let big = &report.calls[1];
+    assert!(
+        big.tokens_before > 3 * 16_000 && big.tokens_after < 16_000,
+        "{big:?}"
+    );
+    let html = report::render_html(&report);
+    let svg = &elements(&html, "<svg id=\"chart\"")[0];
+    let y_max = num(svg, "data-y-max");
+    assert!(
+        y_max < f64::from(big.tokens_before) && y_max <= 1.5 * 16_000.0 * 1.3,
+        "{y_max}"
+    );
+    let top = svg["data-plot"]
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse::<f64>()
+        .unwrap();
+    let point = elements(&html, "<circle class=\"point before\"")
+        .into_iter()
+        .find(|p| p["data-call"] == "2")
+        .unwrap();
+    assert_eq!(point["data-clipped"], "1");
+    assert_eq!(num(&point, "data-tokens") as u32, big.tokens_before);
+    assert!((num(&point, "cy") - top).abs() < 0.01);
+    assert!(
+        html.contains('↑'),
+        "a clipped point shows its value above the axis"
+    );
+}
+
 #[test]
 fn event_markers_and_breaks_sit_on_their_calls() {
     let (_, report) = coding_16k();
@@ -559,6 +605,15 @@ mod cli {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "--out or --json is required");
+        let manual = Command::new(BIN)
+            .arg("report")
+            .arg(&path)
+            .args(["--manual", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(manual.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&manual.stderr)
+            .contains("--manual and --instructions are for `plan`"));
         std::fs::remove_file(path).unwrap();
     }
 }
