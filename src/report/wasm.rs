@@ -4,8 +4,10 @@
 //! `CompactorError`.
 //!
 //! The report is read from a `serde_json::Value` by hand rather than through its derived
-//! `Deserialize`: the derive (for the report and the events in it) added 7 kB gzipped to the
-//! core wasm, this adds about 1 kB. Missing or mistyped fields read as empty or zero.
+//! `Deserialize`: the derive (for the report and the events in it) cost 7.3 kB gzipped of the
+//! core wasm, reading by hand about 2. The whole binding, renderer included, adds 15.7 kB gzipped
+//! (41.5 kB raw) to the core wasm, measured on one commit built with and without it. Missing or
+//! mistyped fields read as empty or zero; an event of a kind this build does not know is left out.
 
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
