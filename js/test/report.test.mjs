@@ -132,3 +132,11 @@ test('a report with no calls renders; data() needs a compactor', async () => {
   const html = await report.html(await demo());
   assert.ok(html.includes('no model calls'));
 });
+
+test('renderReport takes what it is given: missing or mistyped fields render as empty, text is escaped', () => {
+  const html = renderReport({ title: '<img src=x onerror=alert(1)>', window: 'big', calls: [{ call: 1, tokensBefore: 10, tokensAfter: 5, events: [{ strategy: 'no-such-kind' }, { strategy: 'mask', status: 'applied', path: '/x/<b>.txt' }] }], store: null });
+  assert.ok(html.includes('&lt;img src=x onerror=alert(1)&gt;') && !html.includes('<img'));
+  assert.ok(html.includes('/x/&lt;b&gt;.txt'));
+  assert.equal(elements(html, '<g class="event"').length, 1, 'the unknown kind is left out');
+  assert.equal(elements(html, '<circle class="point after"')[0]['data-tokens'], '5');
+});
