@@ -225,9 +225,9 @@ impl Compactor {
         let window = self.window();
         let raw_before = self.raw_total(messages);
         let tokens_before = self.scale(raw_before);
-        let threshold = self.offload_threshold();
+        let thresholds = (self.offload_threshold(), self.user_offload_threshold());
         let mut actions: Vec<Action> =
-            offload::plan(messages, &self.config.offload, threshold, &Scaled(self))
+            offload::plan(messages, &self.config.offload, thresholds, &Scaled(self))
                 .into_iter()
                 .map(Action::Offload)
                 .collect();
@@ -438,6 +438,11 @@ impl Compactor {
                     .json(&call.input)
                     .saturating_sub(self.counter.json(&input))
             }
+            // A user text (string content or text part): counted as its text either way.
+            (Replace::Text { value }, _) => self
+                .counter
+                .text(&edit.content)
+                .saturating_sub(self.counter.text(value)),
             _ => 0,
         }
     }
@@ -666,14 +671,13 @@ impl Compactor {
                         .expect("every other action is a store edit");
                     let status = self.store_outcome(action, outcome)?;
                     if status.0 == EventStatus::Applied {
-                        let before = part_at(&messages, edit).cloned();
+                        let before = crate::record::edit_fingerprint(&messages, edit);
                         crate::edit::apply(&mut messages, edit)?;
-                        if let (true, Some(before), Some(after)) =
-                            (record, before, part_at(&messages, edit))
-                        {
+                        let after = crate::record::edit_fingerprint(&messages, edit);
+                        if let (true, Some(before), Some(after)) = (record, before, after) {
                             self.state
                                 .record
-                                .push_edit(edit, action.strategy(), &before, after);
+                                .push_edit(edit, action.strategy(), before, after);
                         }
                     }
                     self.event(action, status, None, Some(edit.path.clone()), 1)
@@ -737,8 +741,14 @@ impl Compactor {
                 0
             },
             error,
-            tool_call_id: action.store_edit().map(|e| e.tool_call_id.clone()),
-            tool_name: action.store_edit().map(|e| e.tool_name.clone()),
+            tool_call_id: action
+                .store_edit()
+                .filter(|e| !e.tool_call_id.is_empty())
+                .map(|e| e.tool_call_id.clone()),
+            tool_name: action
+                .store_edit()
+                .filter(|e| !e.tool_name.is_empty())
+                .map(|e| e.tool_name.clone()),
         }
     }
 
@@ -836,8 +846,20 @@ impl Compactor {
 
     /// Tool results above this many tokens are offloaded.
     pub fn offload_threshold(&self) -> u32 {
-        let fraction = (f64::from(self.window()) * self.config.offload.max_window_fraction) as u32;
-        self.config.offload.threshold_tokens.min(fraction.max(1))
+        self.config.offload.threshold_tokens.min(self.offload_cap())
+    }
+
+    /// User message texts above this many tokens are offloaded (0: never).
+    pub fn user_offload_threshold(&self) -> u32 {
+        match self.config.offload.user_threshold_tokens {
+            0 => 0,
+            threshold => threshold.min(self.offload_cap()),
+        }
+    }
+
+    /// `offload.maxWindowFraction` of the window: no single text may fill a small window.
+    fn offload_cap(&self) -> u32 {
+        ((f64::from(self.window()) * self.config.offload.max_window_fraction) as u32).max(1)
     }
 
     fn ratio(&self) -> f64 {
@@ -897,12 +919,6 @@ impl Compactor {
             stats.timeline.remove(0);
         }
     }
-}
-
-fn part_at<'a>(messages: &'a [Message], edit: &crate::plan::StoreEdit) -> Option<&'a Part> {
-    messages
-        .get(edit.message_index)
-        .and_then(|m| m.parts().get(edit.part_index))
 }
 
 fn wrong_outcome(id: &str, expected: &str) -> Error {

@@ -80,6 +80,15 @@ pub struct OffloadConfig {
     /// Directory for offloaded results (seed 002: `/large_tool_results/`; the spec names
     /// `/tool_outputs/`).
     pub path_prefix: String,
+    /// A user message text (a string content or a text part) above this many tokens is
+    /// offloaded the same way: a pasted log or file is the same problem as a huge tool result.
+    /// 50,000 (DeepAgents offloads human messages over 50k tokens), or `maxWindowFraction` of
+    /// the window, whichever is smaller; 0 turns it off. The preview and the path stay in the
+    /// message, so even the newest user message keeps its meaning and the agent can read the
+    /// rest. File parts are not offloaded: their size is an estimate (`fileTokens`).
+    pub user_threshold_tokens: u32,
+    /// Directory for offloaded user message texts. `/user_messages/`.
+    pub user_path_prefix: String,
 }
 
 impl Default for OffloadConfig {
@@ -101,6 +110,8 @@ impl Default for OffloadConfig {
             .map(String::from)
             .to_vec(),
             path_prefix: "/tool_outputs/".into(),
+            user_threshold_tokens: 50_000,
+            user_path_prefix: "/user_messages/".into(),
         }
     }
 }

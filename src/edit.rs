@@ -53,12 +53,20 @@ pub(crate) const OFFLOAD_MARKER: &str = "[Tool output offloaded: ";
 pub(crate) const MASK_MARKER: &str = "[Older tool result cleared";
 pub(crate) const DEDUPE_MARKER: &str = "[Previously read: ";
 pub(crate) const EVICT_MARKER: &str = "[Content written to ";
+/// A user message's long text, offloaded.
+pub(crate) const USER_TEXT_MARKER: &str = "[Long message text stored: ";
 
 /// True when `text` is a replacement this crate wrote.
 pub(crate) fn is_compacted(text: &str) -> bool {
-    [OFFLOAD_MARKER, MASK_MARKER, DEDUPE_MARKER, EVICT_MARKER]
-        .iter()
-        .any(|m| text.starts_with(m))
+    [
+        OFFLOAD_MARKER,
+        MASK_MARKER,
+        DEDUPE_MARKER,
+        EVICT_MARKER,
+        USER_TEXT_MARKER,
+    ]
+    .iter()
+    .any(|m| text.starts_with(m))
 }
 
 /// Makes the planned replacement, after checking that the part still holds exactly the content
@@ -74,6 +82,13 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
     let message = messages
         .get_mut(edit.message_index)
         .ok_or_else(|| mismatch("no such message"))?;
+    if let (Replace::Text { value }, Content::Text(text)) = (&edit.replace, &mut message.content) {
+        if *text != edit.content {
+            return Err(mismatch("the text differs from the stored content"));
+        }
+        *text = value.clone();
+        return Ok(());
+    }
     let Content::Parts(parts) = &mut message.content else {
         return Err(mismatch("not a message with parts"));
     };
@@ -103,6 +118,12 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
             }
             *slot = Value::String(value.clone());
         }
+        (Replace::Text { value }, Part::Text(part)) => {
+            if part.text != edit.content {
+                return Err(mismatch("the text differs from the stored content"));
+            }
+            part.text = value.clone();
+        }
         _ => return Err(mismatch("the part is not the kind the plan edits")),
     }
     Ok(())
@@ -130,11 +151,18 @@ pub(crate) fn path_for(prefix: &str, tool: &str, content: &str, json: bool) -> S
     format!("{prefix}{tool}_{}.{ext}", short_hex(content.as_bytes()))
 }
 
-/// The text the model sees in place of the offloaded output.
-pub(crate) fn preview(content: &str, tokens: u32, path: &str, config: &OffloadConfig) -> String {
+/// The text the model sees in place of the offloaded content; `marker` says what it was
+/// ([`OFFLOAD_MARKER`] for a tool output, [`USER_TEXT_MARKER`] for a user's text).
+pub(crate) fn preview(
+    marker: &str,
+    content: &str,
+    tokens: u32,
+    path: &str,
+    config: &OffloadConfig,
+) -> String {
     let lines: Vec<&str> = content.lines().collect();
     let mut out = format!(
-        "{OFFLOAD_MARKER}{tokens} tokens, {} lines, {} bytes. Full content: {path}]\n\
+        "{marker}{tokens} tokens, {} lines, {} bytes. Full content: {path}]\n\
          Read it with read_file(path=\"{path}\", offset, limit) or search it with grep(pattern, path=\"{path}\").\n",
         lines.len(),
         content.len()
@@ -214,11 +242,17 @@ mod tests {
     fn preview_keeps_head_and_tail_and_cuts_long_lines() {
         let config = OffloadConfig::default();
         let content: String = (0..100).map(|i| format!("line {i}\n")).collect();
-        let p = preview(&content, 999, "/tool_outputs/x.txt", &config);
+        let p = preview(
+            OFFLOAD_MARKER,
+            &content,
+            999,
+            "/tool_outputs/x.txt",
+            &config,
+        );
         assert!(p.contains("line 0\n") && p.contains("line 9\n") && !p.contains("line 10\n"));
         assert!(p.contains("87 lines omitted") && p.ends_with("line 99"));
         let long = "x".repeat(10_000);
-        let p = preview(&long, 2_000, "/p", &config);
+        let p = preview(OFFLOAD_MARKER, &long, 2_000, "/p", &config);
         assert!(p.contains(" …[+9800 chars]") && p.len() < 600, "{p}");
     }
 

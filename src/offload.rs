@@ -2,19 +2,32 @@
 //! directions for reading the rest.
 
 use crate::config::OffloadConfig;
-use crate::edit::{is_compacted, output_edit, path_for, preview, replacement, Tokens};
-use crate::message::{Message, Part, Role, ToolOutput};
-use crate::plan::StoreEdit;
+use crate::edit::{
+    is_compacted, output_edit, path_for, preview, replacement, Tokens, OFFLOAD_MARKER,
+    USER_TEXT_MARKER,
+};
+use crate::message::{Content, Message, Part, Role, ToolOutput};
+use crate::plan::{Replace, StoreEdit};
 
-/// Finds every tool result over the threshold.
+/// Finds every tool result over `threshold` and every user text over `user_threshold`.
 pub(crate) fn plan(
     messages: &[Message],
     config: &OffloadConfig,
-    threshold: u32,
+    (threshold, user_threshold): (u32, u32),
     tokens: &dyn Tokens,
 ) -> Vec<StoreEdit> {
     let mut actions = Vec::new();
     for (message_index, message) in messages.iter().enumerate() {
+        if message.role == Role::User && user_threshold > 0 {
+            actions.extend(user_texts(
+                message_index,
+                message,
+                config,
+                user_threshold,
+                tokens,
+            ));
+            continue;
+        }
         if message.role != Role::Tool {
             continue;
         }
@@ -47,19 +60,14 @@ pub(crate) fn plan(
             );
             // The preview must itself stay well under the threshold (small windows, wide lines),
             // or the next plan would offload the preview: halve it until it fits in half.
-            let mut shape = config.clone();
-            let replacement = loop {
-                let shown = tokens.shown_output(&result.output);
-                let candidate =
-                    replacement(&result.output, &preview(&content, shown, &path, &shape));
-                let fits = tokens.output(&candidate) <= threshold / 2;
-                if fits || (shape.preview_head_lines == 0 && shape.preview_tail_lines == 0) {
-                    break candidate;
-                }
-                shape.preview_head_lines /= 2;
-                shape.preview_tail_lines /= 2;
-                shape.preview_line_chars = (shape.preview_line_chars / 2).max(40);
-            };
+            let shown = tokens.shown_output(&result.output);
+            let replacement = fitted_preview(config, threshold, |shape| {
+                let candidate = replacement(
+                    &result.output,
+                    &preview(OFFLOAD_MARKER, &content, shown, &path, shape),
+                );
+                (tokens.output(&candidate), candidate)
+            });
             let edit = output_edit(
                 "offload",
                 (message_index, part_index),
@@ -75,4 +83,81 @@ pub(crate) fn plan(
         }
     }
     actions
+}
+
+/// The preview, halved until it takes at most half the threshold (small windows, wide lines),
+/// or the next plan would offload the preview. `render` gives a candidate and its tokens.
+fn fitted_preview<T>(
+    config: &OffloadConfig,
+    threshold: u32,
+    mut render: impl FnMut(&OffloadConfig) -> (u32, T),
+) -> T {
+    let mut shape = config.clone();
+    loop {
+        let (tokens, candidate) = render(&shape);
+        if tokens <= threshold / 2
+            || (shape.preview_head_lines == 0 && shape.preview_tail_lines == 0)
+        {
+            return candidate;
+        }
+        shape.preview_head_lines /= 2;
+        shape.preview_tail_lines /= 2;
+        shape.preview_line_chars = (shape.preview_line_chars / 2).max(40);
+    }
+}
+
+/// A user message's texts over the threshold: a pasted log or file goes to the store, its
+/// preview and path stay.
+fn user_texts(
+    message_index: usize,
+    message: &Message,
+    config: &OffloadConfig,
+    threshold: u32,
+    tokens: &dyn Tokens,
+) -> Vec<StoreEdit> {
+    let texts: Vec<(usize, &str)> = match &message.content {
+        Content::Text(text) => vec![(0, text.as_str())],
+        Content::Parts(parts) => parts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| match p {
+                Part::Text(t) => Some((i, t.text.as_str())),
+                _ => None,
+            })
+            .collect(),
+    };
+    let mut out = Vec::new();
+    for (part_index, text) in texts {
+        // A token is at least one byte: a shorter text cannot be over (and is not counted).
+        if text.len() <= threshold as usize || is_compacted(text) {
+            continue;
+        }
+        let before = tokens.text(text);
+        if before <= threshold {
+            continue;
+        }
+        let path = path_for(&config.user_path_prefix, "user_message", text, false);
+        let shown = tokens.shown_text(text);
+        let value = fitted_preview(config, threshold, |shape| {
+            let p = preview(USER_TEXT_MARKER, text, shown, &path, shape);
+            (tokens.text(&p), p)
+        });
+        let after = tokens.text(&value);
+        if after >= before {
+            continue;
+        }
+        out.push(StoreEdit {
+            id: format!("offload-{message_index}-{part_index}"),
+            message_index,
+            part_index,
+            tool_call_id: String::new(),
+            tool_name: String::new(),
+            path,
+            content: text.to_owned(),
+            replace: Replace::Text { value },
+            tokens_before: before,
+            tokens_after: after,
+        });
+    }
+    out
 }

@@ -294,6 +294,9 @@ pub enum Replace {
     Output { output: ToolOutput },
     /// The string field `field` of the tool call's `input` becomes `value`.
     InputField { field: String, value: String },
+    /// A user message's text (its string content, or the text part at `partIndex`) becomes
+    /// `value`.
+    Text { value: String },
 }
 
 /// How a plan changes messages already sent, which invalidates a provider's prompt cache from

@@ -152,27 +152,41 @@ impl Record {
             return (Cow::Borrowed(messages), Replayed::default());
         }
         let index = Index::new(self);
-        // Phase 1: which parts get which edits (found by tool call id, then fingerprint).
+        // Phase 1: which parts get which edits: found by tool call id, then fingerprint; a user
+        // text (no id) by fingerprint, when it is as long as an offloaded text or its preview.
+        let chain = |mut fingerprint: Fingerprint, id: &str| {
+            let mut chain = Vec::new();
+            while let Some(&r) = index.by_before.get(&fingerprint) {
+                if chain.len() > 8 || self.edits[r].tool_call_id != id {
+                    break;
+                }
+                chain.push(r);
+                fingerprint = self.edits[r].after;
+            }
+            chain
+        };
         let mut part_edits: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
         for (m, message) in messages.iter().enumerate() {
-            for (p, part) in message.parts().iter().enumerate() {
-                let Some(id) = tool_call_id(part) else {
-                    continue;
-                };
-                if !index.ids.contains(id) {
-                    continue;
-                }
-                let mut fingerprint = Fingerprint(part_fingerprint(part));
-                let mut chain = Vec::new();
-                while let Some(&r) = index.by_before.get(&fingerprint) {
-                    if chain.len() > 8 || self.edits[r].tool_call_id != id {
-                        break;
+            let user = message.role == crate::message::Role::User;
+            if let Content::Text(text) = &message.content {
+                if user && index.user_text(text) {
+                    let found = chain(Fingerprint(text_fingerprint(text)), "");
+                    if !found.is_empty() {
+                        part_edits.insert((m, 0), found);
                     }
-                    chain.push(r);
-                    fingerprint = self.edits[r].after;
                 }
-                if !chain.is_empty() {
-                    part_edits.insert((m, p), chain);
+            }
+            for (p, part) in message.parts().iter().enumerate() {
+                let id = match part {
+                    Part::Text(t) if user && index.user_text(&t.text) => "",
+                    _ => match tool_call_id(part) {
+                        Some(id) if index.ids.contains(id) => id,
+                        _ => continue,
+                    },
+                };
+                let found = chain(Fingerprint(part_fingerprint(part)), id);
+                if !found.is_empty() {
+                    part_edits.insert((m, p), found);
                 }
             }
         }
@@ -238,6 +252,13 @@ impl Record {
                 Item::Inserted(q) => self.spans[q].insert.clone(),
                 Item::Given(m) => {
                     let mut message = messages[m].clone();
+                    if let Content::Text(text) = &mut message.content {
+                        for &r in part_edits.get(&(m, 0)).into_iter().flatten() {
+                            if let Replace::Text { value } = &self.edits[r].replace {
+                                *text = value.clone();
+                            }
+                        }
+                    }
                     if let Content::Parts(parts) = &mut message.content {
                         for (p, part) in parts.iter_mut().enumerate() {
                             for &r in part_edits.get(&(m, p)).into_iter().flatten() {
@@ -261,10 +282,10 @@ impl Record {
         &mut self,
         edit: &StoreEdit,
         strategy: Strategy,
-        before: &Part,
-        after: &Part,
+        before: u64,
+        after: u64,
     ) {
-        let before = Fingerprint(part_fingerprint(before));
+        let before = Fingerprint(before);
         let origin = self
             .edits
             .iter()
@@ -275,7 +296,7 @@ impl Record {
             strategy,
             tool_call_id: edit.tool_call_id.clone(),
             before,
-            after: Fingerprint(part_fingerprint(after)),
+            after: Fingerprint(after),
             origin,
             path: edit.path.clone(),
             replace: edit.replace.clone(),
@@ -333,14 +354,37 @@ impl Record {
         }
         // Edits inside the removed messages are moot: the span's hash names the original
         // content. Kept messages keep theirs.
-        let ids: HashSet<&str> = span
+        let removed = span
             .iter()
             .enumerate()
             .filter(|(i, _)| !keep.contains(&(*i as u32)))
-            .flat_map(|(_, m)| m.parts().iter().filter_map(tool_call_id))
-            .collect();
-        self.edits
-            .retain(|e| !ids.contains(e.tool_call_id.as_str()));
+            .map(|(_, m)| m);
+        let mut ids: HashSet<&str> = HashSet::new();
+        let mut texts: HashSet<Fingerprint> = HashSet::new();
+        for message in removed {
+            ids.extend(message.parts().iter().filter_map(tool_call_id));
+            if message.role == crate::message::Role::User {
+                match &message.content {
+                    Content::Text(text) if index.user_text(text) => {
+                        texts.insert(Fingerprint(text_fingerprint(text)));
+                    }
+                    Content::Parts(parts) => texts.extend(parts.iter().filter_map(|p| match p {
+                        Part::Text(t) if index.user_text(&t.text) => {
+                            Some(Fingerprint(part_fingerprint(p)))
+                        }
+                        _ => None,
+                    })),
+                    Content::Text(_) => {}
+                }
+            }
+        }
+        self.edits.retain(|e| {
+            if e.tool_call_id.is_empty() {
+                !texts.contains(&e.after) && !texts.contains(&e.before)
+            } else {
+                !ids.contains(e.tool_call_id.as_str())
+            }
+        });
         let mut q = 0;
         self.spans.retain(|_| {
             q += 1;
@@ -374,6 +418,9 @@ enum Item {
 /// Look-ups over a record, built once per replay.
 struct Index {
     ids: HashSet<String>,
+    /// Set when user texts were offloaded: the length of the shortest text involved (a
+    /// replacement preview), so that only texts that long are fingerprinted.
+    user_text_min: Option<usize>,
     by_before: HashMap<Fingerprint, usize>,
     /// A fingerprint after an edit → the part's original fingerprint.
     origin_of: HashMap<Fingerprint, Fingerprint>,
@@ -382,16 +429,26 @@ struct Index {
 impl Index {
     fn new(record: &Record) -> Self {
         let mut index = Index {
+            user_text_min: None,
             ids: HashSet::with_capacity(record.edits.len()),
             by_before: HashMap::with_capacity(record.edits.len()),
             origin_of: HashMap::with_capacity(record.edits.len()),
         };
         for (r, edit) in record.edits.iter().enumerate() {
+            if let Replace::Text { value } = &edit.replace {
+                let shortest = value.len().min(index.user_text_min.unwrap_or(usize::MAX));
+                index.user_text_min = Some(shortest);
+            }
             index.ids.insert(edit.tool_call_id.clone());
             index.by_before.insert(edit.before, r);
             index.origin_of.insert(edit.after, edit.origin);
         }
         index
+    }
+
+    /// Whether a user text may be one our edits offloaded or put in place.
+    fn user_text(&self, text: &str) -> bool {
+        self.user_text_min.is_some_and(|min| text.len() >= min)
     }
 
     /// The message's fingerprint with every part our edits replaced counted as the original.
@@ -400,12 +457,19 @@ impl Index {
         h.update(message.role.as_str().as_bytes());
         match &message.content {
             Content::Text(text) => {
-                h.update(&text_fingerprint(text).to_le_bytes());
+                let mut fingerprint = text_fingerprint(text);
+                if self.user_text(text) {
+                    if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
+                        fingerprint = origin.0;
+                    }
+                }
+                h.update(&fingerprint.to_le_bytes());
             }
             Content::Parts(parts) => {
                 for part in parts {
                     let mut fingerprint = part_fingerprint(part);
-                    if tool_call_id(part).is_some_and(|id| self.ids.contains(id)) {
+                    let user_text = matches!(part, Part::Text(t) if self.user_text(&t.text));
+                    if user_text || tool_call_id(part).is_some_and(|id| self.ids.contains(id)) {
                         if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
                             fingerprint = origin.0;
                         }
@@ -427,7 +491,18 @@ fn replace_part(part: &mut Part, replace: &Replace) {
                 *slot = Value::String(value.clone());
             }
         }
+        (Replace::Text { value }, Part::Text(text)) => text.text = value.clone(),
         _ => {}
+    }
+}
+
+/// The fingerprint of the part a store edit changes (a user message's string content counts as
+/// its one text part), as the conversation holds it now.
+pub(crate) fn edit_fingerprint(messages: &[Message], edit: &StoreEdit) -> Option<u64> {
+    let message = messages.get(edit.message_index)?;
+    match &message.content {
+        Content::Text(text) => (edit.part_index == 0).then(|| text_fingerprint(text)),
+        Content::Parts(parts) => parts.get(edit.part_index).map(part_fingerprint),
     }
 }
 

@@ -334,3 +334,60 @@ fn an_edited_history_is_not_replayed_onto() {
         "the host's edit was overwritten"
     );
 }
+
+#[test]
+fn a_pasted_log_in_a_user_message_is_offloaded_recorded_and_replayed() {
+    let log: String = (0..40_000)
+        .map(|i| {
+            format!(
+                "2026-11-25 10:{:02} INFO worker {i} finished job {}\n",
+                i % 60,
+                i * 7
+            )
+        })
+        .collect();
+    for content in [
+        json!(log.clone()),
+        json!([{"type": "text", "text": "Here is the log:"}, {"type": "text", "text": log.clone()}]),
+    ] {
+        let session = vec![
+            json!({"role": "system", "content": "You are an SRE agent."}),
+            json!({"role": "user", "content": content}),
+        ];
+        let config = config(128_000, Preset::Smart, HistoryStrategy::Summarize);
+        let mut compactor = Compactor::new(config.clone()).unwrap();
+        let mut store = Store::new();
+        let messages = parse(&session);
+        let plan = compactor.plan(&messages).unwrap();
+        let Some(Action::Offload(edit)) = plan.actions.first() else {
+            panic!("no offload: {:?}", plan.actions)
+        };
+        assert!(
+            edit.tool_call_id.is_empty() && edit.path.starts_with("/user_messages/user_message_")
+        );
+        let outcomes = execute_with(&plan, &mut store, &Faults::None, Summarizer::Works);
+        let applied = compactor.apply(messages.clone(), &plan, &outcomes).unwrap();
+        // Stored byte for byte; the newest user message keeps a preview and the path.
+        assert_eq!(store[&edit.path], log);
+        let text = applied.messages[1].text();
+        assert!(
+            text.contains(&edit.path) && text.contains("worker 0 finished") && text.len() < 5_000,
+            "{text}"
+        );
+        assert!(applied.tokens_after < 3_000, "{}", applied.tokens_after);
+        assert_eq!(applied.events[0].tool_call_id, None);
+        // Recorded: a new compactor with the state replays it onto the raw message.
+        let state: State =
+            serde_json::from_str(&serde_json::to_string(compactor.state()).unwrap()).unwrap();
+        let stateless = Compactor::with_state(config, state).unwrap();
+        assert_eq!(
+            prompt_text(&stateless.replay(&messages)),
+            prompt_text(&applied.messages)
+        );
+        assert!(stateless.plan(&messages).unwrap().actions.is_empty());
+        assert!(
+            compactor.plan(&applied.messages).unwrap().is_empty(),
+            "idempotent"
+        );
+    }
+}

@@ -49,6 +49,8 @@ fn compactor(window: u32) -> Compactor {
         ..Config::default()
     };
     config.history.strategy = context_compactor::HistoryStrategy::Off;
+    // Tier 2 alone: long user texts stay (tier 1 would offload them).
+    config.offload.user_threshold_tokens = 0;
     Compactor::new(config).unwrap()
 }
 

@@ -32,11 +32,13 @@ export type ToolOutput =
   | { type: 'content'; value: unknown[]; [key: string]: unknown }
   | { type: 'execution-denied'; reason?: string; [key: string]: unknown };
 
-/** What replaces the stored content: a tool result's whole output, or one string argument
- * of a tool call's input. */
+/** What replaces the stored content: a tool result's whole output, one string argument of a
+ * tool call's input, or a user message's text (its string content or one text part: a pasted
+ * log over `offload.userThresholdTokens`; `toolCallId` and `toolName` are then empty). */
 export type Replace =
   | { kind: 'output'; output: ToolOutput }
-  | { kind: 'input-field'; field: string; value: string };
+  | { kind: 'input-field'; field: string; value: string }
+  | { kind: 'text'; value: string };
 
 /**
  * A store edit (tiers 1 and 2): store `content` at `path` (content-addressed), and only once

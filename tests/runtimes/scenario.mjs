@@ -398,7 +398,8 @@ async function hostileInput(cc, check, step, timings) {
   await step('huge user message', async () => {
     const log = makePastedLog(5);
     const messages = [{ role: 'system', content: 'agent' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: log }];
-    const compactor = await cc.createCompactor({ model: 'gpt-4o', store: new cc.MemoryStore() });
+    const store = new cc.MemoryStore();
+    const compactor = await cc.createCompactor({ model: 'gpt-4o', store });
     let t0 = now();
     const count = cc.countTokens(log, 'o200k_base');
     const usage = compactor.usage(messages);
@@ -406,10 +407,13 @@ async function hostileInput(cc, check, step, timings) {
     t0 = now();
     const result = await compactor.manage(messages);
     timings.hugeManageMs = Math.round(now() - t0);
-    check('a 5 MB pasted user message: usage counts it, manage returns a valid conversation',
+    const offload = result.events.find((e) => e.strategy === 'offload');
+    const stored = offload && await store.read(offload.path);
+    check('a 5 MB pasted user message: usage counts it; manage offloads it byte for byte, its preview and path stay',
       usage.tokens > count && usage.tokens < count + 100 && result.messages.length === 4 &&
         result.messages.map((m) => m.role).join() === 'system,user,assistant,user' && typeof result.messages[3].content === 'string' &&
-        result.messages[3].content.endsWith(log.slice(-200)),
+        stored === log && result.messages[3].content.includes(offload.path) && result.messages[3].content.length < 5_000 &&
+        offload.toolCallId === null,
       `${(log.length / 1e6).toFixed(1)} M chars, ${count} tokens; count + usage ${timings.hugeUsageMs} ms, manage ${timings.hugeManageMs} ms; notes ${short(result.plan.notes.map((n) => n.type))}`);
   });
 }
