@@ -1,6 +1,6 @@
 // The public API, shared by every runtime entry (entry/*.ts add only how the .wasm is loaded).
 export { createCompactor, Compactor, loadState, DEFAULT_STATE_PATH } from './compactor.js';
-export type { CompactorOptions, OffloadOptions, CompactionOptions, HistoryOptions, Summarizer, PrepareStepInput, ToolDefinition } from './compactor.js';
+export type { CompactorOptions, OffloadOptions, CompactionOptions, CacheOptions, HistoryOptions, Summarizer, PrepareStepInput, ToolDefinition } from './compactor.js';
 export { loopContext, recoverySegment, memorySegment, withMemory } from './loop.js';
 export type { LoopConfig, Iteration, LoopState, LoopSummaryRequest, LoopStep } from './loop.js';
 export { countTokens, warmUp } from './tokens.js';
