@@ -72,14 +72,16 @@ for (let i = 0; i < 7; i++) {
 // the raw history (a stateless host, or fresh objects): the record is replayed every time.
 const kept = await cc.createCompactor({ model: 'gpt-4o' });
 const compacted = (await kept.manage(messages)).messages;
+// Each host shape on its own (alternating them would re-send the whole conversation each time).
 const recordCompacted = [], recordRaw = [];
-for (let i = 0; i < 7; i++) {
-  const extra = { role: 'user', content: `Follow-up ${i}: and the tests?` };
-  const onCompacted = [...compacted, extra];
+for (let i = 0; i < 15; i++) {
+  const onCompacted = [...compacted, { role: 'user', content: `Follow-up ${i}: and the tests?` }];
   t0 = performance.now();
   kept.plan(onCompacted);
   recordCompacted.push(performance.now() - t0);
-  const onRaw = [...messages, extra];
+}
+for (let i = 0; i < 15; i++) {
+  const onRaw = [...messages, { role: 'user', content: `Follow-up ${i}: and the tests?` }];
   t0 = performance.now();
   kept.plan(onRaw);
   recordRaw.push(performance.now() - t0);
