@@ -40,9 +40,11 @@ pub struct Compactor {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct State {
+    /// Format version of the state (2 in this build); a state from a newer build is refused.
     pub version: u32,
     /// Learned ratio of provider-reported input tokens to our count, for this model.
     pub calibration: Option<Calibration>,
+    /// Totals over the session.
     pub stats: Stats,
     /// Every edit applied so far, keyed by the content it replaced (see [`Record`]): planning
     /// replays it onto whatever history it is given, so a host that re-sends the raw history
@@ -52,9 +54,14 @@ pub struct State {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// The learned correction of our token counts for one model.
 pub struct Calibration {
+    /// The model it was learned for; a state loaded for another model drops it.
     pub model: String,
+    /// Provider-reported input tokens ÷ our raw count, a moving average (each new sample
+    /// weighs 0.3).
     pub ratio: f64,
+    /// How many reported requests it was learned from.
     pub samples: u32,
 }
 
@@ -64,9 +71,14 @@ pub struct Calibration {
 pub struct Stats {
     /// `apply` calls that changed the conversation.
     pub compactions: u32,
+    /// Tokens saved by applied actions (summaries that fell back included).
     pub tokens_saved: u64,
+    /// Store and transcript files written.
     pub files_written: u32,
+    /// Actions that ended [`EventStatus::Failed`]: the host reported a failure, or a lossy
+    /// action's transcript was not saved.
     pub actions_failed: u32,
+    /// The same totals per strategy.
     pub by_strategy: BTreeMap<crate::plan::Strategy, StrategyStats>,
     /// Tokens before and after each compaction, oldest first (the last 100).
     pub timeline: Vec<UsagePoint>,
@@ -74,18 +86,28 @@ pub struct Stats {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
+/// Totals over the session for one [`Strategy`].
 pub struct StrategyStats {
+    /// Actions of this strategy applied (summaries that fell back included).
     pub events: u32,
+    /// Tokens those actions saved.
     pub tokens_saved: u64,
+    /// Files those actions wrote.
     pub files_written: u32,
+    /// One per applied action: a summary or a drop counts once, however many messages it
+    /// removed.
     pub messages_affected: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+/// One compaction on the [`Stats::timeline`].
 pub struct UsagePoint {
+    /// Its number ([`Stats::compactions`] once it was counted).
     pub compaction: u32,
+    /// Tokens of the conversation before `apply` changed it (after the record was replayed).
     pub tokens_before: u32,
+    /// Tokens of the conversation `apply` returned.
     pub tokens_after: u32,
 }
 
@@ -104,6 +126,7 @@ pub enum TriggerKind {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct PlanOptions {
+    /// Automatic (the default), or manual as in [`Compactor::plan_manual`].
     pub trigger: TriggerKind,
     /// Custom instructions for the summary (in addition to `history.instructions`).
     pub instructions: Option<String>,
@@ -126,8 +149,11 @@ const STATE_VERSION: u32 = 2;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    /// Tokens of the conversation as it would be sent, tool definitions included.
     pub tokens: u32,
+    /// The model's context window, in tokens.
     pub window: u32,
+    /// `tokens / window` (over 1 when the conversation does not fit).
     pub fraction: f64,
 }
 
@@ -168,14 +194,18 @@ impl Compactor {
         self
     }
 
+    /// The configuration it was built with.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    /// The model it plans for: the registry's entry (or an unknown model's defaults) with the
+    /// configuration's overrides.
     pub fn model(&self) -> &ModelInfo {
         &self.model
     }
 
+    /// The context window plans budget against, in tokens.
     pub fn window(&self) -> u32 {
         self.model.context_window
     }
@@ -813,10 +843,12 @@ impl Compactor {
         self.raw_total(messages)
     }
 
+    /// Totals over the session so far.
     pub fn stats(&self) -> &Stats {
         &self.state.stats
     }
 
+    /// Everything learned so far: persist it and pass it back with [`Compactor::with_state`].
     pub fn state(&self) -> &State {
         &self.state
     }

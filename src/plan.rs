@@ -11,6 +11,7 @@ use crate::models::ModelInfo;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
+    /// The model the plan is for, as the compactor resolved it.
     pub model: ModelInfo,
     /// The context window the plan budgets against.
     pub window: u32,
@@ -109,6 +110,7 @@ pub enum Action {
 }
 
 impl Action {
+    /// The action's id; the host's [`Outcome`] for it carries the same id.
     pub fn id(&self) -> &str {
         match self {
             Action::Offload(e) | Action::EvictInput(e) | Action::Dedupe(e) | Action::Mask(e) => {
@@ -138,6 +140,7 @@ impl Action {
         }
     }
 
+    /// The strategy the action carries out (a [`Drop`]'s own: truncate or importance).
     pub fn strategy(&self) -> Strategy {
         match self {
             Action::Offload(_) => Strategy::Offload,
@@ -188,13 +191,18 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SaveTranscript {
+    /// The action's id (`save-transcript`); the lossy action names it as its `transcript`.
     pub id: String,
     /// `/conversation_history/conversation_{hash}.json`: the messages, exactly.
     pub path: String,
     /// The same conversation as Markdown, for people and for `grep`.
     pub readable_path: String,
+    /// The messages as pretty-printed JSON, to write at `path` (empty when planned with
+    /// [`crate::PlanOptions::defer_transcript`]: render it with [`crate::Compactor::transcript`]).
     pub json: String,
+    /// The same conversation as Markdown, to write at `readable_path` (empty when deferred).
     pub markdown: String,
+    /// How many messages the transcript holds.
     pub messages: usize,
 }
 
@@ -202,12 +210,15 @@ pub struct SaveTranscript {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Summarize {
+    /// The action's id (`summarize`).
     pub id: String,
     /// The [`SaveTranscript`] action that must be `written` first.
     pub transcript: String,
     /// Where that transcript is; the summary message names it.
     pub transcript_path: String,
+    /// First message of the span: an index into the conversation as planned.
     pub start: usize,
+    /// End of the span, exclusive.
     pub end: usize,
     /// What to send to the host's LLM. A valid conversation on its own: one user message.
     pub request: SummaryRequest,
@@ -218,6 +229,7 @@ pub struct Summarize {
     /// Heuristic summary (intent, tools used, files touched) used when the host has no
     /// summarizer or its call fails.
     pub fallback: String,
+    /// Tokens of the span's messages as given (before any edit of this plan).
     pub tokens_before: u32,
     /// Predicted, with a summary of `request.maxTokens`.
     pub tokens_after: u32,
@@ -227,11 +239,13 @@ pub struct Summarize {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRequest {
+    /// The system prompt for the summarizer.
     pub system: String,
     /// The user prompt: template, instructions, previous summary and the span as Markdown.
     pub prompt: String,
     /// `[{role: 'user', content: prompt}]`.
     pub messages: Vec<Message>,
+    /// The summary's length limit, in tokens (the prompt asks to stay under it).
     pub max_tokens: u32,
 }
 
@@ -253,15 +267,25 @@ impl SummaryRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Drop {
+    /// The action's id (`truncate` or `drop-by-importance`).
     pub id: String,
     /// [`Strategy::Truncate`] or [`Strategy::Importance`].
     pub strategy: Strategy,
+    /// The [`SaveTranscript`] action that must be `written` first.
     pub transcript: String,
+    /// Where that transcript is; the notice names it.
     pub transcript_path: String,
+    /// The messages to remove: indices into the conversation as planned, ascending.
     pub messages: Vec<usize>,
+    /// Where the notice goes: an index into the conversation after removal, at or before every
+    /// removed message's index.
     pub insert_at: usize,
+    /// The text of the user message inserted: how many messages were removed, and where the
+    /// transcript is.
     pub notice: String,
+    /// Tokens of the removed messages as given (before any edit of this plan).
     pub tokens_before: u32,
+    /// Tokens of the notice message.
     pub tokens_after: u32,
 }
 
@@ -269,10 +293,15 @@ pub struct Drop {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoreEdit {
+    /// The action's id: its kind, message index and part index (e.g. `offload-3-0`).
     pub id: String,
+    /// The message: an index into the conversation as planned.
     pub message_index: usize,
+    /// The part within that message (0 for a user message whose content is a string).
     pub part_index: usize,
+    /// The tool call that part belongs to (empty for a user message's text).
     pub tool_call_id: String,
+    /// That tool call's tool (empty for a user message's text).
     pub tool_name: String,
     /// Content-addressed store path, e.g. `/tool_outputs/search_1f2e3d4c5b6a7988.txt`.
     pub path: String,
@@ -280,13 +309,16 @@ pub struct StoreEdit {
     pub content: String,
     /// What replaces it once stored.
     pub replace: Replace,
+    /// Tokens of what the edit changes, before it (for an input field: the call's whole input).
     pub tokens_before: u32,
+    /// Tokens of the same, after it.
     pub tokens_after: u32,
 }
 
 /// The Tier-1 action's payload (kept as a name for readers of older plans).
 pub type Offload = StoreEdit;
 
+/// What a [`StoreEdit`] puts in place of the stored content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Replace {
@@ -344,6 +376,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The id of the action this outcome answers.
     pub fn id(&self) -> &str {
         match self {
             Outcome::Written { id }
@@ -367,20 +400,29 @@ pub enum Note {
     /// A lossy strategy is planned: the transcript is saved first, but the conversation loses
     /// detail.
     Lossy {
+        /// Summarize, truncate or importance.
         strategy: Strategy,
+        /// How many messages leave the conversation (summarized or dropped).
         messages: usize,
+        /// Where the transcript is saved.
         transcript_path: String,
     },
     /// Compaction ran but could not reach its target.
     TargetNotMet {
+        /// Tokens predicted after every action.
         tokens_after: u32,
+        /// The target it missed ([`Trigger::target`]).
         target: u32,
+        /// Why it could not be met.
         reason: String,
     },
     /// Even after every action the conversation stays over the window.
     OverBudget {
+        /// Tokens predicted after every action.
         tokens_after: u32,
+        /// The model's context window.
         window: u32,
+        /// Why it does not fit.
         reason: String,
     },
 }
@@ -389,9 +431,13 @@ pub enum Note {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Applied {
+    /// The conversation after the record's replay and the applied actions: what to send next.
     pub messages: Vec<Message>,
+    /// One per action of the plan, in plan order.
     pub events: Vec<Event>,
+    /// Tokens of the conversation before the actions (after the record was replayed).
     pub tokens_before: u32,
+    /// Tokens of `messages`.
     pub tokens_after: u32,
 }
 
@@ -399,16 +445,26 @@ pub struct Applied {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
+    /// The action's id.
     pub action_id: String,
+    /// The action's strategy.
     pub strategy: Strategy,
+    /// How it ended.
     pub status: EventStatus,
+    /// The first message the action changes, as planned (0 for a transcript).
     pub message_index: usize,
+    /// The store path of a store edit; the transcript's path for a transcript or lossy action.
     pub path: Option<String>,
+    /// Tokens before, as planned.
     pub tokens_before: u32,
+    /// Tokens after: as planned (for a summary, the one applied), or `tokens_before` when
+    /// nothing changed.
     pub tokens_after: u32,
+    /// `tokens_before - tokens_after`.
     pub tokens_saved: u32,
     /// Files this action wrote (0 when it did not succeed).
     pub files_written: u32,
+    /// Why it failed or fell back (the host's error, or the core's reason).
     pub error: Option<String>,
     /// The tool call whose part a store edit changed (`None` for transcripts and lossy steps).
     #[serde(default)]
@@ -418,19 +474,29 @@ pub struct Event {
     pub tool_name: Option<String>,
 }
 
+/// Which technique an action uses; the key of [`crate::Stats::by_strategy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
+    /// Tier 1: a large tool result or user text moved to the store.
     Offload,
+    /// Tier 2: a large file-content argument of a write/edit tool call moved to the store.
     EvictInput,
+    /// Tier 2: an older read of a file that is read again later.
     Dedupe,
+    /// Tier 2: an older tool result replaced by a placeholder.
     Mask,
+    /// Tier 3: the conversation saved before a lossy step.
     Transcript,
+    /// Tier 3: older messages replaced by one summary.
     Summarize,
+    /// Tier 3: the oldest messages dropped (behind one notice).
     Truncate,
+    /// Tier 3: the lowest-scoring messages dropped (behind one notice).
     Importance,
 }
 
+/// How an action ended in [`crate::Compactor::apply`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventStatus {
