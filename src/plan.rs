@@ -323,12 +323,23 @@ pub type Offload = StoreEdit;
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Replace {
     /// The tool result's whole `output` becomes `output`.
-    Output { output: ToolOutput },
+    Output {
+        /// The replacement: a preview, placeholder or pointer naming the stored copy.
+        output: ToolOutput,
+    },
     /// The string field `field` of the tool call's `input` becomes `value`.
-    InputField { field: String, value: String },
+    InputField {
+        /// The name of the string field in the call's `input`.
+        field: String,
+        /// Its new value: a pointer to the stored copy and a short preview.
+        value: String,
+    },
     /// A user message's text (its string content, or the text part at `partIndex`) becomes
     /// `value`.
-    Text { value: String },
+    Text {
+        /// The new text: a preview and the stored path.
+        value: String,
+    },
 }
 
 /// How a plan changes messages already sent, which invalidates a provider's prompt cache from
@@ -368,11 +379,24 @@ pub struct CacheImpact {
 #[non_exhaustive]
 pub enum Outcome {
     /// The action's content is stored.
-    Written { id: String },
+    Written {
+        /// The action's id.
+        id: String,
+    },
     /// The host could not execute the action; `error` says why.
-    Failed { id: String, error: String },
+    Failed {
+        /// The action's id.
+        id: String,
+        /// What went wrong, in the host's words (the event carries it).
+        error: String,
+    },
     /// The host's LLM summarized a [`Action::Summarize`] request.
-    Summarized { id: String, text: String },
+    Summarized {
+        /// The action's id.
+        id: String,
+        /// The summary (an empty one falls back to the plan's heuristic summary).
+        text: String,
+    },
 }
 
 impl Outcome {
@@ -396,7 +420,12 @@ impl Outcome {
 #[non_exhaustive]
 pub enum Note {
     /// The model is not in the registry; a conservative window was assumed.
-    UnknownModel { name: String, assumed_window: u32 },
+    UnknownModel {
+        /// The model name as configured.
+        name: String,
+        /// The window assumed, in tokens.
+        assumed_window: u32,
+    },
     /// A lossy strategy is planned: the transcript is saved first, but the conversation loses
     /// detail.
     Lossy {
