@@ -49,9 +49,17 @@ export function check(results) {
 
 /**
  * Each host-shape variant against its long-lived preset on the same session and window:
- * `{session, window, contender, base, cost, summarizerCalls, prefixBreaks}`, each figure the
- * variant's over the base's (1 = the same; Infinity when the base has none and the variant some).
+ * `{session, window, contender, base, cost, summarizerCalls, prefixBreaks, firstDifferentCall}`,
+ * each figure the variant's over the base's (1 = the same; Infinity when the base has none and
+ * the variant some); `firstDifferentCall` is the first main-model call whose prompt differs from
+ * the base's, byte for byte (-1: every prompt the same; undefined: no digests to compare).
  */
+function firstDifference(a, b) {
+  if (!a || !b) return undefined;
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
+
 export function ratios(results) {
   const ok = results.filter((r) => !r.error);
   const ratio = (a, b) => (b === 0 ? (a === 0 ? 1 : Infinity) : a / b);
@@ -68,6 +76,7 @@ export function ratios(results) {
       cost: ratio(r.cost, b.cost),
       summarizerCalls: ratio(r.summarizerCalls, b.summarizerCalls),
       prefixBreaks: ratio(r.prefixBreaks, b.prefixBreaks),
+      firstDifferentCall: firstDifference(r.promptDigests, b.promptDigests),
     });
   }
   return out;

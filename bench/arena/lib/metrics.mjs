@@ -1,5 +1,6 @@
 // Turns the prompts a contender sent into the arena's figures. Every prompt is counted with the
 // same exact tokenizer (o200k_base), whatever framework sent it.
+import { createHash } from 'node:crypto';
 import { countTokens } from 'context-compactor';
 import { orphans, pieces, promptContains } from './prompt.mjs';
 
@@ -58,8 +59,8 @@ export function measure(prompt, previous) {
 /**
  * Scores one run as it goes (prompts are not kept: an unmanaged run sends gigabytes in all).
  * `call(prompt)` for each main model call, in order; `summary(prompt)` for each summarizer call;
- * `needle(needle, prompt)` for the first prompt of the turn that needs it; `result(window,
- * stored)` at the end, `stored(value)` saying whether the contender's store holds the value
+ * `needle(needle, prompt)` for the first prompt of the turn that needs it; `result(stored)` at
+ * the end (with a digest of every prompt, in order, to compare host shapes byte for byte), `stored(value)` saying whether the contender's store holds the value
  * (content only leaves a prompt after it is stored, and stores only grow, so "stored at the end"
  * is "stored when needed" for every needle that had left the prompt by then).
  */
@@ -75,6 +76,7 @@ export class Scorer {
   #summaries = 0;
   #summaryInput = 0;
   #needles = [];
+  #digests = [];
 
   constructor(window) {
     this.window = window;
@@ -89,6 +91,7 @@ export class Scorer {
     if (orphans(prompt) > 0) this.#orphaned++;
     if (!m.extendsPrevious) this.#breaks++;
     this.#largest = Math.max(this.#largest, m.tokens);
+    this.#digests.push(createHash('sha1').update(m.pieces.join('\u0000')).digest('hex').slice(0, 12));
     this.#previous = m;
     return m.tokens;
   }
@@ -125,6 +128,7 @@ export class Scorer {
       needlesInPrompt: this.#needles.filter((n) => n.inPrompt).length,
       needlesRecoverable: this.#needles.length - lost.length - this.#needles.filter((n) => n.inPrompt).length,
       needlesLost: lost.map((n) => n.id),
+      promptDigests: this.#digests,
     };
   }
 }

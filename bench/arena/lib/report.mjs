@@ -32,9 +32,10 @@ export function markdown(report) {
   }
   const rs = ratios(report.results);
   if (rs.length) {
-    out.push('### Host shapes against the long-lived compactor', '', 'Each figure is the variant\'s over the long-lived preset\'s on the same session and window (1.00 = the same).', '');
-    out.push('| session | window | contender | cost | summarizer calls | prefix breaks |', '|---|---:|---|---:|---:|---:|');
-    for (const r of rs) out.push(`| ${r.session} | ${k(r.window)} | ${r.contender} | ${x(r.cost)} | ${x(r.summarizerCalls)} | ${x(r.prefixBreaks)} |`);
+    out.push('### Host shapes against the long-lived compactor', '', 'Each figure is the variant\'s over the long-lived preset\'s on the same session and window (1.00 = the same); "prompts identical": every main-model prompt the same, byte for byte, or the first call that differs.', '');
+    const identical = (i) => (i === undefined ? '–' : i < 0 ? 'yes' : `no, from call ${i}`);
+    out.push('| session | window | contender | cost | summarizer calls | prefix breaks | prompts identical |', '|---|---:|---|---:|---:|---:|---|');
+    for (const r of rs) out.push(`| ${r.session} | ${k(r.window)} | ${r.contender} | ${x(r.cost)} | ${x(r.summarizerCalls)} | ${x(r.prefixBreaks)} | ${identical(r.firstDifferentCall)} |`);
     out.push('');
   }
   const ts = targets(report.results);

@@ -223,3 +223,30 @@ test('issue 14 targets: smart against the cheapest peer and DeepAgents\' breaks,
   assert.equal(targets(results)[0].shapesMet, false, '5 summaries against 4 is 25 % over');
   assert.deepEqual(targets(results.filter((r) => r.contender.startsWith('context-compactor'))), [], 'no peer ran');
 });
+
+test('host shapes: the first call whose prompt differs from the long-lived one, byte for byte', async () => {
+  const { ratios } = await import('../lib/check.mjs');
+  const { markdown } = await import('../lib/report.mjs');
+  const one = fromAiSdk(aiPrompt.slice(0, 3));
+  const two = fromAiSdk(aiPrompt);
+  const other = fromAiSdk([aiPrompt[0], { role: 'user', content: [{ type: 'text', text: 'List the folders.' }] }, ...aiPrompt.slice(2)]);
+  const run = (prompts) => {
+    const scorer = new Scorer(1_000_000);
+    for (const p of prompts) scorer.call(p);
+    return scorer.result(() => false);
+  };
+  const base = { session: 's', window: 32_000, wallMs: 1 };
+  const smart = { ...base, contender: 'context-compactor smart', ...run([one, two]) };
+  const same = { ...base, contender: 'context-compactor smart (stateless)', ...run([fromAiSdk(aiPrompt.slice(0, 3)), fromAiSdk(aiPrompt)]) };
+  const differs = { ...base, contender: 'context-compactor smart (middleware)', ...run([one, other]) };
+  assert.equal(smart.promptDigests.length, 2);
+  assert.notEqual(smart.promptDigests[0], smart.promptDigests[1]);
+  assert.deepEqual(ratios([smart, same, differs]).map((r) => [r.contender, r.firstDifferentCall]), [
+    ['context-compactor smart (stateless)', -1],
+    ['context-compactor smart (middleware)', 1],
+  ]);
+  assert.equal(ratios([smart, { ...same, promptDigests: undefined }])[0].firstDifferentCall, undefined);
+  const md = markdown({ date: '2026-01-01T00:00:00Z', node: 'v20', sessions: [{ name: 's' }], contenders: [], results: [smart, same, differs] });
+  assert.match(md, /\| context-compactor smart \(stateless\) \| 1\.00× \| 1\.00× \| 1\.00× \| yes \|/);
+  assert.match(md, /\| context-compactor smart \(middleware\) \|.*\| no, from call 1 \|/);
+});
