@@ -212,12 +212,8 @@ pub(crate) fn transcript(
     strategy: Strategy,
     full: bool,
 ) -> SaveTranscript {
-    // Rendered: the path hashes the JSON text. Deferred: the same digest, by streaming.
     let json = full.then(|| serde_json::to_string_pretty(messages).expect("messages serialize"));
-    let path = match &json {
-        Some(json) => path_for(config, &crate::hash::short_hex(json.as_bytes())),
-        None => transcript_path(messages, config),
-    };
+    let path = transcript_path(messages, config);
     let readable_path = readable_path(&path);
     let (json, markdown) = match json {
         Some(json) => {
@@ -247,9 +243,13 @@ pub(crate) fn transcript(
     }
 }
 
-/// `{prefix}conversation_{hash}.json`, the hash of the transcript's JSON (content-addressed).
+/// `{prefix}conversation_{hash}.json`, content-addressed by the messages' fingerprints (their
+/// meaning, as the compaction record sees it: key order, `providerOptions`, and a string
+/// content against one text part do not change it). So the same conversation gets the same
+/// path, and the summary that names it the same text, whether a host sends `ModelMessage`s or
+/// the AI SDK's normalized prompt (the middleware).
 pub(crate) fn transcript_path(messages: &[Message], config: &HistoryConfig) -> String {
-    path_for(config, &crate::hash::short_hex_of_pretty_json(messages))
+    path_for(config, &crate::record::conversation_hex(messages))
 }
 
 fn path_for(config: &HistoryConfig, hash: &str) -> String {

@@ -496,6 +496,16 @@ fn replace_part(part: &mut Part, replace: &Replace) {
     }
 }
 
+/// 16 hex digits naming a conversation by its messages' fingerprints (see the module docs).
+pub(crate) fn conversation_hex(messages: &[Message]) -> String {
+    let index = Index::new(&Record::default());
+    let mut h = Xxh3::new();
+    for message in messages {
+        h.update(&index.canonical_message(message).to_le_bytes());
+    }
+    format!("{:016x}", h.digest())
+}
+
 /// The fingerprint of the part a store edit changes (a user message's string content counts as
 /// its one text part), as the conversation holds it now.
 pub(crate) fn edit_fingerprint(messages: &[Message], edit: &StoreEdit) -> Option<u64> {
