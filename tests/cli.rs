@@ -322,3 +322,39 @@ fn missing_files_and_malformed_json_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("offload.thresholdTokens"));
 }
+
+#[test]
+fn report_replays_a_stateless_host_to_the_same_calls_as_a_long_lived_one() {
+    // The compaction record: a new compactor per call from the saved state, sent the raw
+    // history, makes the long-lived host's compactions, call for call.
+    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden/");
+    for (session, window, preset) in [
+        ("coding-agent.json", "16000", "smart"),
+        ("chat.json", "12000", "smart"),
+        ("research-agent.json", "24000", "aggressive"),
+    ] {
+        let path = format!("{golden}{session}");
+        let report = |host: &str| {
+            let output = run(&[
+                "report", &path, "--model", "gpt-4o", "--window", window, "--preset", preset,
+                "--host", host, "--json",
+            ]);
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            json(&output)
+        };
+        let (long_lived, stateless) = (report("long-lived"), report("stateless"));
+        let calls = long_lived["calls"].as_array().unwrap();
+        assert!(
+            calls
+                .iter()
+                .any(|c| !c["events"].as_array().unwrap().is_empty()),
+            "{session}: nothing compacted"
+        );
+        assert_eq!(long_lived["calls"], stateless["calls"], "{session}");
+        assert_eq!(long_lived["store"], stateless["store"], "{session}");
+    }
+}

@@ -65,6 +65,11 @@ struct ReportOpts {
     /// The page's heading (default: the session file's name and the preset).
     #[arg(long)]
     title: Option<String>,
+    /// How the replayed host holds the conversation: `long-lived` (one compactor, the compacted
+    /// prompt carried forward; the default) or `stateless` (a new compactor per call from the
+    /// saved state, the raw history re-sent). Both send the same prompts.
+    #[arg(long, default_value = "long-lived", value_parser = ["long-lived", "stateless"])]
+    host: String,
 }
 
 #[derive(Args)]
@@ -286,7 +291,11 @@ fn run_report(args: &ReportOpts) -> Result<String, Failure> {
         config.tools = session.tools;
     }
     let mut compactor = Compactor::new(config)?;
-    let mut data = report::replay(&mut compactor, &session.messages)?;
+    let host = match args.host.as_str() {
+        "stateless" => report::Host::Stateless,
+        _ => report::Host::LongLived,
+    };
+    let mut data = report::replay_as(&mut compactor, &session.messages, host)?;
     data.title = args.title.clone().unwrap_or_else(|| {
         let name = std::path::Path::new(&opts.session).file_name().map_or_else(
             || opts.session.clone(),

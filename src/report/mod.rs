@@ -46,7 +46,7 @@ mod replay;
 mod wasm;
 
 pub use html::{render_chart, render_html};
-pub use replay::{replay, replay_with};
+pub use replay::{replay, replay_as, replay_with, Host};
 
 /// Everything a session report shows, as plain data (camelCase JSON: the npm package's
 /// `ReportData`).

@@ -17,6 +17,24 @@ pub fn replay(compactor: &mut Compactor, session: &[Message]) -> Result<Report> 
     replay_with(compactor, session, &mut |_| None)
 }
 
+/// How the replayed host holds the conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Host {
+    /// One compactor for the session; each call sends the previous compacted prompt and what
+    /// came since (the JS host's `prepareStep`).
+    #[default]
+    LongLived,
+    /// A new compactor per call, built from the previous call's state, sent the raw history
+    /// (a route handler with `statePath`). The compaction record makes its prompts the
+    /// long-lived host's.
+    Stateless,
+}
+
+/// [`replay`] as `host` holds the conversation (the CLI's `report --host stateless`).
+pub fn replay_as(compactor: &mut Compactor, session: &[Message], host: Host) -> Result<Report> {
+    replay_host(compactor, session, &mut |_| None, host)
+}
+
 /// Replays `session` (a recorded conversation) the way a long-lived host drives the compactor,
 /// e.g. the JS host's `prepareStep` under AI SDK 7:
 ///
@@ -34,12 +52,21 @@ pub fn replay_with(
     session: &[Message],
     summarize: &mut dyn FnMut(&Summarize) -> Option<String>,
 ) -> Result<Report> {
-    let encoding = compactor.model().encoding;
+    replay_host(compactor, session, summarize, Host::LongLived)
+}
+
+fn replay_host(
+    base: &mut Compactor,
+    session: &[Message],
+    summarize: &mut dyn FnMut(&Summarize) -> Option<String>,
+    host: Host,
+) -> Result<Report> {
+    let encoding = base.model().encoding;
     let mut report = Report {
-        model: compactor.model().name.clone(),
+        model: base.model().name.clone(),
         encoding: encoding.as_str().to_owned(),
-        window: compactor.window(),
-        thresholds: Thresholds::from(&compactor.plan(&[])?.trigger),
+        window: base.window(),
+        thresholds: Thresholds::from(&base.plan(&[])?.trigger),
         ..Report::default()
     };
 
@@ -59,10 +86,24 @@ pub fn replay_with(
     let mut notes: Vec<String> = Vec::new();
     let mut next = 0;
     for point in points {
-        held.extend_from_slice(&session[next..point]);
+        let mut fresh;
+        let compactor: &mut Compactor = match host {
+            Host::LongLived => {
+                held.extend_from_slice(&session[next..point]);
+                &mut *base
+            }
+            Host::Stateless => {
+                held = session[..point].to_vec();
+                let state = base.state().clone();
+                fresh = Compactor::with_state(base.config().clone(), state)?;
+                &mut fresh
+            }
+        };
         next = point;
         let call = report.calls.len() as u32 + 1;
-        let tokens_before = compactor.count(&held);
+        // What the host's prompt holds before this call's compaction (a raw history counts as
+        // the record puts it back).
+        let tokens_before = compactor.usage(&held).tokens;
         let plan = compactor.plan(&held)?;
         for note in &plan.notes {
             if let Note::UnknownModel { .. } = note {
@@ -110,6 +151,11 @@ pub fn replay_with(
             )
         };
 
+        // A stateless host saves the state for the next request.
+        if host == Host::Stateless {
+            let state = compactor.state().clone();
+            base.set_state(state)?;
+        }
         let prefix_break = previous
             .as_ref()
             .is_some_and(|prev| !held.starts_with(prev));

@@ -107,20 +107,28 @@ test('the CI check flags the regressions it is for, and passes a healthy run', a
   assert.match(check([none, { ...ours, error: 'boom' }])[0], /boom/);
 });
 
-test('the CI check: the host-shape variants keep the invariants, and their cost is reported, not checked', async () => {
+test('the CI check: the host-shape variants keep the invariants and stay within 5 % of the long-lived preset', async () => {
   const { check, ratios, baseOf } = await import('../lib/check.mjs');
   const base = { session: 's', window: 32_000, calls: 100, needles: 3, needlesLost: [] };
   const none = { ...base, contender: 'none', prefixBreaks: 0, needlesInPrompt: 3, needlesRecoverable: 0, overWindow: 80, cost: 1000 };
   const smart = { ...base, contender: 'context-compactor smart', prefixBreaks: 8, summarizerCalls: 8, needlesInPrompt: 1, needlesRecoverable: 2, overWindow: 0, orphanedCalls: 0, cost: 300 };
-  // today's stateless and middleware shapes: a summary and a break on most calls, dearer than none
+  // the shapes before the compaction record: a summary and a break on most calls, dearer than none
   const stateless = { ...smart, contender: 'context-compactor smart (stateless)', prefixBreaks: 90, summarizerCalls: 88, cost: 1200 };
   const middleware = { ...smart, contender: 'context-compactor smart (middleware)', prefixBreaks: 8, summarizerCalls: 0, cost: 450 };
   assert.equal(baseOf(stateless.contender), 'context-compactor smart');
   assert.equal(baseOf('context-compactor smart'), undefined);
-  assert.deepEqual(check([none, smart, stateless, middleware]), []);
-  assert.match(check([none, smart, { ...stateless, overWindow: 2 }])[0], /stateless\): 2 calls over the window/);
-  assert.match(check([none, smart, { ...middleware, orphanedCalls: 1 }])[0], /middleware\): 1 calls with orphaned/);
-  assert.match(check([none, smart, { ...stateless, needlesRecoverable: 1, needlesLost: ['n3'] }])[0], /needles lost: n3/);
+  const failures = check([none, smart, stateless, middleware]);
+  assert.equal(failures.length, 5, failures.join('\n'));
+  assert.match(failures[0], /stateless\): cost 1200 is not within 5 % of context-compactor smart's 300/);
+  // with the record: the same figures (a 4 % wobble passes), the same prompts
+  const same = { ...smart, contender: 'context-compactor smart (stateless)', cost: 312, promptDigests: ['a', 'b'] };
+  assert.deepEqual(check([none, { ...smart, promptDigests: ['a', 'b'] }, same]), []);
+  assert.match(check([none, { ...smart, promptDigests: ['a', 'b'] }, { ...same, promptDigests: ['a', 'c'] }])[0], /prompt of call 1 differs/);
+  const healthy = [none, smart, { ...smart, contender: stateless.contender }, { ...smart, contender: middleware.contender }];
+  assert.deepEqual(check(healthy), []);
+  assert.match(check([none, smart, { ...healthy[2], overWindow: 2 }])[0], /stateless\): 2 calls over the window/);
+  assert.match(check([none, smart, { ...healthy[3], orphanedCalls: 1 }])[0], /middleware\): 1 calls with orphaned/);
+  assert.match(check([none, smart, { ...healthy[2], needlesRecoverable: 1, needlesLost: ['n3'] }])[0], /needles lost: n3/);
   // the long-lived presets keep their margins, breaks now per 100 calls
   assert.match(check([none, { ...smart, prefixBreaks: 34 }])[0], /34\.0 prefix breaks per 100 calls/);
   assert.deepEqual(check([none, { ...smart, prefixBreaks: 33 }]), []);
