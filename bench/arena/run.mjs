@@ -101,7 +101,7 @@ async function main() {
   console.log(md);
   if (values.check) {
     const failures = check(results);
-    for (const r of ratios(results)) console.error(`host shape (not checked yet): ${r.session} ${r.window} ${r.contender} vs ${r.base}: cost ${x(r.cost)}, summarizer calls ${x(r.summarizerCalls)}, prefix breaks ${x(r.prefixBreaks)}`);
+    for (const r of ratios(results)) console.error(`host shape: ${r.session} ${r.window} ${r.contender} vs ${r.base}: cost ${x(r.cost)}, summarizer calls ${x(r.summarizerCalls)}, prefix breaks ${x(r.prefixBreaks)}`);
     for (const f of failures) console.error(`CHECK FAILED: ${f}`);
     if (failures.length) process.exit(1);
     console.error(`arena check: ${results.length} runs within the margins`);
