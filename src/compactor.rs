@@ -468,6 +468,11 @@ impl Compactor {
                     .json(&call.input)
                     .saturating_sub(self.counter.json(&input))
             }
+            // A text file becomes a text part.
+            (Replace::FileText { value }, Some(file @ Part::File(_))) => self
+                .counter
+                .part(file)
+                .saturating_sub(self.counter.text(value)),
             // A user text (string content or text part): counted as its text either way.
             (Replace::Text { value }, _) => self
                 .counter

@@ -95,6 +95,16 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
     let part = parts
         .get_mut(edit.part_index)
         .ok_or_else(|| mismatch("no such part"))?;
+    if let Replace::FileText { value } = &edit.replace {
+        let Part::File(file) = &*part else {
+            return Err(mismatch("not a file part"));
+        };
+        if file.text().as_deref() != Some(edit.content.as_str()) {
+            return Err(mismatch("the file's text differs from the stored content"));
+        }
+        *part = file_text_part(value);
+        return Ok(());
+    }
     match (&edit.replace, part) {
         (Replace::Output { output }, Part::ToolResult(result)) => {
             if result.tool_call_id != edit.tool_call_id {
@@ -127,6 +137,14 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
         _ => return Err(mismatch("the part is not the kind the plan edits")),
     }
     Ok(())
+}
+
+/// The text part that takes an offloaded text file's place.
+pub(crate) fn file_text_part(value: &str) -> Part {
+    Part::Text(crate::message::TextPart {
+        text: value.to_owned(),
+        extra: Default::default(),
+    })
 }
 
 /// `{prefix}{tool}_{hash}.{txt|json}`: the same content always lands on the same path.

@@ -121,6 +121,36 @@ pub struct FilePart {
     pub extra: Map<String, Value>,
 }
 
+impl FilePart {
+    /// The file's text, for a textual media type (`text/*`, JSON, XML, YAML, JavaScript, CSV)
+    /// whose data is a base64 string or a base64 `data:` URL of valid UTF-8: what a provider
+    /// reads as text. `None` for binary types, URLs, bytes the host kept (binary values do not
+    /// cross the wasm boundary) and anything that does not decode.
+    pub fn text(&self) -> Option<String> {
+        use base64::Engine as _;
+        let media = self.media_type.to_ascii_lowercase();
+        let textual = media.starts_with("text/")
+            || ["json", "xml", "yaml", "javascript", "csv", "markdown"]
+                .iter()
+                .any(|t| media.starts_with("application/") && media.contains(t));
+        let Value::String(data) = &self.data else {
+            return None;
+        };
+        if !textual {
+            return None;
+        }
+        let encoded = match data.strip_prefix("data:") {
+            Some(url) => url.split_once(";base64,")?.1,
+            None if data.contains("://") => return None,
+            None => data.as_str(),
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .ok()?;
+        String::from_utf8(bytes).ok()
+    }
+}
+
 /// A tool call the model made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -115,19 +115,28 @@ fn user_texts(
     threshold: u32,
     tokens: &dyn Tokens,
 ) -> Vec<StoreEdit> {
-    let texts: Vec<(usize, &str)> = match &message.content {
-        Content::Text(text) => vec![(0, text.as_str())],
+    // (part index, the text, the file name when the text is a text file's)
+    let texts: Vec<(usize, std::borrow::Cow<str>, Option<&str>)> = match &message.content {
+        Content::Text(text) => vec![(0, text.as_str().into(), None)],
         Content::Parts(parts) => parts
             .iter()
             .enumerate()
             .filter_map(|(i, p)| match p {
-                Part::Text(t) => Some((i, t.text.as_str())),
+                Part::Text(t) => Some((i, t.text.as_str().into(), None)),
+                Part::File(f) => f.text().map(|text| {
+                    (
+                        i,
+                        text.into(),
+                        Some(f.filename.as_deref().unwrap_or("file")),
+                    )
+                }),
                 _ => None,
             })
             .collect(),
     };
     let mut out = Vec::new();
-    for (part_index, text) in texts {
+    for (part_index, text, file) in texts {
+        let text = text.as_ref();
         // A token is at least one byte: a shorter text cannot be over (and is not counted).
         if text.len() <= threshold as usize || is_compacted(text) {
             continue;
@@ -136,7 +145,8 @@ fn user_texts(
         if before <= threshold {
             continue;
         }
-        let path = path_for(&config.user_path_prefix, "user_message", text, false);
+        let name = file.map_or_else(|| "user_message".to_owned(), |f| format!("user_file_{f}"));
+        let path = path_for(&config.user_path_prefix, &name, text, false);
         let shown = tokens.shown_text(text);
         let value = fitted_preview(config, threshold, |shape| {
             let p = preview(USER_TEXT_MARKER, text, shown, &path, shape);
@@ -154,7 +164,10 @@ fn user_texts(
             tool_name: String::new(),
             path,
             content: text.to_owned(),
-            replace: Replace::Text { value },
+            replace: match file {
+                Some(_) => Replace::FileText { value },
+                None => Replace::Text { value },
+            },
             tokens_before: before,
             tokens_after: after,
         });

@@ -340,6 +340,12 @@ pub enum Replace {
         /// The new text: a preview and the stored path.
         value: String,
     },
+    /// A user message's text file (the file part at `partIndex`, a textual media type) becomes
+    /// a text part holding `value`; the stored content is the file's text.
+    FileText {
+        /// The new text part's text: a preview and the stored path.
+        value: String,
+    },
 }
 
 /// How a plan changes messages already sent, which invalidates a provider's prompt cache from

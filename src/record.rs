@@ -179,6 +179,7 @@ impl Record {
             for (p, part) in message.parts().iter().enumerate() {
                 let id = match part {
                     Part::Text(t) if user && index.user_text(&t.text) => "",
+                    Part::File(_) if user && index.user_text_min.is_some() => "",
                     _ => match tool_call_id(part) {
                         Some(id) if index.ids.contains(id) => id,
                         _ => continue,
@@ -372,6 +373,9 @@ impl Record {
                         Part::Text(t) if index.user_text(&t.text) => {
                             Some(Fingerprint(part_fingerprint(p)))
                         }
+                        Part::File(_) if index.user_text_min.is_some() => {
+                            Some(Fingerprint(part_fingerprint(p)))
+                        }
                         _ => None,
                     })),
                     Content::Text(_) => {}
@@ -435,7 +439,7 @@ impl Index {
             origin_of: HashMap::with_capacity(record.edits.len()),
         };
         for (r, edit) in record.edits.iter().enumerate() {
-            if let Replace::Text { value } = &edit.replace {
+            if let Replace::Text { value } | Replace::FileText { value } = &edit.replace {
                 let shortest = value.len().min(index.user_text_min.unwrap_or(usize::MAX));
                 index.user_text_min = Some(shortest);
             }
@@ -492,6 +496,9 @@ fn replace_part(part: &mut Part, replace: &Replace) {
             }
         }
         (Replace::Text { value }, Part::Text(text)) => text.text = value.clone(),
+        (Replace::FileText { value }, part @ Part::File(_)) => {
+            *part = crate::edit::file_text_part(value)
+        }
         _ => {}
     }
 }

@@ -183,7 +183,19 @@ impl CachedCounter {
         match part {
             Part::Text(p) | Part::Reasoning(p) => self.text(&p.text),
             Part::Image(_) => self.image_tokens,
-            Part::File(_) => self.file_tokens,
+            // A text file counts as its text (a provider reads it as text); other files by the
+            // documented estimate.
+            Part::File(file) => match &file.data {
+                serde_json::Value::String(data) => {
+                    // Keyed by the encoded data (a different key space from plain texts).
+                    let key = crate::hash::content_hash(data.as_bytes()) ^ 0x6669_6c65;
+                    match file.text() {
+                        Some(text) => self.cached(key, || text.into()),
+                        None => self.file_tokens,
+                    }
+                }
+                _ => self.file_tokens,
+            },
             Part::ToolCall(call) => {
                 TOOL_PART_OVERHEAD + self.text(&call.tool_name) + self.json(&call.input)
             }

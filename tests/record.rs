@@ -391,3 +391,35 @@ fn a_pasted_log_in_a_user_message_is_offloaded_recorded_and_replayed() {
         );
     }
 }
+
+#[test]
+fn a_large_text_file_in_a_user_message_is_counted_as_text_offloaded_and_replayed() {
+    use base64::Engine as _;
+    let csv: String = (0..30_000).map(|i| format!("{i},order-{},{}.{:02},shipped\n", i * 31 % 997, i % 500, i % 100)).collect();
+    let data = base64::engine::general_purpose::STANDARD.encode(csv.as_bytes());
+    let session = vec![
+        json!({"role": "system", "content": "You are an analyst."}),
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "Which orders were shipped twice?"},
+            {"type": "file", "mediaType": "text/csv", "filename": "orders.csv", "data": data}]}),
+    ];
+    let config = config(128_000, Preset::Smart, HistoryStrategy::Summarize);
+    let mut compactor = Compactor::new(config.clone()).unwrap();
+    let messages = parse(&session);
+    // Counted as its text, not as the 1,600-token estimate of a binary file.
+    let tokens = context_compactor::count_tokens(&csv, context_compactor::Encoding::O200kBase).unwrap() as u32;
+    assert!(compactor.count(&messages) > tokens, "{} vs {tokens}", compactor.count(&messages));
+    let plan = compactor.plan(&messages).unwrap();
+    let Some(Action::Offload(edit)) = plan.actions.first() else { panic!("no offload: {:?}", plan.notes) };
+    assert!(edit.path.starts_with("/user_messages/user_file_orders_csv_"), "{}", edit.path);
+    let mut store = Store::new();
+    let outcomes = execute_with(&plan, &mut store, &Faults::None, Summarizer::Works);
+    let applied = compactor.apply(messages.clone(), &plan, &outcomes).unwrap();
+    assert_eq!(store[&edit.path], csv, "the file's text, byte for byte");
+    let text = applied.messages[1].text();
+    assert!(text.starts_with("Which orders") && text.contains(&edit.path) && text.contains("0,order-0"), "{text}");
+    assert!(applied.tokens_after < 3_000);
+    let stateless = Compactor::with_state(config, compactor.state().clone()).unwrap();
+    assert_eq!(prompt_text(&stateless.replay(&messages)), prompt_text(&applied.messages));
+    assert!(compactor.plan(&applied.messages).unwrap().is_empty());
+}

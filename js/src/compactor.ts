@@ -44,8 +44,9 @@ export interface OffloadOptions {
   excludedTools?: string[];
   /** Store directory for offloaded results. Default `/tool_outputs/`. */
   pathPrefix?: string;
-  /** A user message text (string content or text part) above this many tokens is offloaded
-   * the same way, its preview and path left in place (a pasted log or file). Default 50,000
+  /** A user message text (string content, text part, or a text file part: `text/*`, JSON, XML,
+   * YAML, CSV as base64 or a `data:` URL) above this many tokens is offloaded the same way, its
+   * preview and path left in place (a pasted log or file). Default 50,000
    * (DeepAgents' figure), or `maxWindowFraction` of the window if smaller; 0 turns it off. */
   userThresholdTokens?: number;
   /** Store directory for offloaded user texts. Default `/user_messages/`. */

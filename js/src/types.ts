@@ -33,12 +33,14 @@ export type ToolOutput =
   | { type: 'execution-denied'; reason?: string; [key: string]: unknown };
 
 /** What replaces the stored content: a tool result's whole output, one string argument of a
- * tool call's input, or a user message's text (its string content or one text part: a pasted
- * log over `offload.userThresholdTokens`; `toolCallId` and `toolName` are then empty). */
+ * tool call's input, a user message's text (its string content or one text part: a pasted log
+ * over `offload.userThresholdTokens`; `toolCallId` and `toolName` are then empty), or a user's
+ * text file (`file-text`: the file part becomes a text part; the store gets the file's text). */
 export type Replace =
   | { kind: 'output'; output: ToolOutput }
   | { kind: 'input-field'; field: string; value: string }
-  | { kind: 'text'; value: string };
+  | { kind: 'text'; value: string }
+  | { kind: 'file-text'; value: string };
 
 /**
  * A store edit (tiers 1 and 2): store `content` at `path` (content-addressed), and only once

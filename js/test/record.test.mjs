@@ -64,3 +64,18 @@ test('middleware: the inserted summary reaches the model as text parts', async (
     if (message.role !== 'system') assert.ok(Array.isArray(message.content), `${message.role} content is a string`);
   }
 });
+
+test('a large text file a user attached (base64) counts as its text and is offloaded as text', async () => {
+  const store = new cc.MemoryStore();
+  const compactor = await cc.createCompactor({ model: 'gpt-4o', store });
+  const log = Array.from({ length: 30_000 }, (_, i) => `line ${i}: request ${i * 7} ok ✓`).join('\n');
+  const data = Buffer.from(log, 'utf8').toString('base64');
+  const messages = [{ role: 'user', content: [{ type: 'text', text: 'What failed?' }, { type: 'file', mediaType: 'text/plain', filename: 'server.log', data }] }];
+  assert.ok(compactor.usage(messages).tokens > cc.countTokens(log, 'o200k_base'));
+  const { messages: out, events } = await compactor.manage(messages);
+  const offload = events.find((e) => e.strategy === 'offload');
+  assert.equal(await store.read(offload.path), log);
+  assert.equal(out[0].content[1].type, 'text');
+  assert.ok(out[0].content[1].text.includes(offload.path) && out[0].content[1].text.includes('line 0: request 0 ok ✓'));
+  assert.ok(compactor.usage(out).tokens < 2_000);
+});
