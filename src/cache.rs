@@ -65,7 +65,7 @@ pub struct CacheConfig {
     pub batch: Option<bool>,
     /// Tier 2 skips a break that saves fewer tokens than this while the conversation is still
     /// under the lossy trigger (Anthropic's `clear_at_least`). Default: 0 without a cache,
-    /// otherwise 2,000.
+    /// otherwise 2,000 or 5 % of the window, whichever is smaller.
     pub min_break_saving_tokens: Option<u32>,
 }
 
@@ -124,10 +124,15 @@ impl CacheConfig {
         self.batch.unwrap_or(pricing.read < 1.0)
     }
 
-    /// The smallest saving worth a break (see [`CacheConfig::min_break_saving_tokens`]).
-    pub fn min_break_saving(&self, pricing: &CachePricing) -> u32 {
+    /// The smallest saving worth a break in a `window`-token context (see
+    /// [`CacheConfig::min_break_saving_tokens`]).
+    pub fn min_break_saving(&self, pricing: &CachePricing, window: u32) -> u32 {
         self.min_break_saving_tokens
-            .unwrap_or(if pricing.read < 1.0 { 2_000 } else { 0 })
+            .unwrap_or(if pricing.read < 1.0 {
+                2_000.min(window / 20)
+            } else {
+                0
+            })
     }
 }
 
@@ -169,7 +174,16 @@ mod tests {
         };
         let p = none.pricing(&gpt);
         assert_eq!((p.read, p.break_cost(1_000)), (1.0, 0.0));
-        assert!(!none.batches(&p) && none.min_break_saving(&p) == 0);
+        assert!(!none.batches(&p) && none.min_break_saving(&p, 128_000) == 0);
+        let p = CacheConfig::default().pricing(&claude);
+        assert_eq!(
+            (
+                p.read < 1.0,
+                CacheConfig::default().min_break_saving(&p, 8_000)
+            ),
+            (true, 400)
+        );
+        assert_eq!(CacheConfig::default().min_break_saving(&p, 200_000), 2_000);
         let p = CacheConfig::default().pricing(&claude);
         assert!((p.break_cost(1_000) - 1_150.0).abs() < 1e-9);
     }

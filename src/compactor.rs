@@ -306,7 +306,7 @@ impl Compactor {
             // A break that buys too little waits (while the lossy trigger is still far): the
             // next one will batch more.
             let saved = self.scale(before_tier2.1.saturating_sub(predicted_raw));
-            let min_break = self.config.cache.min_break_saving(&self.pricing);
+            let min_break = self.config.cache.min_break_saving(&self.pricing, window);
             if !manual && saved < min_break && self.scale(before_tier2.1) <= summarize_at {
                 actions.truncate(before_tier2.0);
                 predicted_raw = before_tier2.1;

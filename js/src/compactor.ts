@@ -88,7 +88,7 @@ export interface CacheOptions {
    * (no further cache cost). Default: true with a cache, false without. */
   batch?: boolean;
   /** Skip a tier-2 break saving fewer tokens than this while under the lossy trigger. Default
-   * 2,000 with a cache, 0 without. */
+   * with a cache 2,000 or 5 % of the window, whichever is smaller; 0 without. */
   minBreakSavingTokens?: number;
 }
 
