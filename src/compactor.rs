@@ -284,7 +284,9 @@ impl Compactor {
             let batch = self.config.cache.batches(&self.pricing);
             let mut first_change = actions.iter().filter_map(Action::first_message).min();
             let before_tier2 = (actions.len(), predicted_raw);
-            for candidate in tier2::candidates(messages, compaction, &Scaled(self), &mut taken) {
+            let candidates =
+                tier2::candidates(messages, compaction, window, &Scaled(self), &mut taken);
+            for candidate in candidates {
                 // Automatic compaction stops at the target; a manual one takes every
                 // reversible edit (the user asked for room). With a prompt cache, an edit at or
                 // after the first message already changed costs no further cache: the break

@@ -135,6 +135,12 @@ pub struct CompactionConfig {
     /// Tool results among the last K stay verbatim; older ones may be masked. 10 (the
     /// observation window of "The Complexity Trap", 2025).
     pub keep_tool_results: usize,
+    /// …while those kept fit in this share of the window, newest first (the newest always
+    /// stays). 0.25: ten 15k-token search results would otherwise hold a 128k window that tier 2
+    /// can never relieve, and each tier-2 break would buy a few thousand tokens (measured in the
+    /// arena's research session: 5 breaks against 3 without it). 1 keeps the last K whatever
+    /// their size.
+    pub keep_tool_results_fraction: f64,
     /// Tool calls whose file-content arguments are evicted (seeds 000, 002).
     pub evict_input_tools: Vec<String>,
     /// Which string arguments of those calls hold file content (seeds: `content`, `new_text`).
@@ -159,6 +165,7 @@ impl Default for CompactionConfig {
             target_fraction: 0.70,
             min_saving_tokens: 500,
             keep_tool_results: 10,
+            keep_tool_results_fraction: 0.25,
             evict_input_tools: strings(&[
                 "write_file",
                 "edit_file",
@@ -406,6 +413,12 @@ impl Config {
             return bad(
                 "compaction.targetFraction",
                 "need 0 < targetFraction <= triggerFraction <= 1",
+            );
+        }
+        if !(c.keep_tool_results_fraction > 0.0 && c.keep_tool_results_fraction <= 1.0) {
+            return bad(
+                "compaction.keepToolResultsFraction",
+                "need 0 < keepToolResultsFraction <= 1",
             );
         }
         let h = &self.history;

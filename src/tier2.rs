@@ -26,12 +26,18 @@ pub(crate) type Taken = HashSet<(usize, usize)>;
 pub(crate) fn candidates(
     messages: &[Message],
     config: &CompactionConfig,
+    window: u32,
     tokens: &dyn Tokens,
     taken: &mut Taken,
 ) -> Vec<Action> {
     let mut out = evictions(messages, config, tokens);
     out.extend(dedupes(messages, config, tokens, taken));
-    out.extend(masks(messages, config, tokens, taken));
+    let keep_budget = if config.keep_tool_results_fraction >= 1.0 {
+        u32::MAX
+    } else {
+        (f64::from(window) * config.keep_tool_results_fraction) as u32
+    };
+    out.extend(masks(messages, config, keep_budget, tokens, taken));
     out.retain(|a| {
         let (before, after) = a.tokens();
         before.saturating_sub(after) >= config.min_saving_tokens.max(1)
@@ -186,6 +192,7 @@ fn dedupes(
 fn masks(
     messages: &[Message],
     config: &CompactionConfig,
+    keep_budget: u32,
     tokens: &dyn Tokens,
     taken: &mut Taken,
 ) -> Vec<Action> {
@@ -200,7 +207,24 @@ fn masks(
                 .filter_map(move |(p, part)| matches!(part, Part::ToolResult(_)).then_some((m, p)))
         })
         .collect();
-    let older = results.len().saturating_sub(config.keep_tool_results);
+    let mut older = results.len().saturating_sub(config.keep_tool_results);
+    // Of the last K, keep (newest first) only what fits the budget; the newest always stays.
+    let mut kept = 0u32;
+    for i in (older..results.len()).rev() {
+        let (m, p) = results[i];
+        let Part::ToolResult(result) = &messages[m].parts()[p] else {
+            continue;
+        };
+        // A result an earlier tier already edits (offloaded) stays as its preview: small.
+        if taken.contains(&(m, p)) {
+            continue;
+        }
+        kept = kept.saturating_add(tokens.output(&result.output));
+        if kept > keep_budget && i + 1 < results.len() {
+            older = i + 1;
+            break;
+        }
+    }
     let mut out = Vec::new();
     for &(m, p) in &results[..older] {
         if taken.contains(&(m, p)) {

@@ -149,14 +149,24 @@ fn excluded_tools_and_small_results_stay() {
             r.tool_name = "read_file".into();
         }
     }
+    // Tier 2 may mask the older, big result (it does not fit the share of the window kept for
+    // recent results), but tier 1 never offloads an excluded tool's output.
     let plan = Compactor::new(window(16_000))
         .unwrap()
         .plan(&messages)
         .unwrap();
+    assert!(plan
+        .actions
+        .iter()
+        .all(|a| a.strategy() != Strategy::Offload));
+    let mut keep_both = window(16_000);
+    keep_both.compaction.keep_tool_results_fraction = 1.0;
+    let plan = Compactor::new(keep_both).unwrap().plan(&messages).unwrap();
     // Nothing is offloaded; with the conversation over the window, only the lossy tier acts.
     let kinds: Vec<_> = plan.actions.iter().map(|a| a.strategy()).collect();
     assert_eq!(kinds, [Strategy::Transcript, Strategy::Summarize]);
     let mut off = window(16_000);
+    off.compaction.keep_tool_results_fraction = 1.0;
     off.history.strategy = context_compactor::HistoryStrategy::Off;
     let plan = Compactor::new(off).unwrap().plan(&messages).unwrap();
     assert!(

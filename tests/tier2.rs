@@ -232,7 +232,15 @@ fn recent_results_small_edits_and_in_flight_calls_are_left_alone() {
     // An in-flight write as the last message: its input must stay, whatever its size.
     s.0.push(json!({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "live", "toolName": "write_file", "input": {"path": "a.rs", "content": lines("live", 200)}}]}));
     let messages = s.messages();
-    let mut c = compactor(20_000);
+    // The share of the window kept for recent results: half the window holds the last 10 here.
+    let mut config = Config {
+        model: Some("gpt-4o".into()),
+        context_window: Some(20_000),
+        ..Config::default()
+    };
+    config.history.strategy = context_compactor::HistoryStrategy::Off;
+    config.compaction.keep_tool_results_fraction = 0.5;
+    let mut c = Compactor::new(config.clone()).unwrap();
     let (after, _, plan) = drive(&mut c, messages.clone(), true);
     assert!(
         plan.actions.iter().all(|a| a.strategy() == Strategy::Mask),
@@ -245,6 +253,28 @@ fn recent_results_small_edits_and_in_flight_calls_are_left_alone() {
         .collect();
     // 13 results; the last 10 are kept, the "tiny" one is below the minimum saving anyway.
     assert_eq!(masked, vec![3, 5, 7]);
+    // With the default share (a quarter of the window), fewer of the last 10 fit: the older of
+    // them may be masked too; the newest results stay.
+    config.compaction.keep_tool_results_fraction = 0.25;
+    let plan = Compactor::new(config)
+        .unwrap()
+        .plan_manual(&messages)
+        .unwrap();
+    let masked: Vec<usize> = plan
+        .actions
+        .iter()
+        .map(|a| a.store_edit().unwrap().message_index)
+        .collect();
+    assert!(
+        masked.len() > 3 && masked.starts_with(&[3, 5, 7]),
+        "{masked:?} {:?} {:?}",
+        plan.trigger,
+        plan.notes
+    );
+    assert!(
+        masked.iter().all(|&m| m < 21),
+        "the newest results stay: {masked:?}"
+    );
     assert_eq!(after.last(), messages.last());
     for m in 9..after.len() {
         assert_eq!(

@@ -72,7 +72,9 @@ export function sourceFile(path, tokens = 1_500) {
  * summarizer is `summarizer(model)` over a second mock model. Returns the prompts, events,
  * summary requests and the compactor.
  */
-export async function runLongAgent({ steps = 30, window = 16_000, onEvent } = {}) {
+// 8k: in 16k the reversible tiers alone keep this agent under the window (masks and offloads;
+// no summary is needed), and this example is also meant to show the summarizer model at work.
+export async function runLongAgent({ steps = 30, window = 8_000, onEvent } = {}) {
   const { summarizer } = await import('context-compactor');
   const prompts = [];
   const summaryRequests = [];

@@ -1,5 +1,5 @@
 // node examples/ai-sdk-agent/index.mjs — an AI SDK 7 agent (mock model, scripted tools) over 30
-// steps in a 16k window: prints each compaction event as it happens and every prompt's size.
+// steps in an 8k window: prints each compaction event as it happens and every prompt's size.
 import { countTokens } from 'context-compactor';
 import { runLongAgent } from './agent.mjs';
 

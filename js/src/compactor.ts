@@ -65,6 +65,9 @@ export interface CompactionOptions {
   minSavingTokens?: number;
   /** The last K tool results stay verbatim. Default 10. */
   keepToolResults?: number;
+  /** …while those kept fit in this share of the window, newest first (the newest always
+   * stays). Default 0.25; 1 keeps the last K whatever their size. */
+  keepToolResultsFraction?: number;
   evictInputTools?: string[];
   evictInputFields?: string[];
   /** Characters of evicted file content kept as a preview. Default 100. */

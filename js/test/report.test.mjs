@@ -54,7 +54,7 @@ test('each manage call is one call, with the compactor\'s own numbers', async ()
     assert.ok(call.tokensAfter <= 28_000);
   });
   const kinds = new Set(report.calls.flatMap((c) => c.events.map((e) => e.strategy)));
-  assert.deepEqual([...kinds].sort(), ['dedupe', 'evict-input', 'offload']);
+  assert.deepEqual([...kinds].sort(), ['dedupe', 'evict-input', 'mask', 'offload']);
   // The one prefix break is the call whose edits reached back into messages already sent.
   const breaks = report.calls.filter((c) => c.prefixBreak).map((c) => c.call);
   assert.equal(breaks.length, 1);

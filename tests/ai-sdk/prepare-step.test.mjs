@@ -57,13 +57,13 @@ test('prepareStep keeps every prompt the model receives inside the window', asyn
   assert.equal(compactor.stats().byStrategy.offload.filesWritten, 5);
 });
 
-test('the long agent example: 30 steps in 16k, offloads at return, summaries by the model, recovery reads', async () => {
+test('the long agent example: 30 steps in 8k, offloads at return, summaries by the model, recovery reads', async () => {
   const events = [];
   const { prompts, store, compactor, summaryRequests, text, steps } = await runLongAgent({ onEvent: (e) => events.push(e) });
   assert.equal(text, 'Refactor plan ready.');
   assert.equal(prompts.length, 30);
   for (const [i, prompt] of prompts.entries()) {
-    assert.ok(compactor.usage(prompt).tokens <= WINDOW, `call ${i} over the window`);
+    assert.ok(compactor.usage(prompt).tokens <= compactor.model.contextWindow, `call ${i} over the window`);
     assertPairsIntact(prompt);
     assert.equal(prompt[0].role, 'system');
   }
@@ -75,12 +75,13 @@ test('the long agent example: 30 steps in 16k, offloads at return, summaries by 
   assert.ok(last.includes('Refactor the request pipeline.') && last.includes(summaries.at(-1).path));
   // Every search output was offloaded at return time, stored byte for byte.
   const searches = steps.flatMap((s) => s.toolCalls).filter((c) => c.toolName === 'search');
+  // (In 8k the threshold is 2,000 tokens: the file reads go too.)
   const offloads = events.filter((e) => e.strategy === 'offload');
-  assert.equal(offloads.length, searches.length);
-  const stored = await Promise.all(offloads.map((e) => store.read(e.path)));
-  assert.deepEqual(stored.sort(), searches.map((c) => searchResult(c.input.query)).sort());
+  assert.ok(offloads.length >= searches.length);
+  const stored = new Set(await Promise.all(offloads.map((e) => store.read(e.path))));
+  for (const c of searches) assert.ok(stored.has(searchResult(c.input.query)), `search "${c.input.query}" not stored byte for byte`);
   // The recovery reads returned the stored lines 101-120.
   const reads = steps.flatMap((s) => s.toolResults).filter((r) => r.toolName === 'read_file');
   assert.ok(reads.length >= 3);
-  for (const r of reads) assert.match(r.output, /^101\t.+ hit 100: /);
+  for (const r of reads) assert.match(r.output, /^101\t.+\n102\t/);
 });
