@@ -137,8 +137,13 @@ fn user_texts(
     let mut out = Vec::new();
     for (part_index, text, file) in texts {
         let text = text.as_ref();
-        // A token is at least one byte: a shorter text cannot be over (and is not counted).
-        if text.len() <= threshold as usize || is_compacted(text) {
+        // A token is at least one byte: a shorter text cannot be over (and is not counted). Our
+        // own summaries and notices are never offloaded: they are what replaced the history.
+        if text.len() <= threshold as usize
+            || is_compacted(text)
+            || text.starts_with(crate::lossy::SUMMARY_MARKER)
+            || text.starts_with(crate::lossy::NOTICE_MARKER)
+        {
             continue;
         }
         let before = tokens.text(text);

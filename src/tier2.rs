@@ -215,8 +215,10 @@ fn masks(
         let Part::ToolResult(result) = &messages[m].parts()[p] else {
             continue;
         };
-        // A result an earlier tier already edits (offloaded) stays as its preview: small.
-        if taken.contains(&(m, p)) {
+        // A result an earlier tier edits now, or that already points at the store, is a small
+        // preview: it does not count (and a re-plan of the compacted conversation draws the
+        // same line, or one further back: planning stays idempotent).
+        if taken.contains(&(m, p)) || is_compacted(&result.output.text()) {
             continue;
         }
         kept = kept.saturating_add(tokens.output(&result.output));
