@@ -138,6 +138,40 @@ pub struct PlanOptions {
     /// [`Compactor::transcript`] when it writes them. Planning then costs no copy of the
     /// conversation (the wasm host plans this way: the text stays in the core until written).
     pub defer_transcript: bool,
+    /// The provider refused the last prompt as too long: plan as if the conversation were at
+    /// the provider's count, against the provider's limit, and always compact below the target
+    /// (see [`Compactor::plan_overflow`]).
+    pub overflow: Option<Overflow>,
+}
+
+/// What a provider's "prompt too long" error said ([`PlanOptions::overflow`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Overflow {
+    /// The provider's count of the refused prompt, when its error gave one.
+    pub reported_tokens: Option<u32>,
+    /// The provider's input limit, when its error gave one (capped at the model's window).
+    pub limit: Option<u32>,
+}
+
+impl Overflow {
+    /// The window to budget against after an overflow of a prompt we counted as `counted`:
+    /// the provider's limit scaled by our count over its count (so every threshold is as far
+    /// below our count as the limit is below theirs). Without a reported count, the provider's
+    /// count is taken as just over its limit (or our count, if larger). Never above `window`
+    /// nor above `counted`: the plan always compacts.
+    pub fn budget_window(&self, window: u32, counted: u32) -> u32 {
+        let limit = self.limit.filter(|&l| l > 0).map_or(window, |l| l.min(window));
+        let reported = self
+            .reported_tokens
+            .filter(|&r| r > 0)
+            .unwrap_or_else(|| counted.max(limit.saturating_add(1)));
+        // The provider refused `reported` tokens, so its limit is below that (a count that
+        // includes the requested output is treated the same way).
+        let limit = limit.min(reported);
+        let budget = f64::from(limit) * f64::from(counted.max(1)) / f64::from(reported);
+        (budget.floor() as u32).clamp(1, window)
+    }
 }
 
 const TIMELINE_LIMIT: usize = 100;
@@ -227,6 +261,24 @@ impl Compactor {
         )
     }
 
+    /// Plans the recovery from a provider's "prompt too long" error: as if the conversation
+    /// were at `reported_tokens` (the provider's count, when its error gave one), every
+    /// threshold scaled down by our count over that count, and compacting below the target
+    /// whatever the usage. The plan carries a [`Note::Overflow`]. Feed the count to
+    /// [`Compactor::observe_usage`] too, so later plans count like the provider.
+    pub fn plan_overflow(&self, messages: &[Message], reported_tokens: Option<u32>) -> Result<Plan> {
+        self.plan_with_options(
+            messages,
+            &PlanOptions {
+                overflow: Some(Overflow {
+                    reported_tokens,
+                    limit: None,
+                }),
+                ..PlanOptions::default()
+            },
+        )
+    }
+
     /// Plans with options. The compaction record is replayed first (see [`Compactor::replay`]):
     /// the plan's indices refer to the replayed conversation, and [`Compactor::apply`] replays
     /// the same way before it applies.
@@ -252,9 +304,14 @@ impl Compactor {
 
     fn plan_replayed(&self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
         let manual = options.trigger == TriggerKind::Manual;
-        let window = self.window();
         let raw_before = self.raw_total(messages);
         let tokens_before = self.scale(raw_before);
+        // After a provider's overflow, every threshold comes from the provider's limit as our
+        // counts see it (`Overflow::budget_window`), and tier 2 always runs.
+        let overflow = options.overflow.filter(|_| !options.offload_only);
+        let window = overflow.map_or(self.window(), |o| {
+            o.budget_window(self.window(), tokens_before)
+        });
         let thresholds = (self.offload_threshold(), self.user_offload_threshold());
         let mut actions: Vec<Action> =
             offload::plan(messages, &self.config.offload, thresholds, &Scaled(self))
@@ -273,8 +330,9 @@ impl Compactor {
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
         let hard_limit = fraction_of(window, history.hard_limit_fraction);
-        let tier2 =
-            compaction.enabled && !options.offload_only && (manual || predicted > compact_at);
+        let tier2 = compaction.enabled
+            && !options.offload_only
+            && (manual || overflow.is_some() || predicted > compact_at);
         if tier2 {
             let mut taken: tier2::Taken = actions
                 .iter()
@@ -309,7 +367,11 @@ impl Compactor {
             // next one will batch more.
             let saved = self.scale(before_tier2.1.saturating_sub(predicted_raw));
             let min_break = self.config.cache.min_break_saving(&self.pricing, window);
-            if !manual && saved < min_break && self.scale(before_tier2.1) <= summarize_at {
+            if !manual
+                && overflow.is_none()
+                && saved < min_break
+                && self.scale(before_tier2.1) <= summarize_at
+            {
                 actions.truncate(before_tier2.0);
                 predicted_raw = before_tier2.1;
                 predicted = self.scale(predicted_raw);
@@ -383,7 +445,20 @@ impl Compactor {
         if self.model.matched.is_none() && self.config.context_window.is_none() {
             notes.push(Note::UnknownModel {
                 name: self.model.name.clone(),
-                assumed_window: window,
+                assumed_window: self.window(),
+            });
+        }
+        if let Some(o) = overflow {
+            notes.push(Note::Overflow {
+                reported_tokens: o.reported_tokens,
+                counted_tokens: tokens_before,
+                budget_window: window,
+                reason: format!(
+                    "the provider refused the prompt as too long ({}); compacting against {window} tokens \
+                     (our count of {tokens_before} tokens scaled to the provider's)",
+                    o.reported_tokens
+                        .map_or("no count given".to_owned(), |r| format!("{r} tokens by its count"))
+                ),
             });
         }
         if let Some((note, _)) = &lossy {
@@ -418,6 +493,7 @@ impl Compactor {
                 reason,
             });
         }
+        let window = self.window();
         if predicted > window {
             notes.push(Note::OverBudget {
                 tokens_after: predicted,

@@ -74,7 +74,7 @@ mod wasm;
 
 pub use cache::{CacheConfig, CacheProvider, CachePricing, CacheTtl};
 pub use compactor::{
-    Calibration, Compactor, PlanOptions, State, Stats, StrategyStats, TriggerKind, Usage,
+    Calibration, Compactor, Overflow, PlanOptions, State, Stats, StrategyStats, TriggerKind, Usage,
     UsagePoint,
 };
 pub use config::{

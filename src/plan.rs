@@ -451,6 +451,18 @@ pub enum Note {
         /// Why it could not be met.
         reason: String,
     },
+    /// The plan answers a provider's "prompt too long" error
+    /// ([`crate::Compactor::plan_overflow`]): its thresholds come from `budget_window`.
+    Overflow {
+        /// The provider's count of the refused prompt, when its error gave one.
+        reported_tokens: Option<u32>,
+        /// Our count of the same prompt.
+        counted_tokens: u32,
+        /// The window every threshold of this plan is a fraction of.
+        budget_window: u32,
+        /// What happened, in words.
+        reason: String,
+    },
     /// Even after every action the conversation stays over the window.
     OverBudget {
         /// Tokens predicted after every action.

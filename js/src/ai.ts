@@ -3,8 +3,9 @@
 // and apps that bundle only what they use. For types, `ai` is an optional peer dependency: the
 // recovery tools' schemas are typed as the installed SDK's own `Schema` (see `AiSdkSchema`); the
 // middleware and `prepareStep` are generic, so they fit any version's types without it.
-import type { Compactor } from './compactor.js';
+import { overflowError, type Compactor } from './compactor.js';
 import { CompactorError } from './errors.js';
+import { isOverflowResult, parseOverflow } from './overflow.js';
 import { checkPath, checkPrefix, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
 
@@ -227,6 +228,18 @@ export function wrapTools<T extends Record<string, ExecutableTool>>(compactor: C
  * `params` type flows through unchanged. */
 export interface CompactorMiddleware {
   transformParams<P extends { prompt: unknown }>(options: { params: P; type?: string }): Promise<P>;
+  /** Overflow recovery around `doGenerate`: a "prompt too long" error (or Anthropic's
+   * `model_context_window_exceeded` stop) compacts harder and retries (`overflow.retries`). */
+  wrapGenerate<P extends { prompt: unknown }, R>(options: { doGenerate: () => PromiseLike<R>; params: P; model: { doGenerate(options: P): PromiseLike<R> } }): Promise<R>;
+  /** The same around `doStream` (a provider refuses the prompt before it streams). */
+  wrapStream<P extends { prompt: unknown }, R>(options: { doStream: () => PromiseLike<R>; params: P; model: { doStream(options: P): PromiseLike<R> } }): Promise<R>;
+}
+
+/** Options of `compactor.middleware()`. */
+export interface MiddlewareOptions {
+  /** Compact every call's prompt (`transformParams`). Default true; false leaves only the
+   * overflow recovery, for agents that compact in `prepareStep`. */
+  compact?: boolean;
 }
 
 /** A language-model prompt has parts wherever a `ModelMessage` may have a string: the summary
@@ -242,14 +255,53 @@ function promptMessage(message: MessageLike): MessageLike {
  * earlier edit and summary onto it: the same prompt as `prepareStep` would send, no span
  * summarized twice, the cached prefix kept.
  */
-export function middleware(compactor: Compactor): CompactorMiddleware {
+export function middleware(compactor: Compactor, options: MiddlewareOptions = {}): CompactorMiddleware {
+  const compact = options.compact ?? true;
   return {
     async transformParams<P extends { prompt: unknown }>({ params }: { params: P }): Promise<P> {
-      if (!Array.isArray(params.prompt)) return params;
+      if (!compact || !Array.isArray(params.prompt)) return params;
       const { messages } = await compactor.manage(params.prompt as MessageLike[]);
       return { ...params, prompt: messages.map(promptMessage) };
     },
+    wrapGenerate: ({ doGenerate, params, model }) => recovering(compactor, params, doGenerate, (p) => model.doGenerate(p), true),
+    wrapStream: ({ doStream, params, model }) => recovering(compactor, params, doStream, (p) => model.doStream(p), false),
   };
+}
+
+/**
+ * Calls the model; on a provider's "prompt too long" error, `compactor.recover`s the refused
+ * prompt and calls again with the compacted one, at most `overflow.retries` times. Any other
+ * error is rethrown unchanged; an overflow after the last retry is a
+ * `CompactorError('context_overflow')` whose `cause` is the provider's error. A generate result
+ * that stopped at the context window (`model_context_window_exceeded`) is retried the same way
+ * while retries remain, and returned as it is after.
+ */
+async function recovering<P extends { prompt: unknown }, R>(
+  compactor: Compactor,
+  params: P,
+  first: () => PromiseLike<R>,
+  call: (params: P) => PromiseLike<R>,
+  checkResult: boolean,
+): Promise<R> {
+  const retries = compactor.overflowRetries;
+  let current = params;
+  for (let attempt = 0; ; attempt++) {
+    let failure: unknown;
+    try {
+      const result = await (attempt === 0 ? first() : call(current));
+      if (!(checkResult && attempt < retries && Array.isArray(current.prompt) && isOverflowResult(result))) return result;
+      failure = new Error('stop_reason: model_context_window_exceeded');
+    } catch (error) {
+      const info = retries > 0 && Array.isArray(current.prompt) ? parseOverflow(error) : undefined;
+      if (!info) throw error;
+      if (attempt >= retries) {
+        throw overflowError(`the provider still refused the prompt as too long after ${attempt} compaction${attempt === 1 ? '' : 's'} and retr${attempt === 1 ? 'y' : 'ies'} (${info.message.slice(0, 200)})`, { ...info, attempt }, error);
+      }
+      failure = error;
+    }
+    const { messages } = await compactor.recover(current.prompt as MessageLike[], failure, { attempt: attempt + 1 });
+    current = { ...current, prompt: messages.map(promptMessage) };
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

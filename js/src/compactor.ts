@@ -1,8 +1,9 @@
 import { decode, encode, restoreStored, stringify, type Encoded } from './codec.js';
-import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
+import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core } from './errors.js';
 import { init, loadEncoding } from './init.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
+import { parseOverflow, type OverflowInfo } from './overflow.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -174,10 +175,24 @@ export interface CompactorOptions {
   onPreCompact?: (context: PreCompactContext) => Promise<PreCompactDecision | void> | PreCompactDecision | void;
   /** Called for every compaction event, in order (for UIs and logs). */
   onEvent?: (event: CompactionEvent) => void;
+  /** Recovery from a provider's "prompt too long" error (`middleware()`, `recover`). */
+  overflow?: OverflowOptions;
+}
+
+/** Overflow recovery: how many harder compactions and retries one model call may take. */
+export interface OverflowOptions {
+  /** Compact-and-retry rounds per model call after a "prompt too long" error. Default 1; 0
+   * turns recovery off (the error goes through unchanged). */
+  retries?: number;
+}
+
+/** What `recover` returns: `manage`'s result and what the provider's error said. */
+export interface RecoverResult<M extends MessageLike = MessageLike> extends ManageResult<M> {
+  overflow: OverflowInfo;
 }
 
 /** Options the core does not see: they stay in the host. */
-const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'onPreCompact']);
+const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'onPreCompact', 'overflow']);
 
 /** Where `saveState()` writes by default. */
 export const DEFAULT_STATE_PATH = '/state/compactor.json';
@@ -187,12 +202,15 @@ interface RunOptions {
   instructions?: string | undefined;
   /** `prepareStep`'s step, stamped on the events. */
   stepNumber?: number | undefined;
+  /** Recovering from a provider's overflow error. */
+  overflow?: (OverflowInfo & { attempt: number }) | undefined;
 }
 
 /** What the events of one call are stamped with. */
 interface Stamp {
   call?: number | undefined;
   stepNumber?: number | undefined;
+  overflow?: (OverflowInfo & { attempt: number }) | undefined;
 }
 
 /** AI SDK `prepareStep` argument, structurally (v5–v7). */
@@ -247,6 +265,7 @@ export class Compactor {
   readonly #onPreCompact: CompactorOptions['onPreCompact'];
   readonly #summarizeTimeoutMs: number;
   readonly #statePath: string | undefined;
+  readonly #overflowRetries: number;
   readonly #prefixes: { offload: string; history: string };
   /** The state changed since it was last saved to `statePath`. */
   #stateDirty = false;
@@ -282,6 +301,10 @@ export class Compactor {
       throw new CompactorError('invalid_config', 'statePath needs a store that outlives the compactor (options.store); the default MemoryStore would lose the state', { field: 'statePath' });
     }
     this.#statePath = options.statePath === undefined ? undefined : checkPath(options.statePath);
+    this.#overflowRetries = options.overflow?.retries ?? 1;
+    if (!Number.isInteger(this.#overflowRetries) || this.#overflowRetries < 0) {
+      throw new CompactorError('invalid_config', 'overflow.retries must be a whole number >= 0', { field: 'overflow.retries' });
+    }
     this.#prefixes = { offload: options.offload?.pathPrefix ?? '/tool_outputs/', history: options.history?.pathPrefix ?? '/conversation_history/' };
     const state = options.state === undefined ? undefined : stringify(options.state);
     this.#core = core(() => new WasmCompactor(stringify(config), state));
@@ -404,7 +427,7 @@ export class Compactor {
 
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const call = ++this.#calls;
-    const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber });
+    const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow });
     if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
     delete result.changed;
     return result;
@@ -523,6 +546,7 @@ export class Compactor {
     for (const event of applied.events) {
       if (stamp.call !== undefined) event.call = stamp.call;
       if (stamp.stepNumber !== undefined) event.stepNumber = stamp.stepNumber;
+      if (stamp.overflow !== undefined) event.overflow = { ...stamp.overflow };
       this.#onEvent?.(event);
     }
     return { messages: applied.messages, events: applied.events, plan };
@@ -537,6 +561,39 @@ export class Compactor {
     if (this.#lastRawCount === undefined || typeof actual !== 'number' || !Number.isFinite(actual)) return;
     this.#core.observeUsage(this.#lastRawCount, Math.round(actual));
     this.#stateDirty = true;
+  }
+
+  /** Compact-and-retry rounds per model call after an overflow (`overflow.retries`). */
+  get overflowRetries(): number {
+    return this.#overflowRetries;
+  }
+
+  /**
+   * Recovers from a provider's "prompt too long" error: `messages` is the prompt the provider
+   * refused, `error` what it threw. The provider's count (when the error gives one) goes to
+   * calibration, then the conversation is compacted harder than `manage` would — as if it were
+   * at the provider's count, against the provider's limit, always below the target — and
+   * returned for the retry. The events say so (`event.overflow`). An error that is not an
+   * overflow is rethrown unchanged; an overflow with nothing left to compact is a
+   * `CompactorError('context_overflow')`. `middleware()` calls this for you; retrying is the
+   * caller's, once (`overflow.retries`).
+   */
+  recover<M extends MessageLike>(messages: readonly M[], error: unknown, options: { attempt?: number } = {}): Promise<RecoverResult<M>> {
+    const info = parseOverflow(error);
+    if (!info) return Promise.reject(error);
+    const overflow = { ...info, attempt: options.attempt ?? 1 };
+    return this.#enqueue(async () => {
+      if (info.reportedTokens !== undefined) {
+        this.#sync(messages);
+        this.#core.observeUsage(core(() => this.#core.countRaw(undefined)), info.reportedTokens);
+        this.#stateDirty = true;
+      }
+      const result = await this.#run(messages, { trigger: 'auto', overflow });
+      if (!result.events.some((e) => e.status === 'applied' || e.status === 'fallback')) {
+        throw overflowError(`the provider refused the prompt as too long (${info.message.slice(0, 200)}) and nothing is left to compact`, overflow, error);
+      }
+      return { ...result, overflow: info };
+    });
   }
 
   /**
@@ -599,8 +656,8 @@ export class Compactor {
 
   /** AI SDK middleware for `wrapLanguageModel({ model, middleware: compactor.middleware() })`:
    * compacts each call's prompt (single calls; agents use `prepareStep`). */
-  middleware(): CompactorMiddleware {
-    return middleware(this);
+  middleware(options?: MiddlewareOptions): CompactorMiddleware {
+    return middleware(this, options);
   }
 
   /** The same tool set, each tool's output offloaded at return time when over the threshold,
@@ -716,9 +773,23 @@ function isWork(plan: Plan): boolean {
   return plan.actions.length > 0 || (plan.replayed !== undefined && plan.replayed.edits + plan.replayed.spans > 0);
 }
 
-function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined } | undefined): string | undefined {
+function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined): string | undefined {
   if (!options) return undefined;
-  return stringify({ trigger: options.trigger ?? 'auto', instructions: options.instructions ?? null });
+  const overflow = options.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
+  return stringify({ trigger: options.trigger ?? 'auto', instructions: options.instructions ?? null, ...(overflow ? { overflow } : {}) });
+}
+
+/** The typed error of an overflow recovery that cannot go on: nothing left to compact, or
+ * the retries spent. `cause` is the provider's error. */
+export function overflowError(message: string, overflow: OverflowInfo & { attempt?: number }, cause: unknown): CompactorError {
+  const error = new CompactorError('context_overflow', message, {
+    provider: overflow.provider,
+    ...(overflow.reportedTokens !== undefined ? { reportedTokens: overflow.reportedTokens } : {}),
+    ...(overflow.limit !== undefined ? { limit: overflow.limit } : {}),
+    ...(overflow.attempt !== undefined ? { attempts: overflow.attempt } : {}),
+  });
+  Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true, writable: true });
+  return error;
 }
 
 function isAsyncIterable(value: unknown): boolean {

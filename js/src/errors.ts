@@ -12,6 +12,7 @@ export type CompactorErrorCode =
   | 'invalid_path'
   | 'not_initialized'
   | 'busy'
+  | 'context_overflow'
   | 'internal';
 
 /** Every error the library throws. `index` and `field` name the offending message and field. */

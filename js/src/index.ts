@@ -1,6 +1,8 @@
 // The public API, shared by every runtime entry (entry/*.ts add only how the .wasm is loaded).
 export { createCompactor, Compactor, loadState, DEFAULT_STATE_PATH } from './compactor.js';
-export type { CompactorOptions, OffloadOptions, CompactionOptions, CacheOptions, HistoryOptions, Summarizer, PrepareStepInput, ToolDefinition } from './compactor.js';
+export type { CompactorOptions, OffloadOptions, CompactionOptions, CacheOptions, HistoryOptions, Summarizer, PrepareStepInput, ToolDefinition, OverflowOptions, RecoverResult } from './compactor.js';
+export { parseOverflow, isOverflowError } from './overflow.js';
+export type { OverflowInfo } from './overflow.js';
 export { loopContext, recoverySegment, memorySegment, withMemory } from './loop.js';
 export type { LoopConfig, Iteration, LoopState, LoopSummaryRequest, LoopStep } from './loop.js';
 export { countTokens, warmUp } from './tokens.js';
@@ -14,6 +16,7 @@ export type {
   CompactorMiddleware,
   ExecutableTool,
   LanguageModelLike,
+  MiddlewareOptions,
   RecoveryTool,
   RecoveryToolOptions,
   RecoveryToolSet,

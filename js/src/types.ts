@@ -124,7 +124,8 @@ export type Note =
   | { type: 'unknown-model'; name: string; assumedWindow: number }
   | { type: 'lossy'; strategy: Strategy; messages: number; transcriptPath: string }
   | { type: 'target-not-met'; tokensAfter: number; target: number; reason: string }
-  | { type: 'over-budget'; tokensAfter: number; window: number; reason: string };
+  | { type: 'over-budget'; tokensAfter: number; window: number; reason: string }
+  | { type: 'overflow'; reportedTokens: number | null; countedTokens: number; budgetWindow: number; reason: string };
 
 /** A compaction plan: plain data, the same on every runtime. */
 export interface Plan {
@@ -196,6 +197,10 @@ export interface CompactionEvent {
   call?: number;
   /** The AI SDK step (`prepareStep`'s `stepNumber`) that fired it, when known. */
   stepNumber?: number;
+  /** Set on the events of a recovery from a provider's "prompt too long" error (`recover`,
+   * `middleware()`): which provider's error, its count and limit when given, and which retry
+   * this compaction prepares (1 for the first). */
+  overflow?: { provider: string; reportedTokens?: number; limit?: number; message: string; attempt: number };
 }
 
 export interface Usage {

@@ -315,6 +315,59 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
       r.identical && r.summaries[0] >= 2 && r.summaries.every((n) => n === r.summaries[0]) && r.breaks.every((n) => n === r.breaks[0]) && r.stateBytes > 0,
       short(r));
   });
+  await step('overflow recovery', async () => {
+    // The middleware as the AI SDK drives it (transformParams, then wrapGenerate), with a fake
+    // LanguageModelV3-shaped model whose first doGenerate throws Anthropic's overflow error.
+    const events = [];
+    const compactor = await cc.createCompactor({ model: 'claude-sonnet-4-5', contextWindow: CONTEXT_WINDOW, store: new cc.MemoryStore(), onEvent: (e) => events.push(e) });
+    const text = (seed) => Array.from({ length: 200 }, (_, i) => `word${(i * 7 + seed) % 97}`).join(' ');
+    const prompt = [{ role: 'system', content: 'You are a research agent.' }];
+    for (let t = 0; t < 10; t++) {
+      prompt.push({ role: 'user', content: [{ type: 'text', text: `Question ${t}: ${text(t)}` }] });
+      prompt.push({ role: 'assistant', content: [{ type: 'text', text: `Answer ${t}: ${text(t + 50)}` }] });
+    }
+    prompt.push({ role: 'user', content: [{ type: 'text', text: 'What did we decide?' }] });
+    const sent = [];
+    const overflow = new Error('prompt is too long: 21345 tokens > 16000 maximum');
+    overflow.statusCode = 400;
+    overflow.responseBody = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: overflow.message } });
+    const model = {
+      specificationVersion: 'v3', provider: 'fake', modelId: 'fake-claude', supportedUrls: {},
+      async doGenerate(options) {
+        sent.push(options.prompt);
+        if (sent.length === 1) throw overflow;
+        return { content: [{ type: 'text', text: 'Recovered.' }], finishReason: { unified: 'stop', raw: 'end_turn' }, usage: {}, warnings: [] };
+      },
+      async doStream() { throw new Error('not used'); },
+    };
+    const mw = compactor.middleware();
+    const params = await mw.transformParams({ params: { prompt }, type: 'generate' });
+    const result = await mw.wrapGenerate({ doGenerate: () => model.doGenerate(params), doStream: () => model.doStream(params), params, model });
+    const marked = events.filter((e) => e.overflow);
+    check('overflow recovery: Anthropic\'s "prompt is too long" is compacted once and retried once; calibration learns the count',
+      result.content[0].text === 'Recovered.' && sent.length === 2 && marked.length > 0 && new Set(marked.map((e) => e.call)).size === 1 &&
+        marked.every((e) => e.overflow.provider === 'anthropic' && e.overflow.reportedTokens === 21345 && e.overflow.attempt === 1) &&
+        JSON.stringify(sent[1]).length < JSON.stringify(sent[0]).length && compactor.state().calibration?.samples === 1,
+      short({ calls: sent.length, events: marked.map((e) => e.strategy), calibration: compactor.state().calibration }));
+    let second;
+    const again = { ...model, async doGenerate() { throw overflow; } };
+    try {
+      await mw.wrapGenerate({ doGenerate: () => again.doGenerate(), doStream: () => again.doStream(), params, model: again });
+    } catch (e) {
+      second = e;
+    }
+    const other = new Error('Invalid value for tool_choice');
+    other.statusCode = 400;
+    let passed;
+    try {
+      await mw.wrapGenerate({ doGenerate: async () => { throw other; }, params, model });
+    } catch (e) {
+      passed = e;
+    }
+    check('two overflows in a row end with a typed context_overflow; a non-overflow 400 passes through unchanged',
+      second instanceof cc.CompactorError && second.code === 'context_overflow' && second.cause === overflow && passed === other,
+      short({ code: second?.code, message: second?.message, passed: passed?.message }));
+  });
   return finish();
 
   function finish() {
