@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use context_compactor::report::thousands;
 use context_compactor::{
     messages_from_value, report, Action, CachedCounter, Compactor, Config, Content, Error, Message,
     Note, Outcome, Part, Plan, PlanOptions, Role, Strategy, ToolDefinition, TriggerKind,
@@ -942,19 +943,6 @@ fn to_json(value: &Value) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
     text
-}
-
-/// `1234567` → `1,234,567`.
-fn thousands(n: impl Into<u64>) -> String {
-    let digits = n.into().to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn plural(n: impl Into<u64>, word: &str) -> String {

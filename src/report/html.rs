@@ -726,8 +726,8 @@ fn trim(v: f64) -> String {
     text.strip_suffix(".0").map_or(text.clone(), str::to_owned)
 }
 
-/// `1234567` → `1,234,567`.
-fn thousands(n: impl Into<u64>) -> String {
+/// `1234567` → `1,234,567` (the report's numbers; the CLI prints them the same way).
+pub fn thousands(n: impl Into<u64>) -> String {
     let digits = n.into().to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

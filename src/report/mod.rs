@@ -45,7 +45,7 @@ mod replay;
 #[cfg(feature = "wasm")]
 mod wasm;
 
-pub use html::{render_chart, render_html};
+pub use html::{render_chart, render_html, thousands};
 pub use replay::{replay, replay_as, replay_with, Host};
 
 /// Everything a session report shows, as plain data (camelCase JSON: the npm package's
