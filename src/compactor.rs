@@ -316,6 +316,14 @@ impl Compactor {
         let mut actions: Vec<Action> =
             offload::plan(messages, &self.config.offload, thresholds, &Scaled(self))
                 .into_iter()
+                .filter(|e| {
+                    !crate::pinned::edit_pinned(
+                        messages,
+                        e.message_index,
+                        e.part_index,
+                        &self.config.history,
+                    )
+                })
                 .map(Action::Offload)
                 .collect();
         // Predict from raw counts and scale once: scaling each action's saving separately would
@@ -345,6 +353,12 @@ impl Compactor {
             let candidates =
                 tier2::candidates(messages, compaction, window, &Scaled(self), &mut taken);
             for candidate in candidates {
+                // Pinned parts are never edited.
+                if candidate.store_edit().is_some_and(|e| {
+                    crate::pinned::edit_pinned(messages, e.message_index, e.part_index, history)
+                }) {
+                    continue;
+                }
                 // Automatic compaction stops at the target; a manual one takes every
                 // reversible edit (the user asked for room). With a prompt cache, an edit at or
                 // after the first message already changed costs no further cache: the break
@@ -442,6 +456,13 @@ impl Compactor {
         }
 
         let mut notes = Vec::new();
+        let pinned_tokens = self.scale(lossy::pinned_raw(messages, history, &self.counter));
+        if pinned_tokens > target {
+            notes.push(Note::PinnedOverBudget {
+                pinned_tokens,
+                target,
+            });
+        }
         if self.model.matched.is_none() && self.config.context_window.is_none() {
             notes.push(Note::UnknownModel {
                 name: self.model.name.clone(),
@@ -690,19 +711,24 @@ impl Compactor {
                         } else {
                             let summary = lossy::summary_message(s, text);
                             let after = self.scale(self.counter.message(&summary));
-                            if s.end > messages.len() {
+                            if s.end > messages.len()
+                                || s.keep.iter().any(|k| !(s.start..s.end).contains(k))
+                            {
                                 return Err(wrong_outcome(&s.id, "a span inside the conversation"));
                             }
+                            // Pinned groups of the span stay, right after the summary.
+                            let kept: Vec<Message> =
+                                s.keep.iter().map(|&k| messages[k].clone()).collect();
                             if record {
                                 self.state.record.push_span(
                                     Strategy::Summarize,
                                     &messages[s.start..s.end],
                                     summary.clone(),
-                                    Vec::new(),
+                                    s.keep.iter().map(|&k| (k - s.start) as u32).collect(),
                                     s.transcript_path.clone(),
                                 );
                             }
-                            messages.splice(s.start..s.end, [summary]);
+                            messages.splice(s.start..s.end, std::iter::once(summary).chain(kept));
                             self.event(
                                 action,
                                 (status, error),

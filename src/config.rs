@@ -266,6 +266,15 @@ pub struct HistoryConfig {
     pub path_prefix: String,
     /// Scores of the importance strategy.
     pub importance: ImportanceConfig,
+    /// Plan and todo tools: the latest input of any of them is the agent's live plan, carried
+    /// verbatim through every lossy step (a marked section at the end of the summary or notice;
+    /// see `docs/API.md`, "Pinned context and the live plan"). `write_todos` (DeepAgents),
+    /// `TodoWrite` (Claude Code), `update_plan` (Codex), `TaskCreate`, `TaskUpdate`. Empty: off.
+    pub plan_tools: Vec<String>,
+    /// Tools whose calls and results are pinned: never offloaded, evicted, deduped, masked,
+    /// summarized or dropped (their group is kept after the summary or notice). None by default.
+    /// A single message or part is pinned with `providerOptions.contextCompactor.pin = true`.
+    pub pinned_tools: Vec<String>,
 }
 
 impl Default for HistoryConfig {
@@ -282,6 +291,16 @@ impl Default for HistoryConfig {
             instructions: None,
             path_prefix: "/conversation_history/".into(),
             importance: ImportanceConfig::default(),
+            plan_tools: [
+                "write_todos",
+                "TodoWrite",
+                "update_plan",
+                "TaskCreate",
+                "TaskUpdate",
+            ]
+            .map(String::from)
+            .to_vec(),
+            pinned_tools: Vec::new(),
         }
     }
 }

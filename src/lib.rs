@@ -62,6 +62,7 @@ mod lossy;
 mod message;
 mod models;
 mod offload;
+mod pinned;
 mod plan;
 pub mod prompts;
 pub mod report;

@@ -107,10 +107,22 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
         }
     };
     let span = start..cut;
-    let only_markers = messages[span.clone()].iter().all(is_marker);
+    // Pinned groups stay (after the summary or notice); only markers left to lose: no work.
+    let pinned = crate::pinned::pinned_groups(messages, &ok, config);
+    let only_markers = span
+        .clone()
+        .filter(|i| !pinned.contains(i))
+        .all(|i| is_marker(&messages[i]));
     if span.is_empty() || only_markers {
         return None;
     }
+    // The live plan, when the span holds its latest version outside a pin.
+    let plan = crate::pinned::latest_plan(messages, config, is_marker)
+        .filter(|(i, _)| span.contains(i) && !pinned.contains(i));
+    let pins = Pins {
+        groups: &pinned,
+        plan: plan.as_ref().map(|(i, s)| (*i, s.as_str())),
+    };
     let transcript = transcript(
         messages,
         config,
@@ -119,9 +131,9 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
     );
     let planned = match config.strategy {
         HistoryStrategy::Off => return None,
-        HistoryStrategy::Summarize => summarize(inputs, span, &transcript)?,
+        HistoryStrategy::Summarize => summarize(inputs, span, &transcript, &pins)?,
         HistoryStrategy::Truncate | HistoryStrategy::Importance => {
-            drop(inputs, span, &ok, &transcript)?
+            drop(inputs, span, &ok, &transcript, &pins)?
         }
     };
     let (action, removed, inserted_raw) = planned;
@@ -132,6 +144,38 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
         inserted_raw,
         kept_over_budget,
     })
+}
+
+/// What the lossy step must not lose: pinned groups (message indices) and the live plan (the
+/// message that holds it and the section to carry).
+struct Pins<'a> {
+    groups: &'a BTreeSet<usize>,
+    plan: Option<(usize, &'a str)>,
+}
+
+/// Raw tokens of what no tier may touch: the pinned groups and the latest plan's section.
+pub(crate) fn pinned_raw(
+    messages: &[Message],
+    config: &HistoryConfig,
+    counter: &CachedCounter,
+) -> u32 {
+    let any_pin = !config.pinned_tools.is_empty()
+        || messages
+            .iter()
+            .any(|m| crate::pinned::message_pinned(m, config));
+    let groups = if any_pin {
+        crate::pinned::pinned_groups(messages, &boundaries(messages), config)
+    } else {
+        BTreeSet::new()
+    };
+    let plan = crate::pinned::latest_plan(messages, config, is_marker)
+        .filter(|(i, _)| !groups.contains(i))
+        .map_or(0, |(_, section)| counter.text(&section));
+    groups
+        .iter()
+        .map(|&i| counter.message(&messages[i]))
+        .sum::<u32>()
+        + plan
 }
 
 fn strategy_of(strategy: HistoryStrategy) -> Strategy {
@@ -199,11 +243,8 @@ fn previous_summary(messages: &[Message]) -> Option<String> {
     if !text.starts_with(SUMMARY_MARKER) {
         return None;
     }
-    Some(
-        text.split_once("\n\n")
-            .map_or("", |(_, body)| body)
-            .to_owned(),
-    )
+    let body = text.split_once("\n\n").map_or("", |(_, body)| body);
+    Some(crate::pinned::without_section(body).to_owned())
 }
 
 pub(crate) fn transcript(
@@ -356,6 +397,10 @@ What important decisions were made, and why?
 ## Current State
 Where did the work stop?
 
+## Plan / Todo
+The agent's plan or todo list: each item and its status. (The latest plan-tool input is attached \
+verbatim after this summary; say here what was done on it.)
+
 ## Next Steps
 What remains to be done?
 
@@ -368,8 +413,11 @@ fn summarize(
     inputs: &Inputs,
     span: std::ops::Range<usize>,
     transcript: &SaveTranscript,
+    pins: &Pins,
 ) -> Option<Lossy> {
     let messages = inputs.messages;
+    let keep: Vec<usize> = span.clone().filter(|i| pins.groups.contains(i)).collect();
+    let plan = pins.plan.map(|(_, section)| section.to_owned());
     let config = inputs.config;
     let max_tokens = config.summary_max_tokens.min((inputs.window / 10).max(1));
     let previous = previous_summary(&messages[span.clone()]);
@@ -382,18 +430,21 @@ fn summarize(
         previous.as_deref(),
         transcript,
         max_tokens,
+        pins,
     );
     let header = summary_header(span.start, span.end, &transcript.path);
-    let header_raw = inputs
-        .counter
-        .message(&Message::user(format!("{header}\n\n")));
+    let header_raw = inputs.counter.message(&Message::user(format!(
+        "{header}\n\n\n\n{}",
+        plan.as_deref().unwrap_or("")
+    )));
     // A summary is at most `max_tokens` (the host passes it to its LLM) or the fallback, which
     // may not shrink that far in a tiny window.
     let inserted_raw = header_raw
         + inputs
             .unscale(max_tokens)
             .max(inputs.counter.text(&fallback));
-    let before: u32 = inputs.original[span.clone()].iter().sum();
+    let removed: BTreeSet<usize> = span.clone().filter(|i| !keep.contains(i)).collect();
+    let before: u32 = removed.iter().map(|&i| inputs.original[i]).sum();
     if !inputs.manual && inputs.scale(before) < inputs.scale(inserted_raw) + inputs.min_saving {
         return None;
     }
@@ -418,7 +469,7 @@ fn summarize(
         body_start + 1,
         span.end,
         messages.len(),
-        request_span(inputs, body_start..span.end)
+        request_span(inputs, body_start..span.end, pins.groups)
     );
     let action = Action::Summarize(Summarize {
         id: "summarize".into(),
@@ -432,8 +483,10 @@ fn summarize(
         fallback,
         tokens_before: inputs.scale(before),
         tokens_after: inputs.scale(inserted_raw),
+        keep,
+        plan,
     });
-    Some((action, span.collect(), inserted_raw))
+    Some((action, removed, inserted_raw))
 }
 
 fn join_instructions(configured: Option<&str>, given: Option<&str>) -> Option<String> {
@@ -465,16 +518,21 @@ fn readable_path(json_path: &str) -> String {
 /// The summary message that replaces the span.
 pub(crate) fn summary_message(action: &Summarize, summary: &str) -> Message {
     let header = summary_header(action.start, action.end, &action.transcript_path);
-    Message::user(format!("{header}\n\n{}", summary.trim()))
+    let mut text = format!("{header}\n\n{}", summary.trim());
+    if let Some(plan) = &action.plan {
+        let _ = write!(text, "\n\n{plan}");
+    }
+    Message::user(text)
 }
 
 /// The span as the summarizer sees it: each part cut to `requestPartChars`, and the middle
 /// elided when the whole is over `requestMaxTokens`.
-fn request_span(inputs: &Inputs, span: std::ops::Range<usize>) -> String {
+fn request_span(inputs: &Inputs, span: std::ops::Range<usize>, kept: &BTreeSet<usize>) -> String {
     let config = inputs.config;
     let budget = config.request_max_tokens.unwrap_or(inputs.window / 4);
     let rendered: Vec<String> = span
         .clone()
+        .filter(|i| !kept.contains(i))
         .map(|i| render(i, &inputs.messages[i], Some(config.request_part_chars)))
         .collect();
     let tokens: Vec<u32> = rendered
@@ -514,7 +572,31 @@ fn fallback(
     previous: Option<&str>,
     transcript: &SaveTranscript,
     max_tokens: u32,
+    pins: &Pins,
 ) -> String {
+    // The span's plan calls: the fallback says where the latest plan went.
+    let plan_calls: Vec<&str> = inputs.messages[span.clone()]
+        .iter()
+        .flat_map(Message::parts)
+        .filter_map(|p| match p {
+            Part::ToolCall(c) if inputs.config.plan_tools.contains(&c.tool_name) => {
+                Some(c.tool_name.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let plan_line = match (pins.plan, plan_calls.last()) {
+        (Some(_), _) => Some(
+            "The latest plan is kept verbatim at the end of this message (\"[Current plan, kept verbatim]\"); \
+             keep it up to date with the plan tool."
+                .to_owned(),
+        ),
+        (None, Some(tool)) => Some(format!(
+            "{} {tool} calls here; a newer plan is in the messages after this summary.",
+            plan_calls.len()
+        )),
+        (None, None) => None,
+    };
     let messages = &inputs.messages[span];
     let user_texts: Vec<String> = messages
         .iter()
@@ -552,6 +634,9 @@ fn fallback(
             cut(&tools_line, Some(chars)),
             if files.is_empty() { "None".to_owned() } else { cut(&files.join("\n"), Some(chars * 2)) },
         );
+        if let Some(line) = &plan_line {
+            let _ = write!(out, "\n## Plan / Todo\n{line}\n");
+        }
         if user_texts.len() > 1 {
             let _ = write!(
                 out,
@@ -591,6 +676,7 @@ fn drop(
     span: std::ops::Range<usize>,
     ok: &[bool],
     transcript: &SaveTranscript,
+    pins: &Pins,
 ) -> Option<Lossy> {
     let config = inputs.config;
     let strategy = strategy_of(config.strategy);
@@ -623,10 +709,17 @@ fn drop(
         crate::tokens::REPLY_PRIMING + inputs.tools_raw + inputs.edited.iter().sum::<u32>();
     let mut removed: BTreeSet<usize> = BTreeSet::new();
     let mut saved = 0u32;
+    let with_plan = |text: String, removed: &BTreeSet<usize>| match pins.plan {
+        Some((at, section)) if removed.contains(&at) => format!("{text}\n\n{section}"),
+        _ => text,
+    };
     let notice_raw = |removed: &BTreeSet<usize>| {
-        inputs
-            .counter
-            .message(&Message::user(notice(removed.len(), strategy, transcript)))
+        let mut estimate = removed.clone();
+        estimate.extend(pins.plan.map(|(at, _)| at));
+        inputs.counter.message(&Message::user(with_plan(
+            notice(removed.len(), strategy, transcript),
+            &estimate,
+        )))
     };
     for (g, score) in order {
         let range = &groups[g];
@@ -640,7 +733,7 @@ fn drop(
             }
             continue;
         }
-        if score.is_infinite() {
+        if score.is_infinite() || range.clone().any(|i| pins.groups.contains(&i)) {
             continue;
         }
         for i in range.clone() {
@@ -652,7 +745,7 @@ fn drop(
     if removed.iter().all(|&i| is_marker(&inputs.messages[i])) {
         return None;
     }
-    let notice_text = notice(removed.len(), strategy, transcript);
+    let notice_text = with_plan(notice(removed.len(), strategy, transcript), &removed);
     let inserted_raw = inputs.counter.message(&Message::user(notice_text.clone()));
     let before: u32 = removed.iter().map(|&i| inputs.original[i]).sum();
     if !inputs.manual && inputs.scale(before) < inputs.scale(inserted_raw) + inputs.min_saving {

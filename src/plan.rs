@@ -233,6 +233,13 @@ pub struct Summarize {
     pub tokens_before: u32,
     /// Predicted, with a summary of `request.maxTokens`.
     pub tokens_after: u32,
+    /// Messages of the span kept verbatim after the summary (pinned groups), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<usize>,
+    /// The live plan carried verbatim at the end of the summary message (the latest plan-tool
+    /// input, when the span holds it), starting with `[Current plan, kept verbatim]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
 }
 
 /// The summarization request, shaped for any chat API (AI SDK `generateText`, OpenAI, ...).
@@ -450,6 +457,15 @@ pub enum Note {
         target: u32,
         /// Why it could not be met.
         reason: String,
+    },
+    /// The pinned messages (pins and pinned tools, with the groups that keep their tool calls
+    /// valid) and the carried plan alone are over the target: no tier may touch them, so the
+    /// target cannot be met until they are unpinned.
+    PinnedOverBudget {
+        /// Tokens of the pinned messages and the carried plan.
+        pinned_tokens: u32,
+        /// The target they exceed ([`Trigger::target`]).
+        target: u32,
     },
     /// The plan answers a provider's "prompt too long" error
     /// ([`crate::Compactor::plan_overflow`]): its thresholds come from `budget_window`.

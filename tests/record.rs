@@ -21,6 +21,12 @@ use support::{execute_with, Faults, Store, Summarizer};
 /// A deterministic agent session: turns of a user request and tool steps with outputs of
 /// varied sizes, re-reads of the same files, and file writes.
 fn session(seed: u64, turns: usize) -> Vec<Value> {
+    session_with(seed, turns, false)
+}
+
+/// [`session`], and with `pinned`: a `write_todos` call every other turn (the live plan) and
+/// the second user message pinned by `providerOptions` (the random draws are the same).
+fn session_with(seed: u64, turns: usize, pinned: bool) -> Vec<Value> {
     let mut state = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
@@ -34,6 +40,19 @@ fn session(seed: u64, turns: usize) -> Vec<Value> {
     let mut call = 0;
     for turn in 0..turns {
         out.push(json!({"role": "user", "content": format!("Turn {turn}: fix issue {} in module {}.", next(1000), next(50))}));
+        if pinned && turn == 1 {
+            out.last_mut().unwrap()["providerOptions"] = json!({"contextCompactor": {"pin": true}});
+        }
+        if pinned && turn % 2 == 0 {
+            let id = format!("todos_{turn}");
+            let todos: Vec<Value> = (0..=turn)
+                .map(|t| json!({"content": format!("Fix turn {t}'s issue"), "status": if t < turn { "completed" } else { "in_progress" }}))
+                .collect();
+            out.push(json!({"role": "assistant", "content": [
+                {"type": "tool-call", "toolCallId": id, "toolName": "write_todos", "input": {"todos": todos}}]}));
+            out.push(json!({"role": "tool", "content": [
+                {"type": "tool-result", "toolCallId": id, "toolName": "write_todos", "output": {"type": "text", "value": format!("Updated todo list ({} items)", turn + 1)}}]}));
+        }
         for _ in 0..1 + next(4) {
             call += 1;
             let id = format!("call_{call}");
@@ -212,9 +231,33 @@ proptest! {
         window in prop_oneof![Just(8_000u32), Just(16_000), Just(32_000)],
         preset in prop_oneof![Just(Preset::Simple), Just(Preset::Smart), Just(Preset::Aggressive)],
         strategy in prop_oneof![Just(HistoryStrategy::Summarize), Just(HistoryStrategy::Truncate), Just(HistoryStrategy::Importance)],
+        pinned in any::<bool>(),
     ) {
-        let session = session(seed, turns);
-        three_shapes(&session, &config(window, preset, strategy))?;
+        let session = session_with(seed, turns, pinned);
+        let mut config = config(window, preset, strategy);
+        if pinned {
+            // Pinned tools too: a small one (grep's results vary from 5 to 200 lines).
+            config.history.pinned_tools = vec!["grep".into()];
+        }
+        let (prompts, _) = three_shapes(&session, &config)?;
+        if pinned {
+            // The latest plan and the pinned message are in every prompt, verbatim.
+            let pinned_at = session.iter().position(|m| m.get("providerOptions").is_some()).unwrap();
+            let pin = serde_json::to_string(&session[pinned_at]["content"]).unwrap();
+            for (n, (&at, prompt)) in calls(&session).iter().zip(&prompts).enumerate() {
+                if let Some(latest) = session[..at].iter().rev().find_map(|m| {
+                    m["content"].as_array().and_then(|parts| parts.iter().find(|p| p["toolName"] == "write_todos" && p["type"] == "tool-call"))
+                }) {
+                    let input = serde_json::to_string(&latest["input"]).unwrap();
+                    let escaped = serde_json::to_string(&input).unwrap();
+                    prop_assert!(prompt.contains(&input) || prompt.contains(&escaped[1..escaped.len() - 1]),
+                        "call {}: the latest plan is missing", n);
+                }
+                if at > pinned_at {
+                    prop_assert!(prompt.contains(&pin), "call {}: the pinned message is missing", n);
+                }
+            }
+        }
     }
 }
 
@@ -395,7 +438,16 @@ fn a_pasted_log_in_a_user_message_is_offloaded_recorded_and_replayed() {
 #[test]
 fn a_large_text_file_in_a_user_message_is_counted_as_text_offloaded_and_replayed() {
     use base64::Engine as _;
-    let csv: String = (0..30_000).map(|i| format!("{i},order-{},{}.{:02},shipped\n", i * 31 % 997, i % 500, i % 100)).collect();
+    let csv: String = (0..30_000)
+        .map(|i| {
+            format!(
+                "{i},order-{},{}.{:02},shipped\n",
+                i * 31 % 997,
+                i % 500,
+                i % 100
+            )
+        })
+        .collect();
     let data = base64::engine::general_purpose::STANDARD.encode(csv.as_bytes());
     let session = vec![
         json!({"role": "system", "content": "You are an analyst."}),
@@ -407,19 +459,63 @@ fn a_large_text_file_in_a_user_message_is_counted_as_text_offloaded_and_replayed
     let mut compactor = Compactor::new(config.clone()).unwrap();
     let messages = parse(&session);
     // Counted as its text, not as the 1,600-token estimate of a binary file.
-    let tokens = context_compactor::count_tokens(&csv, context_compactor::Encoding::O200kBase).unwrap() as u32;
-    assert!(compactor.count(&messages) > tokens, "{} vs {tokens}", compactor.count(&messages));
+    let tokens = context_compactor::count_tokens(&csv, context_compactor::Encoding::O200kBase)
+        .unwrap() as u32;
+    assert!(
+        compactor.count(&messages) > tokens,
+        "{} vs {tokens}",
+        compactor.count(&messages)
+    );
     let plan = compactor.plan(&messages).unwrap();
-    let Some(Action::Offload(edit)) = plan.actions.first() else { panic!("no offload: {:?}", plan.notes) };
-    assert!(edit.path.starts_with("/user_messages/user_file_orders_csv_"), "{}", edit.path);
+    let Some(Action::Offload(edit)) = plan.actions.first() else {
+        panic!("no offload: {:?}", plan.notes)
+    };
+    assert!(
+        edit.path
+            .starts_with("/user_messages/user_file_orders_csv_"),
+        "{}",
+        edit.path
+    );
     let mut store = Store::new();
     let outcomes = execute_with(&plan, &mut store, &Faults::None, Summarizer::Works);
     let applied = compactor.apply(messages.clone(), &plan, &outcomes).unwrap();
     assert_eq!(store[&edit.path], csv, "the file's text, byte for byte");
     let text = applied.messages[1].text();
-    assert!(text.starts_with("Which orders") && text.contains(&edit.path) && text.contains("0,order-0"), "{text}");
+    assert!(
+        text.starts_with("Which orders") && text.contains(&edit.path) && text.contains("0,order-0"),
+        "{text}"
+    );
     assert!(applied.tokens_after < 3_000);
     let stateless = Compactor::with_state(config, compactor.state().clone()).unwrap();
-    assert_eq!(prompt_text(&stateless.replay(&messages)), prompt_text(&applied.messages));
+    assert_eq!(
+        prompt_text(&stateless.replay(&messages)),
+        prompt_text(&applied.messages)
+    );
     assert!(compactor.plan(&applied.messages).unwrap().is_empty());
+}
+
+#[test]
+fn a_carried_plan_and_kept_pins_replay_onto_the_raw_history() {
+    // The generator's pinned sessions do exercise both: a plan carried after a summary or
+    // notice, and pinned messages kept inside a recorded span.
+    for strategy in [
+        HistoryStrategy::Summarize,
+        HistoryStrategy::Truncate,
+        HistoryStrategy::Importance,
+    ] {
+        let session = session_with(7, 30, true);
+        let mut config = config(16_000, Preset::Smart, strategy);
+        config.history.pinned_tools = vec!["grep".into()];
+        let (prompts, state) = three_shapes(&session, &config).unwrap();
+        assert!(
+            prompts
+                .iter()
+                .any(|p| p.contains("[Current plan, kept verbatim] the latest write_todos input")),
+            "{strategy:?}: no plan carried"
+        );
+        assert!(
+            state.record.spans.iter().any(|s| !s.keep.is_empty()),
+            "{strategy:?}: no pins kept"
+        );
+    }
 }

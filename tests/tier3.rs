@@ -9,45 +9,19 @@ use context_compactor::{
     Outcome, Preset,
 };
 use serde_json::{json, Value};
-use support::{execute_with, Faults, Store, Summarizer};
-
-fn prose(seed: usize, words: usize) -> String {
-    const W: [&str; 8] = [
-        "window", "budget", "cache", "parser", "summary", "tool", "result", "plan",
-    ];
-    (0..words)
-        .map(|i| format!("{} {seed}.{i}", W[(i * 5 + seed) % 8]))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+use support::{agent_session, execute_with, gpt4o, parse_values, prose, Faults, Store, Summarizer};
 
 /// system, then `turns` × (user, assistant tool call, tool result, assistant text).
 fn session(turns: usize, words: usize) -> Vec<Value> {
-    let mut out = vec![json!({"role": "system", "content": "You are a coding agent."})];
-    for t in 0..turns {
-        let id = format!("call_{t}");
-        out.push(json!({"role": "user", "content": format!("Step {t}: {}", prose(t, words / 4))}));
-        out.push(json!({"role": "assistant", "content": [
-            {"type": "tool-call", "toolCallId": id, "toolName": "read_file", "input": {"path": format!("/src/m{t}.rs")}}]}));
-        out.push(json!({"role": "tool", "content": [
-            {"type": "tool-result", "toolCallId": id, "toolName": "read_file", "output": {"type": "text", "value": prose(t + 1, words)}}]}));
-        out.push(json!({"role": "assistant", "content": [{"type": "text", "text": prose(t + 2, words / 2)}]}));
-    }
-    out
+    agent_session(turns, words, |_, _| {})
 }
 
 fn parse(values: &[Value]) -> Vec<Message> {
-    parse_messages(&Value::Array(values.to_vec()).to_string()).unwrap()
+    parse_values(values)
 }
 
 fn compactor(window: u32, f: impl FnOnce(&mut Config)) -> Compactor {
-    let mut config = Config {
-        model: Some("gpt-4o".into()),
-        context_window: Some(window),
-        ..Config::default()
-    };
-    f(&mut config);
-    Compactor::new(config).unwrap()
+    gpt4o(window, f)
 }
 
 fn run(

@@ -125,6 +125,18 @@ export interface HistoryOptions {
     minScoreThreshold?: number;
     shortAssistantChars?: number;
   };
+  /** Plan and todo tools: the latest input of any of them (the agent's live plan) is carried
+   * verbatim through every summary, truncation and importance drop, as a section
+   * `[Current plan, kept verbatim] the latest <tool> input:\n<JSON>` at the end of the summary
+   * or notice. Default `write_todos`, `TodoWrite`, `update_plan`, `TaskCreate`, `TaskUpdate`;
+   * `[]` turns it off. */
+  planTools?: string[];
+  /** Tools whose calls and results are pinned: never offloaded, evicted, deduped, masked,
+   * summarized or dropped (kept, with their call/result group, right after the summary or
+   * notice). Default none. Pin one message or part with
+   * `providerOptions: { contextCompactor: { pin: true } }`. Pins count against the window; a
+   * `pinned-over-budget` note says when they alone exceed the target. */
+  pinnedTools?: string[];
 }
 
 /** Writes a summary: send `request.system` and `request.messages` to an LLM, at most

@@ -100,6 +100,12 @@ export interface SummarizeAction {
   fallback: string;
   tokensBefore: number;
   tokensAfter: number;
+  /** Messages of the span kept verbatim right after the summary: pinned messages with the
+   * groups that keep their tool calls valid (absent when none). */
+  keep?: number[];
+  /** The live plan carried at the end of the summary message (`[Current plan, kept
+   * verbatim] the latest <tool> input:\n<JSON>`), when the span holds the latest plan-tool call. */
+  plan?: string;
 }
 
 /** Truncation / importance: `messages` leave (their text stays in the transcript); `notice`
@@ -125,6 +131,8 @@ export type Note =
   | { type: 'lossy'; strategy: Strategy; messages: number; transcriptPath: string }
   | { type: 'target-not-met'; tokensAfter: number; target: number; reason: string }
   | { type: 'over-budget'; tokensAfter: number; window: number; reason: string }
+  /** Pinned messages and the live plan alone are over the target: no tier may touch them. */
+  | { type: 'pinned-over-budget'; pinnedTokens: number; target: number }
   | { type: 'overflow'; reportedTokens: number | null; countedTokens: number; budgetWindow: number; reason: string };
 
 /** A compaction plan: plain data, the same on every runtime. */

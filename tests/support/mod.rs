@@ -204,3 +204,54 @@ pub fn drive(compactor: &mut Compactor, messages: Vec<Message>) -> (Applied, Sto
     let driven = drive_with(compactor, messages, &Faults::None).expect("drive");
     (driven.applied, driven.store, driven.outcomes)
 }
+
+/// Deterministic filler text: `words` words cycling through a small vocabulary, each tagged
+/// with `seed` and its position.
+pub fn prose(seed: usize, words: usize) -> String {
+    const W: [&str; 8] = [
+        "window", "budget", "cache", "parser", "summary", "tool", "result", "plan",
+    ];
+    (0..words)
+        .map(|i| format!("{} {seed}.{i}", W[(i * 5 + seed) % 8]))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// system, then `turns` × (user, [`extra`'s messages], assistant `read_file` call, its
+/// result, assistant text).
+pub fn agent_session(
+    turns: usize,
+    words: usize,
+    mut extra: impl FnMut(usize, &mut Vec<serde_json::Value>),
+) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let mut out = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..turns {
+        let id = format!("call_{t}");
+        out.push(json!({"role": "user", "content": format!("Step {t}: {}", prose(t, words / 4))}));
+        extra(t, &mut out);
+        out.push(json!({"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": id, "toolName": "read_file", "input": {"path": format!("/src/m{t}.rs")}}]}));
+        out.push(json!({"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": id, "toolName": "read_file", "output": {"type": "text", "value": prose(t + 1, words)}}]}));
+        out.push(json!({"role": "assistant", "content": [{"type": "text", "text": prose(t + 2, words / 2)}]}));
+    }
+    out
+}
+
+/// Parses JSON messages (panics on invalid ones: test fixtures are valid).
+pub fn parse_values(values: &[serde_json::Value]) -> Vec<Message> {
+    context_compactor::parse_messages(&serde_json::Value::Array(values.to_vec()).to_string())
+        .unwrap()
+}
+
+/// A gpt-4o compactor with a `window`-token window, `f` adjusting the rest.
+pub fn gpt4o(window: u32, f: impl FnOnce(&mut context_compactor::Config)) -> Compactor {
+    let mut config = context_compactor::Config {
+        model: Some("gpt-4o".into()),
+        context_window: Some(window),
+        ..context_compactor::Config::default()
+    };
+    f(&mut config);
+    Compactor::new(config).unwrap()
+}
