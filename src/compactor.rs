@@ -8,18 +8,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, HistoryStrategy};
 use crate::error::{Error, Result};
-use crate::lossy;
 use crate::message::{Message, Part};
 use crate::models::{self, ModelInfo};
-use crate::offload;
 use crate::plan::{
     Action, Applied, CacheImpact, Event, EventStatus, Note, Outcome, Plan, Replace, SaveTranscript,
     Strategy, Trigger,
 };
 use crate::record::{Record, Replayed};
+use crate::tiers::lossy;
+use crate::tiers::offload;
 
-use crate::tier2;
-use crate::tokens::{CachedCounter, TokenCounter};
+use crate::counting::{CachedCounter, TokenCounter};
+use crate::tiers::tier2;
 
 /// Plans compactions for one model and configuration. Cheap to keep for a whole session: it
 /// caches token counts by content hash.
@@ -161,7 +161,10 @@ impl Overflow {
     /// count is taken as just over its limit (or our count, if larger). Never above `window`
     /// nor above `counted`: the plan always compacts.
     pub fn budget_window(&self, window: u32, counted: u32) -> u32 {
-        let limit = self.limit.filter(|&l| l > 0).map_or(window, |l| l.min(window));
+        let limit = self
+            .limit
+            .filter(|&l| l > 0)
+            .map_or(window, |l| l.min(window));
         let reported = self
             .reported_tokens
             .filter(|&r| r > 0)
@@ -266,7 +269,11 @@ impl Compactor {
     /// threshold scaled down by our count over that count, and compacting below the target
     /// whatever the usage. The plan carries a [`Note::Overflow`]. Feed the count to
     /// [`Compactor::observe_usage`] too, so later plans count like the provider.
-    pub fn plan_overflow(&self, messages: &[Message], reported_tokens: Option<u32>) -> Result<Plan> {
+    pub fn plan_overflow(
+        &self,
+        messages: &[Message],
+        reported_tokens: Option<u32>,
+    ) -> Result<Plan> {
         self.plan_with_options(
             messages,
             &PlanOptions {
@@ -317,7 +324,7 @@ impl Compactor {
             offload::plan(messages, &self.config.offload, thresholds, &Scaled(self))
                 .into_iter()
                 .filter(|e| {
-                    !crate::pinned::edit_pinned(
+                    !crate::tiers::pinned::edit_pinned(
                         messages,
                         e.message_index,
                         e.part_index,
@@ -355,7 +362,12 @@ impl Compactor {
             for candidate in candidates {
                 // Pinned parts are never edited.
                 if candidate.store_edit().is_some_and(|e| {
-                    crate::pinned::edit_pinned(messages, e.message_index, e.part_index, history)
+                    crate::tiers::pinned::edit_pinned(
+                        messages,
+                        e.message_index,
+                        e.part_index,
+                        history,
+                    )
                 }) {
                     continue;
                 }
@@ -434,7 +446,7 @@ impl Compactor {
                     a.store_edit()
                         .is_none_or(|e| !planned.removed.contains(&e.message_index))
                 });
-                predicted_raw = crate::tokens::REPLY_PRIMING
+                predicted_raw = crate::counting::REPLY_PRIMING
                     + self.tools_raw
                     + planned.inserted_raw
                     + edited

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::counting::Encoding;
 use crate::error::{Error, Result};
-use crate::tokens::Encoding;
 
 /// Everything the planner is configured with. Every field has a default (the seeds'); the JSON
 /// form (camelCase, unknown fields rejected) is what the npm package's `CompactorOptions` send.
@@ -51,8 +51,8 @@ impl Default for Config {
             history: HistoryConfig::default(),
             cache: crate::cache::CacheConfig::default(),
             tools: Vec::new(),
-            image_tokens: crate::tokens::DEFAULT_IMAGE_TOKENS,
-            file_tokens: crate::tokens::DEFAULT_FILE_TOKENS,
+            image_tokens: crate::counting::DEFAULT_IMAGE_TOKENS,
+            file_tokens: crate::counting::DEFAULT_FILE_TOKENS,
         }
     }
 }

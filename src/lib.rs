@@ -50,30 +50,25 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod bpe;
 mod cache;
 mod compactor;
 mod config;
+mod counting;
 mod edit;
 mod error;
 mod hash;
 pub mod loop_context;
-mod lossy;
 mod message;
 mod models;
-mod offload;
-mod pinned;
 mod plan;
 pub mod prompts;
-pub mod report;
 pub mod record;
-mod tier2;
-mod tokens;
+pub mod report;
+mod tiers;
 
-#[cfg(feature = "wasm")]
-mod wasm;
+mod bindings;
 
-pub use cache::{CacheConfig, CacheProvider, CachePricing, CacheTtl};
+pub use cache::{CacheConfig, CachePricing, CacheProvider, CacheTtl};
 pub use compactor::{
     Calibration, Compactor, Overflow, PlanOptions, State, Stats, StrategyStats, TriggerKind, Usage,
     UsagePoint,
@@ -81,6 +76,10 @@ pub use compactor::{
 pub use config::{
     CompactionConfig, Config, HistoryConfig, HistoryStrategy, ImportanceConfig, OffloadConfig,
     Preset, ToolDefinition,
+};
+pub use counting::bpe;
+pub use counting::{
+    count_tokens, CachedCounter, Encoding, Exact, TokenCounter, TOOL_DEFINITION_OVERHEAD,
 };
 pub use error::{Error, Result};
 pub use message::{
@@ -92,7 +91,4 @@ pub use models::{lookup as lookup_model, Family, ModelInfo};
 pub use plan::{
     Action, Applied, CacheImpact, Drop, Event, EventStatus, Note, Offload, Outcome, Plan, Replace,
     SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
-};
-pub use tokens::{
-    count_tokens, CachedCounter, Encoding, Exact, TokenCounter, TOOL_DEFINITION_OVERHEAD,
 };

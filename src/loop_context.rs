@@ -47,8 +47,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::counting::{count_tokens, Encoding};
 use crate::error::{Error, Result};
-use crate::tokens::{count_tokens, Encoding};
 
 /// The tag the agent wraps each piece of progress in (seed 003 instructions).
 pub const PROGRESS_OPEN: &str = "<progress>";
@@ -119,7 +119,7 @@ impl LoopConfig {
         config.validate()?;
         // The loop's budgets are counted in o200k_base: a build without it loaded fails here,
         // typed, rather than counting wrong later.
-        crate::bpe::get(Encoding::O200kBase)?;
+        crate::counting::bpe::get(Encoding::O200kBase)?;
         Ok(config)
     }
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tokens::Encoding;
+use crate::counting::Encoding;
 
 /// What the planner needs to know about a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,9 +4,7 @@
 
 mod support;
 
-use context_compactor::{
-    parse_messages, Compactor, Config, Message, Note, Overflow, PlanOptions,
-};
+use context_compactor::{parse_messages, Compactor, Config, Message, Note, Overflow, PlanOptions};
 use serde_json::{json, Value};
 use support::{execute, Faults, Store};
 
@@ -74,9 +72,17 @@ fn a_reported_overflow_compacts_below_the_providers_limit_where_a_normal_plan_do
         })
         .expect("an overflow note");
     // Every threshold is scaled down by our count over the provider's.
-    assert_eq!(budget, (32_000f64 * f64::from(ours) / f64::from(reported)) as u32);
+    assert_eq!(
+        budget,
+        (32_000f64 * f64::from(ours) / f64::from(reported)) as u32
+    );
     assert!(plan.trigger.target < (f64::from(budget) * 0.71) as u32);
-    assert!(plan.tokens_after <= plan.trigger.target, "{} > {}", plan.tokens_after, plan.trigger.target);
+    assert!(
+        plan.tokens_after <= plan.trigger.target,
+        "{} > {}",
+        plan.tokens_after,
+        plan.trigger.target
+    );
 
     // Applied, the conversation is below the target; in the provider's tokens, below its limit.
     let raw = c.count_raw(&messages);
@@ -89,7 +95,10 @@ fn a_reported_overflow_compacts_below_the_providers_limit_where_a_normal_plan_do
     // The host feeds the provider's count to calibration: later plans count like the provider.
     c.observe_usage(raw, reported);
     let calibrated = c.count(&session(12, 180));
-    assert!(calibrated.abs_diff(reported) <= reported / 100, "{calibrated} vs {reported}");
+    assert!(
+        calibrated.abs_diff(reported) <= reported / 100,
+        "{calibrated} vs {reported}"
+    );
 }
 
 #[test]
@@ -117,10 +126,15 @@ fn the_providers_limit_below_our_window_is_the_budget() {
         ..PlanOptions::default()
     };
     let plan = c.plan_with_options(&messages, &options).unwrap();
-    assert!(plan.tokens_after <= (4_096f64 * 0.7) as u32 + 1, "{}", plan.tokens_after);
+    assert!(
+        plan.tokens_after <= (4_096f64 * 0.7) as u32 + 1,
+        "{}",
+        plan.tokens_after
+    );
     // Options arrive from JSON as hosts send them.
     let from_json: PlanOptions =
-        serde_json::from_value(json!({"overflow": {"reportedTokens": ours, "limit": 4096}})).unwrap();
+        serde_json::from_value(json!({"overflow": {"reportedTokens": ours, "limit": 4096}}))
+            .unwrap();
     assert_eq!(from_json, options);
 }
 
@@ -130,9 +144,15 @@ fn budget_window_is_never_above_the_window_or_our_count() {
         reported_tokens: r,
         limit: l,
     };
-    assert_eq!(o(Some(200_000), None).budget_window(100_000, 150_000), 75_000);
+    assert_eq!(
+        o(Some(200_000), None).budget_window(100_000, 150_000),
+        75_000
+    );
     assert_eq!(o(None, None).budget_window(100_000, 150_000), 100_000);
     assert!(o(None, None).budget_window(100_000, 50_000) <= 50_000);
-    assert_eq!(o(Some(5_000), Some(4_096)).budget_window(128_000, 5_000), 4_096);
+    assert_eq!(
+        o(Some(5_000), Some(4_096)).budget_window(128_000, 5_000),
+        4_096
+    );
     assert_eq!(o(Some(0), Some(0)).budget_window(100, 0), 1);
 }

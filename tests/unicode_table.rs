@@ -1,6 +1,6 @@
 //! The pre-tokenizer's character classes must be exactly the regex crate's, the engine behind
 //! tiktoken's patterns: checked for every code point. `REGENERATE=1 cargo test --test
-//! unicode_table` rewrites `src/bpe/unicode_table.rs` from regex-syntax's tables.
+//! unicode_table` rewrites `src/counting/bpe/unicode_table.rs` from regex-syntax's tables.
 
 use context_compactor::bpe::unicode::{self, Class};
 use regex_syntax::hir::{Class as HirClass, HirKind};
@@ -135,7 +135,10 @@ fn regenerate(classes: &[Class]) {
         wrap(starts.iter().map(|s| format!("0x{s:X}")).collect()),
         wrap(kinds.iter().map(|k| k.to_string()).collect()),
     );
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bpe/unicode_table.rs");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/counting/bpe/unicode_table.rs"
+    );
     std::fs::write(path, text).unwrap();
     panic!("regenerated {path}; run again without REGENERATE");
 }

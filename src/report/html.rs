@@ -117,7 +117,7 @@ const BREAK: &str = "#7c3aed";
 
 /// The strategy named `name` (`offload`, `evict-input`, ...).
 #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
-pub(super) fn strategy(name: &str) -> Option<Strategy> {
+pub(crate) fn strategy(name: &str) -> Option<Strategy> {
     KINDS
         .iter()
         .find(|(_, n, _)| *n == name)

@@ -40,10 +40,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::{Event, EventStatus, Strategy, Trigger};
 
-mod html;
+pub(crate) mod html;
 mod replay;
-#[cfg(feature = "wasm")]
-mod wasm;
 
 pub use html::{render_chart, render_html, thousands};
 pub use replay::{replay, replay_as, replay_with, Host};

@@ -125,7 +125,7 @@ fn replay_host(
                             path: path.to_owned(),
                             strategy: action.strategy(),
                             call,
-                            tokens: crate::tokens::count_tokens(content, encoding)
+                            tokens: crate::counting::count_tokens(content, encoding)
                                 .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
                             chars: content.chars().count() as u64,
                         });

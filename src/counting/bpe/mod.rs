@@ -23,8 +23,8 @@ use std::sync::{Mutex, OnceLock};
 
 use hashbrown::HashTable;
 
+use crate::counting::Encoding;
 use crate::error::Error;
-use crate::tokens::Encoding;
 
 type Rank = u32;
 const NONE: Rank = Rank::MAX;
@@ -419,8 +419,8 @@ impl Bpe {
 #[cfg(feature = "embedded-ranks")]
 fn embedded(encoding: Encoding) -> Option<&'static [u8]> {
     Some(match encoding {
-        Encoding::O200kBase => include_bytes!("../../data/o200k_base.ranks"),
-        Encoding::Cl100kBase => include_bytes!("../../data/cl100k_base.ranks"),
+        Encoding::O200kBase => include_bytes!("../../../data/o200k_base.ranks"),
+        Encoding::Cl100kBase => include_bytes!("../../../data/cl100k_base.ranks"),
     })
 }
 

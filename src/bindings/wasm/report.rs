@@ -12,20 +12,20 @@
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use super::{Call, CallEvent, Report, StoredFile, Thresholds};
 use crate::plan::EventStatus;
+use crate::report::{Call, CallEvent, Report, StoredFile, Thresholds};
 use crate::Error;
 
 /// The self-contained HTML page of a report.
 #[wasm_bindgen(js_name = renderReport)]
 pub fn render_report(report: &str) -> Result<String, JsValue> {
-    Ok(super::render_html(&parse(report)?))
+    Ok(crate::report::render_html(&parse(report)?))
 }
 
 /// The report's chart alone (a `<figure>` with an inline `<svg>`).
 #[wasm_bindgen(js_name = renderReportChart)]
 pub fn render_report_chart(report: &str) -> Result<String, JsValue> {
-    Ok(super::render_chart(&parse(report)?))
+    Ok(crate::report::render_chart(&parse(report)?))
 }
 
 fn parse(json: &str) -> Result<Report, JsValue> {
@@ -57,7 +57,7 @@ fn parse(json: &str) -> Result<Report, JsValue> {
             // An event of a kind this build does not know is left out.
             events: list(&c["events"], |e| {
                 Some(CallEvent {
-                    strategy: super::html::strategy(e["strategy"].as_str()?)?,
+                    strategy: crate::report::html::strategy(e["strategy"].as_str()?)?,
                     status: match e["status"].as_str() {
                         Some("failed") => EventStatus::Failed,
                         Some("not-executed") => EventStatus::NotExecuted,
@@ -79,7 +79,7 @@ fn parse(json: &str) -> Result<Report, JsValue> {
         store: list(&value["store"], |f| {
             Some(StoredFile {
                 path: text(&f["path"]),
-                strategy: super::html::strategy(f["strategy"].as_str()?)?,
+                strategy: crate::report::html::strategy(f["strategy"].as_str()?)?,
                 call: number(&f["call"]),
                 tokens: number(&f["tokens"]),
                 chars: f["chars"].as_u64().unwrap_or(0),

@@ -59,17 +59,19 @@ pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
 #[wasm_bindgen(js_name = loadEncoding)]
 pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
     let encoding: Encoding = encoding.parse().map_err(throw)?;
-    if crate::bpe::is_available(encoding) {
+    if crate::counting::bpe::is_available(encoding) {
         return Ok(());
     }
-    crate::bpe::load(encoding, data).map(|_| ()).map_err(throw)
+    crate::counting::bpe::load(encoding, data)
+        .map(|_| ())
+        .map_err(throw)
 }
 
 /// Whether the encoding can count now.
 #[wasm_bindgen(js_name = encodingLoaded)]
 pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
     let encoding: Encoding = encoding.parse().map_err(throw)?;
-    Ok(crate::bpe::is_available(encoding))
+    Ok(crate::counting::bpe::is_available(encoding))
 }
 
 /// Forces the encoding's rank tables to load now rather than on first count.
@@ -303,3 +305,5 @@ pub fn memory_segment(memories_prefix: &str) -> String {
 pub fn with_memory(system: &str, agents_md: Option<String>) -> String {
     crate::prompts::with_memory(system, agents_md.as_deref())
 }
+
+mod report;

@@ -1,6 +1,8 @@
 //! Token accounting: exact BPE counts for OpenAI encodings behind a small trait, a cache keyed by
 //! content hash, and the documented per-message framing and media estimates.
 
+pub mod bpe;
+
 use hashbrown::HashMap;
 use std::sync::Mutex;
 
@@ -48,16 +50,16 @@ pub trait TokenCounter: Send + Sync {
     fn count(&self, text: &str) -> usize;
 }
 
-/// Exact counts from this crate's own BPE ([`crate::bpe`]), identical to tiktoken's
+/// Exact counts from this crate's own BPE ([`crate::counting::bpe`]), identical to tiktoken's
 /// `encode_ordinary` (special-token text is counted as text).
 #[derive(Debug, Clone, Copy)]
-pub struct Exact(pub &'static crate::bpe::Bpe);
+pub struct Exact(pub &'static crate::counting::bpe::Bpe);
 
 impl Exact {
     /// The counter for `encoding`; `encoding_not_loaded` when the build has no embedded ranks and
     /// none were loaded.
     pub fn new(encoding: Encoding) -> Result<Self, Error> {
-        crate::bpe::get(encoding).map(Exact)
+        crate::counting::bpe::get(encoding).map(Exact)
     }
 }
 
@@ -69,7 +71,7 @@ impl TokenCounter for Exact {
 
 /// Exact token count of `text` in `encoding`, uncached.
 pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, Error> {
-    Ok(crate::bpe::get(encoding)?.count(text))
+    Ok(crate::counting::bpe::get(encoding)?.count(text))
 }
 
 /// Framing a chat API adds around every message (OpenAI cookbook: 3 tokens per message plus the

@@ -141,8 +141,8 @@ fn user_texts(
         // own summaries and notices are never offloaded: they are what replaced the history.
         if text.len() <= threshold as usize
             || is_compacted(text)
-            || text.starts_with(crate::lossy::SUMMARY_MARKER)
-            || text.starts_with(crate::lossy::NOTICE_MARKER)
+            || text.starts_with(crate::tiers::lossy::SUMMARY_MARKER)
+            || text.starts_with(crate::tiers::lossy::NOTICE_MARKER)
         {
             continue;
         }

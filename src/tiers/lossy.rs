@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::config::{HistoryConfig, HistoryStrategy, ImportanceConfig};
+use crate::counting::CachedCounter;
 use crate::message::{Content, Message, Part, Role};
 use crate::plan::{Action, Drop, SaveTranscript, Strategy, Summarize, SummaryRequest};
-use crate::tokens::CachedCounter;
 
 /// How a summary message starts; a span that starts with one carries it forward (rolling).
 pub(crate) const SUMMARY_MARKER: &str = "[Conversation summary]";
@@ -108,7 +108,7 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
     };
     let span = start..cut;
     // Pinned groups stay (after the summary or notice); only markers left to lose: no work.
-    let pinned = crate::pinned::pinned_groups(messages, &ok, config);
+    let pinned = crate::tiers::pinned::pinned_groups(messages, &ok, config);
     let only_markers = span
         .clone()
         .filter(|i| !pinned.contains(i))
@@ -117,7 +117,7 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
         return None;
     }
     // The live plan, when the span holds its latest version outside a pin.
-    let plan = crate::pinned::latest_plan(messages, config, is_marker)
+    let plan = crate::tiers::pinned::latest_plan(messages, config, is_marker)
         .filter(|(i, _)| span.contains(i) && !pinned.contains(i));
     let pins = Pins {
         groups: &pinned,
@@ -162,13 +162,13 @@ pub(crate) fn pinned_raw(
     let any_pin = !config.pinned_tools.is_empty()
         || messages
             .iter()
-            .any(|m| crate::pinned::message_pinned(m, config));
+            .any(|m| crate::tiers::pinned::message_pinned(m, config));
     let groups = if any_pin {
-        crate::pinned::pinned_groups(messages, &boundaries(messages), config)
+        crate::tiers::pinned::pinned_groups(messages, &boundaries(messages), config)
     } else {
         BTreeSet::new()
     };
-    let plan = crate::pinned::latest_plan(messages, config, is_marker)
+    let plan = crate::tiers::pinned::latest_plan(messages, config, is_marker)
         .filter(|(i, _)| !groups.contains(i))
         .map_or(0, |(_, section)| counter.text(&section));
     groups
@@ -244,7 +244,7 @@ fn previous_summary(messages: &[Message]) -> Option<String> {
         return None;
     }
     let body = text.split_once("\n\n").map_or("", |(_, body)| body);
-    Some(crate::pinned::without_section(body).to_owned())
+    Some(crate::tiers::pinned::without_section(body).to_owned())
 }
 
 pub(crate) fn transcript(
@@ -706,7 +706,7 @@ fn drop(
         _ => groups.iter().enumerate().map(|(g, _)| (g, 0.0)).collect(),
     };
     let total: u32 =
-        crate::tokens::REPLY_PRIMING + inputs.tools_raw + inputs.edited.iter().sum::<u32>();
+        crate::counting::REPLY_PRIMING + inputs.tools_raw + inputs.edited.iter().sum::<u32>();
     let mut removed: BTreeSet<usize> = BTreeSet::new();
     let mut saved = 0u32;
     let with_plan = |text: String, removed: &BTreeSet<usize>| match pins.plan {
