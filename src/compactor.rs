@@ -15,8 +15,7 @@ use crate::plan::{
     Strategy, Trigger,
 };
 use crate::record::{Record, Replayed};
-use crate::tiers::lossy;
-use crate::tiers::offload;
+use crate::tiers::{lossy, offload, provider, working};
 
 use crate::counting::{CachedCounter, TokenCounter};
 use crate::tiers::tier2;
@@ -320,17 +319,17 @@ impl Compactor {
             o.budget_window(self.window(), tokens_before)
         });
         let thresholds = (self.offload_threshold(), self.user_offload_threshold());
+        // Nothing up to the latest provider compaction item changes (the provider no longer
+        // reads it), and no pin.
+        let provider_item = provider::latest_item(messages);
+        let untouchable = |m: usize, p: usize| {
+            provider_item.is_some_and(|c| m <= c)
+                || crate::tiers::pinned::edit_pinned(messages, m, p, &self.config.history)
+        };
         let mut actions: Vec<Action> =
             offload::plan(messages, &self.config.offload, thresholds, &Scaled(self))
                 .into_iter()
-                .filter(|e| {
-                    !crate::tiers::pinned::edit_pinned(
-                        messages,
-                        e.message_index,
-                        e.part_index,
-                        &self.config.history,
-                    )
-                })
+                .filter(|e| !untouchable(e.message_index, e.part_index))
                 .map(Action::Offload)
                 .collect();
         // Predict from raw counts and scale once: scaling each action's saving separately would
@@ -341,6 +340,12 @@ impl Compactor {
 
         let compaction = &self.config.compaction;
         let history = &self.config.history;
+        let working = working::working_files(
+            messages,
+            compaction,
+            compaction.working_files.max_tokens.min(window / 10),
+            &Scaled(self),
+        );
         let compact_at = fraction_of(window, compaction.trigger_fraction);
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
@@ -360,14 +365,11 @@ impl Compactor {
             let candidates =
                 tier2::candidates(messages, compaction, window, &Scaled(self), &mut taken);
             for candidate in candidates {
-                // Pinned parts are never edited.
+                // Pinned parts, the working files and what the provider compacted are never
+                // edited.
                 if candidate.store_edit().is_some_and(|e| {
-                    crate::tiers::pinned::edit_pinned(
-                        messages,
-                        e.message_index,
-                        e.part_index,
-                        history,
-                    )
+                    untouchable(e.message_index, e.part_index)
+                        || working.parts.contains(&(e.message_index, e.part_index))
                 }) {
                     continue;
                 }
@@ -404,9 +406,15 @@ impl Compactor {
             }
         }
 
+        // What no tier can shrink. Above the lossy trigger, a lossy step cannot get under it and
+        // would repeat at every call: it waits until the request would not fit at all.
+        let pinned_raw = lossy::pinned_raw(messages, history, &self.counter);
+        let fixed = self.scale(self.fixed_raw(messages, pinned_raw));
+        let hopeless = fixed > summarize_at;
         // The lossy tier: past its own trigger, when tier 2 could not reach the target, or
         // (with tier 2 off) past the compaction trigger.
         let tier3 = history.strategy != HistoryStrategy::Off
+            && (!hopeless || manual || overflow.is_some() || predicted > window)
             && !options.offload_only
             && (manual
                 || predicted > summarize_at
@@ -415,7 +423,18 @@ impl Compactor {
         // The lossy step's note, and the kept messages' tokens when they alone are over budget.
         let mut lossy: Option<(Note, Option<u32>)> = None;
         if tier3 {
-            let original: Vec<u32> = messages.iter().map(|m| self.counter.message(m)).collect();
+            // What the provider drops costs nothing.
+            let original: Vec<u32> = messages
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    if provider::dropped(messages, provider_item, i) {
+                        0
+                    } else {
+                        self.counter.message(m)
+                    }
+                })
+                .collect();
             let mut edited = original.clone();
             for action in &actions {
                 if let Some(edit) = action.store_edit() {
@@ -439,6 +458,8 @@ impl Compactor {
                 manual,
                 instructions: options.instructions.as_deref(),
                 defer_transcript: options.defer_transcript,
+                provider_item,
+                working: &working.messages(),
             };
             if let Some(planned) = lossy::plan(&inputs) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
@@ -468,11 +489,23 @@ impl Compactor {
         }
 
         let mut notes = Vec::new();
-        let pinned_tokens = self.scale(lossy::pinned_raw(messages, history, &self.counter));
+        let pinned_tokens = self.scale(pinned_raw);
         if pinned_tokens > target {
             notes.push(Note::PinnedOverBudget {
                 pinned_tokens,
                 target,
+            });
+        }
+        if hopeless {
+            notes.push(Note::FixedOverTrigger {
+                fixed_tokens: fixed,
+                trigger: summarize_at,
+                reason: format!(
+                    "the system prompt, the tool definitions and the pinned content take {fixed} tokens, \
+                     over the lossy trigger of {summarize_at}: summarizing the history cannot get under it, so \
+                     the lossy tier waits until the request would not fit the window. Shorten the system \
+                     prompt or the tools, unpin, or raise history.triggerFraction"
+                ),
             });
         }
         if self.model.matched.is_none() && self.config.context_window.is_none() {
@@ -911,8 +944,29 @@ impl Compactor {
     }
 
     /// Our raw count of a request: the messages, the reply priming and the tool definitions.
+    /// Raw tokens of what no tier can shrink: reply priming, tools, leading system messages,
+    /// pins and the carried plan.
+    fn fixed_raw(&self, messages: &[Message], pinned_raw: u32) -> u32 {
+        let system: u32 = messages
+            .iter()
+            .take_while(|m| m.role == crate::message::Role::System)
+            .map(|m| self.counter.message(m))
+            .sum();
+        crate::counting::REPLY_PRIMING + self.tools_raw + system + pinned_raw
+    }
+
+    /// Messages before the latest provider compaction item are not read by the provider and
+    /// not counted.
     fn raw_total(&self, messages: &[Message]) -> u32 {
-        self.counter.messages(messages) + self.tools_raw
+        let item = provider::latest_item(messages);
+        let dropped: u32 = match item {
+            None => 0,
+            Some(c) => (0..c)
+                .filter(|&i| provider::dropped(messages, item, i))
+                .map(|i| self.counter.message(&messages[i]))
+                .sum(),
+        };
+        self.counter.messages(messages) - dropped + self.tools_raw
     }
 
     /// Tokens of `messages` for this model (exact for OpenAI encodings; estimated and calibrated

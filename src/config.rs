@@ -154,6 +154,32 @@ pub struct CompactionConfig {
     pub path_fields: Vec<String>,
     /// Store directory for evicted inputs and masked results.
     pub path_prefix: String,
+    /// The files being worked on: protected from tier 2 and kept after a summary.
+    pub working_files: WorkingFilesConfig,
+}
+
+/// Working files: the latest content of the files the agent wrote or edited most recently (its
+/// latest read and the writes and edits after it) is never evicted, deduped or masked, and the
+/// lossy tier keeps those tool-call/result pairs right after the summary or notice, so the agent
+/// does not start its next turn by re-reading them (Claude Code re-attaches the files it read
+/// last after it compacts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct WorkingFilesConfig {
+    /// How many files, newest first. 5 (Claude Code re-attaches up to 5 files). 0: off.
+    pub max_files: usize,
+    /// Tokens of their content at most, also capped at 10 % of the window; a file that does not
+    /// fit ends the list (an older file never displaces a newer one). 20,000.
+    pub max_tokens: u32,
+}
+
+impl Default for WorkingFilesConfig {
+    fn default() -> Self {
+        Self {
+            max_files: 5,
+            max_tokens: 20_000,
+        }
+    }
 }
 
 impl Default for CompactionConfig {
@@ -171,12 +197,17 @@ impl Default for CompactionConfig {
                 "edit_file",
                 "create_file",
                 "str_replace_editor",
+                // Claude Code's.
+                "Write",
+                "Edit",
+                "MultiEdit",
             ]),
             evict_input_fields: strings(&["content", "new_text", "new_string", "file_text"]),
             input_preview_chars: 100,
-            read_tools: strings(&["read_file", "open_file", "view_file", "cat"]),
+            read_tools: strings(&["read_file", "open_file", "view_file", "cat", "Read"]),
             path_fields: strings(&["path", "file_path", "filePath", "filename"]),
             path_prefix: "/tool_outputs/".into(),
+            working_files: WorkingFilesConfig::default(),
         }
     }
 }

@@ -75,7 +75,7 @@ pub use compactor::{
 };
 pub use config::{
     CompactionConfig, Config, HistoryConfig, HistoryStrategy, ImportanceConfig, OffloadConfig,
-    Preset, ToolDefinition,
+    Preset, ToolDefinition, WorkingFilesConfig,
 };
 pub use counting::bpe;
 pub use counting::{

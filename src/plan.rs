@@ -467,6 +467,19 @@ pub enum Note {
         /// The target they exceed ([`Trigger::target`]).
         target: u32,
     },
+    /// The part of every request no tier can shrink (the system prompt, the tool definitions,
+    /// pins and the carried plan) is above the lossy trigger: summarizing or dropping would
+    /// not get under it, and would run again at every call (the compaction loop users of
+    /// other agents report). The lossy tier waits until the request would not fit the
+    /// window, or a manual compaction.
+    FixedOverTrigger {
+        /// Tokens of the fixed part.
+        fixed_tokens: u32,
+        /// The lossy trigger it exceeds ([`Trigger::summarize_at`]).
+        trigger: u32,
+        /// What to change.
+        reason: String,
+    },
     /// The plan answers a provider's "prompt too long" error
     /// ([`crate::Compactor::plan_overflow`]): its thresholds come from `budget_window`.
     Overflow {

@@ -1257,16 +1257,19 @@ fn check_lossy(
         "readable transcript missing"
     );
     let (inserted_at, kept): (usize, Vec<Message>) = match lossy {
+        // Messages of the span it keeps (pins, working files) follow the summary.
         Action::Summarize(s) => {
             prop_assert_eq!(
                 after.len(),
-                before.len() - (s.end - s.start) + 1,
+                before.len() - (s.end - s.start) + 1 + s.keep.len(),
                 "summary message count"
             );
+            prop_assert!(s.keep.iter().all(|i| (s.start..s.end).contains(i)));
             (
                 s.start,
                 before[..s.start]
                     .iter()
+                    .chain(s.keep.iter().map(|&i| &before[i]))
                     .chain(&before[s.end..])
                     .cloned()
                     .collect(),

@@ -24,8 +24,9 @@ fn session(seed: u64, turns: usize) -> Vec<Value> {
     session_with(seed, turns, false)
 }
 
-/// [`session`], and with `pinned`: a `write_todos` call every other turn (the live plan) and
-/// the second user message pinned by `providerOptions` (the random draws are the same).
+/// [`session`], and with `pinned`: a `write_todos` call every other turn (the live plan), the
+/// second user message pinned by `providerOptions`, and after turn 3's request an Anthropic
+/// compaction block as the AI SDK carries it (the random draws are the same).
 fn session_with(seed: u64, turns: usize, pinned: bool) -> Vec<Value> {
     let mut state = seed
         .wrapping_mul(6364136223846793005)
@@ -42,6 +43,12 @@ fn session_with(seed: u64, turns: usize, pinned: bool) -> Vec<Value> {
         out.push(json!({"role": "user", "content": format!("Turn {turn}: fix issue {} in module {}.", next(1000), next(50))}));
         if pinned && turn == 1 {
             out.last_mut().unwrap()["providerOptions"] = json!({"contextCompactor": {"pin": true}});
+        }
+        if pinned && turn == 3 {
+            out.push(json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Summary of turns 0-2 (the provider's own compaction).",
+                 "providerOptions": {"anthropic": {"type": "compaction", "signature": "sig-turn-3"}}},
+                {"type": "text", "text": "Continuing with turn 3."}]}));
         }
         if pinned && turn % 2 == 0 {
             let id = format!("todos_{turn}");
@@ -256,6 +263,21 @@ proptest! {
                 if at > pinned_at {
                     prop_assert!(prompt.contains(&pin), "call {}: the pinned message is missing", n);
                 }
+            }
+            // Nothing up to the provider's compaction block changes once it is there.
+            let mut before_item: Option<Vec<Value>> = None;
+            for (n, prompt) in prompts.iter().enumerate() {
+                let messages: Vec<Value> = serde_json::from_str(prompt).unwrap();
+                let Some(k) = messages.iter().position(|m| m.to_string().contains("sig-turn-3")) else {
+                    continue;
+                };
+                match &before_item {
+                    None => before_item = Some(messages[..=k].to_vec()),
+                    Some(first) => prop_assert!(first == &messages[..=k], "call {}: changed before the provider's compaction block", n),
+                }
+            }
+            if turns > 4 {
+                prop_assert!(before_item.is_some(), "the compaction block is in the prompts");
             }
         }
     }

@@ -76,6 +76,16 @@ export interface CompactionOptions {
   readTools?: string[];
   pathFields?: string[];
   pathPrefix?: string;
+  /** The files being worked on: the latest content (latest read, and the writes and edits
+   * after it) of the files written or edited most recently is never evicted, deduped or
+   * masked, and its tool-call/result pairs are kept right after a summary, so the agent does
+   * not re-read them. */
+  workingFiles?: {
+    /** Default 5 (Claude Code re-attaches up to 5 files); 0 turns it off. */
+    maxFiles?: number;
+    /** Default 20,000, and at most 10 % of the window; newest files first. */
+    maxTokens?: number;
+  };
 }
 
 /** The prompt-cache cost model (see src/cache.rs). Prices are multiples of the uncached input

@@ -133,6 +133,7 @@ export type Note =
   | { type: 'over-budget'; tokensAfter: number; window: number; reason: string }
   /** Pinned messages and the live plan alone are over the target: no tier may touch them. */
   | { type: 'pinned-over-budget'; pinnedTokens: number; target: number }
+  | { type: 'fixed-over-trigger'; fixedTokens: number; trigger: number; reason: string }
   | { type: 'overflow'; reportedTokens: number | null; countedTokens: number; budgetWindow: number; reason: string };
 
 /** A compaction plan: plain data, the same on every runtime. */

@@ -41,6 +41,10 @@ pub(crate) struct Inputs<'a> {
     pub instructions: Option<&'a str>,
     /// Leave the transcript's `json` and `markdown` empty (see `PlanOptions::defer_transcript`).
     pub defer_transcript: bool,
+    /// The message holding the latest provider compaction item: the span starts after it.
+    pub provider_item: Option<usize>,
+    /// Messages holding the working files' latest content: their groups are kept.
+    pub working: &'a BTreeSet<usize>,
 }
 
 /// The lossy part of a plan.
@@ -80,10 +84,15 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
         return None;
     }
     let ok = boundaries(messages);
-    let start = messages
+    let system = messages
         .iter()
         .take_while(|m| m.role == Role::System)
         .count();
+    // Nothing up to the provider's own compaction item is lost again (nor the item).
+    let start = match inputs.provider_item {
+        Some(c) => (c + 1..=messages.len()).find(|&i| ok[i])?.max(system),
+        None => system,
+    };
     // Keep at least the last group (the request in progress).
     let last_group = (start + 1..messages.len()).rev().find(|&c| ok[c])?;
     let (cut, kept_over_budget) = match config.keep_recent_messages {
@@ -107,8 +116,10 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
         }
     };
     let span = start..cut;
-    // Pinned groups stay (after the summary or notice); only markers left to lose: no work.
-    let pinned = crate::tiers::pinned::pinned_groups(messages, &ok, config);
+    // Pinned groups and the working files' stay (after the summary or notice); only markers
+    // left to lose: no work.
+    let mut pinned = crate::tiers::pinned::pinned_groups(messages, &ok, config);
+    pinned.extend(crate::tiers::pinned::groups_holding(&ok, inputs.working));
     let only_markers = span
         .clone()
         .filter(|i| !pinned.contains(i))

@@ -5,4 +5,6 @@
 pub(crate) mod lossy;
 pub(crate) mod offload;
 pub(crate) mod pinned;
+pub(crate) mod provider;
 pub(crate) mod tier2;
+pub(crate) mod working;

@@ -115,6 +115,21 @@ pub(crate) fn pinned_groups(
     out
 }
 
+/// Indices of every message in a group (between two cut points of `ok`) that holds one of
+/// `messages`.
+pub(crate) fn groups_holding(ok: &[bool], messages: &BTreeSet<usize>) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    for &m in messages {
+        if out.contains(&m) {
+            continue;
+        }
+        let from = (0..=m).rev().find(|&c| ok[c]).unwrap_or(0);
+        let end = (m + 1..ok.len()).find(|&c| ok[c]).unwrap_or(ok.len() - 1);
+        out.extend(from..end);
+    }
+    out
+}
+
 /// The latest plan: the message that holds it and its section text (`PLAN_MARKER` first). A
 /// plan tool call gives a new section; a summary or notice that carries one gives its section
 /// as it is, so a plan carried once is carried byte for byte afterwards.
