@@ -460,6 +460,9 @@ impl Compactor {
                 defer_transcript: options.defer_transcript,
                 provider_item,
                 working: &working.messages(),
+                cache_read: (history.continuation
+                    && self.pricing.provider != crate::cache::CacheProvider::None)
+                    .then_some(self.pricing.read),
             };
             if let Some(planned) = lossy::plan(&inputs) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.

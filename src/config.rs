@@ -166,17 +166,21 @@ pub struct CompactionConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct WorkingFilesConfig {
-    /// How many files, newest first. 5 (Claude Code re-attaches up to 5 files). 0: off.
+    /// How many files, newest first. 1: the file being edited (seed 002's smart strategy keeps
+    /// "the current file being edited"; Claude Code re-attaches up to 5). 0: off.
     pub max_files: usize,
     /// Tokens of their content at most, also capped at 10 % of the window; a file that does not
-    /// fit ends the list (an older file never displaces a newer one). 20,000.
+    /// fit ends the list (an older file never displaces a newer one). 20,000. Measured in the
+    /// arena (each kept token is paid at every call): one file within 20,000 kept the working
+    /// file after 5 of 5 compactions of the coding session at 128k for 1.4 % more than none;
+    /// five files within 20,000 kept the same for 3.4 % more; five within 5,000 kept 2 of 5.
     pub max_tokens: u32,
 }
 
 impl Default for WorkingFilesConfig {
     fn default() -> Self {
         Self {
-            max_files: 5,
+            max_files: 1,
             max_tokens: 20_000,
         }
     }
@@ -197,14 +201,10 @@ impl Default for CompactionConfig {
                 "edit_file",
                 "create_file",
                 "str_replace_editor",
-                // Claude Code's.
-                "Write",
-                "Edit",
-                "MultiEdit",
             ]),
             evict_input_fields: strings(&["content", "new_text", "new_string", "file_text"]),
             input_preview_chars: 100,
-            read_tools: strings(&["read_file", "open_file", "view_file", "cat", "Read"]),
+            read_tools: strings(&["read_file", "open_file", "view_file", "cat"]),
             path_fields: strings(&["path", "file_path", "filePath", "filename"]),
             path_prefix: "/tool_outputs/".into(),
             working_files: WorkingFilesConfig::default(),
@@ -293,6 +293,9 @@ pub struct HistoryConfig {
     pub request_part_chars: usize,
     /// Instructions added to every summarization (a `compact({instructions})` adds its own).
     pub instructions: Option<String>,
+    /// Offer each summary request also as a continuation of the agent's own cached prompt
+    /// ([`crate::Continuation`]) when the provider caches prompts and that costs less. `true`.
+    pub continuation: bool,
     /// Where transcripts go. `/conversation_history/` (seed 000).
     pub path_prefix: String,
     /// Scores of the importance strategy.
@@ -320,6 +323,7 @@ impl Default for HistoryConfig {
             request_max_tokens: None,
             request_part_chars: 2_000,
             instructions: None,
+            continuation: true,
             path_prefix: "/conversation_history/".into(),
             importance: ImportanceConfig::default(),
             plan_tools: [

@@ -89,6 +89,6 @@ pub use message::{
 };
 pub use models::{lookup as lookup_model, Family, ModelInfo};
 pub use plan::{
-    Action, Applied, CacheImpact, Drop, Event, EventStatus, Note, Offload, Outcome, Plan, Replace,
-    SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
+    Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,
+    Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
 };

@@ -254,6 +254,10 @@ pub struct SummaryRequest {
     pub messages: Vec<Message>,
     /// The summary's length limit, in tokens (the prompt asks to stay under it).
     pub max_tokens: u32,
+    /// The same request as a continuation of the agent's own prompt, when the prompt cache
+    /// makes that cheaper (see [`Continuation`]); a host may send either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<Continuation>,
 }
 
 impl SummaryRequest {
@@ -265,8 +269,31 @@ impl SummaryRequest {
             messages: vec![Message::user(prompt.clone())],
             prompt,
             max_tokens,
+            continuation: None,
         }
     }
+}
+
+/// A summary request that reads the provider's prompt cache: the agent's own system prompt and
+/// tools, unchanged, then messages `[0, end)` of the conversation as planned (a prefix of the
+/// prompt the agent last sent, so the provider reads it from its cache), then `instruction` as
+/// the last user message. Offered when the cache makes it cheaper than the plain request (its
+/// whole span at the full input price): the prefix at the cache-read price plus the instruction.
+/// The tools stay attached so that the prefix matches: a summarizer that answers with a tool
+/// call instead of text must fall back to the plain request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Continuation {
+    /// The prefix is messages `[0, end)` of the conversation as planned.
+    pub end: usize,
+    /// The last user message: the summary template and the span to summarize.
+    pub instruction: String,
+    /// Tokens of the prefix (messages, tools and system), read from the cache.
+    pub prefix_tokens: u32,
+    /// The predicted input cost of this request, in uncached-token equivalents...
+    pub cost: u32,
+    /// ...and of the plain request.
+    pub plain_cost: u32,
 }
 
 /// Remove `messages` (indices into the conversation as planned, ascending) and insert `notice`

@@ -12,7 +12,9 @@ const FILE: &str = "src/auth/session.ts";
 
 fn file_body(lines: usize) -> String {
     (0..lines)
-        .map(|i| format!("export const session{i} = createSession({{ ttl: {i}, scope: 'auth' }});\n"))
+        .map(|i| {
+            format!("export const session{i} = createSession({{ ttl: {i}, scope: 'auth' }});\n")
+        })
         .collect()
 }
 
@@ -101,7 +103,11 @@ fn after_a_summary_the_working_file_pairs_follow_it_verbatim() {
     assert!(out[1].text().starts_with("[Conversation summary]"));
     // Right after the summary: the read, then the write, as normal pairs.
     let after = serde_json::to_string(&out[2..6]).unwrap();
-    for needle in ["read_s", "write_s", &serde_json::to_string(&file_body(40)).unwrap()] {
+    for needle in [
+        "read_s",
+        "write_s",
+        &serde_json::to_string(&file_body(40)).unwrap(),
+    ] {
         assert!(after.contains(needle), "{needle} missing after the summary");
     }
     // The other old reads were summarized.
@@ -134,14 +140,14 @@ fn only_the_latest_read_and_the_writes_after_it_are_protected() {
         }
         if t == 1 {
             out.push(json!({"role": "assistant", "content": [
-                {"type": "tool-call", "toolCallId": "edit_s", "toolName": "Edit",
+                {"type": "tool-call", "toolCallId": "edit_s", "toolName": "edit_file",
                  "input": {"file_path": FILE, "old_string": "ttl: 1,", "new_string": prose(7, 300)}}]}));
             out.push(json!({"role": "tool", "content": [
-                {"type": "tool-result", "toolCallId": "edit_s", "toolName": "Edit",
+                {"type": "tool-result", "toolCallId": "edit_s", "toolName": "edit_file",
                  "output": {"type": "text", "value": "ok"}}]}));
         }
     });
-    // Claude Code's Edit names its file `file_path`; read_file names it `path`: one file.
+    // The edit names its file `file_path`, read_file `path`: one file.
     let messages = parse_values(&values);
     let mut c = gpt4o(window_at(&messages, 0.9), |_| {});
     let (plan, _) = run(&mut c, messages, false);
@@ -165,7 +171,9 @@ fn provider_session(item: Value) -> Vec<Value> {
         values.push(json!({"role": "tool", "content": [
             {"type": "tool-result", "toolCallId": id, "toolName": "search", "output": {"type": "text", "value": big(t)}}]}));
     }
-    values.push(json!({"role": "assistant", "content": [item, {"type": "text", "text": "Continuing."}]}));
+    values.push(
+        json!({"role": "assistant", "content": [item, {"type": "text", "text": "Continuing."}]}),
+    );
     values.extend(agent_session(8, 600, |_, _| {}).into_iter().skip(1));
     values
 }
@@ -206,7 +214,12 @@ fn nothing_up_to_a_provider_compaction_item_is_counted_or_changed() {
         let Some(Action::Summarize(s)) = plan.actions.last() else {
             panic!("{:?}", plan.actions)
         };
-        assert!(s.start > at, "span {}..{} starts after {at}", s.start, s.end);
+        assert!(
+            s.start > at,
+            "span {}..{} starts after {at}",
+            s.start,
+            s.end
+        );
         // Byte for byte up to and including the item.
         assert_eq!(
             serde_json::to_string(&out[..=at]).unwrap(),
@@ -242,7 +255,11 @@ fn a_system_prompt_over_the_trigger_does_not_make_the_lossy_tier_loop() {
     values[0] = json!({"role": "system", "content": prose(1, 7_900)});
     let messages = parse_values(&values);
     let mut c = gpt4o(16_000, |_| {});
-    assert!(c.count(&messages[..1]) > 15_200, "{}", c.count(&messages[..1]));
+    assert!(
+        c.count(&messages[..1]) > 15_200,
+        "{}",
+        c.count(&messages[..1])
+    );
     // Turn by turn, while the request still fits the window: no summary, one note per plan.
     let mut summaries = 0;
     for end in (3..=26).step_by(5) {
@@ -265,4 +282,61 @@ fn a_system_prompt_over_the_trigger_does_not_make_the_lossy_tier_loop() {
     let plan = c.plan_manual(&messages).unwrap();
     assert!(plan.trigger.tier3);
     assert!(summaries <= 1);
+}
+
+#[test]
+fn a_summary_request_reads_the_cache_when_that_costs_less() {
+    use context_compactor::{CacheProvider, Config};
+    // About 14k tokens: the prompt the agent last sent, in a 16k window.
+    let messages = parse_values(&agent_session(7, 200, |_, _| {}));
+    let claude = |f: &dyn Fn(&mut Config)| {
+        let mut config = Config {
+            model: Some("claude-sonnet-4-5".into()),
+            context_window: Some(16_000),
+            ..Config::default()
+        };
+        f(&mut config);
+        Compactor::new(config).unwrap()
+    };
+    let summarize = |c: &Compactor| match c.plan_manual(&messages).unwrap().actions.pop() {
+        Some(Action::Summarize(s)) => s,
+        other => panic!("{other:?}"),
+    };
+    // Anthropic prices a cache read at 0.1: the continuation is offered.
+    let s = summarize(&claude(&|_| {}));
+    let k = s.request.continuation.as_ref().expect("a continuation");
+    assert_eq!(
+        k.end, s.end,
+        "the prefix is the conversation up to the span's end"
+    );
+    assert!(k.cost * 2 < k.plain_cost, "{} vs {}", k.cost, k.plain_cost);
+    assert!(k.prefix_tokens > k.plain_cost / 2);
+    for needle in [
+        "Summarize the conversation above in this structure",
+        "## Plan / Todo",
+        &format!("Summarize messages {}–{} of it", s.start + 1, s.end),
+        "do not call any tool",
+    ] {
+        assert!(
+            k.instruction.contains(needle),
+            "{needle}: {}",
+            k.instruction
+        );
+    }
+    // The plain request is still there for a host that cannot send the continuation.
+    assert!(s.request.prompt.contains("# Conversation (messages"));
+
+    // No prompt cache, or turned off: not offered.
+    let none = claude(&|c| c.cache.provider = Some(CacheProvider::None));
+    assert!(summarize(&none).request.continuation.is_none());
+    let off = claude(&|c| c.history.continuation = false);
+    assert!(summarize(&off).request.continuation.is_none());
+    // GPT-4o's cache read costs 0.5: 14k tokens of prefix cost more than the plain request
+    // (capped at a quarter of the window), so no continuation; at GPT-5's 0.1, one.
+    assert!(summarize(&gpt4o(16_000, |_| {}))
+        .request
+        .continuation
+        .is_none());
+    let cheap_reads = gpt4o(16_000, |c| c.cache.read_multiplier = Some(0.1));
+    assert!(summarize(&cheap_reads).request.continuation.is_some());
 }

@@ -260,6 +260,9 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
   return {
     async transformParams<P extends { prompt: unknown }>({ params }: { params: P }): Promise<P> {
       if (!compact || !Array.isArray(params.prompt)) return params;
+      // A summary continuation sends the agent's tools unchanged (its cached prefix).
+      const tools = (params as { tools?: unknown }).tools;
+      compactor.agentTools = Array.isArray(tools) ? tools : undefined;
       const { messages } = await compactor.manage(params.prompt as MessageLike[]);
       return { ...params, prompt: messages.map(promptMessage) };
     },
@@ -322,13 +325,21 @@ export interface LanguageModelLike {
 export interface SummarizerOptions {
   /** Output cap; the request's `maxTokens` when lower. */
   maxOutputTokens?: number;
+  /** Send `request.continuation` when the core offers one (the agent's own cached prompt plus
+   * a final instruction, instead of a rendered transcript): `'auto'` (default) when this model
+   * is the agent's (same model id), `true` always, `false` never. A reply that calls a tool
+   * instead of answering, or fails, falls back to the plain request. */
+  continuation?: boolean | 'auto';
+  /** With `generateText` and `prepareStep`: the agent's tool set, so the continuation's prefix
+   * matches the agent's calls (tools are sent without `execute`: a tool call is refused). */
+  tools?: Record<string, unknown>;
   /** Extra call settings passed to the model (`temperature`, `providerOptions`, ...). */
   settings?: Record<string, unknown>;
   /** Call through the SDK instead (retries, telemetry, string model ids via the gateway):
    * pass `generateText` from `ai`. */
   generateText?: (options: {
     model: unknown;
-    system: string;
+    system?: string;
     messages: MessageLike[];
     maxOutputTokens: number;
     abortSignal: AbortSignal;
@@ -345,12 +356,23 @@ export interface SummarizerOptions {
  * createCompactor({ model: 'claude-sonnet-4-5', summarize: summarizer(anthropic('claude-haiku-4-5')) });
  * ```
  */
-export function summarizer(model: LanguageModelLike | string, options: SummarizerOptions = {}): (request: SummaryRequest, call: { signal: AbortSignal }) => Promise<string> {
+export function summarizer(model: LanguageModelLike | string, options: SummarizerOptions = {}): (request: SummaryRequest, call: { signal: AbortSignal; model?: string }) => Promise<string> {
   if (typeof model === 'string' && !options.generateText) {
     throw new CompactorError('invalid_config', 'summarizer(modelId) needs options.generateText (from "ai") to resolve a string model id; or pass a model object', { field: 'summarizer' });
   }
-  return async (request, { signal }) => {
+  const modelId = typeof model === 'string' ? model : model.modelId;
+  return async (request, { signal, model: agentModel }) => {
     const maxOutputTokens = Math.min(request.maxTokens, options.maxOutputTokens ?? Infinity);
+    const wanted = options.continuation ?? 'auto';
+    const continuation = request.continuation;
+    if (continuation && (wanted === true || (wanted === 'auto' && sameModel(modelId, agentModel)))) {
+      try {
+        const text = await continued(model, options, continuation, maxOutputTokens, signal);
+        if (text !== undefined) return text;
+      } catch (error) {
+        if (signal.aborted) throw error;
+      }
+    }
     if (options.generateText) {
       const result = await options.generateText({ ...options.settings, model, system: request.system, messages: request.messages, maxOutputTokens, abortSignal: signal });
       return result.text;
@@ -364,6 +386,38 @@ export function summarizer(model: LanguageModelLike | string, options: Summarize
     if (!text.trim()) throw new Error(`${(model as LanguageModelLike).modelId} returned no text`);
     return text;
   };
+}
+
+/** Whether two model ids name the same model (`claude-sonnet-4-5` and its dated snapshot, a
+ * gateway's `anthropic/claude-sonnet-4-5`). */
+function sameModel(a: string, b: string | undefined): boolean {
+  if (!b) return false;
+  const bare = (id: string) => id.slice(id.lastIndexOf('/') + 1).toLowerCase();
+  const [x, y] = [bare(a), bare(b)];
+  return x === y || x.startsWith(`${y}-`) || y.startsWith(`${x}-`);
+}
+
+/** The continuation request (`undefined` when the model answered with a tool call or no text:
+ * the caller falls back to the plain request). */
+async function continued(
+  model: LanguageModelLike | string,
+  options: SummarizerOptions,
+  continuation: NonNullable<SummaryRequest['continuation']>,
+  maxOutputTokens: number,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  const messages = continuation.messages;
+  if (options.generateText) {
+    const tools = options.tools ? Object.fromEntries(Object.entries(options.tools).map(([name, t]) => [name, { ...(t as object), execute: undefined }])) : undefined;
+    const result = (await options.generateText({ ...options.settings, model, messages, ...(tools ? { tools } : {}), maxOutputTokens, abortSignal: signal })) as { text: string; toolCalls?: unknown[] };
+    return (result.toolCalls?.length ?? 0) > 0 || !result.text.trim() ? undefined : result.text;
+  }
+  const prompt = messages.map((m) => ({ ...m, content: typeof m.content === 'string' && m.role !== 'system' ? [{ type: 'text', text: m.content }] : m.content }));
+  const result = await (model as LanguageModelLike).doGenerate({ ...options.settings, prompt, ...(continuation.tools ? { tools: continuation.tools } : {}), maxOutputTokens, abortSignal: signal });
+  const content = result.content ?? [];
+  if (content.some((p) => p.type === 'tool-call')) return undefined;
+  const text = content.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
+  return text.trim() ? text : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ export interface CompactionOptions {
    * masked, and its tool-call/result pairs are kept right after a summary, so the agent does
    * not re-read them. */
   workingFiles?: {
-    /** Default 5 (Claude Code re-attaches up to 5 files); 0 turns it off. */
+    /** Default 1: the file being edited; 0 turns it off. */
     maxFiles?: number;
     /** Default 20,000, and at most 10 % of the window; newest files first. */
     maxTokens?: number;
@@ -153,7 +153,9 @@ export interface HistoryOptions {
  * `request.maxTokens` out, and return the text. A throw, or no answer before
  * `summarizeTimeoutMs` (then `signal` aborts), makes the core use its heuristic summary (the
  * event says so). `summarizer(model)` builds one from an AI SDK model. */
-export type Summarizer = (request: SummaryRequest, options: { signal: AbortSignal }) => Promise<string> | string;
+/** `options.model`: the agent's model name (the compactor's `model`), so a summarizer can tell
+ * whether it may send `request.continuation`. */
+export type Summarizer = (request: SummaryRequest, options: { signal: AbortSignal; model?: string }) => Promise<string> | string;
 
 export interface CompactorOptions {
   /** Model name for the registry (`gpt-4o`, `claude-sonnet-4-5`, `openai/gpt-4.1`, ...). */
@@ -303,6 +305,9 @@ export class Compactor {
   #last: { input: unknown[]; marks: number[]; output: unknown[] } | undefined;
   /** Calls of `manage`/`compact` so far: each event names the call that fired it. */
   #calls = 0;
+  /** @internal The tools of the agent's last call as the provider got them (set by
+   * `middleware()`), for a summary continuation. */
+  agentTools: readonly unknown[] | undefined;
   /** `prepareStep`'s system messages, the same objects while the instructions stay the same. */
   #system: { instructions: unknown; messages: MessageLike[] } | undefined;
 
@@ -384,7 +389,27 @@ export class Compactor {
   #hydrate(planJson: string, messages: readonly MessageLike[], refs: unknown[] = this.#held.refs): Plan {
     const plan = JSON.parse(planJson) as Plan;
     for (const action of plan.actions) {
-      if (action.type === 'summarize') action.request.messages = [{ role: 'user', content: action.request.prompt }];
+      if (action.type === 'summarize') {
+        action.request.messages = [{ role: 'user', content: action.request.prompt }];
+        const continuation = action.request.continuation;
+        if (continuation) {
+          let built: MessageLike[] | undefined;
+          const tools = this.agentTools;
+          Object.defineProperties(continuation, {
+            messages: {
+              get: () => {
+                if (built) return built;
+                this.#sync(messages);
+                const prefix = decode<MessageLike[]>(this.#core.plannedPrefix(continuation.end), refs);
+                return (built = [...prefix, { role: 'user', content: continuation.instruction }]);
+              },
+              enumerable: false,
+              configurable: true,
+            },
+            ...(tools ? { tools: { value: tools, enumerable: false, configurable: true } } : {}),
+          });
+        }
+      }
       // What the store gets is the app's original text (lone surrogates: see codec.ts), not the
       // core's U+FFFD copy.
       const edit = action as { path?: unknown; content?: unknown };
@@ -537,7 +562,7 @@ export class Compactor {
       }, this.#summarizeTimeoutMs);
     });
     try {
-      const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal }), timeout]);
+      const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal, model: this.model.name }), timeout]);
       if (typeof text !== 'string') throw new TypeError(`summarize returned ${typeof text}, not a string`);
       return { type: 'summarized', id: action.id, text };
     } catch (error) {

@@ -82,6 +82,31 @@ export interface SummaryRequest {
   /** `[{ role: 'user', content: prompt }]`: a valid `messages` for any AI SDK call. */
   messages: Array<{ role: 'user'; content: string }>;
   maxTokens: number;
+  /** The same request as a continuation of the agent's own prompt, which the provider reads
+   * from its cache: offered when the model's provider caches prompts and that costs less (see
+   * docs/API.md, "A summary request that reads the cache"). `summarizer(model)` sends it when
+   * the summarizer is the agent's model. */
+  continuation?: SummaryContinuation;
+}
+
+/** A summary request as a continuation of the agent's cached prompt. */
+export interface SummaryContinuation {
+  /** The prefix is messages `[0, end)` of the conversation as planned. */
+  end: number;
+  /** The last user message: the summary template and the span to summarize. */
+  instruction: string;
+  /** Tokens of the prefix (read from the cache). */
+  prefixTokens: number;
+  /** Predicted input cost of this request and of the plain one, in uncached-token equivalents. */
+  cost: number;
+  plainCost: number;
+  /** What to send: the conversation as planned up to `end` (the agent's system messages
+   * first, as it sent them), then `instruction` as a user message. Built when first read. */
+  readonly messages: MessageLike[];
+  /** The tools of the agent's last call exactly as the provider got them (with
+   * `compactor.middleware()`; absent with `prepareStep`): send them unchanged, or the cached
+   * prefix does not match. */
+  readonly tools?: readonly unknown[];
 }
 
 /** Tier 3: `messages[start..end)` become one summary message naming the transcript. */

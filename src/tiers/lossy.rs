@@ -13,7 +13,9 @@ use std::fmt::Write as _;
 use crate::config::{HistoryConfig, HistoryStrategy, ImportanceConfig};
 use crate::counting::CachedCounter;
 use crate::message::{Content, Message, Part, Role};
-use crate::plan::{Action, Drop, SaveTranscript, Strategy, Summarize, SummaryRequest};
+use crate::plan::{
+    Action, Continuation, Drop, SaveTranscript, Strategy, Summarize, SummaryRequest,
+};
 
 /// How a summary message starts; a span that starts with one carries it forward (rolling).
 pub(crate) const SUMMARY_MARKER: &str = "[Conversation summary]";
@@ -45,6 +47,9 @@ pub(crate) struct Inputs<'a> {
     pub provider_item: Option<usize>,
     /// Messages holding the working files' latest content: their groups are kept.
     pub working: &'a BTreeSet<usize>,
+    /// The price of a cached input token (a multiple of an uncached one), when the provider
+    /// caches prompts and `history.continuation` is on: summary requests may read the cache.
+    pub cache_read: Option<f64>,
 }
 
 /// The lossy part of a plan.
@@ -482,13 +487,21 @@ fn summarize(
         messages.len(),
         request_span(inputs, body_start..span.end, pins.groups)
     );
+    let mut request = SummaryRequest::new(SYSTEM, prompt, max_tokens);
+    request.continuation = continuation(
+        inputs,
+        &request,
+        &span,
+        previous.is_some(),
+        instructions.as_deref(),
+    );
     let action = Action::Summarize(Summarize {
         id: "summarize".into(),
         transcript: transcript.id.clone(),
         transcript_path: transcript.path.clone(),
         start: span.start,
         end: span.end,
-        request: SummaryRequest::new(SYSTEM, prompt, max_tokens),
+        request,
         previous_summary: previous,
         instructions,
         fallback,
@@ -498,6 +511,55 @@ fn summarize(
         plan,
     });
     Some((action, removed, inserted_raw))
+}
+
+/// The request as a continuation of the agent's cached prompt, when that costs less: the prefix
+/// (what was sent before, read at `cache_read`) and the instruction, against the plain request
+/// at the full price.
+fn continuation(
+    inputs: &Inputs,
+    plain: &SummaryRequest,
+    span: &std::ops::Range<usize>,
+    rolling: bool,
+    instructions: Option<&str>,
+) -> Option<Continuation> {
+    let read = inputs.cache_read?;
+    let mut instruction = TEMPLATE.replacen(
+        "Summarize the conversation below",
+        "Summarize the conversation above",
+        1,
+    );
+    let _ = write!(
+        instruction,
+        "\n\nSummarize messages {}–{} of it{}. Stay under {} tokens. Answer with the summary \
+         only: do not call any tool.",
+        span.start + 1,
+        span.end,
+        if rolling {
+            " (the first is the summary of what came before them: merge it into the new \
+             summary, keeping what still matters)"
+        } else {
+            ""
+        },
+        plain.max_tokens,
+    );
+    if let Some(instructions) = instructions {
+        let _ = write!(instruction, "\n\nAdditional instructions: {instructions}");
+    }
+    let counter = inputs.counter;
+    let prefix_raw = crate::counting::REPLY_PRIMING
+        + inputs.tools_raw
+        + inputs.original[..span.end].iter().sum::<u32>();
+    let instruction_raw = counter.message(&Message::user(instruction.clone()));
+    let plain_raw = counter.text(&plain.system) + counter.messages(&plain.messages);
+    let cost = (f64::from(prefix_raw) * read).ceil() as u32 + instruction_raw;
+    (cost < plain_raw).then(|| Continuation {
+        end: span.end,
+        instruction,
+        prefix_tokens: inputs.scale(prefix_raw),
+        cost: inputs.scale(cost),
+        plain_cost: inputs.scale(plain_raw),
+    })
 }
 
 fn join_instructions(configured: Option<&str>, given: Option<&str>) -> Option<String> {

@@ -58,7 +58,13 @@ export const STATE_PATH = '/state/compactor.json';
  */
 export async function runAiSdk(session, { window, kind, preset, host = 'long-lived', options = {}, recorder }) {
   const replay = new Replay(session);
-  const scripted = scriptedModel(replay, (prompt, tools) => recorder.call(() => fromAiSdk(prompt, tools), replay));
+  // The tools of the last call: a summary continuation sends them unchanged, as
+  // `summarizer(model, { tools })` does.
+  let lastTools = [];
+  const scripted = scriptedModel(replay, (prompt, tools) => {
+    lastTools = tools;
+    return recorder.call(() => fromAiSdk(prompt, tools), replay);
+  });
   const recorded = sessionTools(session, replay);
   const store = new MemoryStore();
   const compactorFor = () =>
@@ -69,9 +75,14 @@ export async function runAiSdk(session, { window, kind, preset, host = 'long-liv
       ...options,
       store,
       ...(host === 'stateless' ? { statePath: STATE_PATH } : {}),
+      // The summarizer is the agent's model: it reads the cache through the continuation when
+      // the core offers one (what `summarizer(model)` does), else sends the plain request.
       summarize: (request) => {
-        const prompt = fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
-        recorder.summary(prompt);
+        const continuation = request.continuation;
+        const prompt = continuation
+          ? fromAiSdk(continuation.messages, continuation.tools ?? lastTools)
+          : fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
+        recorder.summary(prompt, { continuation: Boolean(continuation) });
         return scriptedSummary(pieces(prompt).join('\n'));
       },
     });

@@ -1,6 +1,7 @@
 // Runs contenders on sessions: the harness behind run.mjs.
 import { runAiSdk } from '../contenders/ai-sdk.mjs';
 import { runLangChain } from '../contenders/langchain.mjs';
+import { continuity, kept } from './continuity.mjs';
 import { Scorer } from './metrics.mjs';
 
 /** Every contender: its name in the tables, the package and code path it runs. */
@@ -22,6 +23,8 @@ export class Recorder {
   constructor(session, window) {
     this.scorer = new Scorer(window);
     this.ms = 0;
+    this.before = continuity(session);
+    this.compacted = false;
     this.needles = new Map();
     for (const needle of session.needles) {
       const list = this.needles.get(needle.neededAt) ?? [];
@@ -36,6 +39,15 @@ export class Recorder {
     const t0 = performance.now();
     const prompt = build();
     const tokens = this.scorer.call(prompt);
+    // The first prompt after a compaction (a summary, or a prompt that does not extend the one
+    // before): is the latest plan there verbatim, and the working file's latest content?
+    const step = replay.turns[replay.turn].stepIndices[replay.step];
+    if (this.compacted || this.scorer.lastBroke) {
+      const { plan, working } = this.before(step);
+      if (this.compacted && plan) this.scorer.continuity('plan', kept(prompt, plan));
+      if (working) this.scorer.continuity('working', working.pieces.every((piece) => kept(prompt, piece)));
+    }
+    this.compacted = false;
     // A needle is checked in the prompt of the call that answers its message: the first call of
     // the turn it asks in (a user message), or the call that wrote the step needing it.
     const turn = replay.turns[replay.turn];
@@ -45,9 +57,10 @@ export class Recorder {
     return tokens;
   }
 
-  summary(prompt) {
+  summary(prompt, options) {
     const t0 = performance.now();
-    this.scorer.summary(prompt);
+    this.scorer.summary(prompt, options);
+    this.compacted = true;
     this.ms += performance.now() - t0;
   }
 }

@@ -25,6 +25,9 @@ export function check(results) {
       if (r.overWindow > 0) fail(r, `${r.overWindow} calls over the window`);
       if (r.orphanedCalls > 0) fail(r, `${r.orphanedCalls} calls with orphaned tool pairs`);
       if (r.needlesInPrompt + r.needlesRecoverable < r.needles) fail(r, `needles lost: ${r.needlesLost.join(', ')}`);
+      // The live plan is carried verbatim through every summary (issue 19).
+      const [planKept, planChecked] = r.planKept ?? [0, 0];
+      if (planKept < planChecked) fail(r, `the latest plan is missing after ${planChecked - planKept} of ${planChecked} summaries`);
       // The stateless and middleware shapes: the compaction record gives them the long-lived
       // shape's prompts, byte for byte where digests were taken; cost, summaries and breaks
       // within 5 % (issue 14; before the record they re-summarized on 91 % of the calls).

@@ -75,8 +75,13 @@ export class Scorer {
   #calls = 0;
   #summaries = 0;
   #summaryInput = 0;
+  #summaryCached = 0;
+  #summaryCost = 0;
   #needles = [];
   #digests = [];
+  #continuity = { plan: [0, 0], working: [0, 0] };
+  /** Whether the last call's prompt did not extend the one before (a compaction). */
+  lastBroke = false;
 
   constructor(window) {
     this.window = window;
@@ -90,17 +95,30 @@ export class Scorer {
     if (m.tokens > this.window) this.#over++;
     if (orphans(prompt) > 0) this.#orphaned++;
     if (!m.extendsPrevious) this.#breaks++;
+    this.lastBroke = !m.extendsPrevious;
     this.#largest = Math.max(this.#largest, m.tokens);
     this.#digests.push(createHash('sha1').update(m.pieces.join('\u0000')).digest('hex').slice(0, 12));
     this.#previous = m;
     return m.tokens;
   }
 
-  summary(prompt) {
-    const n = measure(prompt).tokens;
+  /** A summarizer call. A continuation of the agent's prompt reads from the cache what it
+   * shares with the last main call; a plain request is all new input. */
+  summary(prompt, { continuation = false } = {}) {
+    const m = measure(prompt, continuation ? this.#previous : undefined);
+    const cost = CACHE_READ * m.cached + CACHE_WRITE * (m.tokens - m.cached);
     this.#summaries++;
-    this.#summaryInput += n;
-    this.#cost += CACHE_WRITE * n;
+    this.#summaryInput += m.tokens;
+    this.#summaryCached += m.cached;
+    this.#summaryCost += cost;
+    this.#cost += cost;
+  }
+
+  /** After a compaction: whether the latest plan (`plan`, after a summary) or the working file's
+   * latest content (`working`) is in the prompt. */
+  continuity(kind, inPrompt) {
+    this.#continuity[kind][1]++;
+    if (inPrompt) this.#continuity[kind][0]++;
   }
 
   /** A needle's check; a call made again (a retry after a rejected prompt) replaces the earlier
@@ -122,6 +140,10 @@ export class Scorer {
       largestPrompt: this.#largest,
       summarizerCalls: this.#summaries,
       summarizerInputTokens: this.#summaryInput,
+      summarizerCachedTokens: this.#summaryCached,
+      planKept: this.#continuity.plan,
+      workingFileKept: this.#continuity.working,
+      summarizerCost: Math.round(this.#summaryCost),
       cost: Math.round(this.#cost),
       prefixBreaks: this.#breaks,
       needles: this.#needles.length,

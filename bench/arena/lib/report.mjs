@@ -11,21 +11,22 @@ export const x = (ratio) => (Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : 
 export const per100 = (n, calls) => (calls ? ((100 * n) / calls).toFixed(1) : '–');
 
 function row(r, none) {
-  if (r.error) return `| ${r.contender} | error: ${r.error.replaceAll('|', '/').slice(0, 160)} ||||||||||`;
+  if (r.error) return `| ${r.contender} | error: ${r.error.replaceAll('|', '/').slice(0, 160)} |||||||||||||`;
   const ratio = none && !none.error ? ` (${((100 * r.cost) / none.cost).toFixed(0)} %)` : '';
   const kept = r.needlesInPrompt + r.needlesRecoverable;
-  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${r.prefixBreaks} | ${per100(r.prefixBreaks, r.calls)} | ${r.summarizerCalls} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
+  const share = ([ok, of] = [0, 0]) => (of ? `${ok}/${of}` : '–');
+  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${r.prefixBreaks} | ${per100(r.prefixBreaks, r.calls)} | ${r.summarizerCalls} | ${r.summarizerCost === undefined ? '–' : k(r.summarizerCost)} | ${share(r.planKept)} | ${share(r.workingFileKept)} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
 }
 
 export function markdown(report) {
   const out = [];
-  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | prefix breaks | breaks / 100 calls | summarizer calls | needles kept (prompt + store) | wall s |');
+  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | prefix breaks | breaks / 100 calls | summarizer calls | summarizer cost | plan kept | working file kept | needles kept (prompt + store) | wall s |');
   const header = out.pop();
   for (const session of report.sessions) {
     for (const window of [...new Set(report.results.filter((r) => r.session === session.name).map((r) => r.window))]) {
       const rows = report.results.filter((r) => r.session === session.name && r.window === window);
       const none = rows.find((r) => r.contender === 'none');
-      out.push(`### ${session.name}, ${k(window)} window`, '', header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+      out.push(`### ${session.name}, ${k(window)} window`, '', header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const r of rows) out.push(row(r, none));
       out.push('');
     }

@@ -42,7 +42,7 @@ fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> JsResult<T> 
     })
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> String {
+fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     // Serializing our own types to a String cannot fail (no non-string map keys, no IO).
     serde_json::to_string(value).unwrap_or_default()
 }
@@ -195,6 +195,15 @@ impl WasmCompactor {
             self.held = applied.messages;
         }
         Ok(json)
+    }
+
+    /// Messages `[0, end)` of the held conversation as planned (the compaction record replayed
+    /// onto it): the prefix of a summary request's continuation.
+    #[wasm_bindgen(js_name = plannedPrefix)]
+    pub fn planned_prefix(&self, end: u32) -> String {
+        let planned = self.inner.replay(&self.held);
+        let end = (end as usize).min(planned.len());
+        to_json(&planned[..end])
     }
 
     /// `{tokens, window, fraction}` as JSON.
