@@ -53,4 +53,16 @@ if [ "${1:-}" != "--no-browser" ] && ! command -v chromium >/dev/null 2>&1; then
   log "installing Debian's chromium"
   apt_install chromium
 fi
+# 5. The Python package (python/): the wasm32-wasip2 target its Component is built for, and a
+#    virtual environment .venv-py/ with wasmtime, pytest and LangChain (python/requirements-test.txt).
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+  log "adding the wasm32-wasip2 target with rustup"
+  timeout 600 rustup target add wasm32-wasip2
+fi
+if [ ! -f .venv-py/.installed ] || [ python/requirements-test.txt -nt .venv-py/.installed ]; then
+  log "creating .venv-py (wasmtime, pytest, langchain)"
+  python3 -m venv .venv-py || { apt_install python3-venv; python3 -m venv --clear .venv-py; }
+  .venv-py/bin/pip install -q --disable-pip-version-check -r python/requirements-test.txt
+  touch .venv-py/.installed
+fi
 log "ready (wasm route: $route)"
