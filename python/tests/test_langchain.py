@@ -10,7 +10,6 @@ from typing import Any, List
 
 import pytest
 
-pytest.importorskip("langchain.agents", reason="LangChain v1 is installed by scripts/setup.sh (.venv-py)")
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
