@@ -73,7 +73,7 @@ class _Core:
                 self._instantiate()
                 raise CompactorError("internal", f"context-compactor core failed: {e}") from e
         if isinstance(result, Record):
-            raise from_core(result.json)
+            raise from_core(getattr(result, "json"))
         return result
 
 

@@ -9,7 +9,7 @@ counts). Unlike the npm host, the original is not put back in a message the core
 from __future__ import annotations
 
 import json
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from .errors import CompactorError, InvalidMessageError
 
@@ -71,7 +71,7 @@ def decode(text: str, refs: List[Any]) -> Any:
     if not refs:
         return json.loads(text)
 
-    def restore(obj: dict) -> Any:
+    def restore(obj: Dict[str, Any]) -> Any:
         if len(obj) == 1 and REF_KEY in obj:
             n = obj[REF_KEY]
             if isinstance(n, int) and 0 <= n < len(refs):

@@ -25,7 +25,9 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
+    TypeVar,
     Union,
+    cast,
 )
 
 from . import _core
@@ -164,7 +166,7 @@ class Compactor:
     @property
     def model(self) -> Dict[str, Any]:
         """The model as resolved by the registry and the options."""
-        return json.loads(self._core.call("model"))
+        return cast(Dict[str, Any], json.loads(self._core.call("model")))
 
     def plan(
         self,
@@ -183,7 +185,7 @@ class Compactor:
         """``{"tokens", "window", "fraction"}`` of ``messages`` against the window."""
         with self._lock:
             self._sync(messages)
-            return json.loads(self._core.call("usage", None))
+            return cast(Dict[str, Any], json.loads(self._core.call("usage", None)))
 
     def count_raw(self, messages: Sequence[Message]) -> int:
         """The uncalibrated count of ``messages`` (what ``observe_usage`` pairs with)."""
@@ -204,10 +206,10 @@ class Compactor:
 
     def state(self) -> Dict[str, Any]:
         """The serializable state: persist it and pass it back as ``state=``."""
-        return json.loads(self._core.call("state"))
+        return cast(Dict[str, Any], json.loads(self._core.call("state")))
 
     def stats(self) -> Dict[str, Any]:
-        return json.loads(self._core.call("stats"))
+        return cast(Dict[str, Any], json.loads(self._core.call("stats")))
 
     # -----------------------------------------------------------------------------------------
     # Compacting
@@ -259,7 +261,7 @@ class Compactor:
     # -----------------------------------------------------------------------------------------
     # The run: one generator, its IO yielded as effects.
 
-    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str]) -> "_Steps[ManageResult]":
+    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str]) -> _Steps[ManageResult]:
         self._calls += 1
         call = self._calls
         messages = self._rebase(input)
@@ -285,7 +287,7 @@ class Compactor:
                 result.state_error = f"state not saved to {self._state_path}: {e}"
         return result
 
-    def _execute(self, plan: Plan) -> "_Steps[List[Dict[str, Any]]]":
+    def _execute(self, plan: Plan) -> _Steps[List[Dict[str, Any]]]:
         """Every store write (a failure is an outcome, never an exception), then each summary
         — only once its transcript is stored, so no LLM call is wasted on a summary that could
         not be applied."""
@@ -316,7 +318,7 @@ class Compactor:
                 outcomes.append({"type": "failed", "id": action["id"], "error": f"summarizer failed: {_message(e)}"})
         return outcomes
 
-    def _save_state(self, path: str) -> "_Steps[None]":
+    def _save_state(self, path: str) -> _Steps[None]:
         yield ("write", self.store, path, dumps(self.state()))
         if path == self._state_path:
             self._state_dirty = False
@@ -374,12 +376,12 @@ class Compactor:
         return list(last[2]) + list(messages[len(last[0]):])
 
     def _core_plan(self, trigger: str, instructions: Optional[str]) -> str:
-        return self._core.call("plan", None, dumps({"trigger": trigger, "instructions": instructions}))
+        return str(self._core.call("plan", None, dumps({"trigger": trigger, "instructions": instructions})))
 
     def _hydrate(self, plan_json: str, messages: Sequence[Message]) -> Plan:
         """The plan with what the core left out restored: a summary request's ``messages`` and
         each transcript's ``json`` and ``markdown``."""
-        plan = decode(plan_json, self._held.refs)
+        plan: Plan = decode(plan_json, self._held.refs)
         for action in plan["actions"]:
             if action["type"] == "summarize":
                 action["request"]["messages"] = [{"role": "user", "content": action["request"]["prompt"]}]
@@ -406,7 +408,7 @@ class Compactor:
             self._alock = asyncio.Lock()
         return self._alock
 
-    async def _run_async(self, steps: "_Steps[Any]") -> Any:
+    async def _run_async(self, steps: _Steps[T]) -> T:
         # The core calls inside the run are synchronous; the thread lock keeps a sync call from
         # another thread out of them while this run awaits an effect.
         return await _drive_async(steps, self._lock)
@@ -423,7 +425,7 @@ def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dic
     except ValueError:
         state = None
     if isinstance(state, dict):
-        return state
+        return cast(Dict[str, Any], state)
     raise InvalidConfigError(
         "invalid_config", f"{path} in the store is not a saved compactor state", {"field": "state", "path": path}
     )
@@ -432,11 +434,14 @@ def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dic
 # ---------------------------------------------------------------------------------------------
 # Effects and their drivers
 
-_Steps = Generator[Tuple[Any, ...], Any, Any]
+T = TypeVar("T")
+#: A run: yields effects (tuples), is sent their results, returns a T.
+_Steps = Generator[Tuple[Any, ...], Any, T]
 
 
-def _effect_read(store: FileStore, path: str) -> "_Steps[Optional[str]]":
-    return (yield ("read", store, path))
+def _effect_read(store: FileStore, path: str) -> _Steps[Optional[str]]:
+    text = yield ("read", store, path)
+    return None if text is None else str(text)
 
 
 def _perform(effect: Tuple[Any, ...]) -> Any:
@@ -451,14 +456,14 @@ def _perform(effect: Tuple[Any, ...]) -> Any:
     raise AssertionError(kind)
 
 
-def _run_sync(steps: "_Steps[Any]") -> Any:
+def _run_sync(steps: _Steps[T]) -> T:
     value: Any = None
     error: Optional[BaseException] = None
     while True:
         try:
             effect = steps.throw(error) if error is not None else steps.send(value)
         except StopIteration as done:
-            return done.value
+            return cast(T, done.value)
         value, error = None, None
         try:
             value = _perform(effect)
@@ -490,7 +495,7 @@ def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
     return asyncio.run(wait())
 
 
-async def _drive_async(steps: "_Steps[Any]", lock: threading.RLock) -> Any:
+async def _drive_async(steps: _Steps[T], lock: threading.RLock) -> T:
     value: Any = None
     error: Optional[BaseException] = None
     while True:
@@ -498,7 +503,7 @@ async def _drive_async(steps: "_Steps[Any]", lock: threading.RLock) -> Any:
             try:
                 effect = steps.throw(error) if error is not None else steps.send(value)
             except StopIteration as done:
-                return done.value
+                return cast(T, done.value)
         value, error = None, None
         try:
             value = _perform(effect)
