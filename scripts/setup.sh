@@ -39,8 +39,9 @@ if [ "$have" != "$want" ]; then
   cargo install -q wasm-bindgen-cli --version "=$want"
 fi
 
-# 3. npm packages: the host's build tools, the examples and AI SDK tests, the runtimes, the arena.
-for dir in js . tests/runtimes bench/arena; do
+# 3. npm packages: the host's build tools, the examples and AI SDK tests, the runtimes, the arena,
+#    jco for the Component (tests/component).
+for dir in js . tests/runtimes bench/arena tests/component; do
   [ -f "$dir/package.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     log "npm ci in $dir"
