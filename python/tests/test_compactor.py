@@ -229,3 +229,27 @@ def test_system_prompt_names_the_recovery_paths_and_the_memory_file() -> None:
     store.write("/memories/AGENTS.md", "The user prefers tabs.")
     with_memory = compactor.system_prompt("You are helpful.")
     assert "The user prefers tabs." in with_memory and "/memories/" in with_memory
+
+
+def test_loop_context_rolling_window_summary_request_failure_and_prompt() -> None:
+    from context_compactor import PlanMismatchError, loop
+    from context_compactor.errors import InvalidConfigError
+
+    state = loop.create("Build the login endpoint", 0)
+    request = None
+    for i in range(1, 11):
+        step = loop.add_iteration(state, {"unixMs": i * 1000, "cli": "codex", "model": "gpt-5", "output": "" if i == 3 else f"<progress>step {i}</progress>"})
+        state = step.state
+        request = step.request or request
+    assert len(state["iterations"]) == 5
+    assert request is not None and [m["role"] for m in request["messages"]] == ["user"]
+    failed = loop.apply_summary(state, request["id"], {"error": "timeout"})
+    assert failed["summary"] == "" and len(failed["pending"]) == 5
+    done = loop.apply_summary(state, request["id"], "Steps 1-5 done.")
+    prompt = loop.build_prompt(done)
+    assert "# Goal\nBuild the login endpoint" in prompt and "Steps 1-5 done." in prompt
+    with pytest.raises(PlanMismatchError):
+        loop.apply_summary(done, "stale-id", "x")
+    with pytest.raises(InvalidConfigError) as e:
+        loop.add_iteration(done, {"unixMs": 1, "ouput": "typo"})
+    assert e.value.field == "iteration" and "ouput" in str(e.value)

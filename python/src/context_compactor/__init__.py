@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import _core
+from . import _core, loop
 from .compactor import (
     AGENTS_MD_PATH,
     DEFAULT_STATE_PATH,
@@ -85,6 +85,7 @@ __all__ = [
     "count_tokens",
     "grep",
     "load_state",
+    "loop",
     "ls",
     "read_file",
     "recovery_segment",
