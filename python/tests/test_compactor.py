@@ -253,3 +253,26 @@ def test_loop_context_rolling_window_summary_request_failure_and_prompt() -> Non
     with pytest.raises(InvalidConfigError) as e:
         loop.add_iteration(done, {"unixMs": 1, "ouput": "typo"})
     assert e.value.field == "iteration" and "ouput" in str(e.value)
+
+
+def test_offload_tool_output_at_return_time() -> None:
+    store = MemoryStore()
+    compactor = Compactor(model="gpt-4o", context_window=16_000, store=store)
+    assert compactor.offload_tool_output("search", "c1", "small") == "small"
+    data = {"rows": [{"n": i, "text": f"row {i} of the table"} for i in range(3_000)]}
+    as_json = compactor.offload_tool_output("search", "c2", data)  # JSON data: stored as JSON text
+    assert isinstance(as_json, str) and as_json.startswith("[Tool output offloaded:")
+    [json_path] = store.list("/tool_outputs/")
+    assert json.loads(store.read(json_path)) == data
+    big = huge_tool_result(20_000)
+    preview = compactor.offload_tool_output("search", "c3", big)
+    assert isinstance(preview, str) and preview.startswith("[Tool output offloaded:")
+    [path] = [p for p in store.list("/tool_outputs/") if p != json_path]
+    assert store.read(path) == big and path in preview
+    assert asyncio.run(compactor.aoffload_tool_output("search", "c4", big)).startswith("[Tool output offloaded:")
+
+    class Full(MemoryStore):
+        def write(self, path: str, text: str) -> None:
+            raise OSError("disk full")
+
+    assert Compactor(model="gpt-4o", context_window=16_000, store=Full()).offload_tool_output("search", "c5", big) is big

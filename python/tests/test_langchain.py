@@ -111,3 +111,22 @@ def test_unchanged_messages_come_back_as_the_same_objects() -> None:
     assert back[0] is messages[0] and back[1] is messages[1] and back[3] is messages[3]
     assert isinstance(back[2], ToolMessage) and back[2].id == "t1" and back[2].tool_call_id == "c1"
     assert back[2].content.startswith("[Tool output offloaded:")
+
+
+def test_offload_at_return_keeps_big_outputs_out_of_the_history() -> None:
+    store = MemoryStore()
+    middleware = CompactorMiddleware(model="gpt-4o", context_window=WINDOW, store=store, offload_at_return=True)
+    model = ScriptedModel(prompts=[])
+    agent = create_agent(model, tools=[fetch_page], middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage(content="Read it.")]}, {"recursion_limit": 4 * STEPS})
+    big = {f"call_{n}": page(n) for n in range(STEPS - 1) if n % 7 == 3}
+    seen = 0
+    for prompt in model.prompts:
+        for message in prompt:
+            if isinstance(message, ToolMessage) and message.tool_call_id in big:
+                # Never the page itself: from its first prompt on, a preview naming the path.
+                seen += 1
+                assert message.content != big[message.tool_call_id]
+                path = message.content.split("Full content: ")[1].split("]")[0]
+                assert store.read(path) == big[message.tool_call_id]
+    assert seen >= len(big)

@@ -241,6 +241,18 @@ class Compactor:
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
         _run_sync(self._save_state(path))
 
+    def offload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
+        """Tier 1 at the moment a tool returns: when ``output`` (a str, or JSON data) is over
+        the offload threshold, stores it and returns the preview the model should see instead
+        (naming the stored path); otherwise returns ``output`` unchanged. A failed store write
+        returns ``output`` unchanged, so nothing is lost."""
+        with self._lock:
+            return _run_sync(self._offload(tool_name, tool_call_id, output))
+
+    async def aoffload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
+        async with self._async_lock():
+            return await self._run_async(self._offload(tool_name, tool_call_id, output))
+
     def system_prompt(self, base: str, *, memory: Optional[bool] = None) -> str:
         """``base`` with what the agent must know about context management: where offloaded
         content and transcripts are and how to read them back (the recovery tools), and, when
@@ -286,6 +298,27 @@ class Compactor:
             except Exception as e:  # the compaction stands; the next call retries the save
                 result.state_error = f"state not saved to {self._state_path}: {e}"
         return result
+
+    def _offload(self, tool_name: str, tool_call_id: str, output: T) -> _Steps[Union[T, str]]:
+        if output is None:
+            return output
+        value = {"type": "text", "value": output} if isinstance(output, str) else {"type": "json", "value": output}
+        messages = [
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": {}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": tool_call_id, "toolName": tool_name, "output": value}]},
+        ]
+        refs: List[Any] = []
+        messages_json = encode(messages, refs)
+        plan_json = str(self._core.call("plan", messages_json, dumps({"offloadOnly": True})))
+        plan: Plan = decode(plan_json, refs)
+        if not plan["actions"]:
+            return output
+        outcomes = yield from self._execute(plan)
+        applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
+        if not any(e["status"] == "applied" for e in applied["events"]):
+            return output
+        part = applied["messages"][1]["content"][0]["output"]
+        return str(part["value"]) if part["type"] == "text" else output
 
     def _execute(self, plan: Plan) -> _Steps[List[Dict[str, Any]]]:
         """Every store write (a failure is an outcome, never an exception), then each summary

@@ -17,7 +17,7 @@ kept verbatim when unchanged)."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import (
@@ -138,7 +138,10 @@ class CompactorMiddleware(AgentMiddleware):
     ``context_window``, ``store``, ``summarize`` ...). ``summary_model``: a LangChain chat model
     that writes the summaries (sync ``invoke`` in ``before_model``, ``ainvoke`` in
     ``abefore_model``) when the compactor has no ``summarize`` of its own. ``on_result`` is
-    called with every ``ManageResult`` (for logs and tests)."""
+    called with every ``ManageResult`` (for logs and tests). With ``offload_at_return``, a
+    tool's output over the offload threshold is stored the moment the tool returns
+    (``wrap_tool_call``), so it never enters the agent's history (the model gets the preview
+    naming its path)."""
 
     def __init__(
         self,
@@ -146,6 +149,7 @@ class CompactorMiddleware(AgentMiddleware):
         *,
         summary_model: Any = None,
         on_result: Optional[Callable[[ManageResult], None]] = None,
+        offload_at_return: bool = False,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -155,6 +159,7 @@ class CompactorMiddleware(AgentMiddleware):
             compactor = Compactor(**options)
         self.compactor = compactor
         self._on_result = on_result
+        self._offload_at_return = offload_at_return
 
     def before_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
@@ -166,12 +171,30 @@ class CompactorMiddleware(AgentMiddleware):
         converted = to_model_messages(messages)
         return self._update(await self.compactor.amanage(converted), messages, converted)
 
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        result = handler(request)
+        if not self._offload_at_return or not _offloadable(result):
+            return result
+        preview = self.compactor.offload_tool_output(result.name or "tool", result.tool_call_id, result.content)
+        return result if preview is result.content else result.model_copy(update={"content": preview})
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        result = await handler(request)
+        if not self._offload_at_return or not _offloadable(result):
+            return result
+        preview = await self.compactor.aoffload_tool_output(result.name or "tool", result.tool_call_id, result.content)
+        return result if preview is result.content else result.model_copy(update={"content": preview})
+
     def _update(self, result: ManageResult, messages: Sequence[BaseMessage], converted: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         if self._on_result is not None:
             self._on_result(result)
         if result.messages == converted:
             return None
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *from_model_messages(result.messages, messages, converted)]}
+
+
+def _offloadable(result: Any) -> bool:
+    return isinstance(result, ToolMessage) and isinstance(result.content, str) and result.status != "error"
 
 
 def _summarizer(model: Any) -> Callable[[Dict[str, Any]], Any]:
