@@ -45,7 +45,7 @@ def native_plans(tmp_path) -> Dict[str, Any]:
         session.write_text(json.dumps(messages), encoding="utf-8")
         config_file.write_text(json.dumps(config), encoding="utf-8")
         args = [cli, "plan", str(session), "--config", str(config_file), "--json"] + (["--manual"] if manual else [])
-        plans[name] = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)["plan"]
+        plans[name] = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     return plans
 
 
@@ -85,7 +85,13 @@ def python_plans() -> Dict[str, Any]:
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory) -> Dict[str, Dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("cross-host")
-    return {"python": python_plans(), "npm": npm_plans(tmp), "native": native_plans(tmp)}
+    native = native_plans(tmp)
+    return {
+        "python": python_plans(),
+        "npm": npm_plans(tmp),
+        "native": {name: run["plan"] for name, run in native.items()},
+        "native-applied": {name: run["applied"] for name, run in native.items()},
+    }
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -93,6 +99,23 @@ def test_python_npm_and_native_plans_are_json_equal(plans, case: str) -> None:
     python, npm, native = plans["python"][case], plans["npm"][case], plans["native"][case]
     assert python == native
     assert python == npm
+
+
+def essentials(event: Dict[str, Any]) -> Tuple[Any, ...]:
+    # The summary's error text is the host's own ("no summarizer configured" here, "the CLI has
+    # no LLM" there); everything else must agree.
+    return tuple(event.get(k) for k in ("actionId", "strategy", "status", "messageIndex", "path", "tokensBefore", "tokensAfter", "tokensSaved"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_python_applies_as_the_native_host_loop_does(plans, case: str) -> None:
+    config, messages, manual = CASES[case]
+    compactor = Compactor(config)
+    result = compactor.compact(messages) if manual else compactor.manage(messages)
+    native = plans["native-applied"][case]
+    assert [essentials(e) for e in result.events] == [essentials(e) for e in native["events"]]
+    if result.events:
+        assert compactor.usage(result.messages)["tokens"] == native["tokensAfter"]
 
 
 def test_the_cases_cover_every_tier_and_both_encodings(plans) -> None:
