@@ -39,8 +39,9 @@ if [ "$have" != "$want" ]; then
   cargo install -q wasm-bindgen-cli --version "=$want"
 fi
 
-# 3. npm packages: the host's build tools, the examples and AI SDK tests, the runtimes, the arena.
-for dir in js . tests/runtimes bench/arena; do
+# 3. npm packages: the host's build tools, the examples and AI SDK tests, the runtimes, the arena,
+#    jco for the Component (tests/component).
+for dir in js . tests/runtimes bench/arena tests/component; do
   [ -f "$dir/package.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     log "npm ci in $dir"
@@ -52,5 +53,17 @@ done
 if [ "${1:-}" != "--no-browser" ] && ! command -v chromium >/dev/null 2>&1; then
   log "installing Debian's chromium"
   apt_install chromium
+fi
+# 5. The Python package (python/): the wasm32-wasip2 target its Component is built for, and a
+#    virtual environment .venv-py/ with wasmtime, pytest and LangChain (python/requirements-test.txt).
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+  log "adding the wasm32-wasip2 target with rustup"
+  timeout 600 rustup target add wasm32-wasip2
+fi
+if [ ! -f .venv-py/.installed ] || [ python/requirements-test.txt -nt .venv-py/.installed ]; then
+  log "creating .venv-py (wasmtime, pytest, langchain)"
+  python3 -m venv .venv-py || { apt_install python3-venv; python3 -m venv --clear .venv-py; }
+  .venv-py/bin/pip install -q --disable-pip-version-check -r python/requirements-test.txt
+  touch .venv-py/.installed
 fi
 log "ready (wasm route: $route)"

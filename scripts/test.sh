@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 bash scripts/build.sh || { echo "build failed"; exit 1; }
 
-suites=${SUITES:-"rust host ai-sdk demo runtimes examples arena"}
+suites=${SUITES:-"rust host ai-sdk demo runtimes examples arena python"}
 passed=0; failed=0; failed_names=()
 run() {
   local name=$1; shift
@@ -26,6 +26,9 @@ run runtimes  node tests/runtimes/run-all.mjs
 run examples  node examples/run.mjs
 # The quality arena's harness tests, then its smallest session at both windows with wide margins.
 run arena     bash -c 'node --test bench/arena/test/ bench/arena/sessions/ && node --max-old-space-size=8192 bench/arena/run.mjs --sessions long-chat --check --out bench/arena/out/ci'
+# The Python package: the Component built into it, installed (not editable) into .venv-py, then
+# pytest (its cross-host test also runs the npm build and the native CLI).
+run python    bash -c 'bash scripts/build-component.sh && .venv-py/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall ./python && .venv-py/bin/python -m pytest -q python/tests'
 
 echo
 [ "$failed" -gt 0 ] && echo "failed suites: ${failed_names[*]}"

@@ -2,31 +2,10 @@
 // cut, deterministically) for a 128k window: the first plan, a re-plan after one appended
 // message, usage(); and LangChain trimMessages fitting the same messages into the same budget
 // with gpt-tokenizer (per-message memo, as a careful user writes it). Prints JSON.
-import { readFileSync } from 'node:fs';
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, trimMessages } from '@langchain/core/messages';
 import { countTokens as gptCount } from 'gpt-tokenizer/encoding/o200k_base';
 
-const CUT = 420; // characters kept per text: 2,000 messages come to ~200k tokens
-// Cut on a code point boundary: a lone surrogate is not valid JSON text for the core.
-const cut = (s) => (s.length > CUT ? s.slice(0, /[\uD800-\uDBFF]/.test(s[CUT - 1]) ? CUT - 1 : CUT) : s);
-export function planConversation() {
-  const conv = JSON.parse(readFileSync(new URL('corpus/conversation.json', import.meta.url), 'utf8'));
-  return conv.map((m) => {
-    if (typeof m.content === 'string') return { ...m, content: cut(m.content) };
-    return {
-      ...m,
-      content: m.content.map((p) => {
-        if (p.type === 'text') return { ...p, text: cut(p.text) };
-        if (p.type === 'tool-result' && p.output.type === 'text') return { ...p, output: { ...p.output, value: cut(p.output.value) } };
-        if (p.type === 'tool-result' && p.output.type === 'json') {
-          const json = JSON.stringify(p.output.value);
-          return json.length > CUT ? { ...p, output: { type: 'text', value: cut(json) } } : p;
-        }
-        return p;
-      }),
-    };
-  });
-}
+import { planConversation } from './plan-conversation.mjs';
 
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b[Math.floor(b.length / 2)]; };
 const baseRssMB = process.memoryUsage().rss / 2 ** 20;

@@ -1,5 +1,10 @@
 //! The bindings: each only converts between a host's values and the core's. The core knows
 //! nothing of them.
 
+#[cfg(feature = "component")]
+#[allow(unsafe_code)] // wit-bindgen's generated glue only: see component/mod.rs
+mod component;
+#[cfg(any(feature = "wasm", feature = "component"))]
+mod json;
 #[cfg(feature = "wasm")]
 mod wasm;

@@ -5,73 +5,32 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::loop_context::{Iteration, LoopConfig, LoopContext};
-use crate::{
-    parse_messages, parse_messages_at, validate, Action, Compactor, Config, Encoding, Error,
-    Message, Outcome, Plan, PlanOptions, State, Strategy,
-};
+use super::json::{self, HeldCompactor};
+use crate::Error;
 
 type JsResult<T> = Result<T, JsValue>;
 
 fn throw(error: Error) -> JsValue {
-    let mut value = serde_json::to_value(&error).unwrap_or_default();
-    if let Some(map) = value.as_object_mut() {
-        map.insert("message".into(), error.to_string().into());
-    }
-    JsValue::from_str(&value.to_string())
-}
-
-fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> JsResult<T> {
-    serde_json::from_str(json).map_err(|e| {
-        let message = crate::error::strip_position(&e.to_string());
-        if e.is_syntax() || e.is_eof() {
-            throw(Error::json(what, &e))
-        } else if matches!(what, "plan" | "outcomes") {
-            // A plan or outcomes the core did not produce: a mismatch with what it planned.
-            throw(Error::PlanMismatch {
-                action_id: None,
-                message: format!("{what}: {message}"),
-            })
-        } else {
-            // Host-supplied data (an iteration, a loop context, a state): invalid input.
-            throw(Error::InvalidConfig {
-                field: what.to_owned(),
-                message,
-            })
-        }
-    })
-}
-
-fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    // Serializing our own types to a String cannot fail (no non-string map keys, no IO).
-    serde_json::to_string(value).unwrap_or_default()
+    JsValue::from_str(&json::error_json(&error))
 }
 
 /// Exact token count of `text` in `encoding` (`o200k_base` or `cl100k_base`).
 #[wasm_bindgen(js_name = countTokens)]
 pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
-    let encoding: Encoding = encoding.parse().map_err(throw)?;
-    Ok(u32::try_from(crate::count_tokens(text, encoding).map_err(throw)?).unwrap_or(u32::MAX))
+    json::count_tokens(text, encoding).map_err(throw)
 }
 
 /// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). The npm build has no
 /// embedded ranks; the host hands them over once. Loading a loaded encoding is a no-op.
 #[wasm_bindgen(js_name = loadEncoding)]
 pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
-    let encoding: Encoding = encoding.parse().map_err(throw)?;
-    if crate::counting::bpe::is_available(encoding) {
-        return Ok(());
-    }
-    crate::counting::bpe::load(encoding, data)
-        .map(|_| ())
-        .map_err(throw)
+    json::load_encoding(encoding, data).map_err(throw)
 }
 
 /// Whether the encoding can count now.
 #[wasm_bindgen(js_name = encodingLoaded)]
 pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
-    let encoding: Encoding = encoding.parse().map_err(throw)?;
-    Ok(crate::counting::bpe::is_available(encoding))
+    json::encoding_loaded(encoding).map_err(throw)
 }
 
 /// Forces the encoding's rank tables to load now rather than on first count.
@@ -80,57 +39,24 @@ pub fn warm_up(encoding: &str) -> JsResult<()> {
     count_tokens("warm", encoding).map(|_| ())
 }
 
-/// A compactor and the conversation it holds. The host syncs the conversation incrementally
-/// (`sync`: keep what is unchanged, append the rest), so a conversation that grew by one message
-/// crosses the boundary as one message. Every method that takes `messages_json` uses those
-/// messages instead when given, and the held conversation when not.
+/// A compactor and the conversation it holds (see `bindings/json.rs`, `HeldCompactor`).
 #[wasm_bindgen]
-pub struct WasmCompactor {
-    inner: Compactor,
-    held: Vec<Message>,
-}
-
-impl WasmCompactor {
-    fn messages<'a>(&'a self, json: Option<&str>) -> JsResult<std::borrow::Cow<'a, [Message]>> {
-        match json {
-            Some(json) => Ok(parse_messages(json).map_err(throw)?.into()),
-            None => Ok(self.held.as_slice().into()),
-        }
-    }
-}
+pub struct WasmCompactor(HeldCompactor);
 
 #[wasm_bindgen]
 impl WasmCompactor {
     #[wasm_bindgen(constructor)]
     pub fn new(config_json: &str, state_json: Option<String>) -> JsResult<WasmCompactor> {
-        let config = Config::from_json(config_json).map_err(throw)?;
-        let state: State = match state_json {
-            Some(json) => parse("state", &json)?,
-            None => State::default(),
-        };
-        Ok(WasmCompactor {
-            inner: Compactor::with_state(config, state).map_err(throw)?,
-            held: Vec::new(),
-        })
+        HeldCompactor::new(config_json, state_json.as_deref())
+            .map(WasmCompactor)
+            .map_err(throw)
     }
 
     /// Holds the first `keep` held messages followed by `appended_json` (an array), and
     /// validates the whole. Returns the number held. On any error nothing is held (the host
     /// syncs in full next time).
     pub fn sync(&mut self, keep: u32, appended_json: &str) -> JsResult<u32> {
-        let keep = keep as usize;
-        // Taken out: on any error below, nothing is held.
-        let mut held = std::mem::take(&mut self.held);
-        if keep > held.len() {
-            return Err(throw(Error::InvalidMessages {
-                message: format!("sync: keep {keep} of {} held messages", held.len()),
-            }));
-        }
-        held.truncate(keep);
-        held.extend(parse_messages_at(appended_json, keep).map_err(throw)?);
-        validate(&held).map_err(throw)?;
-        self.held = held;
-        Ok(u32::try_from(self.held.len()).unwrap_or(u32::MAX))
+        self.0.sync(keep, appended_json).map_err(throw)
     }
 
     /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`. The plan crosses
@@ -142,33 +68,17 @@ impl WasmCompactor {
         messages_json: Option<String>,
         options_json: Option<String>,
     ) -> JsResult<String> {
-        let messages = self.messages(messages_json.as_deref())?;
-        let mut options: PlanOptions = match options_json {
-            Some(json) => {
-                crate::config::deserialize(parse::<serde_json::Value>("plan options", &json)?)
-                    .map_err(throw)?
-            }
-            None => PlanOptions::default(),
-        };
-        options.defer_transcript = true;
-        let mut plan = self
-            .inner
-            .plan_with_options(&messages, &options)
-            .map_err(throw)?;
-        for action in &mut plan.actions {
-            if let Action::Summarize(s) = action {
-                s.request.messages.clear();
-            }
-        }
-        Ok(to_json(&plan))
+        self.0
+            .plan(messages_json.as_deref(), options_json.as_deref())
+            .map_err(throw)
     }
 
     /// The transcript (`{id, path, readablePath, json, markdown, messages}`) that a lossy action
     /// of `strategy` (`summarize`, `truncate`, `importance`) saves for the messages.
     pub fn transcript(&self, messages_json: Option<String>, strategy: &str) -> JsResult<String> {
-        let messages = self.messages(messages_json.as_deref())?;
-        let strategy: Strategy = parse("strategy", &to_json(&strategy))?;
-        Ok(to_json(&self.inner.transcript(&messages, strategy)))
+        self.0
+            .transcript(messages_json.as_deref(), strategy)
+            .map_err(throw)
     }
 
     /// Applies outcomes to the messages (a plan whose transcripts changed since gives
@@ -179,61 +89,44 @@ impl WasmCompactor {
         plan_json: &str,
         outcomes_json: &str,
     ) -> JsResult<String> {
-        let plan: Plan = parse("plan", plan_json)?;
-        let outcomes: Vec<Outcome> = parse("outcomes", outcomes_json)?;
-        let held = messages_json.is_none();
-        let messages = match messages_json {
-            Some(json) => parse_messages(&json).map_err(throw)?,
-            None => self.held.clone(),
-        };
-        let applied = self
-            .inner
-            .apply(messages, &plan, &outcomes)
-            .map_err(throw)?;
-        let json = to_json(&applied);
-        if held {
-            self.held = applied.messages;
-        }
-        Ok(json)
+        self.0
+            .apply(messages_json.as_deref(), plan_json, outcomes_json)
+            .map_err(throw)
     }
 
     /// Messages `[0, end)` of the held conversation as planned (the compaction record replayed
     /// onto it): the prefix of a summary request's continuation.
     #[wasm_bindgen(js_name = plannedPrefix)]
     pub fn planned_prefix(&self, end: u32) -> String {
-        let planned = self.inner.replay(&self.held);
-        let end = (end as usize).min(planned.len());
-        to_json(&planned[..end])
+        self.0.planned_prefix(end)
     }
 
     /// `{tokens, window, fraction}` as JSON.
     pub fn usage(&self, messages_json: Option<String>) -> JsResult<String> {
-        let messages = self.messages(messages_json.as_deref())?;
-        Ok(to_json(&self.inner.usage(&messages)))
+        self.0.usage(messages_json.as_deref()).map_err(throw)
     }
 
     /// Uncalibrated count, to pair with a later `observeUsage`.
     #[wasm_bindgen(js_name = countRaw)]
     pub fn count_raw(&self, messages_json: Option<String>) -> JsResult<u32> {
-        let messages = self.messages(messages_json.as_deref())?;
-        Ok(self.inner.count_raw(&messages))
+        self.0.count_raw(messages_json.as_deref()).map_err(throw)
     }
 
     #[wasm_bindgen(js_name = observeUsage)]
     pub fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
-        self.inner.observe_usage(predicted_raw, actual);
+        self.0.observe_usage(predicted_raw, actual);
     }
 
     pub fn state(&self) -> String {
-        to_json(self.inner.state())
+        self.0.state()
     }
 
     pub fn stats(&self) -> String {
-        to_json(self.inner.stats())
+        self.0.stats()
     }
 
     pub fn model(&self) -> String {
-        to_json(self.inner.model())
+        self.0.model()
     }
 }
 
@@ -248,34 +141,19 @@ pub fn loop_add_iteration(
     iteration_json: &str,
     config_json: &str,
 ) -> JsResult<String> {
-    let mut context: LoopContext = parse("loop context", context_json)?;
-    let iteration: Iteration = parse("iteration", iteration_json)?;
-    let config = LoopConfig::from_json(config_json).map_err(throw)?;
-    let request = context.add_iteration(iteration, &config);
-    Ok(loop_step(&context, request.as_ref()))
-}
-
-/// `{context, request}`, as the loop functions that may ask for a summary answer.
-fn loop_step(
-    context: &LoopContext,
-    request: Option<&crate::loop_context::SummaryRequest>,
-) -> String {
-    to_json(&serde_json::json!({ "context": context, "request": request }))
+    json::loop_add_iteration(context_json, iteration_json, config_json).map_err(throw)
 }
 
 /// A fresh loop context as JSON.
 #[wasm_bindgen(js_name = loopNew)]
 pub fn loop_new(goal: &str, start_unix_ms: f64) -> String {
-    to_json(&LoopContext::new(goal, start_unix_ms.max(0.0) as u64))
+    json::loop_new(goal, start_unix_ms.max(0.0) as u64)
 }
 
 /// `{context, request}` with a summary request made now (e.g. to retry after a failure).
 #[wasm_bindgen(js_name = loopRequestSummary)]
 pub fn loop_request_summary(context_json: &str, config_json: &str) -> JsResult<String> {
-    let mut context: LoopContext = parse("loop context", context_json)?;
-    let config = LoopConfig::from_json(config_json).map_err(throw)?;
-    let request = context.request_summary(&config);
-    Ok(loop_step(&context, request.as_ref()))
+    json::loop_request_summary(context_json, config_json).map_err(throw)
 }
 
 /// The context after the host's answer to a summary request: `summary` on success, else
@@ -287,17 +165,12 @@ pub fn loop_apply_summary(
     summary: Option<String>,
     error: Option<String>,
 ) -> JsResult<String> {
-    let mut context: LoopContext = parse("loop context", context_json)?;
-    let answer = summary.ok_or_else(|| error.unwrap_or_else(|| "no summary".into()));
-    context.apply_summary(id, answer).map_err(throw)?;
-    Ok(to_json(&context))
+    json::loop_apply_summary(context_json, id, summary, error).map_err(throw)
 }
 
 #[wasm_bindgen(js_name = loopBuildPrompt)]
 pub fn loop_build_prompt(context_json: &str, config_json: &str) -> JsResult<String> {
-    let context: LoopContext = parse("loop context", context_json)?;
-    let config = LoopConfig::from_json(config_json).map_err(throw)?;
-    Ok(crate::loop_context::build_prompt(&context, &config))
+    json::loop_build_prompt(context_json, config_json).map_err(throw)
 }
 
 #[wasm_bindgen(js_name = recoverySegment)]

@@ -30,12 +30,9 @@ pub fn render_report_chart(report: &str) -> Result<String, JsValue> {
 
 fn parse(json: &str) -> Result<Report, JsValue> {
     let value: Value = serde_json::from_str(json).map_err(|e| {
-        let error = Error::json("report", &e);
-        let mut value = serde_json::to_value(&error).unwrap_or_default();
-        if let Some(map) = value.as_object_mut() {
-            map.insert("message".into(), error.to_string().into());
-        }
-        JsValue::from_str(&value.to_string())
+        JsValue::from_str(&crate::bindings::json::error_json(&Error::json(
+            "report", &e,
+        )))
     })?;
     let thresholds = &value["thresholds"];
     Ok(Report {

@@ -1,0 +1,640 @@
+"""The compactor: plans in the core, executes here, applies in the core — in that order, so
+nothing leaves the conversation before it is stored. The Python twin of the npm package's
+``Compactor`` (js/src/compactor.ts), kept as thin: the core decides everything; this host syncs
+the conversation, writes to the store, asks the summarizer, and reports what happened.
+
+The run is written once, as a generator that yields its IO (store writes, summaries) as
+effects; ``manage``/``compact`` perform them synchronously and ``amanage``/``acompact`` await
+them, so the sync and async APIs cannot drift apart."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    Generator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+    cast,
+)
+
+from . import _core
+from .codec import decode, dumps, encode
+from .errors import CompactorError, InvalidConfigError, PlanMismatchError
+from .stores import FileStore, MemoryStore, check_path
+
+Message = Dict[str, Any]
+"""An AI SDK ``ModelMessage`` as a dict: ``{"role": "user", "content": "..."}``, content parts
+``{"type": "text" | "tool-call" | "tool-result" | ...}`` (docs/API.md)."""
+
+Plan = Dict[str, Any]
+Event = Dict[str, Any]
+
+Summarizer = Callable[[Dict[str, Any]], Union[str, Awaitable[str]]]
+"""Writes a summary: send ``request["system"]`` and ``request["messages"]`` to an LLM, at most
+``request["maxTokens"]`` out, and return the text. Sync or ``async``. An exception (or, for an
+async one, no answer within ``summarize_timeout`` seconds) makes the core use its heuristic
+summary; the event says so."""
+
+#: Where ``save_state()`` writes by default.
+DEFAULT_STATE_PATH = "/state/compactor.json"
+#: The long-term memory file ``system_prompt`` reads (the npm package's ``AGENTS_MD_PATH``).
+MEMORIES_PREFIX = "/memories/"
+AGENTS_MD_PATH = "/memories/AGENTS.md"
+
+# Option groups whose keys are option names (snake_case accepted, sent as the core's
+# camelCase). `tools` is not one: its schemas are user JSON and cross untouched.
+_OPTION_GROUPS = {"offload", "compaction", "cache", "history", "importance"}
+
+
+@dataclass
+class ManageResult:
+    """What ``manage``/``compact`` return."""
+
+    messages: List[Message]
+    """The conversation to send (the input itself when nothing changed)."""
+    events: List[Event]
+    """One event per action, in order (``type``, ``status``: applied / fallback / failed ...)."""
+    plan: Plan
+    """The plan that ran."""
+    state_error: Optional[str] = None
+    """With ``state_path``: why the state could not be saved (the compaction stands)."""
+
+
+@dataclass
+class _Held:
+    messages: List[Any] = field(default_factory=list)
+    marks: List[Any] = field(default_factory=list)
+    refs: List[Any] = field(default_factory=list)
+
+
+class Compactor:
+    """Keeps a conversation inside its model's context window.
+
+    ``config`` and keyword options are the core's configuration (docs/API.md, "Options"):
+    ``model``, ``context_window``, ``max_output_tokens``, ``encoding``, ``preset``,
+    ``offload``, ``compaction``, ``cache``, ``history``, ``tools``, ``image_tokens``,
+    ``file_tokens`` — snake_case or the core's camelCase. The rest stay in this host:
+
+    - ``store``: where offloaded content and transcripts go (default: a new ``MemoryStore``);
+    - ``summarize``: the summarizer (sync or async); without one, the heuristic summary;
+    - ``summarize_timeout``: seconds an async summarizer may take (default 120);
+    - ``state``: a state saved from ``state()`` (stats, calibration, compaction record);
+    - ``state_path``: keep the state in ``store`` at this path, loaded now and saved after
+      every call that changed it;
+    - ``on_event``: called with every compaction event, in order.
+    """
+
+    def __init__(
+        self,
+        config: Optional[Mapping[str, Any]] = None,
+        *,
+        store: Optional[FileStore] = None,
+        summarize: Optional[Summarizer] = None,
+        summarize_timeout: float = 120.0,
+        state: Optional[Mapping[str, Any]] = None,
+        state_path: Optional[str] = None,
+        on_event: Optional[Callable[[Event], None]] = None,
+        **options: Any,
+    ) -> None:
+        core_config: Dict[str, Any] = dict(config or {})
+        for key, value in options.items():
+            core_config[_camel(key)] = _option_value(key, value)
+        if "tools" in core_config:
+            core_config["tools"] = _tool_definitions(core_config["tools"])
+        if store is None:
+            if state_path is not None:
+                raise InvalidConfigError(
+                    "invalid_config",
+                    "state_path needs a store that outlives the compactor (store=); the default "
+                    "MemoryStore would lose the state",
+                    {"field": "state_path"},
+                )
+            store = MemoryStore()
+        missing = [m for m in ("read", "write", "list", "delete") if not callable(getattr(store, m, None))]
+        if missing:
+            raise InvalidConfigError(
+                "invalid_config",
+                f"store must implement read, write, list and delete; missing: {', '.join(missing)}",
+                {"field": "store"},
+            )
+        if not (isinstance(summarize_timeout, (int, float)) and summarize_timeout > 0):
+            raise InvalidConfigError(
+                "invalid_config",
+                "summarize_timeout must be a positive number of seconds",
+                {"field": "summarize_timeout"},
+            )
+        if summarize is not None and not callable(summarize):
+            raise InvalidConfigError(
+                "invalid_config", "summarize must be callable", {"field": "summarize"}
+            )
+        self.store: FileStore = store
+        self._summarize = summarize
+        self._summarize_timeout = float(summarize_timeout)
+        self._on_event = on_event
+        self._state_path = None if state_path is None else check_path(state_path)
+        if self._state_path is not None and state is None:
+            state = load_state(store, self._state_path)
+        self._prefixes = (
+            _group(core_config, "offload").get("pathPrefix", "/tool_outputs/"),
+            _group(core_config, "history").get("pathPrefix", "/conversation_history/"),
+        )
+        self._core = _core.CoreCompactor(dumps(core_config), None if state is None else dumps(state))
+        self._held = _Held()
+        self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
+        self._calls = 0
+        self._state_dirty = False
+        self._last_raw: Optional[int] = None
+        self._lock = threading.RLock()
+        self._alock: Optional[asyncio.Lock] = None
+
+    # -----------------------------------------------------------------------------------------
+    # Reading
+
+    @property
+    def model(self) -> Dict[str, Any]:
+        """The model as resolved by the registry and the options."""
+        return cast(Dict[str, Any], json.loads(self._core.call("model")))
+
+    def plan(
+        self,
+        messages: Sequence[Message],
+        *,
+        trigger: str = "auto",
+        instructions: Optional[str] = None,
+    ) -> Plan:
+        """Dry run: what ``manage`` (or, with ``trigger="manual"``, ``compact``) would do.
+        Plain data, no IO; transcripts' ``json``/``markdown`` are rendered in."""
+        with self._lock:
+            self._sync(messages)
+            return self._hydrate(self._core_plan(trigger, instructions), messages)
+
+    def usage(self, messages: Sequence[Message]) -> Dict[str, Any]:
+        """``{"tokens", "window", "fraction"}`` of ``messages`` against the window."""
+        with self._lock:
+            self._sync(messages)
+            return cast(Dict[str, Any], json.loads(self._core.call("usage", None)))
+
+    def count_raw(self, messages: Sequence[Message]) -> int:
+        """The uncalibrated count of ``messages`` (what ``observe_usage`` pairs with)."""
+        with self._lock:
+            self._sync(messages)
+            return int(self._core.call("count-raw", None))
+
+    def observe_usage(self, input_tokens: int, *, predicted_raw: Optional[int] = None) -> None:
+        """Feeds the provider's reported input tokens back, for calibration of estimated
+        (non-OpenAI) counts: ``input_tokens`` of the prompt ``manage`` last returned (or of a
+        prompt whose ``count_raw`` was ``predicted_raw``)."""
+        raw = self._last_raw if predicted_raw is None else predicted_raw
+        if raw is None or not isinstance(input_tokens, (int, float)) or input_tokens != input_tokens:
+            return
+        with self._lock:
+            self._core.call("observe-usage", int(raw), int(round(input_tokens)))
+            self._state_dirty = True
+
+    def state(self) -> Dict[str, Any]:
+        """The serializable state: persist it and pass it back as ``state=``."""
+        return cast(Dict[str, Any], json.loads(self._core.call("state")))
+
+    def stats(self) -> Dict[str, Any]:
+        return cast(Dict[str, Any], json.loads(self._core.call("stats")))
+
+    # -----------------------------------------------------------------------------------------
+    # Compacting
+
+    def manage(self, messages: Sequence[Message]) -> ManageResult:
+        """Plans, stores what must go (and asks the summarizer), applies. Returns the
+        conversation to send. Concurrent calls on one compactor run one after another."""
+        with self._lock:
+            return _run_sync(self._run(messages, "auto", None))
+
+    def compact(self, messages: Sequence[Message], *, instructions: Optional[str] = None) -> ManageResult:
+        """Compacts now, whatever the usage: every tier runs and older messages are summarized
+        (or truncated, per ``history.strategy``). ``instructions`` steer the summary."""
+        with self._lock:
+            return _run_sync(self._run(messages, "manual", instructions))
+
+    async def amanage(self, messages: Sequence[Message]) -> ManageResult:
+        """``manage`` for async code: an async summarizer or store is awaited (the summarizer
+        within ``summarize_timeout``)."""
+        async with self._async_lock():
+            return await self._run_async(self._run(messages, "auto", None))
+
+    async def acompact(self, messages: Sequence[Message], *, instructions: Optional[str] = None) -> ManageResult:
+        async with self._async_lock():
+            return await self._run_async(self._run(messages, "manual", instructions))
+
+    def save_state(self, path: Optional[str] = None) -> None:
+        """Writes the state to the store; ``load_state(store, path)`` reads it back."""
+        path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
+        _run_sync(self._save_state(path))
+
+    def offload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
+        """Tier 1 at the moment a tool returns: when ``output`` (a str, or JSON data) is over
+        the offload threshold, stores it and returns the preview the model should see instead
+        (naming the stored path); otherwise returns ``output`` unchanged. A failed store write
+        returns ``output`` unchanged, so nothing is lost."""
+        with self._lock:
+            return _run_sync(self._offload(tool_name, tool_call_id, output))
+
+    async def aoffload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
+        async with self._async_lock():
+            return await self._run_async(self._offload(tool_name, tool_call_id, output))
+
+    def system_prompt(self, base: str, *, memory: Optional[bool] = None) -> str:
+        """``base`` with what the agent must know about context management: where offloaded
+        content and transcripts are and how to read them back (the recovery tools), and, when
+        the store has one, the long-term memory file ``/memories/AGENTS.md``."""
+        segment = _core.call("recovery-segment", self._prefixes[0], self._prefixes[1])
+        system = "\n\n".join(s for s in (base, segment) if s)
+        if memory is None or memory:
+            agents_md = _run_sync(_effect_read(self.store, AGENTS_MD_PATH))
+            if memory or agents_md is not None:
+                system = "\n\n".join((system, _core.call("memory-segment", MEMORIES_PREFIX)))
+            system = _core.call("with-memory", system, agents_md)
+        return system
+
+    def close(self) -> None:
+        """Frees the core's memory for this compactor now (otherwise garbage collection does)."""
+        self._core.close()
+
+    # -----------------------------------------------------------------------------------------
+    # The run: one generator, its IO yielded as effects.
+
+    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str]) -> _Steps[ManageResult]:
+        self._calls += 1
+        call = self._calls
+        messages = self._rebase(input)
+        self._sync(messages)
+        plan_json = self._core_plan(trigger, instructions)
+        if _is_work(json.loads(plan_json)):
+            # Compacting: plan again on every message as it is now (an edit in place that
+            # kept every size would otherwise be planned stale).
+            self._sync(messages, fresh=True)
+            plan_json = self._core_plan(trigger, instructions)
+        plan = self._hydrate(plan_json, messages)
+        if not _is_work(plan):
+            result = ManageResult(list(messages), [], plan)
+        else:
+            outcomes = yield from self._execute(plan)
+            result = self._apply_held(messages, plan_json, plan, outcomes, call)
+            self._last = (list(input), [_mark(m) for m in input], result.messages)
+        self._last_raw = int(self._core.call("count-raw", None))
+        if self._state_path is not None and self._state_dirty:
+            try:
+                yield from self._save_state(self._state_path)
+            except Exception as e:  # the compaction stands; the next call retries the save
+                result.state_error = f"state not saved to {self._state_path}: {e}"
+        return result
+
+    def _offload(self, tool_name: str, tool_call_id: str, output: T) -> _Steps[Union[T, str]]:
+        if output is None:
+            return output
+        value = {"type": "text", "value": output} if isinstance(output, str) else {"type": "json", "value": output}
+        messages = [
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": {}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": tool_call_id, "toolName": tool_name, "output": value}]},
+        ]
+        refs: List[Any] = []
+        messages_json = encode(messages, refs)
+        plan_json = str(self._core.call("plan", messages_json, dumps({"offloadOnly": True})))
+        plan: Plan = decode(plan_json, refs)
+        if not plan["actions"]:
+            return output
+        outcomes = yield from self._execute(plan)
+        applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
+        if not any(e["status"] == "applied" for e in applied["events"]):
+            return output
+        part = applied["messages"][1]["content"][0]["output"]
+        return str(part["value"]) if part["type"] == "text" else output
+
+    def _execute(self, plan: Plan) -> _Steps[List[Dict[str, Any]]]:
+        """Every store write (a failure is an outcome, never an exception), then each summary
+        — only once its transcript is stored, so no LLM call is wasted on a summary that could
+        not be applied."""
+        outcomes: List[Dict[str, Any]] = []
+        for action in plan["actions"]:
+            writes = _writes(action)
+            if not writes:
+                continue
+            try:
+                for path, content in writes:
+                    yield ("write", self.store, path, content)
+                outcomes.append({"type": "written", "id": action["id"]})
+            except Exception as e:
+                outcomes.append({"type": "failed", "id": action["id"], "error": _message(e)})
+        written = {o["id"] for o in outcomes if o["type"] == "written"}
+        for action in plan["actions"]:
+            if action["type"] != "summarize" or action.get("transcript") not in written:
+                continue
+            if self._summarize is None:
+                outcomes.append({"type": "failed", "id": action["id"], "error": "no summarizer configured (summarize=)"})
+                continue
+            try:
+                text = yield ("summarize", self._summarize, action["request"], self._summarize_timeout)
+                if not isinstance(text, str):
+                    raise TypeError(f"summarize returned {type(text).__name__}, not a str")
+                outcomes.append({"type": "summarized", "id": action["id"], "text": text})
+            except Exception as e:
+                outcomes.append({"type": "failed", "id": action["id"], "error": f"summarizer failed: {_message(e)}"})
+        return outcomes
+
+    def _save_state(self, path: str) -> _Steps[None]:
+        yield ("write", self.store, path, dumps(self.state()))
+        if path == self._state_path:
+            self._state_dirty = False
+
+    def _apply_held(self, messages: Sequence[Message], plan_json: str, plan: Plan, outcomes: List[Dict[str, Any]], call: int) -> ManageResult:
+        self._sync(messages)
+        refs = self._held.refs
+        self._held = _Held()
+        applied = decode(self._core.call("apply", None, plan_json, dumps(outcomes)), refs)
+        self._held = _Held(list(applied["messages"]), [_mark(m) for m in applied["messages"]], refs)
+        if applied["events"]:
+            self._state_dirty = True
+        for event in applied["events"]:
+            event["call"] = call
+            if self._on_event is not None:
+                self._on_event(event)
+        return ManageResult(applied["messages"], applied["events"], plan)
+
+    # -----------------------------------------------------------------------------------------
+    # The conversation the core holds
+
+    def _sync(self, messages: Sequence[Message], fresh: bool = False) -> None:
+        """Makes the core hold ``messages``. The unchanged prefix (the same objects, with the
+        same sizes) stays in the core and only the rest crosses (a conversation that grew by
+        one message sends one message). ``fresh`` sends everything."""
+        if not isinstance(messages, (list, tuple)):
+            self._held = _Held()
+            self._core.call("sync", 0, encode(messages, []))
+            return
+        held = self._held
+        marks = [_mark(m) for m in messages]
+        keep = 0
+        if not fresh:
+            limit = min(len(messages), len(held.messages))
+            while keep < limit and messages[keep] is held.messages[keep] and marks[keep] == held.marks[keep]:
+                keep += 1
+            if keep == len(messages) == len(held.messages):
+                return
+        refs = held.refs if keep else []
+        appended = encode(list(messages[keep:]), refs)
+        self._held = _Held()
+        self._core.call("sync", keep, appended)
+        self._held = _Held(list(messages), marks, refs)
+
+    def _rebase(self, messages: Sequence[Message]) -> Sequence[Message]:
+        """A conversation that starts with the last compaction's input continues from its
+        output (a shortcut: the core's compaction record would replay the same edits onto the
+        raw history, at the cost of sending it all)."""
+        last = self._last
+        if last is None or not isinstance(messages, (list, tuple)) or len(messages) < len(last[0]):
+            return messages
+        for i, (old, mark) in enumerate(zip(last[0], last[1])):
+            if messages[i] is not old or _mark(messages[i]) != mark:
+                return messages
+        return list(last[2]) + list(messages[len(last[0]):])
+
+    def _core_plan(self, trigger: str, instructions: Optional[str]) -> str:
+        return str(self._core.call("plan", None, dumps({"trigger": trigger, "instructions": instructions})))
+
+    def _hydrate(self, plan_json: str, messages: Sequence[Message]) -> Plan:
+        """The plan with what the core left out restored: a summary request's ``messages`` and
+        each transcript's ``json`` and ``markdown``."""
+        plan: Plan = decode(plan_json, self._held.refs)
+        for action in plan["actions"]:
+            if action["type"] == "summarize":
+                action["request"]["messages"] = [{"role": "user", "content": action["request"]["prompt"]}]
+            if action["type"] != "save-transcript":
+                continue
+            lossy = next(
+                (a for a in plan["actions"] if a["type"] in ("summarize", "drop") and a.get("transcript") == action["id"]),
+                None,
+            )
+            strategy = lossy["strategy"] if lossy is not None and lossy["type"] == "drop" else "summarize"
+            files = json.loads(self._core.call("transcript", None, strategy))
+            if files["path"] != action["path"]:
+                raise PlanMismatchError(
+                    "plan_mismatch",
+                    f"the conversation differs from the one planned (transcript {action['path']}): was it changed in place?",
+                    {"actionId": action["id"]},
+                )
+            action["json"] = files["json"]
+            action["markdown"] = files["markdown"]
+        return plan
+
+    def _async_lock(self) -> asyncio.Lock:
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        return self._alock
+
+    async def _run_async(self, steps: _Steps[T]) -> T:
+        # The core calls inside the run are synchronous; the thread lock keeps a sync call from
+        # another thread out of them while this run awaits an effect.
+        return await _drive_async(steps, self._lock)
+
+
+def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dict[str, Any]]:
+    """A state saved by ``save_state()`` (or ``state_path``), or None when there is none. A
+    file that is not a state is a typed error, not silently ignored."""
+    text = _run_sync(_effect_read(store, check_path(path)))
+    if text is None:
+        return None
+    try:
+        state = json.loads(text)
+    except ValueError:
+        state = None
+    if isinstance(state, dict):
+        return cast(Dict[str, Any], state)
+    raise InvalidConfigError(
+        "invalid_config", f"{path} in the store is not a saved compactor state", {"field": "state", "path": path}
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Effects and their drivers
+
+T = TypeVar("T")
+#: A run: yields effects (tuples), is sent their results, returns a T.
+_Steps = Generator[Tuple[Any, ...], Any, T]
+
+
+def _effect_read(store: FileStore, path: str) -> _Steps[Optional[str]]:
+    text = yield ("read", store, path)
+    return None if text is None else str(text)
+
+
+def _perform(effect: Tuple[Any, ...]) -> Any:
+    """An effect's call; its result may be an awaitable (an async store or summarizer)."""
+    kind = effect[0]
+    if kind == "write":
+        return effect[1].write(effect[2], effect[3])
+    if kind == "read":
+        return effect[1].read(effect[2])
+    if kind == "summarize":
+        return effect[1](effect[2])
+    raise AssertionError(kind)
+
+
+def _run_sync(steps: _Steps[T]) -> T:
+    value: Any = None
+    error: Optional[BaseException] = None
+    while True:
+        try:
+            effect = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as done:
+            return cast(T, done.value)
+        value, error = None, None
+        try:
+            value = _perform(effect)
+            if inspect.isawaitable(value):
+                value = _await_blocking(value, effect)
+        except Exception as e:
+            error = e
+
+
+def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
+    """An async store or summarizer called from the sync API: run it on a private event loop,
+    unless this thread is already running one (then the caller must use the async API)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise CompactorError(
+            "invalid_config",
+            f"an async {'summarizer' if effect[0] == 'summarize' else 'store'} inside a running event loop: use amanage/acompact",
+        )
+    timeout = effect[3] if effect[0] == "summarize" else None
+
+    async def wait() -> Any:
+        return await asyncio.wait_for(awaitable, timeout)
+
+    return asyncio.run(wait())
+
+
+async def _drive_async(steps: _Steps[T], lock: threading.RLock) -> T:
+    value: Any = None
+    error: Optional[BaseException] = None
+    while True:
+        with lock:
+            try:
+                effect = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as done:
+                return cast(T, done.value)
+        value, error = None, None
+        try:
+            value = _perform(effect)
+            if inspect.isawaitable(value):
+                timeout = effect[3] if effect[0] == "summarize" else None
+                value = await asyncio.wait_for(value, timeout)
+        except asyncio.TimeoutError:
+            error = TimeoutError(f"no summary within {effect[3]:g} s")
+        except Exception as e:
+            error = e
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _option_value(key: str, value: Any) -> Any:
+    if _camel(key) in _OPTION_GROUPS and isinstance(value, Mapping):
+        return {_camel(k): _option_value(k, v) for k, v in value.items()}
+    return value
+
+
+def _group(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    group = config.get(name)
+    return group if isinstance(group, Mapping) else {}
+
+
+def _tool_definitions(tools: Any) -> Any:
+    """Tool definitions as the core reads them: a list of ``{name, description?,
+    inputSchema?}``, or a mapping of name to such a definition (or to an object with
+    ``description`` and ``args_schema``/``input_schema`` JSON schemas)."""
+    if not isinstance(tools, Mapping):
+        return tools
+    out = []
+    for name, tool in tools.items():
+        get = tool.get if isinstance(tool, Mapping) else (lambda k, t=tool: getattr(t, k, None))
+        schema = get("inputSchema") or get("input_schema")
+        definition: Dict[str, Any] = {"name": name}
+        if isinstance(get("description"), str) and get("description"):
+            definition["description"] = get("description")
+        if isinstance(schema, Mapping):
+            definition["inputSchema"] = dict(schema)
+        out.append(definition)
+    return out
+
+
+def _writes(action: Plan) -> List[Tuple[str, str]]:
+    kind = action["type"]
+    if kind == "save-transcript":
+        return [(action["path"], action["json"]), (action["readablePath"], action["markdown"])]
+    if kind in ("summarize", "drop"):
+        return []
+    return [(action["path"], action["content"])]
+
+
+def _is_work(plan: Plan) -> bool:
+    """A plan that changes the conversation: actions to run, or recorded edits to put back."""
+    replayed = plan.get("replayed") or {}
+    return bool(plan["actions"]) or (replayed.get("edits", 0) + replayed.get("spans", 0)) > 0
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, dict, tuple)) else 0
+
+
+def _mark(message: Any) -> Any:
+    """A cheap mark of a message's shape and sizes, so that an edit in place that changes a
+    size is seen as a change by ``_sync``."""
+    try:
+        role = message.get("role")
+        content = message.get("content")
+        if isinstance(content, str):
+            return (role, len(content))
+        if not isinstance(content, list):
+            return (role, type(content).__name__)
+        parts = []
+        for part in content:
+            output = part.get("output") if isinstance(part, dict) else None
+            parts.append(
+                (
+                    part.get("type"),
+                    _size(part.get("text")),
+                    _size(part.get("input")),
+                    _size(part.get("toolCallId")),
+                    _size(output.get("value")) if isinstance(output, dict) else -1,
+                )
+                if isinstance(part, dict)
+                else id(part)
+            )
+        return (role, tuple(parts))
+    except Exception:
+        # Unreadable: never equal, so it is sent, and the core names the message and field.
+        return object()
+
+
+def _message(error: BaseException) -> str:
+    return str(error) or type(error).__name__

@@ -1,0 +1,278 @@
+"""The Python host end to end: tier 1 (the slice scenario), tier 2, tier 3 with a failing
+summarizer, the sync and async APIs, state, incremental sync."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Dict, List
+
+import pytest
+
+from context_compactor import Compactor, LocalStore, MemoryStore, count_tokens, read_file, recovery_tools
+
+from conftest import assert_paired, chat, coding_session
+
+
+def huge_tool_result(tokens: int) -> str:
+    """Log-like lines of ~21 tokens each, every line distinct."""
+    return "".join(f"2026-11-25T10:{i // 60 % 60:02d}:{i % 60:02d} worker-{i % 7} processed item {i}\n" for i in range(tokens * 10 // 205))
+
+
+def slice_conversation(output: str) -> List[Dict[str, Any]]:
+    return [
+        {"role": "system", "content": "You are a research agent."},
+        {"role": "user", "content": "Search the logs for failures."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Searching."}, {"type": "tool-call", "toolCallId": "s1", "toolName": "search_logs", "input": {"query": "failure"}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "s1", "toolName": "search_logs", "output": {"type": "text", "value": output}}]},
+        {"role": "assistant", "content": "I found the logs."},
+        {"role": "user", "content": "Summarize what failed."},
+    ]
+
+
+def test_slice_a_100k_token_tool_result_is_offloaded_at_a_16k_window(tmp_path) -> None:
+    output = huge_tool_result(100_000)
+    tokens = count_tokens(output)
+    assert 100_000 < tokens < 105_000, tokens
+    store = LocalStore(tmp_path / "store")
+    events: List[Dict[str, Any]] = []
+    compactor = Compactor(model="gpt-4o", context_window=16_000, store=store, on_event=events.append)
+    messages = slice_conversation(output)
+    assert compactor.usage(messages)["tokens"] > 100_000
+
+    result = compactor.manage(messages)
+
+    [event] = result.events
+    assert event["status"] == "applied" and event["strategy"] == "offload" and events == result.events
+    assert compactor.usage(result.messages)["tokens"] < 16_000 * 0.85
+    # Stored byte for byte, on disk, at the path the preview names.
+    path = event["path"]
+    assert store.read(path) == output
+    assert (tmp_path / "store" / path.lstrip("/")).read_bytes() == output.encode("utf-8")
+    preview = result.messages[3]["content"][0]["output"]["value"]
+    assert path in preview and preview.startswith("[Tool output offloaded:")
+    assert_paired(result.messages)
+    # Everything else is untouched, and the input was not mutated.
+    assert [m for i, m in enumerate(result.messages) if i != 3] == [m for i, m in enumerate(messages) if i != 3]
+    assert messages[3]["content"][0]["output"]["value"] == output
+    # The agent reads it back with the recovery tools.
+    page = read_file(store, path, offset=10, limit=2)
+    assert page.splitlines()[0].split("\t")[1] == output.split("\n")[10]
+    assert "more lines: read_file with offset=12" in page
+    assert "worker-3 processed item 10" in recovery_tools(store)["grep"](pattern="processed item 10\n".strip(), path="/tool_outputs/")
+    # Idempotent: the next call has nothing to do.
+    assert compactor.manage(result.messages).events == []
+
+
+def test_tier_2_evicts_dedupes_and_masks_storing_everything() -> None:
+    compactor = Compactor(
+        model="gpt-4o",
+        context_window=11_000,
+        compaction={"target_fraction": 0.55},
+        history={"strategy": "off"},
+    )
+    messages = coding_session()
+    before = compactor.usage(messages)["tokens"]
+    assert 9_350 < before < 11_000, before
+    result = compactor.manage(messages)
+    kinds = [a["type"] for a in result.plan["actions"]]
+    assert "evict-input" in kinds and "dedupe" in kinds, kinds
+    assert result.plan["trigger"]["tier2"]
+    assert compactor.usage(result.messages)["tokens"] == result.plan["tokensAfter"] <= result.plan["trigger"]["target"]
+    for action in result.plan["actions"]:
+        assert compactor.store.read(action["path"]) == action["content"]
+        assert action["path"] in json.dumps(result.messages[action["messageIndex"]])
+    assert all(e["status"] == "applied" for e in result.events)
+    assert_paired(result.messages)
+    assert compactor.manage(result.messages + [{"role": "user", "content": "and now?"}]).events == []
+
+
+def failing(request: Dict[str, Any]) -> str:
+    raise RuntimeError("rate limited")
+
+
+async def failing_async(request: Dict[str, Any]) -> str:
+    await asyncio.sleep(0)
+    raise RuntimeError("rate limited")
+
+
+def check_fallback(compactor: Compactor, messages: List[Dict[str, Any]], result: Any, why: str) -> None:
+    event = next(e for e in result.events if e["strategy"] == "summarize")
+    assert event["status"] == "fallback" and why in event["error"], event
+    transcript = next(a for a in result.plan["actions"] if a["type"] == "save-transcript")
+    # Transcript first: the whole input is in the store, as JSON and as Markdown.
+    assert json.loads(compactor.store.read(transcript["path"])) == messages
+    assert compactor.store.read(transcript["readablePath"]).startswith("# Conversation transcript")
+    summary = result.messages[1]["content"]
+    assert summary.startswith("[Conversation summary]") and transcript["path"] in summary
+    assert "## Session Intent\nTurn 0:" in summary
+    assert result.messages[0] == messages[0] and result.messages[-1] == messages[-1]
+    assert_paired(result.messages)
+    assert compactor.usage(result.messages)["tokens"] <= result.plan["trigger"]["target"]
+
+
+def test_tier_3_with_a_failing_summarizer_falls_back_to_the_heuristic_summary_transcript_first() -> None:
+    messages = chat(30)
+    compactor = Compactor(context_window=8_000, summarize=failing)
+    assert compactor.usage(messages)["tokens"] > 8_000
+    check_fallback(compactor, messages, compactor.manage(messages), "summarizer failed: rate limited")
+    # No summarizer at all: the same fallback, saying why.
+    bare = Compactor(context_window=8_000)
+    check_fallback(bare, messages, bare.manage(messages), "no summarizer configured")
+
+
+def test_tier_3_async_summarizers_through_amanage() -> None:
+    messages = chat(30)
+    compactor = Compactor(context_window=8_000, summarize=failing_async)
+    check_fallback(compactor, messages, asyncio.run(compactor.amanage(messages)), "rate limited")
+
+    requests: List[Dict[str, Any]] = []
+
+    async def summarize(request: Dict[str, Any]) -> str:
+        requests.append(request)
+        # Transcript first: it is in the store when the LLM is asked.
+        assert len(store.list("/conversation_history/")) == 2
+        return "## Session Intent\nChat about many things."
+
+    store = MemoryStore()
+    good = Compactor(context_window=8_000, store=store, summarize=summarize)
+    result = asyncio.run(good.amanage(messages))
+    [request] = requests
+    assert request["messages"] == [{"role": "user", "content": request["prompt"]}]
+    assert 0 < request["maxTokens"] <= 800
+    assert "Chat about many things." in result.messages[1]["content"]
+    assert next(e for e in result.events if e["strategy"] == "summarize")["status"] == "applied"
+
+
+def test_an_async_summarizer_that_never_answers_times_out_into_the_fallback() -> None:
+    async def never(request: Dict[str, Any]) -> str:
+        await asyncio.sleep(60)
+        return "late"
+
+    compactor = Compactor(context_window=8_000, summarize=never, summarize_timeout=0.2)
+    result = asyncio.run(compactor.amanage(chat(30)))
+    event = next(e for e in result.events if e["strategy"] == "summarize")
+    assert event["status"] == "fallback" and "no summary within 0.2 s" in event["error"]
+    # The sync API runs an async summarizer on a private loop, with the same timeout.
+    sync = Compactor(context_window=8_000, summarize=never, summarize_timeout=0.2)
+    event = next(e for e in sync.manage(chat(30)).events if e["strategy"] == "summarize")
+    assert event["status"] == "fallback"
+
+
+def test_a_failed_transcript_write_blocks_the_summary_and_removes_nothing() -> None:
+    class Broken(MemoryStore):
+        def write(self, path: str, text: str) -> None:
+            if path.startswith("/conversation_history/"):
+                raise OSError("disk full")
+            super().write(path, text)
+
+    calls: List[Any] = []
+    compactor = Compactor(context_window=8_000, store=Broken(), summarize=lambda r: calls.append(r) or "x")
+    messages = chat(30)
+    result = compactor.manage(messages)
+    assert calls == []
+    assert result.messages == messages
+    assert any(e["status"] == "failed" and "disk full" in (e.get("error") or "") for e in result.events)
+
+
+def test_compact_runs_on_demand_with_instructions() -> None:
+    prompts: List[str] = []
+    compactor = Compactor(context_window=128_000, summarize=lambda r: prompts.append(r["prompt"]) or "Short.")
+    messages = chat(12)
+    assert compactor.manage(messages).events == []
+    result = compactor.compact(messages, instructions="Keep the file names.")
+    assert "Keep the file names." in prompts[0]
+    assert any(e["strategy"] == "summarize" and e["status"] == "applied" for e in result.events)
+
+
+def test_state_round_trips_and_plans_are_deterministic(tmp_path) -> None:
+    store = LocalStore(tmp_path)
+    first = Compactor(context_window=8_000, store=store, state_path="/state/c.json")
+    result = first.manage(chat(30))
+    assert result.state_error is None
+    saved = json.loads(store.read("/state/c.json"))
+    assert saved == first.state() and saved["stats"]["byStrategy"]["summarize"]["events"] == 1
+    # A new compactor (another process, say) continues from the saved state.
+    second = Compactor(context_window=8_000, store=store, state_path="/state/c.json")
+    assert second.stats() == first.stats()
+    assert Compactor(context_window=8_000).plan(chat(30)) == Compactor(context_window=8_000).plan(chat(30))
+
+
+def test_the_held_conversation_syncs_incrementally_and_sees_edits_in_place() -> None:
+    compactor = Compactor(model="gpt-4o")
+    messages = chat(20)
+    first = compactor.usage(messages)["tokens"]
+    messages.append({"role": "user", "content": "one more question"})
+    assert compactor.usage(messages)["tokens"] == first + count_tokens("one more question") + 4
+    # An edit in place that changes a size is seen.
+    messages[1]["content"] += " and more"
+    assert compactor.usage(messages)["tokens"] == Compactor(model="gpt-4o").usage(messages)["tokens"]
+
+
+def test_binary_values_cross_untouched() -> None:
+    image = bytes(range(256))
+    looked = {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "image": image, "mediaType": "image/png"}]}
+    messages = slice_conversation(huge_tool_result(30_000)) + [looked]
+    compactor = Compactor(model="gpt-4o", context_window=16_000)
+    result = compactor.manage(messages)
+    assert result.events and result.events[0]["strategy"] == "offload"
+    # The same bytes object comes back, not a copy or a list of numbers.
+    assert result.messages[-1]["content"][1]["image"] is image
+    assert compactor.usage([looked])["tokens"] > 1_000  # an image counts (1,600 by default)
+
+
+def test_system_prompt_names_the_recovery_paths_and_the_memory_file() -> None:
+    store = MemoryStore()
+    compactor = Compactor(store=store)
+    plain = compactor.system_prompt("You are helpful.")
+    assert plain.startswith("You are helpful.") and "/tool_outputs/" in plain and "/memories/AGENTS.md" not in plain
+    store.write("/memories/AGENTS.md", "The user prefers tabs.")
+    with_memory = compactor.system_prompt("You are helpful.")
+    assert "The user prefers tabs." in with_memory and "/memories/" in with_memory
+
+
+def test_loop_context_rolling_window_summary_request_failure_and_prompt() -> None:
+    from context_compactor import PlanMismatchError, loop
+    from context_compactor.errors import InvalidConfigError
+
+    state = loop.create("Build the login endpoint", 0)
+    request = None
+    for i in range(1, 11):
+        step = loop.add_iteration(state, {"unixMs": i * 1000, "cli": "codex", "model": "gpt-5", "output": "" if i == 3 else f"<progress>step {i}</progress>"})
+        state = step.state
+        request = step.request or request
+    assert len(state["iterations"]) == 5
+    assert request is not None and [m["role"] for m in request["messages"]] == ["user"]
+    failed = loop.apply_summary(state, request["id"], {"error": "timeout"})
+    assert failed["summary"] == "" and len(failed["pending"]) == 5
+    done = loop.apply_summary(state, request["id"], "Steps 1-5 done.")
+    prompt = loop.build_prompt(done)
+    assert "# Goal\nBuild the login endpoint" in prompt and "Steps 1-5 done." in prompt
+    with pytest.raises(PlanMismatchError):
+        loop.apply_summary(done, "stale-id", "x")
+    with pytest.raises(InvalidConfigError) as e:
+        loop.add_iteration(done, {"unixMs": 1, "ouput": "typo"})
+    assert e.value.field == "iteration" and "ouput" in str(e.value)
+
+
+def test_offload_tool_output_at_return_time() -> None:
+    store = MemoryStore()
+    compactor = Compactor(model="gpt-4o", context_window=16_000, store=store)
+    assert compactor.offload_tool_output("search", "c1", "small") == "small"
+    data = {"rows": [{"n": i, "text": f"row {i} of the table"} for i in range(3_000)]}
+    as_json = compactor.offload_tool_output("search", "c2", data)  # JSON data: stored as JSON text
+    assert isinstance(as_json, str) and as_json.startswith("[Tool output offloaded:")
+    [json_path] = store.list("/tool_outputs/")
+    assert json.loads(store.read(json_path)) == data
+    big = huge_tool_result(20_000)
+    preview = compactor.offload_tool_output("search", "c3", big)
+    assert isinstance(preview, str) and preview.startswith("[Tool output offloaded:")
+    [path] = [p for p in store.list("/tool_outputs/") if p != json_path]
+    assert store.read(path) == big and path in preview
+    assert asyncio.run(compactor.aoffload_tool_output("search", "c4", big)).startswith("[Tool output offloaded:")
+
+    class Full(MemoryStore):
+        def write(self, path: str, text: str) -> None:
+            raise OSError("disk full")
+
+    assert Compactor(model="gpt-4o", context_window=16_000, store=Full()).offload_tool_output("search", "c5", big) is big

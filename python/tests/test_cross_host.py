@@ -1,0 +1,128 @@
+"""Cross-host determinism: the same conversations planned through the Python package (the
+Component under wasmtime), the npm package (the wasm-bindgen build under Node) and the native
+crate (its CLI, `context-compactor plan --json`) give JSON-equal plans — every action, path,
+count, trigger and cache figure, transcripts and summary requests included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from context_compactor import Compactor
+
+from conftest import REPO, chat, coding_session
+from test_compactor import huge_tool_result, slice_conversation
+
+CASES: Dict[str, Tuple[Dict[str, Any], List[Dict[str, Any]], bool]] = {
+    # name: (config, messages, manual)
+    "tier 1, a 100k-token tool result at 16k": ({"model": "gpt-4o", "contextWindow": 16_000}, slice_conversation(huge_tool_result(100_000)), False),
+    "tier 2, a coding session at 11k": (
+        {"model": "gpt-4o", "contextWindow": 11_000, "compaction": {"targetFraction": 0.55}, "history": {"strategy": "off"}},
+        coding_session(),
+        False,
+    ),
+    "tier 3, a 30-turn chat at 8k": ({"contextWindow": 8_000}, chat(30), False),
+    "tier 3, truncate, claude": ({"model": "claude-sonnet-4-5", "contextWindow": 8_000, "history": {"strategy": "truncate"}}, chat(30), False),
+    "manual, cl100k (gpt-4)": ({"model": "gpt-4", "contextWindow": 32_000}, chat(12), True),
+    "nothing to do": ({"model": "gpt-4o"}, chat(5), False),
+}
+
+
+def native_cli() -> str:
+    subprocess.run(["cargo", "build", "-q", "--features", "cli", "--bin", "context-compactor"], cwd=REPO, check=True)
+    return os.path.join(REPO, "target", "debug", "context-compactor")
+
+
+def native_plans(tmp_path) -> Dict[str, Any]:
+    cli = native_cli()
+    plans = {}
+    for n, (name, (config, messages, manual)) in enumerate(CASES.items()):
+        session, config_file = tmp_path / f"s{n}.json", tmp_path / f"c{n}.json"
+        session.write_text(json.dumps(messages), encoding="utf-8")
+        config_file.write_text(json.dumps(config), encoding="utf-8")
+        args = [cli, "plan", str(session), "--config", str(config_file), "--json"] + (["--manual"] if manual else [])
+        plans[name] = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+    return plans
+
+
+NODE_SCRIPT = """
+import { readFileSync } from 'node:fs';
+const cc = await import(process.argv[2]);
+await cc.init();
+const cases = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+const out = {};
+for (const [name, [config, messages, manual]] of Object.entries(cases)) {
+  const compactor = await cc.createCompactor(config);
+  // JSON.stringify reads the transcripts' json/markdown, rendered on first read.
+  out[name] = JSON.parse(JSON.stringify(compactor.plan(messages, manual ? { trigger: 'manual' } : undefined)));
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def npm_plans(tmp_path) -> Dict[str, Any]:
+    entry = os.path.join(REPO, "js", "dist", "entry", "node.js")
+    assert os.path.isfile(entry), "js/dist is not built: run bash scripts/build.sh"
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps(CASES), encoding="utf-8")
+    script = tmp_path / "plan.mjs"
+    script.write_text(NODE_SCRIPT, encoding="utf-8")
+    run = subprocess.run(["node", str(script), "file://" + entry, str(cases)], check=True, capture_output=True, text=True)
+    return json.loads(run.stdout)
+
+
+def python_plans() -> Dict[str, Any]:
+    return {
+        name: Compactor(config).plan(messages, trigger="manual" if manual else "auto")
+        for name, (config, messages, manual) in CASES.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory) -> Dict[str, Dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("cross-host")
+    native = native_plans(tmp)
+    return {
+        "python": python_plans(),
+        "npm": npm_plans(tmp),
+        "native": {name: run["plan"] for name, run in native.items()},
+        "native-applied": {name: run["applied"] for name, run in native.items()},
+    }
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_python_npm_and_native_plans_are_json_equal(plans, case: str) -> None:
+    python, npm, native = plans["python"][case], plans["npm"][case], plans["native"][case]
+    assert python == native
+    assert python == npm
+
+
+def essentials(event: Dict[str, Any]) -> Tuple[Any, ...]:
+    # The summary's error text is the host's own ("no summarizer configured" here, "the CLI has
+    # no LLM" there); everything else must agree.
+    return tuple(event.get(k) for k in ("actionId", "strategy", "status", "messageIndex", "path", "tokensBefore", "tokensAfter", "tokensSaved"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_python_applies_as_the_native_host_loop_does(plans, case: str) -> None:
+    config, messages, manual = CASES[case]
+    compactor = Compactor(config)
+    result = compactor.compact(messages) if manual else compactor.manage(messages)
+    native = plans["native-applied"][case]
+    assert [essentials(e) for e in result.events] == [essentials(e) for e in native["events"]]
+    if result.events:
+        assert compactor.usage(result.messages)["tokens"] == native["tokensAfter"]
+
+
+def test_the_cases_cover_every_tier_and_both_encodings(plans) -> None:
+    python = plans["python"]
+    kinds = {a["type"] for plan in python.values() for a in plan["actions"]}
+    assert {"offload", "evict-input", "dedupe", "save-transcript", "summarize", "drop"} <= kinds, kinds
+    assert {p["model"]["encoding"] for p in python.values()} == {"o200k_base", "cl100k_base"}
+    assert python["nothing to do"]["actions"] == []
+    transcript = next(a for a in python["tier 3, a 30-turn chat at 8k"]["actions"] if a["type"] == "save-transcript")
+    assert json.loads(transcript["json"]) == CASES["tier 3, a 30-turn chat at 8k"][1]

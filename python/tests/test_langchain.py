@@ -1,0 +1,132 @@
+"""The LangChain v1 middleware: a `create_agent` agent driven by a scripted chat model for 30
+model calls, each tool call returning pages of ~2.5k tokens (every seventh ~12k), at a 16k
+window. Every prompt the model receives stays under the window, tool calls and results stay
+paired, offloaded pages are in the store byte for byte, and the agent finishes."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, List
+
+import pytest
+
+
+from langchain.agents import create_agent
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+
+from context_compactor import Compactor, MemoryStore
+from context_compactor.langchain import CompactorMiddleware, from_model_messages, recovery_langchain_tools, to_model_messages
+
+from conftest import assert_paired
+
+WINDOW = 16_000
+STEPS = 30
+
+
+def page(n: int) -> str:
+    lines = 600 if n % 7 == 3 else 125
+    return "\n".join(f"page {n} line {i}: the quarterly figure for region {i % 13} was {(n * 7919 + i * 31) % 10_007}" for i in range(lines))
+
+
+@tool
+def fetch_page(page_number: int) -> str:
+    """Fetch one page of the report."""
+    return page(page_number)
+
+
+class ScriptedModel(BaseChatModel):
+    """Asks for page n at call n, then answers; records every prompt it is sent."""
+
+    prompts: List[List[BaseMessage]] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedModel":
+        return self
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        n = len(self.prompts)
+        self.prompts.append(list(messages))
+        if n < STEPS - 1:
+            message = AIMessage(content=f"Reading page {n}.", tool_calls=[{"id": f"call_{n}", "name": "fetch_page", "args": {"page_number": n}}])
+        else:
+            message = AIMessage(content="The report is read.")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def run_agent(use_async: bool) -> tuple:
+    store = MemoryStore()
+    results: List[Any] = []
+    middleware = CompactorMiddleware(
+        model="gpt-4o",
+        context_window=WINDOW,
+        store=store,
+        summarize=lambda request: "## Session Intent\nRead the quarterly report page by page.",
+        on_result=results.append,
+    )
+    model = ScriptedModel(prompts=[])
+    agent = create_agent(model, tools=[fetch_page, *recovery_langchain_tools(store)], system_prompt="You read reports.", middleware=[middleware])
+    question = {"messages": [HumanMessage(content="Read the whole report, page by page.")]}
+    config = {"recursion_limit": 4 * STEPS}
+    final = asyncio.run(agent.ainvoke(question, config)) if use_async else agent.invoke(question, config)
+    return model.prompts, final, store, results
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_an_agent_stays_under_the_window_over_30_steps(use_async: bool) -> None:
+    prompts, final, store, results = run_agent(use_async)
+    assert len(prompts) == STEPS
+    assert final["messages"][-1].content == "The report is read."
+    counter = Compactor(model="gpt-4o", context_window=WINDOW)
+    sizes = [counter.usage(to_model_messages(p))["tokens"] for p in prompts]
+    assert max(sizes) < WINDOW, sizes
+    # Without the middleware the last prompt would be several windows long.
+    raw = sum(counter.usage([{"role": "user", "content": page(n)}])["tokens"] for n in range(STEPS - 1))
+    assert raw > 4 * WINDOW
+    for p in prompts:
+        assert_paired(to_model_messages(p))
+    events = [e for r in results for e in r.events]
+    strategies = {e["strategy"] for e in events if e["status"] == "applied"}
+    assert "offload" in strategies and strategies & {"summarize", "mask", "truncate"}, strategies
+    # Offloaded pages are in the store byte for byte.
+    offloaded = [e for e in events if e["strategy"] == "offload" and e["status"] == "applied"]
+    assert offloaded and all(store.read(e["path"]) == page(int(e["toolCallId"].split("_")[1])) for e in offloaded)
+
+
+def test_unchanged_messages_come_back_as_the_same_objects() -> None:
+    messages: List[BaseMessage] = [
+        HumanMessage(content="hi", id="h1"),
+        AIMessage(content="", tool_calls=[{"id": "c1", "name": "fetch_page", "args": {"page_number": 1}}], id="a1"),
+        ToolMessage(content=page(3), tool_call_id="c1", name="fetch_page", id="t1"),
+        AIMessage(content="done", id="a2"),
+    ]
+    converted = to_model_messages(messages)
+    result = Compactor(model="gpt-4o", context_window=WINDOW).manage(converted)
+    back = from_model_messages(result.messages, messages, converted)
+    assert back[0] is messages[0] and back[1] is messages[1] and back[3] is messages[3]
+    assert isinstance(back[2], ToolMessage) and back[2].id == "t1" and back[2].tool_call_id == "c1"
+    assert back[2].content.startswith("[Tool output offloaded:")
+
+
+def test_offload_at_return_keeps_big_outputs_out_of_the_history() -> None:
+    store = MemoryStore()
+    middleware = CompactorMiddleware(model="gpt-4o", context_window=WINDOW, store=store, offload_at_return=True)
+    model = ScriptedModel(prompts=[])
+    agent = create_agent(model, tools=[fetch_page], middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage(content="Read it.")]}, {"recursion_limit": 4 * STEPS})
+    big = {f"call_{n}": page(n) for n in range(STEPS - 1) if n % 7 == 3}
+    seen = 0
+    for prompt in model.prompts:
+        for message in prompt:
+            if isinstance(message, ToolMessage) and message.tool_call_id in big:
+                # Never the page itself: from its first prompt on, a preview naming the path.
+                seen += 1
+                assert message.content != big[message.tool_call_id]
+                path = message.content.split("Full content: ")[1].split("]")[0]
+                assert store.read(path) == big[message.tool_call_id]
+    assert seen >= len(big)

@@ -1,0 +1,168 @@
+//! The Component Model binding (`wit/context-compactor.wit`, world `core`), built for
+//! `wasm32-wasip2` with the `component` feature. Like the wasm-bindgen binding it only converts:
+//! the JSON strings pass through `bindings/json.rs` unchanged, and a core [`Error`] becomes the
+//! WIT `error` record (`code`, `message`, and the whole error as the npm binding throws it).
+
+use std::cell::RefCell;
+
+use super::json::{self, HeldCompactor};
+use crate::Error;
+
+// wit-bindgen's generated glue is `unsafe` by nature (it lifts and lowers through linear
+// memory); the crate forbids unsafe code everywhere else.
+wit_bindgen::generate!({
+    world: "core",
+    path: "wit",
+});
+
+use exports::context_compactor::core::api;
+
+struct Component;
+
+export!(Component);
+
+fn error(error: Error) -> api::Error {
+    let json = json::error_json(&error);
+    let code = serde_json::to_value(&error)
+        .ok()
+        .and_then(|v| v.get("code").and_then(|c| c.as_str()).map(str::to_owned))
+        .unwrap_or_default();
+    api::Error {
+        code,
+        message: error.to_string(),
+        json,
+    }
+}
+
+/// The resource behind `compactor`: the held compactor, mutable through `&self` as WIT methods
+/// are (a component instance is single-threaded).
+pub struct ComponentCompactor(RefCell<HeldCompactor>);
+
+impl api::Guest for Component {
+    type Compactor = ComponentCompactor;
+
+    fn count_tokens(text: String, encoding: String) -> Result<u32, api::Error> {
+        json::count_tokens(&text, &encoding).map_err(error)
+    }
+
+    fn load_encoding(encoding: String, data: Vec<u8>) -> Result<(), api::Error> {
+        json::load_encoding(&encoding, data).map_err(error)
+    }
+
+    fn encoding_loaded(encoding: String) -> Result<bool, api::Error> {
+        json::encoding_loaded(&encoding).map_err(error)
+    }
+
+    fn loop_new(goal: String, start_unix_ms: u64) -> String {
+        json::loop_new(&goal, start_unix_ms)
+    }
+
+    fn loop_add_iteration(
+        context: String,
+        iteration: String,
+        config: String,
+    ) -> Result<String, api::Error> {
+        json::loop_add_iteration(&context, &iteration, &config).map_err(error)
+    }
+
+    fn loop_request_summary(context: String, config: String) -> Result<String, api::Error> {
+        json::loop_request_summary(&context, &config).map_err(error)
+    }
+
+    fn loop_apply_summary(
+        context: String,
+        id: String,
+        summary: Option<String>,
+        failure: Option<String>,
+    ) -> Result<String, api::Error> {
+        json::loop_apply_summary(&context, &id, summary, failure).map_err(error)
+    }
+
+    fn loop_build_prompt(context: String, config: String) -> Result<String, api::Error> {
+        json::loop_build_prompt(&context, &config).map_err(error)
+    }
+
+    fn recovery_segment(offload_prefix: String, history_prefix: String) -> String {
+        crate::prompts::recovery_segment(&offload_prefix, &history_prefix)
+    }
+
+    fn memory_segment(memories_prefix: String) -> String {
+        crate::prompts::memory_segment(&memories_prefix)
+    }
+
+    fn with_memory(system: String, agents_md: Option<String>) -> String {
+        crate::prompts::with_memory(&system, agents_md.as_deref())
+    }
+}
+
+impl api::GuestCompactor for ComponentCompactor {
+    fn create(config: String, state: Option<String>) -> Result<api::Compactor, api::Error> {
+        let inner = HeldCompactor::new(&config, state.as_deref()).map_err(error)?;
+        Ok(api::Compactor::new(ComponentCompactor(RefCell::new(inner))))
+    }
+
+    fn sync(&self, keep: u32, appended: String) -> Result<u32, api::Error> {
+        self.0.borrow_mut().sync(keep, &appended).map_err(error)
+    }
+
+    fn plan(
+        &self,
+        messages: Option<String>,
+        options: Option<String>,
+    ) -> Result<String, api::Error> {
+        self.0
+            .borrow()
+            .plan(messages.as_deref(), options.as_deref())
+            .map_err(error)
+    }
+
+    fn transcript(&self, messages: Option<String>, strategy: String) -> Result<String, api::Error> {
+        self.0
+            .borrow()
+            .transcript(messages.as_deref(), &strategy)
+            .map_err(error)
+    }
+
+    fn apply(
+        &self,
+        messages: Option<String>,
+        plan: String,
+        outcomes: String,
+    ) -> Result<String, api::Error> {
+        self.0
+            .borrow_mut()
+            .apply(messages.as_deref(), &plan, &outcomes)
+            .map_err(error)
+    }
+
+    fn planned_prefix(&self, end: u32) -> String {
+        self.0.borrow().planned_prefix(end)
+    }
+
+    fn usage(&self, messages: Option<String>) -> Result<String, api::Error> {
+        self.0.borrow().usage(messages.as_deref()).map_err(error)
+    }
+
+    fn count_raw(&self, messages: Option<String>) -> Result<u32, api::Error> {
+        self.0
+            .borrow()
+            .count_raw(messages.as_deref())
+            .map_err(error)
+    }
+
+    fn observe_usage(&self, predicted_raw: u32, actual: u32) {
+        self.0.borrow_mut().observe_usage(predicted_raw, actual);
+    }
+
+    fn state(&self) -> String {
+        self.0.borrow().state()
+    }
+
+    fn stats(&self) -> String {
+        self.0.borrow().stats()
+    }
+
+    fn model(&self) -> String {
+        self.0.borrow().model()
+    }
+}

@@ -1,0 +1,275 @@
+//! What every binding does the same way: JSON strings in, JSON strings out, the core's
+//! [`Error`] out on failure. The wasm-bindgen binding (`wasm/`) and the Component Model binding
+//! (`component/`) each wrap these in a few lines that turn an [`Error`] into their host's error
+//! (a thrown JSON string, a WIT `error` record) — both carrying [`error_json`], so a plan, a
+//! count or an error is the same text whichever host asked.
+
+use std::borrow::Cow;
+
+use crate::loop_context::{Iteration, LoopConfig, LoopContext};
+use crate::{
+    parse_messages, parse_messages_at, validate, Action, Compactor, Config, Encoding, Error,
+    Message, Outcome, Plan, PlanOptions, Result, State, Strategy,
+};
+
+/// The error as a JSON object: its fields (`code`, and `field`, `index`, ... by kind) and the
+/// human `message`.
+pub(crate) fn error_json(error: &Error) -> String {
+    let mut value = serde_json::to_value(error).unwrap_or_default();
+    if let Some(map) = value.as_object_mut() {
+        map.insert("message".into(), error.to_string().into());
+    }
+    value.to_string()
+}
+
+/// Parses host-supplied JSON: malformed text is `malformed_json`; a plan or outcomes of the
+/// wrong shape is `plan_mismatch` (the core did not produce them); anything else of the wrong
+/// shape is `invalid_config` naming `what`.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> Result<T> {
+    serde_json::from_str(json).map_err(|e| {
+        let message = crate::error::strip_position(&e.to_string());
+        if e.is_syntax() || e.is_eof() {
+            Error::json(what, &e)
+        } else if matches!(what, "plan" | "outcomes") {
+            // A plan or outcomes the core did not produce: a mismatch with what it planned.
+            Error::PlanMismatch {
+                action_id: None,
+                message: format!("{what}: {message}"),
+            }
+        } else {
+            // Host-supplied data (an iteration, a loop context, a state): invalid input.
+            Error::InvalidConfig {
+                field: what.to_owned(),
+                message,
+            }
+        }
+    })
+}
+
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    // Serializing our own types to a String cannot fail (no non-string map keys, no IO).
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Exact token count of `text` in `encoding` (`o200k_base` or `cl100k_base`).
+pub(crate) fn count_tokens(text: &str, encoding: &str) -> Result<u32> {
+    let encoding: Encoding = encoding.parse()?;
+    Ok(u32::try_from(crate::count_tokens(text, encoding)?).unwrap_or(u32::MAX))
+}
+
+/// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). Loading a loaded
+/// encoding is a no-op.
+pub(crate) fn load_encoding(encoding: &str, data: Vec<u8>) -> Result<()> {
+    let encoding: Encoding = encoding.parse()?;
+    if crate::counting::bpe::is_available(encoding) {
+        return Ok(());
+    }
+    crate::counting::bpe::load(encoding, data).map(|_| ())
+}
+
+/// Whether the encoding can count now.
+pub(crate) fn encoding_loaded(encoding: &str) -> Result<bool> {
+    let encoding: Encoding = encoding.parse()?;
+    Ok(crate::counting::bpe::is_available(encoding))
+}
+
+/// A compactor and the conversation it holds. The host syncs the conversation incrementally
+/// (`sync`: keep what is unchanged, append the rest), so a conversation that grew by one message
+/// crosses the boundary as one message. Every method that takes `messages_json` uses those
+/// messages instead when given, and the held conversation when not.
+pub(crate) struct HeldCompactor {
+    inner: Compactor,
+    held: Vec<Message>,
+}
+
+impl HeldCompactor {
+    pub(crate) fn new(config_json: &str, state_json: Option<&str>) -> Result<Self> {
+        let config = Config::from_json(config_json)?;
+        let state: State = match state_json {
+            Some(json) => parse("state", json)?,
+            None => State::default(),
+        };
+        Ok(HeldCompactor {
+            inner: Compactor::with_state(config, state)?,
+            held: Vec::new(),
+        })
+    }
+
+    fn messages<'a>(&'a self, json: Option<&str>) -> Result<Cow<'a, [Message]>> {
+        match json {
+            Some(json) => Ok(parse_messages(json)?.into()),
+            None => Ok(self.held.as_slice().into()),
+        }
+    }
+
+    /// Messages `[0, end)` of the held conversation as planned (the compaction record replayed
+    /// onto it): the prefix of a summary request's continuation.
+    pub(crate) fn planned_prefix(&self, end: u32) -> String {
+        let planned = self.inner.replay(&self.held);
+        let end = (end as usize).min(planned.len());
+        to_json(&planned[..end])
+    }
+
+    /// Holds the first `keep` held messages followed by `appended_json` (an array), and
+    /// validates the whole. Returns the number held. On any error nothing is held (the host
+    /// syncs in full next time).
+    pub(crate) fn sync(&mut self, keep: u32, appended_json: &str) -> Result<u32> {
+        let keep = keep as usize;
+        // Taken out: on any error below, nothing is held.
+        let mut held = std::mem::take(&mut self.held);
+        if keep > held.len() {
+            return Err(Error::InvalidMessages {
+                message: format!("sync: keep {keep} of {} held messages", held.len()),
+            });
+        }
+        held.truncate(keep);
+        held.extend(parse_messages_at(appended_json, keep)?);
+        validate(&held)?;
+        self.held = held;
+        Ok(u32::try_from(self.held.len()).unwrap_or(u32::MAX))
+    }
+
+    /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`. The plan crosses
+    /// without its bulk, which the host has or can ask for: transcripts' `json` and `markdown`
+    /// are empty (`transcript` renders them) and a summary request's `messages` is empty (it is
+    /// `[{role: 'user', content: prompt}]`).
+    pub(crate) fn plan(
+        &self,
+        messages_json: Option<&str>,
+        options_json: Option<&str>,
+    ) -> Result<String> {
+        let messages = self.messages(messages_json)?;
+        let mut options: PlanOptions = match options_json {
+            Some(json) => {
+                crate::config::deserialize(parse::<serde_json::Value>("plan options", json)?)?
+            }
+            None => PlanOptions::default(),
+        };
+        options.defer_transcript = true;
+        let mut plan = self.inner.plan_with_options(&messages, &options)?;
+        for action in &mut plan.actions {
+            if let Action::Summarize(s) = action {
+                s.request.messages.clear();
+            }
+        }
+        Ok(to_json(&plan))
+    }
+
+    /// The transcript (`{id, path, readablePath, json, markdown, messages}`) that a lossy action
+    /// of `strategy` (`summarize`, `truncate`, `importance`) saves for the messages.
+    pub(crate) fn transcript(&self, messages_json: Option<&str>, strategy: &str) -> Result<String> {
+        let messages = self.messages(messages_json)?;
+        let strategy: Strategy = parse("strategy", &to_json(&strategy))?;
+        Ok(to_json(&self.inner.transcript(&messages, strategy)))
+    }
+
+    /// Applies outcomes to the messages (a plan whose transcripts changed since gives
+    /// `plan_mismatch`). With the held conversation, the result becomes the held one.
+    pub(crate) fn apply(
+        &mut self,
+        messages_json: Option<&str>,
+        plan_json: &str,
+        outcomes_json: &str,
+    ) -> Result<String> {
+        let plan: Plan = parse("plan", plan_json)?;
+        let outcomes: Vec<Outcome> = parse("outcomes", outcomes_json)?;
+        let held = messages_json.is_none();
+        let messages = match messages_json {
+            Some(json) => parse_messages(json)?,
+            None => self.held.clone(),
+        };
+        let applied = self.inner.apply(messages, &plan, &outcomes)?;
+        let json = to_json(&applied);
+        if held {
+            self.held = applied.messages;
+        }
+        Ok(json)
+    }
+
+    /// `{tokens, window, fraction}` as JSON.
+    pub(crate) fn usage(&self, messages_json: Option<&str>) -> Result<String> {
+        let messages = self.messages(messages_json)?;
+        Ok(to_json(&self.inner.usage(&messages)))
+    }
+
+    /// Uncalibrated count, to pair with a later `observe_usage`.
+    pub(crate) fn count_raw(&self, messages_json: Option<&str>) -> Result<u32> {
+        let messages = self.messages(messages_json)?;
+        Ok(self.inner.count_raw(&messages))
+    }
+
+    pub(crate) fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
+        self.inner.observe_usage(predicted_raw, actual);
+    }
+
+    pub(crate) fn state(&self) -> String {
+        to_json(self.inner.state())
+    }
+
+    pub(crate) fn stats(&self) -> String {
+        to_json(self.inner.stats())
+    }
+
+    pub(crate) fn model(&self) -> String {
+        to_json(self.inner.model())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loop context (seed 003): stateless, the state travels as JSON.
+
+/// `{context, request}`: the context after adding the iteration, and a summary request if one
+/// is due.
+pub(crate) fn loop_add_iteration(
+    context_json: &str,
+    iteration_json: &str,
+    config_json: &str,
+) -> Result<String> {
+    let mut context: LoopContext = parse("loop context", context_json)?;
+    let iteration: Iteration = parse("iteration", iteration_json)?;
+    let config = LoopConfig::from_json(config_json)?;
+    let request = context.add_iteration(iteration, &config);
+    Ok(loop_step(&context, request.as_ref()))
+}
+
+/// `{context, request}`, as the loop functions that may ask for a summary answer.
+fn loop_step(
+    context: &LoopContext,
+    request: Option<&crate::loop_context::SummaryRequest>,
+) -> String {
+    to_json(&serde_json::json!({ "context": context, "request": request }))
+}
+
+/// A fresh loop context as JSON.
+pub(crate) fn loop_new(goal: &str, start_unix_ms: u64) -> String {
+    to_json(&LoopContext::new(goal, start_unix_ms))
+}
+
+/// `{context, request}` with a summary request made now (e.g. to retry after a failure).
+pub(crate) fn loop_request_summary(context_json: &str, config_json: &str) -> Result<String> {
+    let mut context: LoopContext = parse("loop context", context_json)?;
+    let config = LoopConfig::from_json(config_json)?;
+    let request = context.request_summary(&config);
+    Ok(loop_step(&context, request.as_ref()))
+}
+
+/// The context after the host's answer to a summary request: `summary` on success, else
+/// `error`.
+pub(crate) fn loop_apply_summary(
+    context_json: &str,
+    id: &str,
+    summary: Option<String>,
+    error: Option<String>,
+) -> Result<String> {
+    let mut context: LoopContext = parse("loop context", context_json)?;
+    let answer = summary.ok_or_else(|| error.unwrap_or_else(|| "no summary".into()));
+    context.apply_summary(id, answer)?;
+    Ok(to_json(&context))
+}
+
+/// The loop's prompt for the next iteration.
+pub(crate) fn loop_build_prompt(context_json: &str, config_json: &str) -> Result<String> {
+    let context: LoopContext = parse("loop context", context_json)?;
+    let config = LoopConfig::from_json(config_json)?;
+    Ok(crate::loop_context::build_prompt(&context, &config))
+}
