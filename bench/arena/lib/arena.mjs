@@ -1,6 +1,7 @@
 // Runs contenders on sessions: the harness behind run.mjs.
 import { runAiSdk } from '../contenders/ai-sdk.mjs';
 import { runLangChain } from '../contenders/langchain.mjs';
+import { runStrands } from '../contenders/strands.mjs';
 import { continuity, kept } from './continuity.mjs';
 import { Scorer } from './metrics.mjs';
 
@@ -11,6 +12,7 @@ export const CONTENDERS = [
   { name: 'langchain summarization', via: 'LangChain v1 `createAgent` + `summarizationMiddleware` (trigger 0.85 of the window, keep 0.2)', run: (s, o) => runLangChain(s, { ...o, kind: 'summarization' }) },
   { name: 'langchain context-editing', via: 'LangChain v1 `createAgent` + `contextEditingMiddleware` (`ClearToolUsesEdit`, trigger 0.85 of the window, keeps 3)', run: (s, o) => runLangChain(s, { ...o, kind: 'context-editing' }) },
   { name: 'deepagents', via: 'DeepAgents JS `createDeepAgent`, default middleware', run: (s, o) => runLangChain(s, { ...o, kind: 'deepagents' }) },
+  { name: 'strands auto', via: "Strands Agents TS SDK `Agent({ contextManager: 'auto' })`, the model's `contextWindowLimit` the window", run: (s, o) => runStrands(s, o) },
   { name: 'context-compactor simple', via: 'context-compactor `prepareStep` + `wrapTools`, preset simple', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'simple' }) },
   { name: 'context-compactor smart', via: 'context-compactor `prepareStep` + `wrapTools`, preset smart', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart' }) },
   { name: 'context-compactor smart (stateless)', via: 'context-compactor, preset smart, as a stateless route handler: a new compactor per user turn with `statePath` in one shared store, the raw history re-sent, `prepareStep` + `wrapTools`', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart', host: 'stateless' }) },

@@ -105,6 +105,42 @@ export function fromLangChain(input, definitions = []) {
   return { tools: toolsText(definitions), system: system.join('\n\n'), messages };
 }
 
+/** A Strands content block (`textBlock`, `jsonBlock`, ...) inside a tool result or a system
+ * prompt, as text. */
+function strandsText(block) {
+  if (block.type === 'textBlock') return block.text;
+  if (block.type === 'jsonBlock') return JSON.stringify(block.json);
+  return `[${block.type}]`;
+}
+
+/** Strands Agents messages (`Message[]`: `{role, content: ContentBlock[]}`), its system prompt
+ * (a string or system content blocks) and tool specs (`ToolSpec[]`: `{name, description,
+ * inputSchema}`). Strands carries tool results in user messages; a message of tool results only
+ * is a `tool` message here, as in the other forms. */
+export function fromStrands(input, toolSpecs = [], systemPrompt = undefined) {
+  const system = systemPrompt === undefined ? '' : typeof systemPrompt === 'string' ? systemPrompt : systemPrompt.filter((b) => b.type === 'textBlock').map((b) => b.text).join('');
+  const messages = [];
+  for (const m of input) {
+    let text = '';
+    const calls = [];
+    const results = [];
+    for (const b of m.content) {
+      if (b.type === 'textBlock' || b.type === 'reasoningBlock') text += b.text ?? '';
+      else if (b.type === 'toolUseBlock') {
+        calls.push(b.toolUseId);
+        text += callText(b.toolUseId, b.name, b.input);
+      } else if (b.type === 'toolResultBlock') {
+        results.push(b.toolUseId);
+        text += resultText(b.toolUseId, b.content.map(strandsText).join(''));
+      } else if (b.type !== 'cachePointBlock') text += `[${b.type}]`;
+    }
+    const role = m.role === 'assistant' ? 'assistant' : results.length > 0 && m.content.every((b) => b.type === 'toolResultBlock') ? 'tool' : 'user';
+    messages.push({ role, text, calls, results });
+  }
+  const defs = toolSpecs.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema }));
+  return { tools: toolsText(defs), system, messages };
+}
+
 /** The prompt's pieces in the order a provider caches them: tools, system, then each message. */
 export function pieces(prompt) {
   return [prompt.tools, prompt.system, ...prompt.messages.map((m) => `${m.role}\n${m.text}`)];
