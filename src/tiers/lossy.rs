@@ -481,16 +481,21 @@ fn summarize(
     }
     let _ = write!(
         prompt,
-        "\n\n# Conversation (messages {}–{} of {})\n\n{}",
+        "\n\n# Conversation (messages {}–{} of {})\n\n",
         body_start + 1,
         span.end,
         messages.len(),
-        request_span(inputs, body_start..span.end, pins.groups)
     );
+    // The plain request's tokens: its header and the rendered messages as counted (the
+    // joined span is not counted again).
+    let (rendered, rendered_raw) = request_span(inputs, body_start..span.end, pins.groups);
+    let plain_raw = inputs.counter.text(SYSTEM) + inputs.counter.text(&prompt) + rendered_raw;
+    prompt.push_str(&rendered);
     let mut request = SummaryRequest::new(SYSTEM, prompt, max_tokens);
     request.continuation = continuation(
         inputs,
         &request,
+        plain_raw,
         &span,
         previous.is_some(),
         instructions.as_deref(),
@@ -519,6 +524,7 @@ fn summarize(
 fn continuation(
     inputs: &Inputs,
     plain: &SummaryRequest,
+    plain_raw: u32,
     span: &std::ops::Range<usize>,
     rolling: bool,
     instructions: Option<&str>,
@@ -551,7 +557,6 @@ fn continuation(
         + inputs.tools_raw
         + inputs.original[..span.end].iter().sum::<u32>();
     let instruction_raw = counter.message(&Message::user(instruction.clone()));
-    let plain_raw = counter.text(&plain.system) + counter.messages(&plain.messages);
     let cost = (f64::from(prefix_raw) * read).ceil() as u32 + instruction_raw;
     (cost < plain_raw).then(|| Continuation {
         end: span.end,
@@ -600,40 +605,80 @@ pub(crate) fn summary_message(action: &Summarize, summary: &str) -> Message {
 
 /// The span as the summarizer sees it: each part cut to `requestPartChars`, and the middle
 /// elided when the whole is over `requestMaxTokens`.
-fn request_span(inputs: &Inputs, span: std::ops::Range<usize>, kept: &BTreeSet<usize>) -> String {
+/// The span as the summarizer reads it, and the raw tokens of the rendered messages it holds.
+/// Messages are rendered and counted only as far as the budget reaches from each end (a span
+/// far over the budget costs the budget, not the span).
+fn request_span(
+    inputs: &Inputs,
+    span: std::ops::Range<usize>,
+    kept: &BTreeSet<usize>,
+) -> (String, u32) {
     let config = inputs.config;
     let budget = config.request_max_tokens.unwrap_or(inputs.window / 4);
-    let rendered: Vec<String> = span
-        .clone()
-        .filter(|i| !kept.contains(i))
-        .map(|i| render(i, &inputs.messages[i], Some(config.request_part_chars)))
-        .collect();
-    let tokens: Vec<u32> = rendered
+    let order: Vec<usize> = span.filter(|i| !kept.contains(i)).collect();
+    // (text, raw tokens, scaled tokens) of the k-th message of `order`, made once.
+    let mut made: Vec<Option<(String, u32, u32)>> = vec![None; order.len()];
+    let mut make = |k: usize| -> u32 {
+        let entry = made[k].get_or_insert_with(|| {
+            let text = render(
+                order[k],
+                &inputs.messages[order[k]],
+                Some(config.request_part_chars),
+            );
+            let raw = inputs.counter.text(&text);
+            (text, raw, inputs.scale(raw))
+        });
+        entry.2
+    };
+    // Everything, when it fits; else the start (the intent) and the end (the latest state), the
+    // middle elided.
+    let mut used = 0u32;
+    let mut fits = true;
+    for k in 0..order.len() {
+        used += make(k);
+        if used > budget {
+            fits = false;
+            break;
+        }
+    }
+    let (head, tail) = if fits {
+        (order.len(), order.len())
+    } else {
+        let (mut head, mut used) = (0, 0);
+        while head < order.len() && used + make(head) <= budget / 2 {
+            used += make(head);
+            head += 1;
+        }
+        let mut tail = order.len();
+        while tail > head && used + make(tail - 1) <= budget {
+            used += make(tail - 1);
+            tail -= 1;
+        }
+        (head, tail)
+    };
+    let text = |range: std::ops::Range<usize>| {
+        made[range]
+            .iter()
+            .map(|m| m.as_ref().map_or("", |(t, _, _)| t.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let raw: u32 = made[..head]
         .iter()
-        .map(|r| inputs.scale(inputs.counter.text(r)))
-        .collect();
-    if tokens.iter().sum::<u32>() <= budget {
-        return rendered.join("\n");
+        .chain(&made[tail..])
+        .map(|m| m.as_ref().map_or(0, |(_, r, _)| *r))
+        .sum();
+    if fits {
+        return (text(0..order.len()), raw);
     }
-    // Keep the start (the intent) and the end (the latest state); elide the middle.
-    let (mut head, mut used) = (0, 0);
-    while head < rendered.len() && used + tokens[head] <= budget / 2 {
-        used += tokens[head];
-        head += 1;
-    }
-    let mut tail = rendered.len();
-    while tail > head && used + tokens[tail - 1] <= budget {
-        used += tokens[tail - 1];
-        tail -= 1;
-    }
-    let mut out = rendered[..head].join("\n");
+    let mut out = text(0..head);
     let _ = write!(
         out,
         "\n… {} messages omitted here to fit the summarizer; the transcript has them …\n\n",
         tail - head
     );
-    out.push_str(&rendered[tail..].join("\n"));
-    out
+    out.push_str(&text(tail..order.len()));
+    (out, raw)
 }
 
 /// A summary made without an LLM (seed 000's heuristic): intent from the first user message,
