@@ -126,8 +126,11 @@ pub struct CompactionConfig {
     /// Tier 2 fires above this fraction of the window. 0.85 (seeds 000, 001, 002: "tool call
     /// compaction / eviction at 85 % of the context window").
     pub trigger_fraction: f64,
-    /// …and compacts down to this fraction (hysteresis: 15 % of growth before it fires again;
-    /// our choice, the seeds name no target).
+    /// …and compacts down to this fraction (hysteresis: 25 % of growth before it fires again;
+    /// the seeds name no target). 0.60, measured in the arena against 0.70 and 0.50: against
+    /// 0.70 it never cost more and cost 2–13 % less on 6 of the 12 session × window runs, with
+    /// fewer prefix breaks (coding agent at 32k 26 → 21, Claude Code session at 32k 11 → 7);
+    /// 0.50 cost less still but summarized more often.
     pub target_fraction: f64,
     /// An edit that changes an earlier message invalidates the provider's prompt cache after
     /// it; edits saving fewer tokens than this are skipped. 500.
@@ -192,7 +195,7 @@ impl Default for CompactionConfig {
         Self {
             enabled: true,
             trigger_fraction: 0.85,
-            target_fraction: 0.70,
+            target_fraction: 0.60,
             min_saving_tokens: 500,
             keep_tool_results: 10,
             keep_tool_results_fraction: 0.25,

@@ -69,7 +69,11 @@ fn touched(plan: &Plan) -> Vec<String> {
 fn the_working_file_is_neither_evicted_nor_masked_at_88_percent() {
     let messages = parse_values(&working_session(600));
     let window = window_at(&messages, 0.88);
-    let mut c = gpt4o(window, |_| {});
+    // Tier 2 alone (the lossy tier would take the older results with it).
+    let tier2_only = |c: &mut context_compactor::Config| {
+        c.history.strategy = context_compactor::HistoryStrategy::Off
+    };
+    let mut c = gpt4o(window, tier2_only);
     let (plan, out) = run(&mut c, messages.clone(), false);
     let edits = touched(&plan);
     assert!(plan.trigger.tier2, "88 % is over the tier-2 trigger");
@@ -84,7 +88,10 @@ fn the_working_file_is_neither_evicted_nor_masked_at_88_percent() {
     assert!(text.contains(&serde_json::to_string(&file_body(40)).unwrap()));
 
     // The same conversation with working files off: the write is evicted, the read masked.
-    let mut off = gpt4o(window, |c| c.compaction.working_files.max_files = 0);
+    let mut off = gpt4o(window, |c| {
+        tier2_only(c);
+        c.compaction.working_files.max_files = 0
+    });
     let (plan, _) = run(&mut off, messages, false);
     let edits = touched(&plan);
     assert!(edits.contains(&"write_s".to_owned()), "{edits:?}");
@@ -149,7 +156,9 @@ fn only_the_latest_read_and_the_writes_after_it_are_protected() {
     });
     // The edit names its file `file_path`, read_file `path`: one file.
     let messages = parse_values(&values);
-    let mut c = gpt4o(window_at(&messages, 0.9), |_| {});
+    let mut c = gpt4o(window_at(&messages, 0.9), |c| {
+        c.history.strategy = context_compactor::HistoryStrategy::Off
+    });
     let (plan, _) = run(&mut c, messages, false);
     let edits = touched(&plan);
     assert!(plan.trigger.tier2 && !plan.trigger.tier3);

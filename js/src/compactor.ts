@@ -60,7 +60,7 @@ export interface CompactionOptions {
   enabled?: boolean;
   /** Tier 2 fires above this fraction of the window. Default 0.85. */
   triggerFraction?: number;
-  /** …and compacts down to this fraction. Default 0.70. */
+  /** …and compacts down to this fraction. Default 0.60. */
   targetFraction?: number;
   /** Edits to earlier messages saving fewer tokens are skipped (prompt cache). Default 500. */
   minSavingTokens?: number;

@@ -70,7 +70,7 @@ test('data() reads every stored file back; html() is renderReport(data())', asyn
   assert.equal(data.window, 28_000);
   assert.equal(data.model, 'gpt-4o');
   assert.equal(data.encoding, 'o200k_base');
-  assert.deepEqual(data.thresholds, { compactAt: 23_800, target: 19_600, summarizeAt: 26_600 });
+  assert.deepEqual(data.thresholds, { compactAt: 23_800, target: 16_800, summarizeAt: 26_600 });
   const paths = await compactor.store.list('/');
   assert.deepEqual(data.store.map((f) => f.path).sort(), paths);
   for (const file of data.store) assert.ok(file.tokens > 0 && file.chars === (await compactor.store.read(file.path)).length);
