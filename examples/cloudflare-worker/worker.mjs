@@ -83,7 +83,9 @@ function openCompactor(store, events) {
     statePath: STATE_PATH,
     // Tool definitions are sent with every request, so they count against the window.
     tools: { ...recoveryTools(store), ...TOOLS },
-    compaction: { keepToolResults: 2, minSavingTokens: 100 },
+    // A shallow tier-2 target (the default is 0.6) so that this short session shows tier 2
+    // masking older results on its own before the lossy tier summarizes.
+    compaction: { keepToolResults: 2, minSavingTokens: 100, targetFraction: 0.7 },
     history: { summaryMaxTokens: 400 },
     summarize: (request) => summarize(request),
     onEvent: (event) => events.push(event),
