@@ -53,4 +53,11 @@ if [ "${1:-}" != "--no-browser" ] && ! command -v chromium >/dev/null 2>&1; then
   log "installing Debian's chromium"
   apt_install chromium
 fi
+
+# 5. Redis for the shared-store tests (Debian's redis-server; each test starts its own on the
+#    loopback interface and stops it). Not optional: without it those tests fail.
+if ! command -v redis-server >/dev/null 2>&1; then
+  log "installing Debian's redis-server"
+  apt_install redis-server
+fi
 log "ready (wasm route: $route)"

@@ -4,7 +4,7 @@ import { CompactorError, core } from './errors.js';
 import { init, loadEncoding } from './init.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, conversationHashes, isStale, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -274,8 +274,8 @@ export class Compactor {
   readonly #config: string;
   /** What `statePath` held when last read or saved: the next save is conditional on it. */
   #stored: StoredState | undefined;
-  /** Messages handed to the running call (saved with the state: see state.ts). */
-  #inputLength = 0;
+  /** Messages handed to the running call (their hashes are saved with the state: state.ts). */
+  #input: readonly unknown[] = [];
   /** Summaries written during the running call, by prompt: a call run again after a lost
    * save does not ask the summarizer twice for the same span. */
   #summaries: Map<string, string> | undefined;
@@ -448,7 +448,7 @@ export class Compactor {
 
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const call = ++this.#calls;
-    this.#inputLength = input.length;
+    this.#input = input;
     this.#summaries = new Map();
     try {
       for (let attempt = 1; ; attempt++) {
@@ -461,14 +461,7 @@ export class Compactor {
         // again on it (its recorded edits replay; offloads are content-addressed, so writing one
         // again is harmless), then save over it.
         if (attempt === STATE_ATTEMPTS) throw stateConflict(this.#statePath!, attempt, this.#stored!);
-        const stored = await this.#reload();
-        if (stored.messageCount > input.length) {
-          // A newer turn saved it (this is a slow duplicate or retry): answer on it, save nothing.
-          const stale = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow }, false);
-          delete stale.changed;
-          this.#stateDirty = false;
-          return stale;
-        }
+        await this.#reload();
       }
     } finally {
       this.#summaries = undefined;
@@ -488,7 +481,7 @@ export class Compactor {
     return stored;
   }
 
-  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp, save = true): Promise<ManageResult<M> & { changed?: boolean; conflict?: boolean }> {
+  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: boolean }> {
     this.#sync(messages);
     let planJson = core(() => this.#core.plan(undefined, planOptions(options)));
     if (isWork(JSON.parse(planJson) as Plan)) {
@@ -499,7 +492,7 @@ export class Compactor {
     let plan = this.#hydrate(planJson, messages);
     if (!isWork(plan)) {
       const result: ManageResult<M> = { messages: [...messages], events: [], plan };
-      return save ? this.#persistState(result) : result;
+      return this.#persistState(result);
     }
 
     let decision: PreCompactDecision = {};
@@ -528,7 +521,7 @@ export class Compactor {
     const outcomes = await this.#execute(plan, decision.customSummary);
     const result: ManageResult<M> & { changed?: boolean; conflict?: boolean } = this.#applyHeld<M>(messages, planJson, plan, outcomes, stamp);
     result.changed = true;
-    if (save) await this.#persistState(result);
+    await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
   }
 
@@ -742,11 +735,18 @@ export class Compactor {
     if (!(await this.#saveStateIf())) throw stateConflict(path, 1, this.#stored!);
   }
 
-  /** Saves over what `statePath` held when last read or saved; false when it changed since. */
+  /** Saves over what `statePath` held when last read or saved; false when it changed since.
+   * A call on an earlier turn of the conversation the stored state was saved for (a slow double
+   * submit or retry) saves nothing: that state already covers it. */
   async #saveStateIf(): Promise<boolean> {
     const path = this.#statePath!;
     this.#stored ??= await readState(this.store, path);
-    const saved = await saveStateIf(this.store, path, this.state(), this.#stored, this.#inputLength);
+    const conversation = conversationHashes(this.#input);
+    if (isStale(this.#stored, conversation)) {
+      this.#stateDirty = false;
+      return true;
+    }
+    const saved = await saveStateIf(this.store, path, this.state(), this.#stored, conversation);
     if (!saved) return false;
     this.#stored = saved;
     this.#stateDirty = false;

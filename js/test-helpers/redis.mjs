@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export function redisServerPath() {
-  for (const candidate of ['/usr/bin/redis-server', '/usr/local/bin/redis-server']) {
+  for (const candidate of ['redis-server', '/usr/bin/redis-server', '/usr/local/bin/redis-server']) {
     try {
       execFileSync(candidate, ['--version'], { stdio: 'ignore' });
       return candidate;
