@@ -14,27 +14,13 @@ import redisDriver from 'unstorage/drivers/redis';
 import { createCompactor, init } from '../dist/entry/node.js';
 import { UnstorageStore } from '../dist/stores/unstorage.js';
 import { startRedis } from '../test-helpers/redis.mjs';
+import { prose, reply } from '../../tests/runtimes/stateless.mjs'; // the stateless route handler's conversation
 
 await init();
 
 const TURNS = 60;
 const INSTANCES = 8;
 const OPTIONS = { contextWindow: 6_000 };
-
-/** Deterministic words (the conversation of tests/runtimes/stateless.mjs). */
-function prose(seed, words) {
-  const vocabulary = ['router', 'cache', 'ledger', 'shard', 'parser', 'budget', 'window', 'token', 'queue', 'stream'];
-  return Array.from({ length: words }, (_, i) => `${vocabulary[(seed * 7 + i * 3) % vocabulary.length]}${(seed * 31 + i) % 97}`).join(' ');
-}
-function reply(t) {
-  const id = `call_${t}`;
-  const size = t % 5 === 2 ? 2_400 : 120 + (t % 3) * 60;
-  return [
-    { role: 'assistant', content: [{ type: 'text', text: `Looking at part ${t}.` }, { type: 'tool-call', toolCallId: id, toolName: 'search', input: { q: `part ${t}` } }] },
-    { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'search', output: { type: 'text', value: prose(t + 1, size) } }] },
-    { role: 'assistant', content: `Part ${t}: ${prose(t + 2, 40)}` },
-  ];
-}
 
 /** A seeded generator (mulberry32): the same schedule every run. */
 function random(seed) {
