@@ -42,17 +42,26 @@ function pool(url) {
     new Promise((resolve, reject) => {
       const worker = new Worker(new URL('../test-helpers/route-worker.mjs', import.meta.url), { workerData: { url, options: OPTIONS } });
       worker.on('error', reject);
+      worker.on('exit', () => {
+        // An instance that exits (killed or crashed) answers nothing more: its requests fail.
+        for (const [id, entry] of pending) if (entry.worker === worker) (pending.delete(id), entry.resolve({ id, status: 'exited' }));
+      });
       worker.on('message', (message) => {
         if (message.ready) return resolve((slots[slot] = worker));
-        const done = pending.get(message.id);
+        const done = pending.get(message.id)?.resolve;
         if (!done) return;
         if (message.dying) {
-          // The instance dies between its offloads and its state save.
+          // The instance dies between its offloads and its state save, with every request it
+          // was serving.
           kills += 1;
-          pending.delete(message.id);
-          void worker.terminate().then(() => spawn(slot));
           slots[slot] = undefined;
-          return done({ id: message.id, status: 'killed' });
+          for (const [id, entry] of pending) {
+            if (entry.worker !== worker) continue;
+            pending.delete(id);
+            entry.resolve({ id, status: 'killed' });
+          }
+          void worker.terminate().then(() => spawn(slot));
+          return;
         }
         pending.delete(message.id);
         done(message);
@@ -65,7 +74,7 @@ function pool(url) {
       while (!slots[slot]) await sleep(5);
       const id = ++next;
       return new Promise((resolve) => {
-        pending.set(id, resolve);
+        pending.set(id, { resolve, worker: slots[slot] });
         slots[slot].postMessage({ ...request, id });
       });
     },
