@@ -61,7 +61,7 @@ const JSON_LOOKING = /^\s*(["[{]|-?\d)/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** What the storage holds for `text`. */
-export function encodeValue(text: string): string {
+function encodeValue(text: string): string {
   const verbatim = !(text.trim().length <= 9 && (text.trim() === '' || KEYWORD.test(text.trim()))) && !JSON_LOOKING.test(text) && !text.startsWith(TAG) && !LONE_SURROGATE.test(text);
   return verbatim ? text : TAG + JSON.stringify(text);
 }
