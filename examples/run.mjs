@@ -10,6 +10,7 @@ const EXAMPLES = {
   loop: ['node', ['--test', 'examples/loop/']],
   deno: ['node', ['examples/deno/test.mjs']],
   'cloudflare-worker': ['node', ['examples/cloudflare-worker/test.mjs']],
+  'serverless-route': ['node', ['examples/serverless-route/test.mjs']],
   'browser-chat': ['node', ['examples/browser-chat/test.mjs']],
   'rust-native': ['cargo', ['run', '--quiet', '--example', 'rust-native']],
 };

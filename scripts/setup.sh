@@ -66,4 +66,11 @@ if [ ! -f .venv-py/.installed ] || [ python/requirements-test.txt -nt .venv-py/.
   .venv-py/bin/pip install -q --disable-pip-version-check -r python/requirements-test.txt
   touch .venv-py/.installed
 fi
+
+# 6. Redis for the shared-store tests (Debian's redis-server; each test starts its own on the
+#    loopback interface and stops it). Not optional: without it those tests fail.
+if ! command -v redis-server >/dev/null 2>&1; then
+  log "installing Debian's redis-server"
+  apt_install redis-server
+fi
 log "ready (wasm route: $route)"

@@ -4,6 +4,7 @@ import { CompactorError, core } from './errors.js';
 import { init, loadEncoding } from './init.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
+import { DEFAULT_STATE_PATH, conversationHashes, isStale, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -218,8 +219,13 @@ export interface RecoverResult<M extends MessageLike = MessageLike> extends Mana
 /** Options the core does not see: they stay in the host. */
 const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'onPreCompact', 'overflow']);
 
-/** Where `saveState()` writes by default. */
-export const DEFAULT_STATE_PATH = '/state/compactor.json';
+export { DEFAULT_STATE_PATH };
+
+/** How often one call reloads the state and runs again after losing a save to another request
+ * before it throws `state_conflict`. */
+const STATE_ATTEMPTS = 5;
+/** The state read by `createCompactor` (a symbol key: the core never sees it). */
+const STORED = Symbol('stored state');
 
 interface RunOptions {
   trigger: 'auto' | 'manual';
@@ -249,8 +255,8 @@ export interface PrepareStepInput<M extends MessageLike = MessageLike> {
 export async function createCompactor(options: CompactorOptions = {}): Promise<Compactor> {
   await init();
   if (options.statePath !== undefined && options.state === undefined && options.store) {
-    const state = await loadState(options.store, options.statePath);
-    if (state) options = { ...options, state };
+    const stored = await readState(options.store, options.statePath);
+    options = { ...options, ...(stored.state ? { state: stored.state } : {}), [STORED]: stored } as CompactorOptions;
   }
   try {
     return new Compactor(options);
@@ -265,15 +271,7 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.
  * A file that is not a state is a typed error, not silently ignored. */
 export async function loadState(store: FileStore, path: string = DEFAULT_STATE_PATH): Promise<CompactorState | undefined> {
-  const text = await store.read(path);
-  if (text === null || text === undefined) return undefined;
-  try {
-    const state = JSON.parse(text) as CompactorState;
-    if (state && typeof state === 'object' && !Array.isArray(state)) return state;
-  } catch {
-    // fall through
-  }
-  throw new CompactorError('invalid_config', `${path} in the store is not a saved compactor state`, { field: 'state', path });
+  return (await readState(store, path)).state;
 }
 
 /**
@@ -283,7 +281,16 @@ export async function loadState(store: FileStore, path: string = DEFAULT_STATE_P
  */
 export class Compactor {
   readonly store: FileStore;
-  readonly #core: WasmCompactor;
+  #core: WasmCompactor;
+  /** The core's config, to build it again on a reloaded state. */
+  readonly #config: string;
+  /** What `statePath` held when last read or saved: the next save is conditional on it. */
+  #stored: StoredState | undefined;
+  /** Messages handed to the running call (their hashes are saved with the state: state.ts). */
+  #input: readonly unknown[] = [];
+  /** Summaries written during the running call, by prompt: a call run again after a lost
+   * save does not ask the summarizer twice for the same span. */
+  #summaries: Map<string, string> | undefined;
   readonly #onEvent: ((event: CompactionEvent) => void) | undefined;
   readonly #summarize: Summarizer | undefined;
   readonly #onPreCompact: CompactorOptions['onPreCompact'];
@@ -334,7 +341,9 @@ export class Compactor {
     }
     this.#prefixes = { offload: options.offload?.pathPrefix ?? '/tool_outputs/', history: options.history?.pathPrefix ?? '/conversation_history/' };
     const state = options.state === undefined ? undefined : stringify(options.state);
-    this.#core = core(() => new WasmCompactor(stringify(config), state));
+    this.#config = stringify(config);
+    this.#stored = (options as { [STORED]?: StoredState })[STORED];
+    this.#core = core(() => new WasmCompactor(this.#config, state));
   }
 
   /** The model as resolved by the registry and overrides. */
@@ -474,13 +483,40 @@ export class Compactor {
 
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const call = ++this.#calls;
-    const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow });
-    if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
-    delete result.changed;
-    return result;
+    this.#input = input;
+    this.#summaries = new Map();
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow });
+        if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
+        delete result.changed;
+        if (!result.conflict) return result;
+        delete result.conflict;
+        // Another request of this conversation saved first: take its state and run this call
+        // again on it (its recorded edits replay; offloads are content-addressed, so writing one
+        // again is harmless), then save over it.
+        if (attempt === STATE_ATTEMPTS) throw stateConflict(this.#statePath!, attempt, this.#stored!);
+        await this.#reload();
+      }
+    } finally {
+      this.#summaries = undefined;
+    }
   }
 
-  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean }> {
+  /** Builds the core again on the state stored at `statePath` now. */
+  async #reload(): Promise<StoredState> {
+    const stored = await readState(this.store, this.#statePath!);
+    const fresh = core(() => new WasmCompactor(this.#config, stored.state ? stringify(stored.state) : undefined));
+    this.#core.free();
+    this.#core = fresh;
+    this.#stored = stored;
+    this.#held = { messages: [], marks: [], refs: [] };
+    this.#last = undefined;
+    this.#stateDirty = false;
+    return stored;
+  }
+
+  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: boolean }> {
     this.#sync(messages);
     let planJson = core(() => this.#core.plan(undefined, planOptions(options)));
     if (isWork(JSON.parse(planJson) as Plan)) {
@@ -491,8 +527,7 @@ export class Compactor {
     let plan = this.#hydrate(planJson, messages);
     if (!isWork(plan)) {
       const result: ManageResult<M> = { messages: [...messages], events: [], plan };
-      await this.#persistState(result);
-      return result;
+      return this.#persistState(result);
     }
 
     let decision: PreCompactDecision = {};
@@ -519,7 +554,7 @@ export class Compactor {
       }
     }
     const outcomes = await this.#execute(plan, decision.customSummary);
-    const result: ManageResult<M> & { changed?: boolean } = this.#applyHeld<M>(messages, planJson, plan, outcomes, stamp);
+    const result: ManageResult<M> & { changed?: boolean; conflict?: boolean } = this.#applyHeld<M>(messages, planJson, plan, outcomes, stamp);
     result.changed = true;
     await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
@@ -544,9 +579,18 @@ export class Compactor {
       if (action.type !== 'summarize') continue;
       const transcript = writes.find((o) => o.id === action.transcript);
       if (transcript?.type !== 'written') continue;
-      outcomes.push(await this.#summary(action, customSummary));
+      outcomes.push(await this.#summaryOnce(action, customSummary));
     }
     return outcomes;
+  }
+
+  /** `#summary`, once per prompt within a call (see `#summaries`). */
+  async #summaryOnce(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
+    const done = this.#summaries?.get(action.request.prompt);
+    if (done !== undefined) return { type: 'summarized', id: action.id, text: done };
+    const outcome = await this.#summary(action, customSummary);
+    if (outcome.type === 'summarized') this.#summaries?.set(action.request.prompt, outcome.text);
+    return outcome;
   }
 
   async #summary(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
@@ -718,21 +762,43 @@ export class Compactor {
     return recoveryTools(this.store, options);
   }
 
-  /** Writes the state (stats, calibration) to the store; `loadState(store, path)` reads it back. */
+  /** Writes the state (stats, calibration, the compaction record) to the store;
+   * `loadState(store, path)` reads it back. At `statePath` the save is conditional: it throws
+   * `state_conflict` when another compactor saved there since this one last read or saved. */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
-    await this.store.write(checkPath(path), JSON.stringify(this.state()));
-    if (path === this.#statePath) this.#stateDirty = false;
+    if (checkPath(path) !== this.#statePath) return this.store.write(path, JSON.stringify(this.state()));
+    if (!(await this.#saveStateIf())) throw stateConflict(path, 1, this.#stored!);
+  }
+
+  /** Saves over what `statePath` held when last read or saved; false when it changed since.
+   * A call on an earlier turn of the conversation the stored state was saved for (a slow double
+   * submit or retry) saves nothing: that state already covers it. */
+  async #saveStateIf(): Promise<boolean> {
+    const path = this.#statePath!;
+    this.#stored ??= await readState(this.store, path);
+    const conversation = conversationHashes(this.#input);
+    if (isStale(this.#stored, conversation)) {
+      this.#stateDirty = false;
+      return true;
+    }
+    const saved = await saveStateIf(this.store, path, this.state(), this.#stored, conversation);
+    if (!saved) return false;
+    this.#stored = saved;
+    this.#stateDirty = false;
+    return true;
   }
 
   /** Saves the state at the end of a call that changed it, when `statePath` is set. A failed
-   * save does not undo the compaction: it is reported on the result (and retried next call). */
-  async #persistState(result: ManageResult<MessageLike>): Promise<void> {
-    if (this.#statePath === undefined || !this.#stateDirty) return;
+   * save does not undo the compaction: it is reported on the result (and retried next call).
+   * A save lost to another request marks the result `conflict` (`#run` reloads and runs again). */
+  async #persistState<R extends ManageResult<MessageLike> & { conflict?: boolean }>(result: R): Promise<R> {
+    if (this.#statePath === undefined || !this.#stateDirty) return result;
     try {
-      await this.saveState(this.#statePath);
+      if (!(await this.#saveStateIf())) result.conflict = true;
     } catch (error) {
       result.stateError = `state not saved to ${this.#statePath}: ${message(error)}`;
     }
+    return result;
   }
 
   stats(): Stats {

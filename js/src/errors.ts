@@ -13,6 +13,8 @@ export type CompactorErrorCode =
   | 'not_initialized'
   | 'busy'
   | 'context_overflow'
+  | 'store_failed'
+  | 'state_conflict'
   | 'internal';
 
 /** Every error the library throws. `index` and `field` name the offending message and field. */

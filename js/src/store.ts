@@ -13,6 +13,20 @@ export interface FileStore {
   /** Paths under `prefix`, sorted. */
   list(prefix: string): MaybePromise<string[]>;
   delete(path: string): MaybePromise<void>;
+  /** Optional: writes `text` only while `path` still holds `expected` (null: nothing there) and
+   * says whether it did. `statePath` saves go through it when present (compare-and-set: two
+   * requests of one conversation cannot both save over the same state); without it they read,
+   * compare and write. Atomic in MemoryStore and UnstorageStore over Redis. */
+  writeIf?(path: string, expected: string | null, text: string): MaybePromise<boolean>;
+}
+
+/** `store.writeIf` where the store has it; otherwise read, compare, write (not atomic: a write
+ * landing between the read and the write is lost). */
+export async function writeIf(store: FileStore, path: string, expected: string | null, text: string): Promise<boolean> {
+  if (typeof store.writeIf === 'function') return store.writeIf(path, expected, text);
+  if (((await store.read(path)) ?? null) !== expected) return false;
+  await store.write(path, text);
+  return true;
 }
 
 /** Longest path a store accepts (UTF-16 code units; generous for content hashes). */
@@ -71,6 +85,13 @@ export class MemoryStore implements FileStore {
 
   async delete(path: string): Promise<void> {
     this.#files.delete(checkPath(path));
+  }
+
+  async writeIf(path: string, expected: string | null, text: string): Promise<boolean> {
+    if (typeof text !== 'string') throw new TypeError(`MemoryStore.writeIf(${path}): text must be a string`);
+    if ((this.#files.get(checkPath(path)) ?? null) !== expected) return false;
+    this.#files.set(path, text);
+    return true;
   }
 
   /** Number of files held. */

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import * as main from '../dist/entry/node.js';
 import * as nodeStores from '../dist/stores/node.js';
 import * as browserStores from '../dist/stores/browser.js';
+import * as unstorageStores from '../dist/stores/unstorage.js';
 
 const docs = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
 const headings = new Set([...docs.matchAll(/^### (\w+)$/gm)].map((m) => m[1]));
@@ -18,7 +19,7 @@ const typeNames = new Set([
 ]);
 
 test('every value export has a section, and every section is an export', () => {
-  const values = new Set([...Object.keys(main), ...Object.keys(nodeStores), ...Object.keys(browserStores), 'FileStore', 'CompactorErrorCode',
+  const values = new Set([...Object.keys(main), ...Object.keys(nodeStores), ...Object.keys(browserStores), ...Object.keys(unstorageStores), 'FileStore', 'CompactorErrorCode',
     // The Deno store cannot load in Node: read its exports from its declarations.
     ...[...dts('stores/deno.d.ts').matchAll(/^export declare class (\w+)/gm)].map((m) => m[1])]);
   for (const name of values) assert.ok(headings.has(name), `docs/API.md has no "### ${name}"`);

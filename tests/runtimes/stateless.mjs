@@ -5,7 +5,7 @@
 // tests (js/test/record.test.mjs) and every runtime runner (scenario.mjs) run it.
 
 /** Deterministic words, so every runtime builds the same chat. */
-function prose(seed, words) {
+export function prose(seed, words) {
   const vocabulary = ['router', 'cache', 'ledger', 'shard', 'parser', 'budget', 'window', 'token', 'queue', 'stream'];
   const out = [];
   for (let i = 0; i < words; i++) out.push(`${vocabulary[(seed * 7 + i * 3) % vocabulary.length]}${(seed * 31 + i) % 97}`);
@@ -13,7 +13,7 @@ function prose(seed, words) {
 }
 
 /** What the model answers at turn `t`: a tool call, its result (every fifth one large), a reply. */
-function reply(t) {
+export function reply(t) {
   const id = `call_${t}`;
   const size = t % 5 === 2 ? 2_400 : 120 + (t % 3) * 60;
   return [

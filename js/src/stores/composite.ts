@@ -1,7 +1,7 @@
 // Routes paths to stores by prefix: `/memories/` to a store that outlives the session, the rest
 // to the session's store (SPEC §8).
 import { CompactorError } from '../errors.js';
-import { checkPath, checkPrefix, type FileStore } from '../store.js';
+import { checkPath, checkPrefix, writeIf, type FileStore } from '../store.js';
 
 /** Where long-term memory lives, and the file loaded into the system prompt. */
 export const MEMORIES_PREFIX = '/memories/';
@@ -47,6 +47,11 @@ export class CompositeStore implements FileStore {
 
   delete(path: string): Promise<void> | void {
     return this.storeFor(checkPath(path)).delete(path);
+  }
+
+  /** The owning store's `writeIf` (read-compare-write where it has none). */
+  writeIf(path: string, expected: string | null, text: string): Promise<boolean> {
+    return writeIf(this.storeFor(checkPath(path)), path, expected, text);
   }
 
   /** Paths under `prefix` from every store that can hold them, each from the store that owns it. */

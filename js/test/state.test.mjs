@@ -1,0 +1,84 @@
+// The versioned, conditional state at statePath on stores without a server: MemoryStore's and
+// CompositeStore's writeIf, the read-compare-write fallback (KvStore), a call that keeps losing
+// (state_conflict), a lost save that does not ask the summarizer twice, a stale turn that saves
+// nothing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CompactorError, CompositeStore, KvStore, MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+import { chat } from '../test-helpers/conversations.mjs';
+
+await init();
+const PATH = '/state/compactor.json';
+const big = (fill) => Array.from({ length: 3000 }, (_, i) => `line ${i}: ${fill.repeat(20)}`).join('\n');
+const turn = (id, fill) => [
+  { role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'bash', input: { cmd: id } }] },
+  { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'bash', output: { type: 'text', value: big(fill) } }] },
+];
+const start = [{ role: 'user', content: 'go' }];
+
+test('MemoryStore and CompositeStore: writeIf writes only over what was expected', async () => {
+  const memory = new MemoryStore();
+  assert.equal(await memory.writeIf('/a', null, 'one'), true);
+  assert.equal(await memory.writeIf('/a', null, 'two'), false);
+  assert.equal(await memory.writeIf('/a', 'one', 'two'), true);
+  assert.equal(await memory.read('/a'), 'two');
+  await assert.rejects(() => memory.writeIf('/../a', null, 'x'), (e) => e.code === 'invalid_path');
+  const state = new MemoryStore();
+  const composite = new CompositeStore(new MemoryStore(), { '/state/': state });
+  assert.equal(await composite.writeIf(PATH, null, 's'), true);
+  assert.equal(await state.read(PATH), 's', 'routed to the owning store');
+  assert.equal(await composite.writeIf(PATH, 'x', 't'), false);
+});
+
+test('a store without writeIf (KvStore): read-compare-write still keeps both racing turns', async () => {
+  const data = new Map();
+  const store = new KvStore({ get: (k) => data.get(k) ?? null, put: (k, v) => void data.set(k, v), delete: (k) => void data.delete(k), keys: (p) => [...data.keys()].filter((k) => k.startsWith(p)) });
+  assert.equal(store.writeIf, undefined);
+  const options = { contextWindow: 32_000, store, statePath: PATH };
+  await (await createCompactor(options)).manage([...start, ...turn('c1', 'x')]);
+  const a = await createCompactor(options);
+  const b = await createCompactor(options);
+  await a.manage([...start, ...turn('c1', 'x'), ...turn('c2', 'y')]);
+  const rb = await b.manage([...start, ...turn('c1', 'x'), ...turn('c3', 'z')]);
+  assert.equal(rb.stateError, undefined);
+  const saved = JSON.parse(await store.read(PATH));
+  assert.equal(saved.revision, 3);
+  assert.equal(saved.record.edits.length, 3);
+});
+
+test('a call that keeps losing the race throws state_conflict after 5 rounds', async () => {
+  const store = new MemoryStore();
+  let attempts = 0;
+  store.writeIf = async () => (attempts++, false);
+  const compactor = await createCompactor({ contextWindow: 32_000, store, statePath: PATH });
+  await assert.rejects(() => compactor.manage([...start, ...turn('c1', 'x')]), (e) => e instanceof CompactorError && e.code === 'state_conflict' && e.details.attempts === 5 && e.details.path === PATH);
+  assert.equal(attempts, 5);
+  assert.ok((await store.list('/tool_outputs/')).length === 1, 'the offload itself was stored');
+});
+
+test('a lost save runs the call again without asking the summarizer twice; a stale turn saves nothing', async () => {
+  const store = new MemoryStore();
+  const real = store.writeIf.bind(store);
+  let lose = 1;
+  store.writeIf = async (...args) => (lose-- > 0 ? false : real(...args));
+  let summaries = 0;
+  const summarize = (request) => (summaries++, `## Session Intent\nSummary ${request.prompt.length}.`);
+  const options = { contextWindow: 8_000, store, statePath: PATH, summarize };
+  const raw = chat(30);
+  const result = await (await createCompactor(options)).manage(raw);
+  assert.ok(result.events.some((e) => e.strategy === 'summarize' && e.status === 'applied'));
+  assert.equal(summaries, 1, 'the rerun reused the summary');
+  const saved = JSON.parse(await store.read(PATH));
+  assert.equal(saved.revision, 1);
+  assert.equal(saved.conversation.length, raw.length * 8);
+  // An earlier turn of the same conversation (a late retry): answers, saves nothing.
+  const stale = await createCompactor(options);
+  await stale.manage(raw.slice(0, 40));
+  assert.equal(await store.read(PATH), JSON.stringify(saved), 'the newer state stays');
+  // A different conversation of the same length is not stale: it saves.
+  const other = await createCompactor(options);
+  const changed = structuredClone(raw.slice(0, 40));
+  changed[1].content += ' (edited)';
+  await other.manage(changed);
+  assert.equal(JSON.parse(await store.read(PATH)).revision, 2);
+});
