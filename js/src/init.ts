@@ -1,7 +1,7 @@
 // One idempotent initialization shared by every entrypoint. Each runtime entry registers how it
 // loads the core .wasm (read a file, fetch a URL, import a compiled module) and, in the full
 // entries, how it loads an encoding's ranks (the same way: each encoding is a data-only .wasm).
-// `init()` loads the core and o200k_base once; cl100k_base loads on first need.
+// `init()` loads the core and o200k_base once (plus `init({ encodings })`); others on first need.
 
 import { initSync, loadEncoding as coreLoadEncoding, encodingLoaded } from './wasm/context_compactor.js';
 import { CompactorError, core } from './errors.js';
@@ -15,6 +15,17 @@ export type WasmSource = WebAssembly.Module | BufferSource;
  * bytes, or the raw rank file (`data/<name>.ranks` in the repository, `CCR1` format).
  */
 export type RankSource = WebAssembly.Module | BufferSource;
+
+/** `init`'s options: the core module (as `init(source)`), and the encodings to have ready. */
+export interface InitOptions {
+  /** The core `.wasm` (bytes or a compiled module); the runtime's default loading otherwise. */
+  wasm?: WasmSource;
+  /**
+   * The encodings `countTokens` can use synchronously once `init` resolves. Default
+   * `['o200k_base']` in the full entries, none in `context-compactor/lite`.
+   */
+  encodings?: EncodingName[];
+}
 
 type Loader = () => WasmSource | Promise<WasmSource>;
 type RankLoader = (name: EncodingName) => RankSource | Promise<RankSource>;
@@ -36,25 +47,41 @@ export function setRankLoader(load: RankLoader): void {
 }
 
 /**
- * Loads and instantiates the core, then o200k_base (full entries). Safe to call many times and
- * concurrently; the work happens once. Pass a `WebAssembly.Module` or bytes to bypass the
- * runtime's default loading.
+ * Loads and instantiates the core, then o200k_base (full entries) or the `encodings` given. Safe
+ * to call many times and concurrently; the core loads once, and each later call loads only the
+ * encodings it names that are not loaded yet. Pass a `WebAssembly.Module` or bytes (or
+ * `{ wasm }`) to bypass the runtime's default loading.
  */
-export function init(source?: WasmSource): Promise<void> {
-  if (initialized) return Promise.resolve();
-  ready ??= (async () => {
-    const wasm = source ?? (await loader?.());
-    if (!wasm) {
-      throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
-    }
-    initSync({ module: wasm });
-    if (rankLoader) await loadRanks('o200k_base');
-    initialized = true;
-  })().catch((error: unknown) => {
-    ready = undefined; // let a later call retry
-    throw error;
-  });
-  return ready;
+export async function init(options?: WasmSource | InitOptions): Promise<void> {
+  const { wasm, encodings } = initOptions(options);
+  if (!initialized) {
+    ready ??= (async () => {
+      const module = wasm ?? (await loader?.());
+      if (!module) {
+        throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
+      }
+      initSync({ module });
+      if (rankLoader) await loadRanks('o200k_base');
+      initialized = true;
+    })().catch((error: unknown) => {
+      ready = undefined; // let a later call retry
+      throw error;
+    });
+    await ready;
+  }
+  if (encodings) await Promise.all(encodings.map((name) => loadRanks(name)));
+}
+
+function initOptions(options: WasmSource | InitOptions | undefined): InitOptions {
+  if (options === undefined) return {};
+  // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM) is a source.
+  const isOptions = typeof options === 'object' && options !== null && ('encodings' in options || 'wasm' in options);
+  if (!isOptions) return { wasm: options as WasmSource };
+  const { wasm, encodings } = options as InitOptions;
+  if (encodings !== undefined && !Array.isArray(encodings)) {
+    throw new TypeError('init: options.encodings must be an array of encoding names');
+  }
+  return { wasm, encodings };
 }
 
 /**
