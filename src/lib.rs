@@ -78,8 +78,10 @@ pub use config::{
     Preset, ToolDefinition,
 };
 pub use counting::bpe;
+pub use counting::hf;
 pub use counting::{
-    count_tokens, CachedCounter, Encoding, Exact, TokenCounter, TOOL_DEFINITION_OVERHEAD,
+    count_tokens, count_tokens_named, CachedCounter, Encoding, Exact, TokenCounter, Tokenizer,
+    TOOL_DEFINITION_OVERHEAD,
 };
 pub use error::{Error, Result};
 pub use message::{

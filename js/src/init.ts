@@ -3,7 +3,7 @@
 // entries, how it loads an encoding's ranks (the same way: each encoding is a data-only .wasm).
 // `init()` loads the core and o200k_base once (plus `init({ encodings })`); others on first need.
 
-import { initSync, loadEncoding as coreLoadEncoding, encodingLoaded } from './wasm/context_compactor.js';
+import { initSync, loadEncoding as coreLoadEncoding, loadTokenizer as coreLoadTokenizer, encodingLoaded } from './wasm/context_compactor.js';
 import { CompactorError, core } from './errors.js';
 import type { EncodingName } from './types.js';
 
@@ -94,8 +94,37 @@ export async function loadEncoding(name: EncodingName = 'o200k_base', source?: R
   await loadRanks(name, source);
 }
 
-/** Whether `name` can count now (synchronously). */
-export function isEncodingLoaded(name: EncodingName): boolean {
+/** What `loadTokenizer` built. */
+export interface TokenizerInfo {
+  /** The name to count with: `countTokens(text, name)`. */
+  name: string;
+  /** `'byte-level BPE, Llama 3 pattern'`, `'byte-level BPE, Qwen 2 pattern'` or `'SentencePiece-style BPE'`. */
+  kind: string;
+  /** Vocabulary size (added tokens outside the vocabulary not included). */
+  tokens: number;
+}
+
+/**
+ * Builds an exact counter from a Hugging Face `tokenizer.json` (the file beside a model's
+ * weights): Llama 3.x, Qwen 2.5 / 3, Gemma 3 (and so Gemini 2.x / 3 text). Afterwards
+ * `countTokens(text, name)` counts as the `tokenizers` library's `encode(text,
+ * add_special_tokens=False)`. `json` is the file's text, its bytes or the parsed object. A file
+ * this package cannot count exactly (another pre-tokenizer, WordPiece, Unigram, ...) is
+ * `CompactorError('invalid_rank_data')` saying what. Loading a loaded name keeps the first.
+ */
+export async function loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo> {
+  await init();
+  if (typeof name !== 'string' || name === '') throw new TypeError('loadTokenizer: name must be a non-empty string');
+  let text: string;
+  if (typeof json === 'string') text = json;
+  else if (json instanceof ArrayBuffer || ArrayBuffer.isView(json)) text = new TextDecoder().decode(json);
+  else if (json !== null && typeof json === 'object') text = JSON.stringify(json);
+  else throw new TypeError('loadTokenizer: json must be the tokenizer.json text, bytes or object');
+  return JSON.parse(core(() => coreLoadTokenizer(name, text))) as TokenizerInfo;
+}
+
+/** Whether `name` (an encoding or a loaded tokenizer) can count now (synchronously). */
+export function isEncodingLoaded(name: EncodingName | (string & {})): boolean {
   return initialized && core(() => encodingLoaded(name));
 }
 

@@ -47,11 +47,26 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// Exact token count of `text` in `encoding` (`o200k_base` or `cl100k_base`).
+/// Exact token count of `text` in an encoding (`o200k_base`, `cl100k_base`) or a tokenizer
+/// loaded with `loadTokenizer`.
 #[wasm_bindgen(js_name = countTokens)]
 pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
-    let encoding: Encoding = encoding.parse().map_err(throw)?;
-    Ok(u32::try_from(crate::count_tokens(text, encoding).map_err(throw)?).unwrap_or(u32::MAX))
+    let n = crate::counting::count_tokens_named(text, encoding).map_err(throw)?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// Builds a tokenizer from a Hugging Face `tokenizer.json` under `name`; returns
+/// `{"name","kind","tokens"}` as JSON. Loading a loaded name keeps the first.
+#[wasm_bindgen(js_name = loadTokenizer)]
+pub fn load_tokenizer(name: &str, json: &str) -> JsResult<String> {
+    if name.parse::<Encoding>().is_ok() {
+        return Err(throw(Error::InvalidConfig {
+            field: "name".into(),
+            message: format!("\"{name}\" is an encoding; give the tokenizer another name"),
+        }));
+    }
+    let t = crate::counting::hf::load(name, json).map_err(throw)?;
+    Ok(serde_json::json!({"name": t.name(), "kind": t.kind(), "tokens": t.len()}).to_string())
 }
 
 /// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). The npm build has no
@@ -67,11 +82,10 @@ pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
         .map_err(throw)
 }
 
-/// Whether the encoding can count now.
+/// Whether the encoding (or loaded tokenizer) can count now.
 #[wasm_bindgen(js_name = encodingLoaded)]
 pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
-    let encoding: Encoding = encoding.parse().map_err(throw)?;
-    Ok(crate::counting::bpe::is_available(encoding))
+    Ok(crate::counting::is_loaded(encoding))
 }
 
 /// Forces the encoding's rank tables to load now rather than on first count.

@@ -68,15 +68,18 @@ impl RankData {
     }
 }
 
+/// Where the piece that starts at byte `i` of a text ends (a pre-tokenizer; see [`pretokenize`]).
+pub type PieceEnd = fn(&[u8], usize) -> usize;
+
 /// One encoding's vocabulary and pre-tokenizer.
 pub struct Bpe {
-    encoding: Encoding,
+    name: Cow<'static, str>,
     data: Cow<'static, [u8]>,
     /// Token `r`'s bytes are `data[offsets[r]..offsets[r + 1]]`.
     offsets: Vec<u32>,
     table: HashTable<Rank>,
     byte_rank: [Rank; 256],
-    piece_end: fn(&[u8], usize) -> usize,
+    piece_end: PieceEnd,
     /// Counts of pieces that are more than one token (the warm path).
     cache: Mutex<HashTable<(Box<[u8]>, u32)>>,
 }
@@ -84,7 +87,7 @@ pub struct Bpe {
 impl std::fmt::Debug for Bpe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Bpe")
-            .field("encoding", &self.encoding)
+            .field("name", &self.name)
             .field("tokens", &self.len())
             .finish_non_exhaustive()
     }
@@ -139,42 +142,80 @@ impl Bpe {
             offset += len as u32;
             offsets.push(offset);
         }
+        let piece_end = match encoding {
+            Encoding::O200kBase => pretokenize::o200k_piece,
+            Encoding::Cl100kBase => pretokenize::cl100k_piece,
+        };
+        let bpe =
+            Self::build(encoding.as_str().into(), data, offsets, piece_end).map_err(|e| bad(e))?;
+        if let Some(b) = bpe.byte_rank.iter().position(|&r| r == NONE) {
+            return Err(bad(format!("byte 0x{b:02x} has no token")));
+        }
+        Ok(bpe)
+    }
+
+    /// The tables for tokens laid end to end in `data` (token `r` is
+    /// `data[offsets[r]..offsets[r + 1]]`), split into pieces by `piece_end`. A byte without a
+    /// token of its own is allowed here (SentencePiece vocabularies); [`Bpe::count`] needs them
+    /// all.
+    pub(crate) fn build(
+        name: Cow<'static, str>,
+        data: Cow<'static, [u8]>,
+        offsets: Vec<u32>,
+        piece_end: PieceEnd,
+    ) -> Result<Self, String> {
+        let count = offsets.len() - 1;
         let mut table = HashTable::with_capacity(count);
         let mut byte_rank = [NONE; 256];
         for rank in 0..count {
             let token = &data[offsets[rank] as usize..offsets[rank + 1] as usize];
             if token.is_empty() {
-                return Err(bad(format!("token {rank} is empty")));
+                return Err(format!("token {rank} is empty"));
             }
             if token.len() == 1 {
                 byte_rank[token[0] as usize] = rank as Rank;
             }
             // Disjoint borrows: the hasher reads `data` and `offsets`, not the table.
             let (data, offsets) = (&data, &offsets);
-            table.insert_unique(hash(token), rank as Rank, |&r| {
-                hash(&data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize])
-            });
-        }
-        if let Some(b) = byte_rank.iter().position(|&r| r == NONE) {
-            return Err(bad(format!("byte 0x{b:02x} has no token")));
+            let entry = table.entry(
+                hash(token),
+                |&r| &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize] == token,
+                |&r| hash(&data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize]),
+            );
+            match entry {
+                hashbrown::hash_table::Entry::Occupied(_) => {
+                    return Err(format!("token {rank} repeats an earlier token"))
+                }
+                hashbrown::hash_table::Entry::Vacant(slot) => {
+                    slot.insert(rank as Rank);
+                }
+            }
         }
         Ok(Bpe {
-            encoding,
+            name,
             data,
             offsets,
             table,
             byte_rank,
-            piece_end: match encoding {
-                Encoding::O200kBase => pretokenize::o200k_piece,
-                Encoding::Cl100kBase => pretokenize::cl100k_piece,
-            },
+            piece_end,
             cache: Mutex::new(HashTable::new()),
         })
     }
 
-    /// The encoding these ranks are for.
-    pub fn encoding(&self) -> Encoding {
-        self.encoding
+    /// The encoding's or tokenizer's name (`"o200k_base"`, ...).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The rank of one token's bytes (a byte-level token or a SentencePiece piece).
+    #[inline]
+    pub(crate) fn token_rank(&self, bytes: &[u8]) -> Option<Rank> {
+        self.rank_hashed(bytes, hash(bytes))
+    }
+
+    /// The splitter this encoding pre-tokenizes with.
+    pub(crate) fn piece_end(&self) -> PieceEnd {
+        self.piece_end
     }
 
     /// Number of ordinary tokens.

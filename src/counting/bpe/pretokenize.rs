@@ -14,6 +14,14 @@
 //! '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
 //! |\s++$|\s*[\r\n]|\s+(?!\S)|\s
 //! ```
+//! Llama 3 (its `tokenizer.json` Split pattern) is cl100k's without `\s++$`: a whitespace run
+//! at the end of the text that holds a newline ends at its last newline (`\s*[\r\n]+`), the
+//! rest is a piece of its own; the possessive quantifiers make no difference to the pieces:
+//! ```text
+//! (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+//! |\s*[\r\n]+|\s+(?!\S)|\s+
+//! ```
+//! Qwen 2 / 2.5 / 3 is Llama 3's with single digits (`\p{N}` for `\p{N}{1,3}`).
 
 use super::unicode::{
     class_of, Class, END, LOWER, MARK, NEWLINE, NUMBER, OTHER, OTHER_LETTER, SPACE, UPPER,
@@ -188,6 +196,28 @@ pub fn o200k_piece(s: &[u8], i: usize) -> usize {
 
 /// End of the cl100k_base piece starting at byte `i < s.len()`.
 pub fn cl100k_piece(s: &[u8], i: usize) -> usize {
+    cl100k_family(s, i, true, true)
+}
+
+/// End of the Llama 3 piece starting at byte `i < s.len()`.
+pub fn llama3_piece(s: &[u8], i: usize) -> usize {
+    cl100k_family(s, i, false, true)
+}
+
+/// End of the Qwen 2 / 2.5 / 3 piece starting at byte `i < s.len()`.
+pub fn qwen2_piece(s: &[u8], i: usize) -> usize {
+    cl100k_family(s, i, false, false)
+}
+
+/// No pre-tokenizer: the whole text is one piece (SentencePiece-style BPE, Gemma).
+pub fn whole(s: &[u8], _: usize) -> usize {
+    s.len()
+}
+
+/// cl100k's pattern and its relatives: `trailing_run` adds `\s++$`, `three_digits` is
+/// `\p{N}{1,3}` (else `\p{N}`).
+#[inline(always)]
+fn cl100k_family(s: &[u8], i: usize, trailing_run: bool, three_digits: bool) -> usize {
     if let Some(end) = contraction(s, i) {
         return end;
     }
@@ -203,12 +233,16 @@ pub fn cl100k_piece(s: &[u8], i: usize) -> usize {
         }
     }
     if c0 == NUMBER {
-        return digits(s, i + l0);
+        return if three_digits {
+            digits(s, i + l0)
+        } else {
+            i + l0
+        };
     }
     if let Some(end) = punctuation(s, i, c0, false) {
         return end;
     }
-    whitespace(s, i, true)
+    whitespace(s, i, trailing_run)
 }
 
 /// `\p{N}{1,3}` after its first digit (which ends at `i`).

