@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use context_compactor::hf::{self, HfTokenizer};
 
-const FAMILIES: [&str; 3] = ["llama3", "qwen3", "gemma3"];
+const FAMILIES: [&str; 6] = [
+    "llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "gemma3",
+];
 
 fn tokenizer_json(family: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
