@@ -80,8 +80,8 @@ pub use config::{
 pub use counting::bpe;
 pub use counting::hf;
 pub use counting::{
-    count_tokens, count_tokens_named, CachedCounter, Encoding, Exact, TokenCounter, Tokenizer,
-    TOOL_DEFINITION_OVERHEAD,
+    can_count, count_tokens, count_tokens_named, CachedCounter, Encoding, Exact, TokenCounter,
+    Tokenizer, TOOL_DEFINITION_OVERHEAD,
 };
 pub use error::{Error, Result};
 pub use message::{
@@ -89,7 +89,7 @@ pub use message::{
     ApprovalResponse, Content, FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall,
     ToolOutput, ToolResult, MAX_NESTING,
 };
-pub use models::{lookup as lookup_model, Family, ModelInfo};
+pub use models::{lookup as lookup_model, Family, ModelInfo, CLAUDE_47_RATIO};
 pub use plan::{
     Action, Applied, CacheImpact, Drop, Event, EventStatus, Note, Offload, Outcome, Plan, Replace,
     SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,

@@ -86,7 +86,7 @@ pub fn count_tokens_named(text: &str, name: &str) -> Result<usize, Error> {
 
 /// Whether `countTokens(text, name)` works now: an encoding available without loading, or a
 /// loaded tokenizer.
-pub fn is_loaded(name: &str) -> bool {
+pub fn can_count(name: &str) -> bool {
     match name.parse::<Encoding>() {
         Ok(encoding) => bpe::is_available(encoding),
         Err(_) => hf::get(name).is_some(),

@@ -51,7 +51,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 /// loaded with `loadTokenizer`.
 #[wasm_bindgen(js_name = countTokens)]
 pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
-    let n = crate::counting::count_tokens_named(text, encoding).map_err(throw)?;
+    let n = crate::count_tokens_named(text, encoding).map_err(throw)?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
@@ -85,7 +85,7 @@ pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
 /// Whether the encoding (or loaded tokenizer) can count now.
 #[wasm_bindgen(js_name = encodingLoaded)]
 pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
-    Ok(crate::counting::is_loaded(encoding))
+    Ok(crate::can_count(encoding))
 }
 
 /// Forces the encoding's rank tables to load now rather than on first count.
