@@ -125,3 +125,17 @@ fn unsupported_files_are_typed_errors() {
     let err = HfTokenizer::from_json("m", bad_merge).unwrap_err();
     assert!(err.to_string().contains("not in the vocabulary"), "{err}");
 }
+
+/// The NFC shortcut in src/counting/hf.rs: text below U+0300 is NFC as it is, every character
+/// and every pair of characters.
+#[test]
+fn text_below_u0300_is_already_nfc() {
+    use unicode_normalization::UnicodeNormalization;
+    let chars: Vec<char> = (0..0x300u32).filter_map(char::from_u32).collect();
+    for &a in &chars {
+        for &b in &chars {
+            let s: String = [a, b].into_iter().collect();
+            assert!(s.nfc().eq(s.chars()), "U+{:04X} U+{:04X}", a as u32, b as u32);
+        }
+    }
+}

@@ -32,6 +32,13 @@ test('loadTokenizer counts every fixture case as Hugging Face tokenizers does', 
     qwen3: 'byte-level BPE, Qwen 2 pattern',
     gemma3: 'SentencePiece-style BPE',
   });
+  // A compactor for a model the registry maps to a loaded tokenizer counts with it, exactly.
+  const qwen = await cc.createCompactor({ model: 'qwen/qwen3-8b' });
+  assert.equal(qwen.model.tokenizer, 'qwen3');
+  assert.equal(qwen.model.tokenRatio, 1);
+  const deepseek = await cc.createCompactor({ model: 'deepseek/deepseek-v3' });
+  assert.equal(deepseek.model.tokenizer, null);
+  assert.ok(deepseek.model.tokenRatio > 1);
   // The encodings are untouched, and the names stay apart.
   assert.equal(cc.countTokens('hello world', 'o200k_base'), 2);
   assert.notEqual(cc.countTokens('1234567', 'qwen3'), cc.countTokens('1234567', 'llama3'));

@@ -5,9 +5,10 @@
 //!
 //! What is reproduced, step by step:
 //! - added tokens (special or not) are cut out of the text first, leftmost-longest, one token
-//!   each (the `aho-corasick` crate, as `tokenizers` itself does);
-//! - the normalizer: none, `NFC` (Qwen; the `unicode-normalization` crate, as `tokenizers`), or
-//!   `Replace(" ", "▁")` (Gemma);
+//!   each (as `tokenizers` does with the aho-corasick crate; here a small byte trie, see
+//!   [`Literals`]);
+//! - the normalizer: none, `NFC` (Qwen; the `unicode-normalization` crate as in `tokenizers`,
+//!   or the host's NFC in the wasm build: [`set_nfc`]), or `Replace(" ", "▁")` (Gemma);
 //! - the pre-tokenizer: one of the known Split patterns, each a hand-written linear splitter in
 //!   [`pretokenize`](super::bpe::pretokenize) (Llama 3's, Qwen's), or none (Gemma: after the
 //!   normalizer no `" "` is left for its Split to cut at);
@@ -126,7 +127,7 @@ pub struct HfTokenizer {
     merging: Merging,
     normalizer: Normalizer,
     /// Added tokens, matched leftmost-longest on the raw text.
-    added: Option<aho_corasick::AhoCorasick>,
+    added: Option<Literals>,
     /// What the file describes, for messages and `describe()`.
     kind: &'static str,
 }
@@ -243,6 +244,11 @@ impl HfTokenizer {
         {
             Normalizer::None
         } else if norm.get("type").and_then(|t| t.as_str()) == Some("NFC") {
+            if !cfg!(feature = "nfc") && HOST_NFC.get().is_none() {
+                return Err(bad(
+                    "the NFC normalizer needs the `nfc` feature or `set_nfc`".into(),
+                ));
+            }
             Normalizer::Nfc
         } else if norm.get("type").and_then(|t| t.as_str()) == Some("Replace")
             && norm.pointer("/pattern/String").and_then(|p| p.as_str()) == Some(" ")
@@ -411,16 +417,7 @@ impl HfTokenizer {
                 patterns.push(token.content.as_str());
             }
         }
-        let added = if patterns.is_empty() {
-            None
-        } else {
-            Some(
-                aho_corasick::AhoCorasick::builder()
-                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-                    .build(&patterns)
-                    .map_err(|e| bad(format!("added tokens: {e}")))?,
-            )
-        };
+        let added = (!patterns.is_empty()).then(|| Literals::new(&patterns));
         Ok(HfTokenizer {
             bpe,
             merging,
@@ -457,9 +454,9 @@ impl HfTokenizer {
             return self.count_text(text);
         };
         let (mut total, mut at) = (0, 0);
-        for m in added.find_iter(text) {
-            total += self.count_text(&text[at..m.start()]) + 1;
-            at = m.end();
+        while let Some((start, end)) = added.find(text.as_bytes(), at) {
+            total += self.count_text(&text[at..start]) + 1;
+            at = end;
         }
         total + self.count_text(&text[at..])
     }
@@ -471,16 +468,7 @@ impl HfTokenizer {
         }
         let text: Cow<str> = match self.normalizer {
             Normalizer::None => text.into(),
-            Normalizer::Nfc => {
-                use unicode_normalization::UnicodeNormalization;
-                if unicode_normalization::is_nfc_quick(text.chars())
-                    == unicode_normalization::IsNormalized::Yes
-                {
-                    text.into()
-                } else {
-                    text.nfc().collect::<String>().into()
-                }
-            }
+            Normalizer::Nfc => nfc(text),
             Normalizer::Metaspace => text.replace(' ', "\u{2581}").into(),
         };
         match &self.merging {
@@ -616,6 +604,97 @@ impl HfTokenizer {
 #[inline]
 fn pair_key(a: u32, b: u32) -> u64 {
     ((a as u64) << 32) | b as u64
+}
+
+/// The host's NFC (the wasm build, which leaves out the `nfc` feature's tables).
+static HOST_NFC: std::sync::OnceLock<fn(&str) -> String> = std::sync::OnceLock::new();
+
+/// Supplies NFC normalization to a build without the `nfc` feature (the wasm binding passes
+/// the host's `String.prototype.normalize('NFC')`). The first one given stays.
+pub fn set_nfc(normalize: fn(&str) -> String) {
+    let _ = HOST_NFC.set(normalize);
+}
+
+/// `text` in NFC. Text below U+0300 is NFC already (no character there decomposes, and none
+/// composes with another below U+0300), so most text is returned as it is without a lookup.
+fn nfc(text: &str) -> Cow<'_, str> {
+    if text.chars().all(|c| (c as u32) < 0x300) {
+        return text.into();
+    }
+    #[cfg(feature = "nfc")]
+    {
+        use unicode_normalization::UnicodeNormalization;
+        if unicode_normalization::is_nfc_quick(text.chars())
+            == unicode_normalization::IsNormalized::Yes
+        {
+            return text.into();
+        }
+        text.nfc().collect::<String>().into()
+    }
+    #[cfg(not(feature = "nfc"))]
+    match HOST_NFC.get() {
+        Some(normalize) => normalize(text).into(),
+        // Unreachable: a tokenizer with the NFC normalizer is refused at load without one.
+        None => text.into(),
+    }
+}
+
+/// Literal strings (the added tokens) as a byte trie, found leftmost-longest: the earliest
+/// start where one matches, the longest one there (what `tokenizers` asks of aho-corasick).
+/// Hand-written because that crate added 42 kB gzipped to the wasm core; each start costs at
+/// most the longest literal's length, so finding is linear in the text.
+struct Literals {
+    /// Whether a literal starts with this byte.
+    first: [bool; 256],
+    /// Each node: its children (byte, node) sorted by byte, and whether a literal ends there.
+    nodes: Vec<(Vec<(u8, u32)>, bool)>,
+}
+
+impl Literals {
+    fn new(literals: &[&str]) -> Self {
+        let mut this = Literals {
+            first: [false; 256],
+            nodes: vec![(Vec::new(), false)],
+        };
+        for literal in literals {
+            let mut node = 0;
+            for &b in literal.as_bytes() {
+                node = match this.nodes[node].0.binary_search_by_key(&b, |&(c, _)| c) {
+                    Ok(i) => this.nodes[node].0[i].1 as usize,
+                    Err(i) => {
+                        let child = this.nodes.len();
+                        this.nodes.push((Vec::new(), false));
+                        this.nodes[node].0.insert(i, (b, child as u32));
+                        child
+                    }
+                };
+            }
+            this.nodes[node].1 = true;
+            this.first[literal.as_bytes()[0] as usize] = true;
+        }
+        this
+    }
+
+    /// The next match at or after `from`: (start, end).
+    fn find(&self, s: &[u8], from: usize) -> Option<(usize, usize)> {
+        (from..s.len())
+            .filter(|&i| self.first[s[i] as usize])
+            .find_map(|i| self.longest_at(s, i).map(|end| (i, end)))
+    }
+
+    fn longest_at(&self, s: &[u8], i: usize) -> Option<usize> {
+        let (mut node, mut longest) = (0, None);
+        for (j, &b) in s[i..].iter().enumerate() {
+            match self.nodes[node].0.binary_search_by_key(&b, |&(c, _)| c) {
+                Ok(k) => node = self.nodes[node].0[k].1 as usize,
+                Err(_) => break,
+            }
+            if self.nodes[node].1 {
+                longest = Some(i + j + 1);
+            }
+        }
+        longest
+    }
 }
 
 static LOADED: Mutex<Vec<&'static HfTokenizer>> = Mutex::new(Vec::new());

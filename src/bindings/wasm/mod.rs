@@ -55,6 +55,17 @@ pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// `String.prototype.normalize.call(text, form)`.
+    #[wasm_bindgen(js_namespace = ["String", "prototype", "normalize"], js_name = call)]
+    fn js_normalize(text: &str, form: &str) -> String;
+}
+
+fn host_nfc(text: &str) -> String {
+    js_normalize(text, "NFC")
+}
+
 /// Builds a tokenizer from a Hugging Face `tokenizer.json` under `name`; returns
 /// `{"name","kind","tokens"}` as JSON. Loading a loaded name keeps the first.
 #[wasm_bindgen(js_name = loadTokenizer)]
@@ -65,6 +76,8 @@ pub fn load_tokenizer(name: &str, json: &str) -> JsResult<String> {
             message: format!("\"{name}\" is an encoding; give the tokenizer another name"),
         }));
     }
+    // The wasm build has no NFC tables of its own: the host's NFC serves (Qwen).
+    crate::counting::hf::set_nfc(host_nfc);
     let t = crate::counting::hf::load(name, json).map_err(throw)?;
     Ok(serde_json::json!({"name": t.name(), "kind": t.kind(), "tokens": t.len()}).to_string())
 }
