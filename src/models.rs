@@ -23,7 +23,7 @@ pub struct ModelInfo {
     pub encoding: Encoding,
     /// The Hugging Face tokenizer that counts this model exactly, by the name the registry
     /// expects it loaded under (`llama3_1`, `qwen3`, `gemma3`, ...; see `hf::load` and
-    /// `loadTokenizer`). `None` when no public tokenizer counts it (Claude, Mistral, DeepSeek).
+    /// `loadTokenizer`). `None` when no public tokenizer counts it (Claude, Mistral, Llama 4).
     pub tokenizer: Option<String>,
     /// The tokenizer family, for the estimate factor of non-OpenAI models.
     pub family: Family,
@@ -209,7 +209,12 @@ const REGISTRY: &[Entry] = &[
     e("qwen2.5", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
     e("qwen-2.5", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
     e("qwen", 32_768, 8_192, O2, Qwen),
+    // DeepSeek V3 / V3.1 / R1 (deepseek-chat, deepseek-reasoner) share V3's tokenizer.
     e("deepseek", 128_000, 8_192, O2, Deepseek),
+    e("deepseek-v3", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
+    e("deepseek-r1", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
+    e("deepseek-chat", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
+    e("deepseek-reasoner", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
 ];
 
 /// Looks a model up: exact name, then the longest registry prefix. `None` when unknown.

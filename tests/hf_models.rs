@@ -45,7 +45,10 @@ fn registry_names_the_tokenizer() {
         ("gemma3:4b", Some("gemma3"), 131_072),
         ("gemini-1.5-pro", None, 2_097_152),
         ("meta-llama/llama-4-scout", None, 1_048_576),
-        ("deepseek/deepseek-v3", None, 128_000),
+        ("deepseek/deepseek-v3", Some("deepseek_v3"), 128_000),
+        ("deepseek-ai/DeepSeek-V3-0324", Some("deepseek_v3"), 128_000),
+        ("deepseek-chat", Some("deepseek_v3"), 128_000),
+        ("mistral-large-latest", None, 131_072),
         ("claude-sonnet-4-5", None, 200_000),
     ];
     for (name, tokenizer, window) in cases {

@@ -98,7 +98,7 @@ export async function loadEncoding(name: EncodingName = 'o200k_base', source?: R
 export interface TokenizerInfo {
   /** The name to count with: `countTokens(text, name)`. */
   name: string;
-  /** `'byte-level BPE, Llama 3 pattern'`, `'byte-level BPE, Qwen 2 pattern'` or `'SentencePiece-style BPE'`. */
+  /** `'byte-level BPE, Llama 3 pattern'`, `'… Qwen 2 pattern'`, `'… DeepSeek V3 patterns'` or `'SentencePiece-style BPE'`. */
   kind: string;
   /** Vocabulary size (added tokens outside the vocabulary not included). */
   tokens: number;
@@ -106,7 +106,7 @@ export interface TokenizerInfo {
 
 /**
  * Builds an exact counter from a Hugging Face `tokenizer.json` (the file beside a model's
- * weights): Llama 3.x, Qwen 2.5 / 3, Gemma 3 (and so Gemini 2.x / 3 text). Afterwards
+ * weights): Llama 3.x, Qwen 2.5 / 3, DeepSeek V3, Gemma 3 (and so Gemini 2.x / 3 text). Afterwards
  * `countTokens(text, name)` counts as the `tokenizers` library's `encode(text,
  * add_special_tokens=False)`. `json` is the file's text, its bytes or the parsed object. A file
  * this package cannot count exactly (another pre-tokenizer, WordPiece, Unigram, ...) is

@@ -23,7 +23,7 @@ export interface ModelInfo {
   /**
    * The Hugging Face tokenizer that counts this model exactly, by the name to load it under
    * (`loadTokenizer('llama3_1', json)`): `llama3`, `llama3_1`, `llama3_2`, `qwen2_5`, `qwen3`,
-   * `gemma3` (Gemini 2.x / 3 too); null when none is public (Claude, Mistral, DeepSeek).
+   * `deepseek_v3`, `gemma3` (Gemini 2.x / 3 too); null when none is public (Claude, Mistral).
    */
   tokenizer: string | null;
   family: ModelFamily;

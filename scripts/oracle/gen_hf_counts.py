@@ -17,7 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_counts  # noqa: E402  (the shared cases and the deterministic stream)
 
-FAMILIES = ["llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "gemma3"]
+FAMILIES = ["llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "deepseek_v3", "gemma3"]
 MAX_FIXTURE_BYTES = 450_000
 
 EXTRA = [

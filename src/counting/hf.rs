@@ -1,5 +1,5 @@
 //! Exact counts for a Hugging Face `tokenizer.json` (the file beside every open-weight model's
-//! weights): byte-level BPE (Llama 3, Qwen 2.5 / 3) and SentencePiece-style BPE (Gemma 3, and
+//! weights): byte-level BPE (Llama 3, Qwen 2.5 / 3, DeepSeek V3) and SentencePiece-style BPE (Gemma 3, and
 //! through its vocabulary Gemini 2.x / 3), counted as the `tokenizers` library's
 //! `encode(text, add_special_tokens=False)` does.
 //!
@@ -10,7 +10,7 @@
 //! - the normalizer: none, `NFC` (Qwen; the `unicode-normalization` crate as in `tokenizers`,
 //!   or the host's NFC in the wasm build: [`set_nfc`]), or `Replace(" ", "▁")` (Gemma);
 //! - the pre-tokenizer: one of the known Split patterns, each a hand-written linear splitter in
-//!   [`pretokenize`](super::bpe::pretokenize) (Llama 3's, Qwen's), or none (Gemma: after the
+//!   [`pretokenize`](super::bpe::pretokenize) (Llama 3's, Qwen's, DeepSeek V3's three), or none (Gemma: after the
 //!   normalizer no `" "` is left for its Split to cut at);
 //! - the model: BPE with the file's merges. When the merges are tiktoken's ranks (every two-token
 //!   split of a token is a merge, in token-id order, and `ignore_merges` — Llama 3), counting is
@@ -37,6 +37,21 @@ use crate::error::Error;
 pub const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// The Qwen 2 / 2.5 / 3 Split pattern: Llama 3's with single digits.
 pub const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// DeepSeek V3's three Split patterns, in order.
+pub const DEEPSEEK_V3_PATTERNS: [&str; 3] = [
+    r"\p{N}{1,3}",
+    "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
+    concat!(
+        r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^"##,
+        "\r\n",
+        r"\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[",
+        "\r\n",
+        r"]*|\s*[",
+        "\r\n",
+        r"]+|\s+(?!\S)|\s+"
+    ),
+];
 
 const NONE: u32 = u32::MAX;
 /// Pieces up to this many bytes have their counts cached (bounded like [`Bpe`]'s cache).
@@ -266,6 +281,10 @@ impl HfTokenizer {
             match patterns.as_slice() {
                 [p] if p == LLAMA3_PATTERN => (pretokenize::llama3_piece, "byte-level BPE, Llama 3 pattern"),
                 [p] if p == QWEN2_PATTERN => (pretokenize::qwen2_piece, "byte-level BPE, Qwen 2 pattern"),
+                [a, b, c] if [a, b, c] == DEEPSEEK_V3_PATTERNS => (
+                    pretokenize::deepseek_v3_piece,
+                    "byte-level BPE, DeepSeek V3 patterns",
+                ),
                 _ => {
                     return Err(bad(format!(
                         "pre-tokenizer not supported (no linear splitter for the Split pattern(s) {patterns:?})"
@@ -297,15 +316,22 @@ impl HfTokenizer {
                 return Err(bad(format!("token id {id} is given twice")));
             }
         }
+        let added_texts: std::collections::HashSet<&str> = file
+            .added_tokens
+            .iter()
+            .map(|t| t.content.as_str())
+            .collect();
         let mut tokens = Vec::with_capacity(n);
         for (id, token) in by_id.iter().enumerate() {
             let token = token.ok_or_else(|| bad(format!("token id {id} is missing")))?;
             tokens.push(match &decoder {
-                Some(decoder) => token
-                    .chars()
-                    .map(|c| decoder.get(&c).copied())
-                    .collect::<Option<Vec<u8>>>()
-                    .ok_or_else(|| bad(format!("token {token:?} is not byte-level")))?,
+                Some(decoder) => match token.chars().map(|c| decoder.get(&c).copied()).collect() {
+                    Some(bytes) => bytes,
+                    // An added token kept in the vocabulary (DeepSeek's `<｜begin▁of▁sentence｜>`):
+                    // found in the text by `added`, never by merging; its text stands for it.
+                    None if added_texts.contains(token) => token.as_bytes().to_vec(),
+                    None => return Err(bad(format!("token {token:?} is not byte-level"))),
+                },
                 None => token.as_bytes().to_vec(),
             });
         }
