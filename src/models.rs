@@ -177,12 +177,16 @@ const REGISTRY: &[Entry] = &[
     e("claude-3-5-haiku", 200_000, 8_192, O2, Anthropic),
     e("claude-3", 200_000, 4_096, O2, Anthropic),
     e("claude", 200_000, 8_192, O2, Anthropic),
-    // Gemini 2.x and 3 use the Gemma 3 vocabulary (262,144 pieces): exact for text.
+    // Gemini 2.0, 2.5 and 3 use the Gemma 3 vocabulary (262,144 pieces): exact for text. Gemini
+    // 3.1 and 3.5 moved to Gemma 4's (not in a registry package here): estimated. Source: the
+    // local tokenizer table of google-genai 3.6.1 (`_local_tokenizer_loader.py`).
     e("gemini-2.5", 1_048_576, 65_536, O2, Google).tok("gemma3"),
     e("gemini-2.0", 1_048_576, 8_192, O2, Google).tok("gemma3"),
     e("gemini-1.5-pro", 2_097_152, 8_192, O2, Google),
     e("gemini-1.5-flash", 1_048_576, 8_192, O2, Google),
     e("gemini-3", 1_048_576, 65_536, O2, Google).tok("gemma3"),
+    e("gemini-3.1", 1_048_576, 65_536, O2, Google),
+    e("gemini-3.5", 1_048_576, 65_536, O2, Google),
     e("gemini", 1_048_576, 8_192, O2, Google),
     e("gemma-3", 131_072, 8_192, O2, Google).tok("gemma3"),
     e("gemma3", 131_072, 8_192, O2, Google).tok("gemma3"),

@@ -44,6 +44,8 @@ fn registry_names_the_tokenizer() {
         ("google/gemma-3-27b-it", Some("gemma3"), 131_072),
         ("gemma3:4b", Some("gemma3"), 131_072),
         ("gemini-1.5-pro", None, 2_097_152),
+        ("gemini-3.1-pro-preview", None, 1_048_576),
+        ("google/gemini-3.5-flash", None, 1_048_576),
         ("meta-llama/llama-4-scout", None, 1_048_576),
         ("deepseek/deepseek-v3", Some("deepseek_v3"), 128_000),
         ("deepseek-ai/DeepSeek-V3-0324", Some("deepseek_v3"), 128_000),
