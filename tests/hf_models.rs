@@ -51,6 +51,19 @@ fn registry_names_the_tokenizer() {
         ("deepseek-ai/DeepSeek-V3-0324", Some("deepseek_v3"), 128_000),
         ("deepseek-chat", Some("deepseek_v3"), 128_000),
         ("mistral-large-latest", None, 131_072),
+        (
+            "mistralai/Mistral-Nemo-Instruct-2407",
+            Some("mistral_tekken_240718"),
+            131_072,
+        ),
+        (
+            "open-mistral-nemo-2407",
+            Some("mistral_tekken_240718"),
+            131_072,
+        ),
+        ("mistral-small-2409", Some("mistral_tekken_240718"), 32_768),
+        ("mistral-small-2402", None, 32_768),
+        ("pixtral-12b-2409", Some("mistral_tekken_240911"), 131_072),
         ("claude-sonnet-4-5", None, 200_000),
     ];
     for (name, tokenizer, window) in cases {

@@ -15,10 +15,15 @@ const FAMILIES: [&str; 6] = [
 ];
 
 fn tokenizer_json(family: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(".tools/tokenizers")
-        .join(family)
-        .join("tokenizer.json");
+        .join(family);
+    let file = if family.starts_with("mistral_") {
+        "tekken.json"
+    } else {
+        "tokenizer.json"
+    };
+    let path = dir.join(file);
     std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (run `bash scripts/fetch-tokenizers.sh`, which scripts/setup.sh runs)",
@@ -98,6 +103,12 @@ fn how_each_family_is_counted() {
         "byte-level BPE, DeepSeek V3 patterns"
     );
     assert_eq!(tokenizer("gemma3").len(), 262_144);
+    assert_eq!(
+        tokenizer("mistral_tekken_240911").kind(),
+        "tekken (tiktoken-style BPE), Mistral"
+    );
+    // 131,072 ids less the 1,000 special ones.
+    assert_eq!(tokenizer("mistral_tekken_240911").len(), 130_072);
     // Added tokens count one each, as text they would be many.
     let llama = tokenizer("llama3");
     assert_eq!(llama.count("<|eot_id|>"), 1);

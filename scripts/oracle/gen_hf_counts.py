@@ -1,5 +1,6 @@
 """Exactness oracle for the Hugging Face families: token counts from the OFFICIAL Python
-`tokenizers` (`encode(text, add_special_tokens=False)`), on the hard strings of
+`tokenizers` (`encode(text, add_special_tokens=False)`), and for Mistral's tekken files from the
+official `mistral-common` (`Tekkenizer.encode(text, bos=False, eos=False)`), on the hard strings of
 tests/fixtures/token-counts.json (gen_counts.py's cases: NBSP, U+3000, CJK, emoji, CRLF, long
 runs, ...) plus code, digit and added-token cases, and optionally a larger generated set.
 
@@ -18,6 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_counts  # noqa: E402  (the shared cases and the deterministic stream)
 
 FAMILIES = ["llama3", "llama3_1", "llama3_2", "qwen2_5", "qwen3", "deepseek_v3", "gemma3"]
+TEKKEN = ["mistral_tekken_240718", "mistral_tekken_240911"]
 MAX_FIXTURE_BYTES = 450_000
 
 EXTRA = [
@@ -65,25 +67,32 @@ def main():
     ap.add_argument("--generated", type=int, default=0, help="write N generated strings instead")
     args = ap.parse_args()
     import tokenizers
+    import mistral_common
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
     toks = {f: tokenizers.Tokenizer.from_file(os.path.join(args.tokenizers, f, "tokenizer.json")) for f in FAMILIES}
+    tekken = {f: Tekkenizer.from_file(os.path.join(args.tokenizers, f, "tekken.json")) for f in TEKKEN}
     sources = {}
-    for f in FAMILIES:
+    for f in FAMILIES + TEKKEN:
         with open(os.path.join(args.tokenizers, f, "SOURCE")) as fh:
             sources[f] = fh.read().strip()
 
     def counts(text):
-        return {f: len(toks[f].encode(text, add_special_tokens=False).ids) for f in FAMILIES}
+        out = {f: len(toks[f].encode(text, add_special_tokens=False).ids) for f in FAMILIES}
+        out.update({f: len(tekken[f].encode(text, bos=False, eos=False)) for f in TEKKEN})
+        return out
 
     if args.generated:
         rows = [dict(text=t, **counts(t)) for t in generated(args.generated)]
-        data = json.dumps({"tokenizers_version": tokenizers.__version__, "sources": sources, "cases": rows}, ensure_ascii=False)
+        data = json.dumps({"tokenizers_version": tokenizers.__version__, "mistral_common_version": mistral_common.__version__,
+                           "sources": sources, "cases": rows}, ensure_ascii=False)
     else:
         rows = [dict(name=name, text=text, **counts(text)) for name, text in cases()]
         data = json.dumps({
             "generator": "scripts/oracle/regen.sh",
             "tokenizers_version": tokenizers.__version__,
-            "method": "Tokenizer.encode(text, add_special_tokens=False)",
+            "mistral_common_version": mistral_common.__version__,
+            "method": "Tokenizer.encode(text, add_special_tokens=False); Tekkenizer.encode(text, bos=False, eos=False)",
             "sources": sources,
             "cases": rows,
         }, ensure_ascii=False, indent=1) + "\n"

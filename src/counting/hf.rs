@@ -18,6 +18,8 @@
 //!   first, leftmost on a tie (`tokenizers`' `Word::merge_all`), with byte fallback (`<0xNN>`)
 //!   for characters a SentencePiece vocabulary lacks.
 //!
+//! Mistral's `tekken_*.json` (mistral-common's tiktoken-style files) loads through the same entry.
+//!
 //! Anything else (another pre-tokenizer pattern, WordPiece, Unigram, a continuing-subword
 //! prefix, added tokens with strip flags) is a typed `invalid_rank_data` error naming it, never a
 //! silent approximation.
@@ -37,6 +39,9 @@ use crate::error::Error;
 pub const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// The Qwen 2 / 2.5 / 3 Split pattern: Llama 3's with single digits.
 pub const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// Mistral's tekken pattern (`tekken_240718.json`, `tekken_240911.json`).
+pub const TEKKEN_PATTERN: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// DeepSeek V3's three Split patterns, in order.
 pub const DEEPSEEK_V3_PATTERNS: [&str; 3] = [
@@ -65,6 +70,26 @@ struct File {
     normalizer: Option<serde_json::Value>,
     pre_tokenizer: Option<serde_json::Value>,
     model: Model,
+}
+
+/// Mistral's `tekken_*.json` (mistral-common): tiktoken ranks in base64, one pattern.
+#[derive(Deserialize)]
+struct Tekken {
+    config: TekkenConfig,
+    vocab: Vec<TekkenToken>,
+}
+
+#[derive(Deserialize)]
+struct TekkenConfig {
+    pattern: String,
+    default_vocab_size: usize,
+    default_num_special_tokens: usize,
+}
+
+#[derive(Deserialize)]
+struct TekkenToken {
+    rank: usize,
+    token_bytes: String,
 }
 
 #[derive(Deserialize)]
@@ -218,8 +243,14 @@ impl HfTokenizer {
             encoding: name.to_owned(),
             reason,
         };
-        let file: File = serde_json::from_str(json)
-            .map_err(|e| bad(format!("tokenizer.json does not parse: {e}")))?;
+        let file: File = match serde_json::from_str(json) {
+            Ok(file) => file,
+            // Not a tokenizer.json: a tekken file has no `model`.
+            Err(e) if e.to_string().starts_with("missing field `model`") => {
+                return Self::from_tekken(name, json)
+            }
+            Err(e) => return Err(bad(format!("tokenizer.json does not parse: {e}"))),
+        };
         let model = file.model;
         if model.kind.as_deref().is_some_and(|k| k != "BPE") {
             return Err(bad(format!(
@@ -450,6 +481,62 @@ impl HfTokenizer {
             normalizer,
             added,
             kind,
+        })
+    }
+
+    /// Mistral's tekken (`tekken_*.json` from mistral-common): tiktoken's BPE on its first
+    /// `default_vocab_size - default_num_special_tokens` ranks, its own pattern, no special tokens
+    /// in text (as `Tekkenizer.encode`).
+    fn from_tekken(name: &str, json: &str) -> Result<Self, Error> {
+        use base64::Engine;
+        let bad = |reason: String| Error::InvalidRankData {
+            encoding: name.to_owned(),
+            reason,
+        };
+        let file: Tekken = serde_json::from_str(json)
+            .map_err(|e| bad(format!("neither tokenizer.json nor tekken.json: {e}")))?;
+        if file.config.pattern != TEKKEN_PATTERN {
+            return Err(bad(format!(
+                "tekken pattern not supported: {:?}",
+                file.config.pattern
+            )));
+        }
+        let n = file
+            .config
+            .default_vocab_size
+            .checked_sub(file.config.default_num_special_tokens)
+            .filter(|&n| n <= file.vocab.len())
+            .ok_or_else(|| bad("vocabulary sizes do not add up".into()))?;
+        let mut data = Vec::new();
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0u32);
+        for (i, token) in file.vocab[..n].iter().enumerate() {
+            if token.rank != i {
+                return Err(bad(format!("vocab entry {i} has rank {}", token.rank)));
+            }
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(&token.token_bytes)
+                .map_err(|e| bad(format!("rank {i}: {e}")))?;
+            data.extend_from_slice(&bytes);
+            offsets
+                .push(u32::try_from(data.len()).map_err(|_| bad("vocabulary too large".into()))?);
+        }
+        let bpe = Bpe::build(
+            name.to_owned().into(),
+            data.into(),
+            offsets,
+            pretokenize::tekken_piece,
+        )
+        .map_err(bad)?;
+        if let Some(b) = (0..=255u8).find(|&b| bpe.token_rank(&[b]).is_none()) {
+            return Err(bad(format!("byte 0x{b:02x} has no token")));
+        }
+        Ok(HfTokenizer {
+            bpe,
+            merging: Merging::Ranks,
+            normalizer: Normalizer::None,
+            added: None,
+            kind: "tekken (tiktoken-style BPE), Mistral",
         })
     }
 

@@ -21,7 +21,8 @@
 //! (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
 //! |\s*[\r\n]+|\s+(?!\S)|\s+
 //! ```
-//! Qwen 2 / 2.5 / 3 is Llama 3's with single digits (`\p{N}` for `\p{N}{1,3}`).
+//! Qwen 2 / 2.5 / 3 is Llama 3's with single digits (`\p{N}` for `\p{N}{1,3}`). Mistral's
+//! tekken is o200k's without the contractions and with single digits.
 //!
 //! DeepSeek V3 chains three Splits (each one cuts the pieces of the one before):
 //! ```text
@@ -181,8 +182,27 @@ fn o200k_head(s: &[u8], start: usize) -> Option<usize> {
 
 /// End of the o200k_base piece starting at byte `i < s.len()`.
 pub fn o200k_piece(s: &[u8], i: usize) -> usize {
+    o200k_family(s, i, true, true)
+}
+
+/// End of the piece of Mistral's tekken (its `tekken_*.json` pattern) starting at byte
+/// `i < s.len()`: o200k's without the contractions, with single digits.
+pub fn tekken_piece(s: &[u8], i: usize) -> usize {
+    o200k_family(s, i, false, false)
+}
+
+/// o200k's pattern and its relative: `contractions` adds `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` after
+/// words, `three_digits` is `\p{N}{1,3}` (else `\p{N}`).
+#[inline(always)]
+fn o200k_family(s: &[u8], i: usize, contractions: bool, three_digits: bool) -> usize {
     let (c0, l0) = at(s, i);
-    let with_suffix = |end: usize| contraction(s, end).unwrap_or(end);
+    let with_suffix = |end: usize| {
+        if contractions {
+            contraction(s, end).unwrap_or(end)
+        } else {
+            end
+        }
+    };
     // Branches 1 and 2, each first with the optional prefix character, then without it (which
     // can only succeed when the character is a mark: marks are in both letter classes).
     let prefixed = is(c0, PREFIX);
@@ -196,7 +216,11 @@ pub fn o200k_piece(s: &[u8], i: usize) -> usize {
         }
     }
     if c0 == NUMBER {
-        return digits(s, i + l0);
+        return if three_digits {
+            digits(s, i + l0)
+        } else {
+            i + l0
+        };
     }
     if let Some(end) = punctuation(s, i, c0, true) {
         return end;
