@@ -2,7 +2,10 @@
 //! content hash, and the documented per-message framing and media estimates.
 
 pub mod bpe;
+mod breakdown;
 pub mod hf;
+
+pub use breakdown::{Breakdown, MessageTokens, PartTokens, ToolsTokens};
 
 use hashbrown::HashMap;
 use std::sync::Mutex;
@@ -90,6 +93,16 @@ pub fn can_count(name: &str) -> bool {
     match name.parse::<Encoding>() {
         Ok(encoding) => bpe::is_available(encoding),
         Err(_) => hf::get(name).is_some(),
+    }
+}
+
+/// A cached counter by name: an [`Encoding`] or a tokenizer loaded with [`hf::load`].
+pub fn counter_named(name: &str) -> Result<CachedCounter, Error> {
+    match name.parse::<Encoding>() {
+        Ok(encoding) => CachedCounter::new(encoding),
+        Err(unknown) => hf::get(name)
+            .map(|t| CachedCounter::with_counter(Encoding::O200kBase, Box::new(Tokenizer(t))))
+            .ok_or(unknown),
     }
 }
 

@@ -95,6 +95,16 @@ pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
         .map_err(throw)
 }
 
+/// The tokens of a request broken down per message, part and tool definition (`Breakdown` as
+/// JSON), counted with an encoding or a loaded tokenizer.
+#[wasm_bindgen(js_name = countBreakdown)]
+pub fn count_breakdown(messages_json: &str, tools_json: &str, encoding: &str) -> JsResult<String> {
+    let messages = parse_messages(messages_json).map_err(throw)?;
+    let tools: Vec<crate::config::ToolDefinition> = parse("tools", tools_json)?;
+    let counter = crate::counter_named(encoding).map_err(throw)?;
+    Ok(to_json(&counter.breakdown(&messages, &tools)))
+}
+
 /// Whether the encoding (or loaded tokenizer) can count now.
 #[wasm_bindgen(js_name = encodingLoaded)]
 pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
