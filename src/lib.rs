@@ -81,7 +81,8 @@ pub use counting::bpe;
 pub use counting::hf;
 pub use counting::{
     can_count, count_tokens, count_tokens_named, counter_named, Breakdown, CachedCounter, Encoding,
-    Exact, TokenCounter, Tokenizer, TOOL_DEFINITION_OVERHEAD,
+    Exact, MessageTokens, PartTokens, TokenCounter, Tokenizer, ToolsTokens,
+    TOOL_DEFINITION_OVERHEAD,
 };
 pub use error::{Error, Result};
 pub use message::{

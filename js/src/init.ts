@@ -143,7 +143,20 @@ function loadRanks(name: EncodingName, source?: RankSource): Promise<void> {
         );
       }
       const bytes = await rankBytes(ranks);
-      core(() => coreLoadEncoding(name, bytes));
+      try {
+        core(() => coreLoadEncoding(name, bytes));
+      } catch (error) {
+        // cl100k_base's ranks are stored by reference to o200k_base's tokens (data/README.md).
+        const missing = (error as CompactorError).details?.name;
+        if ((error as CompactorError).code === 'encoding_not_loaded' && missing !== undefined && missing !== name) {
+          throw new CompactorError(
+            'encoding_not_loaded',
+            `context-compactor: the ${name} ranks are stored by reference to ${String(missing)}'s tokens; load ${String(missing)} first: \`await loadEncoding('${String(missing)}', ranks)\``,
+            { name: missing },
+          );
+        }
+        throw error;
+      }
     })().finally(() => loading.delete(name));
     loading.set(name, pending);
   }
