@@ -12,7 +12,7 @@ export type WasmSource = WebAssembly.Module | BufferSource;
 
 /**
  * An encoding's ranks: the package's data-only module (`dist/ranks/<name>.wasm`) compiled or as
- * bytes, or the raw rank file (`data/<name>.ranks` in the repository, `CCR1` format).
+ * bytes, or the raw rank file (`data/<name>.ranks` in the repository; cl100k_base refers to o200k_base).
  */
 export type RankSource = WebAssembly.Module | BufferSource;
 

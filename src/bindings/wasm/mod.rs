@@ -82,7 +82,7 @@ pub fn load_tokenizer(name: &str, json: &str) -> JsResult<String> {
     Ok(serde_json::json!({"name": t.name(), "kind": t.kind(), "tokens": t.len()}).to_string())
 }
 
-/// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). The npm build has no
+/// Loads an encoding from rank data (the `CCR1` / `CCR2` formats of `data/*.ranks`). The npm build has no
 /// embedded ranks; the host hands them over once. Loading a loaded encoding is a no-op.
 #[wasm_bindgen(js_name = loadEncoding)]
 pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
