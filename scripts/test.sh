@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 bash scripts/build.sh || { echo "build failed"; exit 1; }
 
-suites=${SUITES:-"rust host ai-sdk demo runtimes examples arena python"}
+suites=${SUITES:-"rust host hf-oracle ai-sdk demo runtimes examples arena python"}
 passed=0; failed=0; failed_names=()
 run() {
   local name=$1; shift
@@ -20,6 +20,8 @@ run() {
 
 run rust      cargo test --quiet --features cli
 run host      node --test js/test/
+# Llama 3 / Qwen 3 / Gemma 3 against the official Python `tokenizers` on 100,000 generated strings.
+run hf-oracle bash -c 'bash scripts/oracle/regen-hf.sh --generated && cargo test --quiet --test hf_tokenizer -- --ignored'
 run ai-sdk    node --test tests/ai-sdk/
 run demo      node examples/demo/demo.mjs
 run runtimes  node tests/runtimes/run-all.mjs

@@ -203,7 +203,11 @@ impl Compactor {
     pub fn with_state(config: Config, state: State) -> Result<Self> {
         config.validate()?;
         let model = resolve_model(&config);
-        let mut counter = CachedCounter::new(model.encoding)?;
+        // A model whose Hugging Face tokenizer is loaded counts with it, exactly.
+        let mut counter = match model.loaded_tokenizer() {
+            Some(t) => CachedCounter::with_counter(model.encoding, Box::new(t)),
+            None => CachedCounter::new(model.encoding)?,
+        };
         counter.image_tokens = config.image_tokens;
         counter.file_tokens = config.file_tokens;
         let tools_raw = counter.tools(&config.tools);
@@ -1186,6 +1190,10 @@ fn resolve_model(config: &Config) -> ModelInfo {
     }
     // A window given without a known model: count exactly with o200k rather than inflate.
     if model.matched.is_none() && config.context_window.is_some() {
+        model.token_ratio = 1.0;
+    }
+    // Counted exactly by its loaded tokenizer: no factor.
+    if model.loaded_tokenizer().is_some() {
         model.token_ratio = 1.0;
     }
     model

@@ -81,8 +81,11 @@ pub use config::{
     Preset, ToolDefinition, WorkingFilesConfig,
 };
 pub use counting::bpe;
+pub use counting::hf;
 pub use counting::{
-    count_tokens, CachedCounter, Encoding, Exact, TokenCounter, TOOL_DEFINITION_OVERHEAD,
+    can_count, count_tokens, count_tokens_named, counter_named, Breakdown, CachedCounter, Encoding,
+    Exact, MessageTokens, PartTokens, TokenCounter, Tokenizer, ToolsTokens,
+    TOOL_DEFINITION_OVERHEAD,
 };
 pub use error::{Error, Result};
 pub use message::{
@@ -90,7 +93,7 @@ pub use message::{
     ApprovalResponse, Content, FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall,
     ToolOutput, ToolResult, MAX_NESTING,
 };
-pub use models::{lookup as lookup_model, Family, ModelInfo};
+pub use models::{lookup as lookup_model, Family, ModelInfo, CLAUDE_47_RATIO};
 pub use plan::{
     Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,
     Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,

@@ -21,10 +21,22 @@ pub struct ModelInfo {
     pub max_output_tokens: u32,
     /// The exact encoding counts are made with (`o200k_base` or `cl100k_base`).
     pub encoding: Encoding,
+    /// The Hugging Face tokenizer that counts this model exactly, by the name the registry
+    /// expects it loaded under (`llama3_1`, `qwen3`, `gemma3`, ...; see `hf::load` and
+    /// `loadTokenizer`). `None` when no public tokenizer counts it (Claude, Mistral, Llama 4).
+    pub tokenizer: Option<String>,
     /// The tokenizer family, for the estimate factor of non-OpenAI models.
     pub family: Family,
-    /// Estimated tokens per o200k/cl100k token for this family (1.0 for OpenAI: exact).
+    /// Estimated tokens per o200k/cl100k token for this model (1.0 for OpenAI: exact).
     pub token_ratio: f64,
+}
+
+impl ModelInfo {
+    /// The model's Hugging Face tokenizer when it is loaded (then counts are exact).
+    pub fn loaded_tokenizer(&self) -> Option<crate::counting::Tokenizer> {
+        let name = self.tokenizer.as_deref()?;
+        crate::counting::hf::get(name).map(crate::counting::Tokenizer)
+    }
 }
 
 /// Tokenizer family. Only OpenAI counts are exact; the others are estimated from the o200k
@@ -51,10 +63,17 @@ pub enum Family {
 }
 
 impl Family {
-    /// Default ratio of the family's token count to the o200k count. Rough published and
-    /// measured figures: Claude's tokenizer yields ~15-25 % more tokens than OpenAI's on English
-    /// and code; Gemini, Llama 3 (a 128k-vocab tiktoken derivative), Qwen and DeepSeek are within
-    /// ~5-10 %; Mistral's smaller vocab ~15 % more. Errs high; calibration corrects it.
+    /// Default ratio of the family's token count to the o200k count, for models counted by
+    /// estimate (a model whose tokenizer is loaded counts exactly instead). Errs high;
+    /// calibration from observed usage corrects it.
+    /// - Claude up to 4.6: 1.20. Derived (bench/tokenizers/claude-factor.mjs) against
+    ///   ai-tokenizer 1.0.6's Claude encoding x its 1.1 multiplier (published accuracy
+    ///   97.6-99.98 % against count_tokens) on this repository's prose, code and JSON: measured
+    ///   1.164 / 1.163 / 1.168, so 1.20 is 2.7-3.2 % high on each (CJK: 1.86, 36 % low).
+    ///   Opus 4.7 and later: [`CLAUDE_47_RATIO`].
+    /// - Gemini, Llama 3, Qwen: exact with their tokenizer; otherwise 1.08 (Gemini ~1.08 per
+    ///   ai-tokenizer's table; Llama 3 and Qwen share cl100k-like 128-150k vocabularies).
+    /// - Mistral (smaller vocabulary) 1.15; DeepSeek 1.08.
     pub fn default_ratio(self) -> f64 {
         match self {
             Family::Openai => 1.0,
@@ -69,6 +88,14 @@ impl Family {
     }
 }
 
+/// Claude Opus 4.7 and later (a new tokenizer; Anthropic: 1.0-1.35x the tokens of before). No
+/// offline reference exists: derived as the Claude-4.6 reference times the published per-class
+/// increases measured against count_tokens (English prose ~1.45x, code 1.13-1.20x, CJK 1.00x),
+/// on the same corpus: 1.687 (prose) / 1.355 (code) / 1.360 (JSON) x o200k, mean 1.467; 1.50
+/// errs high by 2 %. Its error per class is large (prose -11 %, code and JSON +10 %, CJK -20 %):
+/// calibration matters more here (one observed step replaces the factor with the measured ratio).
+pub const CLAUDE_47_RATIO: f64 = 1.50;
+
 /// Window for models the registry does not know: small enough not to overflow most models
 /// (an 8k-window local model included), and the plan carries an `unknown_model` note.
 pub const UNKNOWN_MODEL_WINDOW: u32 = 8_192;
@@ -80,6 +107,8 @@ struct Entry {
     max_output: u32,
     encoding: Encoding,
     family: Family,
+    tokenizer: Option<&'static str>,
+    ratio: Option<f64>,
 }
 
 const fn e(
@@ -95,6 +124,22 @@ const fn e(
         max_output,
         encoding,
         family,
+        tokenizer: None,
+        ratio: None,
+    }
+}
+
+impl Entry {
+    /// Counted exactly by the Hugging Face tokenizer loaded under `name`.
+    const fn tok(mut self, name: &'static str) -> Entry {
+        self.tokenizer = Some(name);
+        self
+    }
+
+    /// A ratio of its own (a tokenizer generation that differs from the family's).
+    const fn ratio(mut self, ratio: f64) -> Entry {
+        self.ratio = Some(ratio);
+        self
     }
 }
 
@@ -121,6 +166,10 @@ const REGISTRY: &[Entry] = &[
     e("gpt-oss", 131_072, 131_072, O2, Openai),
     e("claude-opus-4", 200_000, 32_000, O2, Anthropic),
     e("claude-opus-4-5", 200_000, 64_000, O2, Anthropic),
+    e("claude-opus-4.5", 200_000, 64_000, O2, Anthropic),
+    // Opus 4.7 and later: the new tokenizer (limits as Opus 4.5 until checked).
+    e("claude-opus-4-7", 200_000, 64_000, O2, Anthropic).ratio(CLAUDE_47_RATIO),
+    e("claude-opus-4.7", 200_000, 64_000, O2, Anthropic).ratio(CLAUDE_47_RATIO),
     e("claude-sonnet-4", 200_000, 64_000, O2, Anthropic),
     e("claude-haiku-4", 200_000, 64_000, O2, Anthropic),
     e("claude-3-7-sonnet", 200_000, 64_000, O2, Anthropic),
@@ -128,25 +177,55 @@ const REGISTRY: &[Entry] = &[
     e("claude-3-5-haiku", 200_000, 8_192, O2, Anthropic),
     e("claude-3", 200_000, 4_096, O2, Anthropic),
     e("claude", 200_000, 8_192, O2, Anthropic),
-    e("gemini-2.5", 1_048_576, 65_536, O2, Google),
-    e("gemini-2.0", 1_048_576, 8_192, O2, Google),
+    // Gemini 2.0, 2.5 and 3 use the Gemma 3 vocabulary (262,144 pieces): exact for text. Gemini
+    // 3.1 and 3.5 moved to Gemma 4's (not in a registry package here): estimated. Source: the
+    // local tokenizer table of google-genai 3.6.1 (`_local_tokenizer_loader.py`).
+    e("gemini-2.5", 1_048_576, 65_536, O2, Google).tok("gemma3"),
+    e("gemini-2.0", 1_048_576, 8_192, O2, Google).tok("gemma3"),
     e("gemini-1.5-pro", 2_097_152, 8_192, O2, Google),
     e("gemini-1.5-flash", 1_048_576, 8_192, O2, Google),
-    e("gemini-3", 1_048_576, 65_536, O2, Google),
+    e("gemini-3", 1_048_576, 65_536, O2, Google).tok("gemma3"),
+    e("gemini-3.1", 1_048_576, 65_536, O2, Google),
+    e("gemini-3.5", 1_048_576, 65_536, O2, Google),
     e("gemini", 1_048_576, 8_192, O2, Google),
-    e("llama-3.1", 131_072, 8_192, O2, Meta),
-    e("llama-3.2", 131_072, 8_192, O2, Meta),
-    e("llama-3.3", 131_072, 8_192, O2, Meta),
+    e("gemma-3", 131_072, 8_192, O2, Google).tok("gemma3"),
+    e("gemma3", 131_072, 8_192, O2, Google).tok("gemma3"),
+    // Llama: Hugging Face ids (meta-llama/Llama-3.1-8B-Instruct, Meta-Llama-3-8B-Instruct), the
+    // hosted names (llama-3.3-70b-versatile) and Ollama's (llama3.1:8b).
+    e("llama-3", 8_192, 2_048, O2, Meta).tok("llama3"),
+    e("meta-llama-3", 8_192, 2_048, O2, Meta).tok("llama3"),
+    e("llama3", 8_192, 2_048, O2, Meta).tok("llama3"),
+    e("llama-3.1", 131_072, 8_192, O2, Meta).tok("llama3_1"),
+    e("meta-llama-3.1", 131_072, 8_192, O2, Meta).tok("llama3_1"),
+    e("llama3.1", 131_072, 8_192, O2, Meta).tok("llama3_1"),
+    e("llama-3.2", 131_072, 8_192, O2, Meta).tok("llama3_2"),
+    e("llama3.2", 131_072, 8_192, O2, Meta).tok("llama3_2"),
+    e("llama-3.3", 131_072, 8_192, O2, Meta).tok("llama3_1"),
+    e("llama3.3", 131_072, 8_192, O2, Meta).tok("llama3_1"),
     e("llama-4", 1_048_576, 16_384, O2, Meta),
-    e("llama3", 8_192, 2_048, O2, Meta),
+    // Mistral: tekken where mistral-common 1.13.1's model table says so (MODEL_NAME_TO_TOKENIZER_CLS);
+    // the SentencePiece ones (Large, Medium, Codestral 22B, Small before 2409) stay estimated.
+    e("mistral-nemo", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("open-mistral-nemo", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("ministral-8b", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("mistral-small-2409", 32_768, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("pixtral-12b", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
     e("mistral-large", 131_072, 8_192, O2, Mistral),
     e("mistral-medium", 131_072, 8_192, O2, Mistral),
     e("mistral-small", 32_768, 8_192, O2, Mistral),
     e("codestral", 262_144, 8_192, O2, Mistral),
-    e("qwen3", 131_072, 32_768, O2, Qwen),
-    e("qwen2.5", 32_768, 8_192, O2, Qwen),
+    // Qwen: Qwen/Qwen2.5-7B-Instruct, qwen/qwen3-32b, qwen-2.5-72b-instruct, qwen2.5-coder:7b.
+    e("qwen3", 131_072, 32_768, O2, Qwen).tok("qwen3"),
+    e("qwen-3", 131_072, 32_768, O2, Qwen).tok("qwen3"),
+    e("qwen2.5", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
+    e("qwen-2.5", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
     e("qwen", 32_768, 8_192, O2, Qwen),
+    // DeepSeek V3 / V3.1 / R1 (deepseek-chat, deepseek-reasoner) share V3's tokenizer.
     e("deepseek", 128_000, 8_192, O2, Deepseek),
+    e("deepseek-v3", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
+    e("deepseek-r1", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
+    e("deepseek-chat", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
+    e("deepseek-reasoner", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
 ];
 
 /// Looks a model up: exact name, then the longest registry prefix. `None` when unknown.
@@ -162,8 +241,9 @@ pub fn lookup(name: &str) -> Option<ModelInfo> {
         context_window: entry.window,
         max_output_tokens: entry.max_output,
         encoding: entry.encoding,
+        tokenizer: entry.tokenizer.map(str::to_owned),
         family: entry.family,
-        token_ratio: entry.family.default_ratio(),
+        token_ratio: entry.ratio.unwrap_or(entry.family.default_ratio()),
     })
 }
 
@@ -175,6 +255,7 @@ pub fn unknown(name: &str) -> ModelInfo {
         context_window: UNKNOWN_MODEL_WINDOW,
         max_output_tokens: UNKNOWN_MODEL_MAX_OUTPUT,
         encoding: Encoding::O200kBase,
+        tokenizer: None,
         family: Family::Unknown,
         token_ratio: Family::Unknown.default_ratio(),
     }

@@ -50,12 +50,25 @@ const ENCODINGS: [(Encoding, usize); 2] = [
 
 #[test]
 fn rank_files_hold_tiktokens_vocabularies() {
+    let vocabulary = |encoding: Encoding, count: usize| -> Vec<Vec<u8>> {
+        (0..count as u32)
+            .map(|r| {
+                reference(encoding)
+                    .decode_bytes(&[r])
+                    .expect("rank in vocabulary")
+            })
+            .collect()
+    };
+    let o200k = vocabulary(Encoding::O200kBase, ENCODINGS[0].1);
     for (encoding, count) in ENCODINGS {
-        let reference = reference(encoding);
-        let tokens: Vec<Vec<u8>> = (0..count as u32)
-            .map(|r| reference.decode_bytes(&[r]).expect("rank in vocabulary"))
-            .collect();
-        let expected = RankData::write(encoding.as_str(), &tokens);
+        let tokens = vocabulary(encoding, count);
+        // cl100k is stored by reference to o200k's tokens (version 2); o200k as itself.
+        let expected = match encoding {
+            Encoding::O200kBase => RankData::write(encoding.as_str(), &tokens),
+            Encoding::Cl100kBase => {
+                RankData::write_referenced(encoding.as_str(), &tokens, "o200k_base", &o200k)
+            }
+        };
         let path = format!(
             "{}/data/{}.ranks",
             env!("CARGO_MANIFEST_DIR"),
@@ -89,6 +102,12 @@ fn damaged_rank_data_is_a_typed_error() {
         ("wrong magic", b"XXXX\x0bcl100k_base".to_vec()),
         ("truncated", good[..good.len() / 2].to_vec()),
         ("trailing bytes", [&good[..], b"x"].concat()),
+        ("referenced, truncated planes", good[..40_000].to_vec()),
+        ("referenced, unknown base", {
+            let mut d = good.clone();
+            d[5 + 11 + 4 + 1] = b'x'; // o200k_base -> x200k_base
+            d
+        }),
     ];
     for (what, data) in cases {
         let err = Bpe::from_rank_data(Encoding::Cl100kBase, data).unwrap_err();

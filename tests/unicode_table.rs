@@ -23,7 +23,7 @@ fn ranges(pattern: &str) -> Vec<(u32, u32)> {
 /// The class of every code point, from regex-syntax.
 fn expected() -> Vec<Class> {
     let mut classes = vec![unicode::OTHER; 0x11_0000];
-    let sets: [(&str, Class); 7] = [
+    let sets: [(&str, Class); 8] = [
         (r"[\p{Lu}\p{Lt}]", unicode::UPPER),
         (r"\p{Ll}", unicode::LOWER),
         (r"[\p{Lm}\p{Lo}]", unicode::OTHER_LETTER),
@@ -31,6 +31,7 @@ fn expected() -> Vec<Class> {
         (r"\p{N}", unicode::NUMBER),
         (r"[\s&&[^\r\n]]", unicode::SPACE),
         (r"[\r\n]", unicode::NEWLINE),
+        (r"[\p{P}\p{S}]", unicode::PUNCT_SYMBOL),
     ];
     for (pattern, class) in sets {
         for (start, end) in ranges(pattern) {

@@ -33,6 +33,16 @@ export const contenders = [
     },
   },
   {
+    name: 'ai-tokenizer',
+    variant: 'pure JS, new Tokenizer(ai-tokenizer/encoding/<enc>).encodeOrdinary()',
+    async load(encoding) {
+      const { Tokenizer } = await import('ai-tokenizer');
+      const tokenizer = new Tokenizer(await import(`ai-tokenizer/encoding/${encoding}`));
+      // count() throws on special-token text; encodeOrdinary() counts it as text, as we do.
+      return { count: (s) => tokenizer.encodeOrdinary(s).length };
+    },
+  },
+  {
     name: 'js-tiktoken',
     variant: 'pure JS, js-tiktoken/lite + ranks/<enc>',
     slow: true,

@@ -824,7 +824,7 @@ export interface ToolDefinition {
 }
 
 /** JSON tool definitions from either accepted shape. */
-function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): ToolDefinition[] {
+export function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): ToolDefinition[] {
   if (Array.isArray(tools)) return tools;
   return Object.entries(tools).map(([name, tool]) => {
     const schema = tool?.inputSchema ?? tool?.parameters;

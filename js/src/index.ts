@@ -5,7 +5,8 @@ export { parseOverflow, isOverflowError } from './overflow.js';
 export type { OverflowInfo } from './overflow.js';
 export { loopContext, recoverySegment, memorySegment, withMemory } from './loop.js';
 export type { LoopConfig, Iteration, LoopState, LoopSummaryRequest, LoopStep } from './loop.js';
-export { countTokens, warmUp } from './tokens.js';
+export { countTokens, countBreakdown, warmUp } from './tokens.js';
+export type { TokenBreakdown, PartTokens } from './tokens.js';
 export { MemoryStore, checkPath, checkPrefix, MAX_PATH_LENGTH, MAX_SEGMENT_BYTES } from './store.js';
 export { KvStore } from './stores/kv.js';
 export type { KeyValueBackend, CloudflareKvNamespace, R2BucketLike, KvStoreOptions } from './stores/kv.js';
@@ -25,8 +26,8 @@ export type {
 export type { FileStore } from './store.js';
 export { CompactorError } from './errors.js';
 export type { CompactorErrorCode } from './errors.js';
-export { init, isInitialized, loadEncoding, isEncodingLoaded } from './init.js';
-export type { WasmSource, RankSource } from './init.js';
+export { init, isInitialized, loadEncoding, loadTokenizer, isEncodingLoaded } from './init.js';
+export type { WasmSource, RankSource, InitOptions, TokenizerInfo } from './init.js';
 export type * from './types.js';
 /** Which runtime entry was loaded (set by each entry module). */
 export declare const runtimeEntry: 'node' | 'deno' | 'browser' | 'workerd' | 'edge';

@@ -1,9 +1,9 @@
 // One idempotent initialization shared by every entrypoint. Each runtime entry registers how it
 // loads the core .wasm (read a file, fetch a URL, import a compiled module) and, in the full
 // entries, how it loads an encoding's ranks (the same way: each encoding is a data-only .wasm).
-// `init()` loads the core and o200k_base once; cl100k_base loads on first need.
+// `init()` loads the core and o200k_base once (plus `init({ encodings })`); others on first need.
 
-import { initSync, loadEncoding as coreLoadEncoding, encodingLoaded } from './wasm/context_compactor.js';
+import { initSync, loadEncoding as coreLoadEncoding, loadTokenizer as coreLoadTokenizer, encodingLoaded } from './wasm/context_compactor.js';
 import { CompactorError, core } from './errors.js';
 import type { EncodingName } from './types.js';
 
@@ -12,9 +12,20 @@ export type WasmSource = WebAssembly.Module | BufferSource;
 
 /**
  * An encoding's ranks: the package's data-only module (`dist/ranks/<name>.wasm`) compiled or as
- * bytes, or the raw rank file (`data/<name>.ranks` in the repository, `CCR1` format).
+ * bytes, or the raw rank file (`data/<name>.ranks` in the repository; cl100k_base refers to o200k_base).
  */
 export type RankSource = WebAssembly.Module | BufferSource;
+
+/** `init`'s options: the core module (as `init(source)`), and the encodings to have ready. */
+export interface InitOptions {
+  /** The core `.wasm` (bytes or a compiled module); the runtime's default loading otherwise. */
+  wasm?: WasmSource;
+  /**
+   * The encodings `countTokens` can use synchronously once `init` resolves. Default
+   * `['o200k_base']` in the full entries, none in `context-compactor/lite`.
+   */
+  encodings?: EncodingName[];
+}
 
 type Loader = () => WasmSource | Promise<WasmSource>;
 type RankLoader = (name: EncodingName) => RankSource | Promise<RankSource>;
@@ -36,25 +47,41 @@ export function setRankLoader(load: RankLoader): void {
 }
 
 /**
- * Loads and instantiates the core, then o200k_base (full entries). Safe to call many times and
- * concurrently; the work happens once. Pass a `WebAssembly.Module` or bytes to bypass the
- * runtime's default loading.
+ * Loads and instantiates the core, then o200k_base (full entries) or the `encodings` given. Safe
+ * to call many times and concurrently; the core loads once, and each later call loads only the
+ * encodings it names that are not loaded yet. Pass a `WebAssembly.Module` or bytes (or
+ * `{ wasm }`) to bypass the runtime's default loading.
  */
-export function init(source?: WasmSource): Promise<void> {
-  if (initialized) return Promise.resolve();
-  ready ??= (async () => {
-    const wasm = source ?? (await loader?.());
-    if (!wasm) {
-      throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
-    }
-    initSync({ module: wasm });
-    if (rankLoader) await loadRanks('o200k_base');
-    initialized = true;
-  })().catch((error: unknown) => {
-    ready = undefined; // let a later call retry
-    throw error;
-  });
-  return ready;
+export async function init(options?: WasmSource | InitOptions): Promise<void> {
+  const { wasm, encodings } = initOptions(options);
+  if (!initialized) {
+    ready ??= (async () => {
+      const module = wasm ?? (await loader?.());
+      if (!module) {
+        throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
+      }
+      initSync({ module });
+      if (rankLoader) await loadRanks('o200k_base');
+      initialized = true;
+    })().catch((error: unknown) => {
+      ready = undefined; // let a later call retry
+      throw error;
+    });
+    await ready;
+  }
+  if (encodings) await Promise.all(encodings.map((name) => loadRanks(name)));
+}
+
+function initOptions(options: WasmSource | InitOptions | undefined): InitOptions {
+  if (options === undefined) return {};
+  // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM) is a source.
+  const isOptions = typeof options === 'object' && options !== null && ('encodings' in options || 'wasm' in options);
+  if (!isOptions) return { wasm: options as WasmSource };
+  const { wasm, encodings } = options as InitOptions;
+  if (encodings !== undefined && !Array.isArray(encodings)) {
+    throw new TypeError('init: options.encodings must be an array of encoding names');
+  }
+  return { wasm, encodings };
 }
 
 /**
@@ -67,8 +94,38 @@ export async function loadEncoding(name: EncodingName = 'o200k_base', source?: R
   await loadRanks(name, source);
 }
 
-/** Whether `name` can count now (synchronously). */
-export function isEncodingLoaded(name: EncodingName): boolean {
+/** What `loadTokenizer` built. */
+export interface TokenizerInfo {
+  /** The name to count with: `countTokens(text, name)`. */
+  name: string;
+  /** `'byte-level BPE, Llama 3 pattern'`, `'… Qwen 2 pattern'`, `'… DeepSeek V3 patterns'` or `'SentencePiece-style BPE'`. */
+  kind: string;
+  /** Vocabulary size (added tokens outside the vocabulary not included). */
+  tokens: number;
+}
+
+/**
+ * Builds an exact counter from a Hugging Face `tokenizer.json` (the file beside a model's
+ * weights): Llama 3.x, Qwen 2.5 / 3, DeepSeek V3, Gemma 3 (and so Gemini 2.x / 3 text); or
+ * from Mistral's `tekken_*.json` (mistral-common). Afterwards
+ * `countTokens(text, name)` counts as the `tokenizers` library's `encode(text,
+ * add_special_tokens=False)`. `json` is the file's text, its bytes or the parsed object. A file
+ * this package cannot count exactly (another pre-tokenizer, WordPiece, Unigram, ...) is
+ * `CompactorError('invalid_rank_data')` saying what. Loading a loaded name keeps the first.
+ */
+export async function loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo> {
+  await init();
+  if (typeof name !== 'string' || name === '') throw new TypeError('loadTokenizer: name must be a non-empty string');
+  let text: string;
+  if (typeof json === 'string') text = json;
+  else if (json instanceof ArrayBuffer || ArrayBuffer.isView(json)) text = new TextDecoder().decode(json);
+  else if (json !== null && typeof json === 'object') text = JSON.stringify(json);
+  else throw new TypeError('loadTokenizer: json must be the tokenizer.json text, bytes or object');
+  return JSON.parse(core(() => coreLoadTokenizer(name, text))) as TokenizerInfo;
+}
+
+/** Whether `name` (an encoding or a loaded tokenizer) can count now (synchronously). */
+export function isEncodingLoaded(name: EncodingName | (string & {})): boolean {
   return initialized && core(() => encodingLoaded(name));
 }
 
@@ -86,7 +143,20 @@ function loadRanks(name: EncodingName, source?: RankSource): Promise<void> {
         );
       }
       const bytes = await rankBytes(ranks);
-      core(() => coreLoadEncoding(name, bytes));
+      try {
+        core(() => coreLoadEncoding(name, bytes));
+      } catch (error) {
+        // cl100k_base's ranks are stored by reference to o200k_base's tokens (data/README.md).
+        const missing = (error as CompactorError).details?.name;
+        if ((error as CompactorError).code === 'encoding_not_loaded' && missing !== undefined && missing !== name) {
+          throw new CompactorError(
+            'encoding_not_loaded',
+            `context-compactor: the ${name} ranks are stored by reference to ${String(missing)}'s tokens; load ${String(missing)} first: \`await loadEncoding('${String(missing)}', ranks)\``,
+            { name: missing },
+          );
+        }
+        throw error;
+      }
     })().finally(() => loading.delete(name));
     loading.set(name, pending);
   }

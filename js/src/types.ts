@@ -20,8 +20,15 @@ export interface ModelInfo {
   contextWindow: number;
   maxOutputTokens: number;
   encoding: EncodingName;
+  /**
+   * The Hugging Face tokenizer that counts this model exactly, by the name to load it under
+   * (`loadTokenizer('llama3_1', json)`): `llama3`, `llama3_1`, `llama3_2`, `qwen2_5`, `qwen3`,
+   * `deepseek_v3`, `gemma3` (Gemini 2.x / 3 too), `mistral_tekken_240718`, `mistral_tekken_240911`;
+   * null when none is public (Claude, Mistral's SentencePiece models, Llama 4).
+   */
+  tokenizer: string | null;
   family: ModelFamily;
-  /** Estimated tokens per BPE token for this family (1 for OpenAI: exact). */
+  /** Estimated tokens per BPE token for this model (1 when counted exactly). */
   tokenRatio: number;
 }
 

@@ -27,6 +27,12 @@ test('lite: damaged or mismatched ranks are typed errors, and leave the encoding
   assert.equal(lite.isEncodingLoaded('cl100k_base'), false);
 });
 
+test('lite: cl100k_base is stored by reference to o200k_base; loading it first says what to load', async () => {
+  const cl100k = await readFile(new URL('ranks/cl100k_base.wasm', dist));
+  await assert.rejects(lite.loadEncoding('cl100k_base', cl100k), (e) => e.code === 'encoding_not_loaded' && /load o200k_base first/.test(e.message));
+  assert.equal(lite.isEncodingLoaded('cl100k_base'), false);
+});
+
 test('lite: ranks as the package .wasm bytes, as a compiled module, or as the raw file; counts exact', async () => {
   await lite.loadEncoding('o200k_base', await readFile(new URL('ranks/o200k_base.wasm', dist)));
   const cl100kModule = await WebAssembly.compile(await readFile(new URL('ranks/cl100k_base.wasm', dist)));

@@ -51,10 +51,36 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// Exact token count of `text` in `encoding` (`o200k_base` or `cl100k_base`).
+/// Exact token count of `text` in an encoding (`o200k_base`, `cl100k_base`) or a loaded
+/// tokenizer.
 pub(crate) fn count_tokens(text: &str, encoding: &str) -> Result<u32> {
-    let encoding: Encoding = encoding.parse()?;
-    Ok(u32::try_from(crate::count_tokens(text, encoding)?).unwrap_or(u32::MAX))
+    Ok(u32::try_from(crate::count_tokens_named(text, encoding)?).unwrap_or(u32::MAX))
+}
+
+/// Builds a tokenizer from a Hugging Face `tokenizer.json` under `name`; returns
+/// `{"name","kind","tokens"}` as JSON. Loading a loaded name keeps the first.
+pub(crate) fn load_tokenizer(name: &str, json: &str) -> Result<String> {
+    if name.parse::<Encoding>().is_ok() {
+        return Err(Error::InvalidConfig {
+            field: "name".into(),
+            message: format!("\"{name}\" is an encoding; give the tokenizer another name"),
+        });
+    }
+    let t = crate::counting::hf::load(name, json)?;
+    Ok(serde_json::json!({"name": t.name(), "kind": t.kind(), "tokens": t.len()}).to_string())
+}
+
+/// The tokens of a request broken down per message, part and tool definition (`Breakdown` as
+/// JSON), counted with an encoding or a loaded tokenizer.
+pub(crate) fn count_breakdown(
+    messages_json: &str,
+    tools_json: &str,
+    encoding: &str,
+) -> Result<String> {
+    let messages = parse_messages(messages_json)?;
+    let tools: Vec<crate::config::ToolDefinition> = parse("tools", tools_json)?;
+    let counter = crate::counter_named(encoding)?;
+    Ok(to_json(&counter.breakdown(&messages, &tools)))
 }
 
 /// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). Loading a loaded
@@ -67,10 +93,9 @@ pub(crate) fn load_encoding(encoding: &str, data: Vec<u8>) -> Result<()> {
     crate::counting::bpe::load(encoding, data).map(|_| ())
 }
 
-/// Whether the encoding can count now.
+/// Whether the encoding (or loaded tokenizer) can count now.
 pub(crate) fn encoding_loaded(encoding: &str) -> Result<bool> {
-    let encoding: Encoding = encoding.parse()?;
-    Ok(crate::counting::bpe::is_available(encoding))
+    Ok(crate::can_count(encoding))
 }
 
 /// A compactor and the conversation it holds. The host syncs the conversation incrementally

@@ -2,6 +2,10 @@
 //! content hash, and the documented per-message framing and media estimates.
 
 pub mod bpe;
+mod breakdown;
+pub mod hf;
+
+pub use breakdown::{Breakdown, MessageTokens, PartTokens, ToolsTokens};
 
 use hashbrown::HashMap;
 use std::sync::Mutex;
@@ -72,6 +76,45 @@ impl TokenCounter for Exact {
 /// Exact token count of `text` in `encoding`, uncached.
 pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, Error> {
     Ok(crate::counting::bpe::get(encoding)?.count(text))
+}
+
+/// Exact token count of `text` by name: an [`Encoding`] (`"o200k_base"`, `"cl100k_base"`) or a
+/// tokenizer loaded with [`hf::load`] (`"llama3"`, ...). `unknown_encoding` for any other name.
+pub fn count_tokens_named(text: &str, name: &str) -> Result<usize, Error> {
+    match name.parse::<Encoding>() {
+        Ok(encoding) => count_tokens(text, encoding),
+        Err(unknown) => hf::get(name).map(|t| t.count(text)).ok_or(unknown),
+    }
+}
+
+/// Whether `countTokens(text, name)` works now: an encoding available without loading, or a
+/// loaded tokenizer.
+pub fn can_count(name: &str) -> bool {
+    match name.parse::<Encoding>() {
+        Ok(encoding) => bpe::is_available(encoding),
+        Err(_) => hf::get(name).is_some(),
+    }
+}
+
+/// A cached counter by name: an [`Encoding`] or a tokenizer loaded with [`hf::load`].
+pub fn counter_named(name: &str) -> Result<CachedCounter, Error> {
+    match name.parse::<Encoding>() {
+        Ok(encoding) => CachedCounter::new(encoding),
+        Err(unknown) => hf::get(name)
+            .map(|t| CachedCounter::with_counter(Encoding::O200kBase, Box::new(Tokenizer(t))))
+            .ok_or(unknown),
+    }
+}
+
+/// A loaded Hugging Face tokenizer as a [`TokenCounter`] (for [`CachedCounter::with_counter`]
+/// or `Compactor::with_counter`).
+#[derive(Debug, Clone, Copy)]
+pub struct Tokenizer(pub &'static hf::HfTokenizer);
+
+impl TokenCounter for Tokenizer {
+    fn count(&self, text: &str) -> usize {
+        self.0.count(text)
+    }
 }
 
 /// Framing a chat API adds around every message (OpenAI cookbook: 3 tokens per message plus the

@@ -24,7 +24,27 @@ const opt = (name, fallback) => {
 };
 const verbose = args.includes('--verbose');
 const timeoutMs = Number(opt('timeout', '120')) * 1000;
-const fixture = resolve(opt('fixture', join(here, '../fixtures/token-counts.json')));
+const fixture = await withTokenizer(resolve(opt('fixture', join(here, '../fixtures/token-counts.json'))));
+
+/**
+ * The token-count fixture plus a non-OpenAI tokenizer for the scenario to load on demand: Gemma
+ * 3's tokenizer.json (Gemini 2.x / 3's vocabulary; scripts/fetch-tokenizers.sh) and its expected
+ * counts (tests/fixtures/hf-token-counts.json, from Python `tokenizers`), in one file every
+ * runner already reads. Missing files leave `hf` out, which the scenario reports as a failure.
+ */
+async function withTokenizer(path) {
+  const { readFile, writeFile, mkdir } = await import('node:fs/promises');
+  const base = JSON.parse(await readFile(path, 'utf8'));
+  const tokenizer = await readFile(join(here, '../../.tools/tokenizers/gemma3/tokenizer.json'), 'utf8').catch(() => null);
+  const counts = JSON.parse(await readFile(join(here, '../fixtures/hf-token-counts.json'), 'utf8'));
+  if (tokenizer) {
+    base.hf = { name: 'gemma3', tokenizer, cases: counts.cases.map((c) => ({ name: c.name, text: c.text, count: c.gemma3 })) };
+  }
+  await mkdir(join(here, 'out'), { recursive: true });
+  const out = join(here, 'out', 'fixture-with-tokenizer.json');
+  await writeFile(out, JSON.stringify(base));
+  return out;
+}
 
 // npx resolves the pinned binaries from tests/runtimes/node_modules/.bin (--no: never download).
 const npx = (bin, ...rest) => ['npx', ['--no', bin, ...rest]];

@@ -145,6 +145,21 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
   }
   timings.fixtureCountMs = Math.round(now() - t0);
 
+  // (b2) a non-OpenAI family loaded on demand from its tokenizer.json: Gemma 3, the vocabulary
+  // of Gemini 2.x / 3, counted as Hugging Face `tokenizers` counts it
+  const hf = fixture?.hf;
+  if (check('fixture carries a tokenizer.json (scripts/fetch-tokenizers.sh)', typeof hf?.tokenizer === 'string')) {
+    t0 = now();
+    const info = await step(`loadTokenizer(${hf.name}) resolves`, () => cc.loadTokenizer(hf.name, hf.tokenizer));
+    timings.loadTokenizerMs = Math.round(now() - t0);
+    if (info) {
+      const bad = hf.cases.filter((c) => cc.countTokens(c.text, hf.name) !== c.count)
+        .map((c) => `${c.name}: got ${cc.countTokens(c.text, hf.name)}, want ${c.count}`);
+      check(`countTokens(${hf.name}) matches Python tokenizers (Gemini's vocabulary)`, info.tokens === 262144 && bad.length === 0,
+        bad.length ? short(bad.slice(0, 8).join('; '), 800) : `${hf.cases.length} cases, loaded in ${timings.loadTokenizerMs} ms`);
+    }
+  }
+
   // (c) a conversation with one huge tool result
   const bigText = makeBigText();
   const messages = makeConversation(bigText);

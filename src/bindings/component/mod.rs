@@ -53,6 +53,18 @@ impl api::Guest for Component {
         json::encoding_loaded(&encoding).map_err(error)
     }
 
+    fn load_tokenizer(name: String, json: String) -> Result<String, api::Error> {
+        json::load_tokenizer(&name, &json).map_err(error)
+    }
+
+    fn count_breakdown(
+        messages: String,
+        tools: String,
+        encoding: String,
+    ) -> Result<String, api::Error> {
+        json::count_breakdown(&messages, &tools, &encoding).map_err(error)
+    }
+
     fn loop_new(goal: String, start_unix_ms: u64) -> String {
         json::loop_new(&goal, start_unix_ms)
     }

@@ -14,20 +14,48 @@ fn throw(error: Error) -> JsValue {
     JsValue::from_str(&json::error_json(&error))
 }
 
-/// Exact token count of `text` in `encoding` (`o200k_base` or `cl100k_base`).
+/// Exact token count of `text` in an encoding (`o200k_base`, `cl100k_base`) or a tokenizer
+/// loaded with `loadTokenizer`.
 #[wasm_bindgen(js_name = countTokens)]
 pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
     json::count_tokens(text, encoding).map_err(throw)
 }
 
-/// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). The npm build has no
+#[wasm_bindgen]
+extern "C" {
+    /// `String.prototype.normalize.call(text, form)`.
+    #[wasm_bindgen(js_namespace = ["String", "prototype", "normalize"], js_name = call)]
+    fn js_normalize(text: &str, form: &str) -> String;
+}
+
+fn host_nfc(text: &str) -> String {
+    js_normalize(text, "NFC")
+}
+
+/// Builds a tokenizer from a Hugging Face `tokenizer.json` under `name`; returns
+/// `{"name","kind","tokens"}` as JSON. Loading a loaded name keeps the first.
+#[wasm_bindgen(js_name = loadTokenizer)]
+pub fn load_tokenizer(name: &str, json: &str) -> JsResult<String> {
+    // The wasm build has no NFC tables of its own: the host's NFC serves (Qwen).
+    crate::counting::hf::set_nfc(host_nfc);
+    json::load_tokenizer(name, json).map_err(throw)
+}
+
+/// Loads an encoding from rank data (the `CCR1` / `CCR2` formats of `data/*.ranks`). The npm build has no
 /// embedded ranks; the host hands them over once. Loading a loaded encoding is a no-op.
 #[wasm_bindgen(js_name = loadEncoding)]
 pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
     json::load_encoding(encoding, data).map_err(throw)
 }
 
-/// Whether the encoding can count now.
+/// The tokens of a request broken down per message, part and tool definition (`Breakdown` as
+/// JSON), counted with an encoding or a loaded tokenizer.
+#[wasm_bindgen(js_name = countBreakdown)]
+pub fn count_breakdown(messages_json: &str, tools_json: &str, encoding: &str) -> JsResult<String> {
+    json::count_breakdown(messages_json, tools_json, encoding).map_err(throw)
+}
+
+/// Whether the encoding (or loaded tokenizer) can count now.
 #[wasm_bindgen(js_name = encodingLoaded)]
 pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
     json::encoding_loaded(encoding).map_err(throw)

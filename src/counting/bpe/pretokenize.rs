@@ -14,9 +14,28 @@
 //! '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+
 //! |\s++$|\s*[\r\n]|\s+(?!\S)|\s
 //! ```
+//! Llama 3 (its `tokenizer.json` Split pattern) is cl100k's without `\s++$`: a whitespace run
+//! at the end of the text that holds a newline ends at its last newline (`\s*[\r\n]+`), the
+//! rest is a piece of its own; the possessive quantifiers make no difference to the pieces:
+//! ```text
+//! (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+//! |\s*[\r\n]+|\s+(?!\S)|\s+
+//! ```
+//! Qwen 2 / 2.5 / 3 is Llama 3's with single digits (`\p{N}` for `\p{N}{1,3}`). Mistral's
+//! tekken is o200k's without the contractions and with single digits.
+//!
+//! DeepSeek V3 chains three Splits (each one cuts the pieces of the one before):
+//! ```text
+//! \p{N}{1,3}
+//! [\u4E00-\u9FA5\u3040-\u309F\u30A0-\u30FF]+
+//! [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+//! | ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//! ```
+//! (Splits keep what no alternative matches as pieces of their own.)
 
 use super::unicode::{
-    class_of, Class, END, LOWER, MARK, NEWLINE, NUMBER, OTHER, OTHER_LETTER, SPACE, UPPER,
+    class_of, Class, END, LOWER, MARK, NEWLINE, NUMBER, OTHER, OTHER_LETTER, PUNCT_SYMBOL, SPACE,
+    UPPER,
 };
 
 /// The class and UTF-8 length of the character at byte `i` (`END` past the end).
@@ -52,9 +71,9 @@ const fn bit(class: Class) -> u16 {
     1 << class
 }
 /// `[^\r\n\p{L}\p{N}]`: the optional character before a word.
-const PREFIX: u16 = bit(OTHER) | bit(MARK) | bit(SPACE);
+const PREFIX: u16 = bit(OTHER) | bit(PUNCT_SYMBOL) | bit(MARK) | bit(SPACE);
 /// `[^\s\p{L}\p{N}]`: punctuation runs.
-const PUNCT: u16 = bit(OTHER) | bit(MARK);
+const PUNCT: u16 = bit(OTHER) | bit(PUNCT_SYMBOL) | bit(MARK);
 /// `\p{L}`.
 const LETTER: u16 = bit(UPPER) | bit(LOWER) | bit(OTHER_LETTER);
 /// o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
@@ -163,8 +182,27 @@ fn o200k_head(s: &[u8], start: usize) -> Option<usize> {
 
 /// End of the o200k_base piece starting at byte `i < s.len()`.
 pub fn o200k_piece(s: &[u8], i: usize) -> usize {
+    o200k_family(s, i, true, true)
+}
+
+/// End of the piece of Mistral's tekken (its `tekken_*.json` pattern) starting at byte
+/// `i < s.len()`: o200k's without the contractions, with single digits.
+pub fn tekken_piece(s: &[u8], i: usize) -> usize {
+    o200k_family(s, i, false, false)
+}
+
+/// o200k's pattern and its relative: `contractions` adds `(?i:'s|'t|'re|'ve|'m|'ll|'d)?` after
+/// words, `three_digits` is `\p{N}{1,3}` (else `\p{N}`).
+#[inline(always)]
+fn o200k_family(s: &[u8], i: usize, contractions: bool, three_digits: bool) -> usize {
     let (c0, l0) = at(s, i);
-    let with_suffix = |end: usize| contraction(s, end).unwrap_or(end);
+    let with_suffix = |end: usize| {
+        if contractions {
+            contraction(s, end).unwrap_or(end)
+        } else {
+            end
+        }
+    };
     // Branches 1 and 2, each first with the optional prefix character, then without it (which
     // can only succeed when the character is a mark: marks are in both letter classes).
     let prefixed = is(c0, PREFIX);
@@ -178,7 +216,11 @@ pub fn o200k_piece(s: &[u8], i: usize) -> usize {
         }
     }
     if c0 == NUMBER {
-        return digits(s, i + l0);
+        return if three_digits {
+            digits(s, i + l0)
+        } else {
+            i + l0
+        };
     }
     if let Some(end) = punctuation(s, i, c0, true) {
         return end;
@@ -188,6 +230,28 @@ pub fn o200k_piece(s: &[u8], i: usize) -> usize {
 
 /// End of the cl100k_base piece starting at byte `i < s.len()`.
 pub fn cl100k_piece(s: &[u8], i: usize) -> usize {
+    cl100k_family(s, i, true, true)
+}
+
+/// End of the Llama 3 piece starting at byte `i < s.len()`.
+pub fn llama3_piece(s: &[u8], i: usize) -> usize {
+    cl100k_family(s, i, false, true)
+}
+
+/// End of the Qwen 2 / 2.5 / 3 piece starting at byte `i < s.len()`.
+pub fn qwen2_piece(s: &[u8], i: usize) -> usize {
+    cl100k_family(s, i, false, false)
+}
+
+/// No pre-tokenizer: the whole text is one piece (SentencePiece-style BPE, Gemma).
+pub fn whole(s: &[u8], _: usize) -> usize {
+    s.len()
+}
+
+/// cl100k's pattern and its relatives: `trailing_run` adds `\s++$`, `three_digits` is
+/// `\p{N}{1,3}` (else `\p{N}`).
+#[inline(always)]
+fn cl100k_family(s: &[u8], i: usize, trailing_run: bool, three_digits: bool) -> usize {
     if let Some(end) = contraction(s, i) {
         return end;
     }
@@ -203,12 +267,100 @@ pub fn cl100k_piece(s: &[u8], i: usize) -> usize {
         }
     }
     if c0 == NUMBER {
-        return digits(s, i + l0);
+        return if three_digits {
+            digits(s, i + l0)
+        } else {
+            i + l0
+        };
     }
     if let Some(end) = punctuation(s, i, c0, false) {
         return end;
     }
-    whitespace(s, i, true)
+    whitespace(s, i, trailing_run)
+}
+
+/// End of the DeepSeek V3 piece starting at byte `i < s.len()`.
+pub fn deepseek_v3_piece(s: &[u8], i: usize) -> usize {
+    let (c0, l0) = at(s, i);
+    if c0 == NUMBER {
+        // The first Split's piece; no alternative of the third matches digits alone.
+        return digits(s, i + l0);
+    }
+    // The second Split's piece: a run of the CJK ranges, or of anything but them and digits.
+    let cjk = is_deepseek_cjk(s, i);
+    let mut end = i + l0;
+    loop {
+        let (class, len) = at(s, end);
+        if class == END || class == NUMBER || is_deepseek_cjk(s, end) != cjk {
+            break;
+        }
+        end += len;
+    }
+    // The third Split inside it; where no alternative matches, the characters up to the next
+    // match are one piece.
+    let t = &s[..end];
+    if let Some(end) = deepseek_match(t, i) {
+        return end;
+    }
+    let mut j = i + l0;
+    while j < t.len() && deepseek_match(t, j).is_none() {
+        j += at(t, j).1;
+    }
+    j
+}
+
+/// DeepSeek's second Split: U+4E00-U+9FA5, hiragana and katakana (U+3040-U+30FF).
+#[inline]
+fn is_deepseek_cjk(s: &[u8], i: usize) -> bool {
+    // Every code point in the ranges is three UTF-8 bytes, lead 0xE3 or 0xE4-0xE9.
+    let (Some(&b0), Some(&b1), Some(&b2)) = (s.get(i), s.get(i + 1), s.get(i + 2)) else {
+        return false;
+    };
+    if !(0xE3..=0xE9).contains(&b0) {
+        return false;
+    }
+    let cp = ((b0 as u32 & 0x0F) << 12) | ((b1 as u32 & 0x3F) << 6) | (b2 as u32 & 0x3F);
+    (0x4E00..=0x9FA5).contains(&cp) || (0x3040..=0x30FF).contains(&cp)
+}
+
+/// The end of DeepSeek's third pattern matched at `i` in `t`, if an alternative matches there.
+#[inline]
+fn deepseek_match(t: &[u8], i: usize) -> Option<usize> {
+    const LETTER_MARK: u16 = LETTER | bit(MARK);
+    const PS: u16 = bit(PUNCT_SYMBOL);
+    // [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+ (the ASCII punctuation, all of it)
+    if t[i].is_ascii_punctuation() && t.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
+        let mut j = i + 2;
+        while t.get(j).is_some_and(u8::is_ascii_alphabetic) {
+            j += 1;
+        }
+        return Some(j);
+    }
+    // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ (a mark is both, so it starts a run either way)
+    let (c0, l0) = at(t, i);
+    if is(c0, LETTER_MARK) {
+        return Some(run(t, i, LETTER_MARK));
+    }
+    if is(c0, bit(OTHER) | bit(NUMBER) | bit(SPACE)) && is(at(t, i + l0).0, LETTER_MARK) {
+        return Some(run(t, i + l0, LETTER_MARK));
+    }
+    //  ?[\p{P}\p{S}]+[\r\n]*
+    let start = if is(c0, PS) {
+        Some(i)
+    } else if t[i] == b' ' && is(at(t, i + 1).0, PS) {
+        Some(i + 1)
+    } else {
+        None
+    };
+    if let Some(start) = start {
+        let mut end = run(t, start, PS);
+        while matches!(t.get(end), Some(b'\r' | b'\n')) {
+            end += 1;
+        }
+        return Some(end);
+    }
+    // \s*[\r\n]+|\s+(?!\S)|\s+ (the end of `t` is the end of the text here)
+    is(c0, WHITESPACE).then(|| whitespace(t, i, false))
 }
 
 /// `\p{N}{1,3}` after its first digit (which ends at `i`).

@@ -4,7 +4,7 @@
 
 /// A character's class. `\p{L}` is `UPPER | LOWER | OTHER_LETTER`; `\s` is `SPACE | NEWLINE`.
 pub type Class = u8;
-/// Anything else: punctuation, symbols, controls that are not whitespace, unassigned.
+/// Anything else: controls that are not whitespace, format characters, private use, unassigned.
 pub const OTHER: Class = 0;
 /// `\p{Lu}` or `\p{Lt}`.
 pub const UPPER: Class = 1;
@@ -20,8 +20,11 @@ pub const NUMBER: Class = 5;
 pub const SPACE: Class = 6;
 /// `\r` or `\n`.
 pub const NEWLINE: Class = 7;
+/// `\p{P}` or `\p{S}`: punctuation and symbols (tiktoken's patterns treat them as `OTHER`;
+/// DeepSeek's tell them apart).
+pub const PUNCT_SYMBOL: Class = 8;
 /// Past the end of the text.
-pub const END: Class = 8;
+pub const END: Class = 9;
 
 pub use super::unicode_table::{ASCII, CLASSES, STARTS};
 

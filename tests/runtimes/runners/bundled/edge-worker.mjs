@@ -1,13 +1,13 @@
 // Vercel Edge function body (bundled by runners/edge.mjs with the edge-light conditions into a
 // classic script the EdgeRuntime evaluates; it answers fetch events like a Vercel edge function).
 // Named imports, as users write them (see worker.mjs); `runtimeEntry` is checked by probe.mjs.
-import { init, loadEncoding, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError } from 'context-compactor';
+import { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError } from 'context-compactor';
 import fixtureInfo from 'virtual:fixture';
 import { runScenario } from '../../scenario.mjs';
 import { runReport } from '../common.mjs';
 
 addEventListener('fetch', (event) => {
-  const cc = { init, loadEncoding, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError };
+  const cc = { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError };
   event.respondWith(
     runReport('edge', undefined, async () => cc, fixtureInfo, runScenario).then((report) => Response.json(report)),
   );

@@ -1,0 +1,38 @@
+// countBreakdown: an AI SDK ModelMessage[] plus a tool set, per message, part and tool
+// definition; the total is the count the compactor plans with.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import * as cc from '../dist/entry/node.js';
+
+const messages = [
+  { role: 'system', content: 'You are terse.' },
+  { role: 'user', content: [{ type: 'text', text: 'Find the slow requests.' }, { type: 'image', image: new Uint8Array([137, 80, 78, 71]) }] },
+  { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'search', input: { q: 'slow', limit: 50 } }] },
+  { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'search', output: { type: 'json', value: { hits: [{ path: '/api', ms: 912 }] } } }] },
+];
+// An AI SDK tool set: jsonSchema() objects carry the schema in `jsonSchema`.
+const tools = {
+  search: { description: 'Search the logs.', inputSchema: { jsonSchema: { type: 'object', properties: { q: { type: 'string' } } } } },
+  read_file: { inputSchema: { jsonSchema: { type: 'object', properties: { path: { type: 'string' } } } } },
+};
+
+test('the breakdown adds up, and equals what the compactor counts', async () => {
+  await cc.init();
+  const b = cc.countBreakdown(messages, { tools });
+  const sum = b.replyPriming + b.messages.reduce((n, m) => n + m.total, 0) + b.tools.total;
+  assert.equal(b.total, sum);
+  for (const m of b.messages) assert.equal(m.total, m.overhead + m.parts.reduce((n, p) => n + p.total, 0));
+  assert.deepEqual(b.messages.map((m) => m.parts.map((p) => p.type)), [['text'], ['text', 'image'], ['tool-call'], ['tool-result']]);
+  assert.ok(b.messages[2].parts[0].input > 0 && b.messages[3].parts[0].output > 0);
+  assert.deepEqual(Object.keys(b.tools.definitions), ['search', 'read_file']);
+  assert.equal(b.tools.definitions.read_file.description, 0);
+  assert.equal(b.tools.total, b.tools.definitions.search.total + b.tools.definitions.read_file.total);
+  // The compactor's own count for an exact model, with the same tools: the same number.
+  const compactor = await cc.createCompactor({ model: 'gpt-4o', tools });
+  assert.equal(compactor.usage(messages).tokens, b.total);
+  // Another encoding counts its own way; an unknown name is a typed error.
+  await cc.loadEncoding('cl100k_base');
+  assert.equal(cc.countBreakdown(messages, { tools, encoding: 'cl100k_base' }).messages[0].parts[0].total, cc.countTokens('You are terse.', 'cl100k_base'));
+  assert.throws(() => cc.countBreakdown(messages, { encoding: 'nope' }), (e) => e.code === 'unknown_encoding');
+  assert.throws(() => cc.countBreakdown([{ role: 'robot', content: 'x' }]), (e) => e.code === 'invalid_message');
+});
