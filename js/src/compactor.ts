@@ -4,7 +4,7 @@ import { CompactorError, core } from './errors.js';
 import { init, loadEncoding } from './init.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, conversationHashes, isStale, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, conversationHashes, isStale, leasePath, leasedSummary, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -584,13 +584,32 @@ export class Compactor {
     return outcomes;
   }
 
-  /** `#summary`, once per prompt within a call (see `#summaries`). */
+  /** `#summary`, once per prompt within a call (see `#summaries`), and with `statePath` once
+   * per span across the requests of the conversation (a lease beside the state). */
   async #summaryOnce(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
     const done = this.#summaries?.get(action.request.prompt);
     if (done !== undefined) return { type: 'summarized', id: action.id, text: done };
-    const outcome = await this.#summary(action, customSummary);
+    const outcome = await this.#summaryLeased(action, customSummary);
     if (outcome.type === 'summarized') this.#summaries?.set(action.request.prompt, outcome.text);
     return outcome;
+  }
+
+  /** With `statePath` and a summarizer, two requests racing on one span (a double submit, a
+   * retry, two tabs) ask the summarizer once: see `leasedSummary` in state.ts. */
+  async #summaryLeased(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
+    if (!this.#statePath || !this.#summarize || customSummary?.trim()) return this.#summary(action, customSummary);
+    let outcome: Outcome | undefined;
+    const shared = await leasedSummary(
+      this.store,
+      leasePath(this.#statePath, action.request.prompt),
+      async () => {
+        outcome = await this.#summary(action, customSummary);
+        return outcome.type === 'summarized' ? { ok: true, text: outcome.text } : { ok: false };
+      },
+      { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs },
+    );
+    if (shared.shared && shared.text !== undefined) return { type: 'summarized', id: action.id, text: shared.text };
+    return outcome ?? (await this.#summary(action, customSummary));
   }
 
   async #summary(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {

@@ -87,3 +87,84 @@ export function conversationHashes(messages: readonly unknown[]): string {
 export function isStale(stored: StoredState, conversation: string): boolean {
   return stored.conversation.length > conversation.length && stored.conversation.startsWith(conversation);
 }
+
+/** A summary lease beside the state: `{owner, until}` while one request summarizes a span,
+ * `{summary}` once it has. */
+interface Lease {
+  owner?: string;
+  until?: number;
+  summary?: string;
+}
+
+/** Where the lease of the summary request `prompt` lives: beside the state, named by a 64-bit
+ * hash of the prompt (two racing requests of one turn plan the same prompt). */
+export function leasePath(statePath: string, prompt: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ prompt.length;
+  for (let i = 0; i < prompt.length; i++) {
+    const c = prompt.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
+  return `${statePath}.summaries/${hex(a)}${hex(b)}.json`;
+}
+
+const parseLease = (text: string | null): Lease | undefined => {
+  if (!text) return undefined;
+  try {
+    const value = JSON.parse(text) as unknown;
+    return value && typeof value === 'object' ? (value as Lease) : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Summarizes a span once across the requests of one conversation. The first request to take the
+ * lease (a conditional write of `{owner, until}`) calls `summarize` and leaves the summary in
+ * the lease; a request that finds another's lease waits for that summary (polling every
+ * `pollMs`), and takes the lease over when it expires unfulfilled (a killed request), or asks
+ * itself once `waitMs` have passed. A summarizer failure releases the lease. Store errors never
+ * fail the summary: it is then asked directly.
+ */
+export async function leasedSummary(
+  store: FileStore,
+  path: string,
+  summarize: () => Promise<{ text?: string; ok: boolean }>,
+  options: { leaseMs: number; waitMs: number; pollMs?: number },
+): Promise<{ text?: string; ok: boolean; shared: boolean }> {
+  const owner = Math.random().toString(36).slice(2) + Date.now().toString(36);
+  const started = Date.now();
+  const pollMs = options.pollMs ?? 50;
+  for (;;) {
+    let current: string | null;
+    try {
+      current = (await store.read(path)) ?? null;
+    } catch {
+      return { ...(await summarize()), shared: false };
+    }
+    const lease = parseLease(current);
+    if (typeof lease?.summary === 'string') return { text: lease.summary, ok: true, shared: true };
+    const expired = !lease || !(typeof lease.until === 'number' && lease.until > Date.now());
+    if (expired || Date.now() - started > options.waitMs) {
+      const mine = JSON.stringify({ owner, until: Date.now() + options.leaseMs });
+      let taken = false;
+      try {
+        taken = expired ? await writeIf(store, path, current, mine) : false;
+      } catch {
+        taken = false;
+      }
+      if (!taken && !expired) return { ...(await summarize()), shared: false }; // waited long enough
+      if (!taken) continue; // another request took it first: wait for its summary
+      const result = await summarize();
+      try {
+        await writeIf(store, path, mine, JSON.stringify(result.ok ? { summary: result.text } : { owner, until: 0 }));
+      } catch {
+        // The summary is applied all the same; a racing request asks again.
+      }
+      return { ...result, shared: false };
+    }
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}

@@ -183,6 +183,11 @@ test(`${INSTANCES} instances, one ${TURNS}-turn conversation over Redis: overlap
     assert.equal(instances.kills, killTurns.size);
     assert.ok(drops > 0, 'connections were dropped');
     assert.ok(lostSaves > 0, 'requests raced for the state');
+    // One summary per span across instances (the lease beside the state): 6–7 calls against
+    // the reference's 6 in our runs (8–12 before the lease). Racing requests of different turns
+    // may still summarize different spans, hence the margin; summary-lease.test.mjs holds the
+    // exact case.
+    assert.ok(summaryCalls <= referenceSummaries + 2, `summaries: ${summaryCalls} calls (reference ${referenceSummaries})`);
   } finally {
     dropping = false;
     await instances.stop();
