@@ -344,12 +344,8 @@ impl Compactor {
 
         let compaction = &self.config.compaction;
         let history = &self.config.history;
-        let working = working::working_files(
-            messages,
-            compaction,
-            compaction.working_files.max_tokens.min(window / 10),
-            &Scaled(self),
-        );
+        let working_budget = compaction.working_files.max_tokens.min(window / 10);
+        let working = working::working_files(messages, compaction, working_budget, &Scaled(self));
         let compact_at = fraction_of(window, compaction.trigger_fraction);
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
@@ -464,6 +460,7 @@ impl Compactor {
                 defer_transcript: options.defer_transcript,
                 provider_item,
                 working: &working.messages(),
+                working_budget,
                 cache_read: (history.continuation
                     && self.pricing.provider != crate::cache::CacheProvider::None)
                     .then_some(self.pricing.read),

@@ -45,8 +45,11 @@ pub(crate) struct Inputs<'a> {
     pub defer_transcript: bool,
     /// The message holding the latest provider compaction item: the span starts after it.
     pub provider_item: Option<usize>,
-    /// Messages holding the working files' latest content: their groups are kept.
+    /// Messages holding the working files' latest content: their groups are kept, each while
+    /// it fits `working_budget` (a group may hold other large calls).
     pub working: &'a BTreeSet<usize>,
+    /// The working files' token budget (model tokens).
+    pub working_budget: u32,
     /// The price of a cached input token (a multiple of an uncached one), when the provider
     /// caches prompts and `history.continuation` is on: summary requests may read the cache.
     pub cache_read: Option<f64>,
@@ -124,7 +127,12 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
     // Pinned groups and the working files' stay (after the summary or notice); only markers
     // left to lose: no work.
     let mut pinned = crate::tiers::pinned::pinned_groups(messages, &ok, config);
-    pinned.extend(crate::tiers::pinned::groups_holding(&ok, inputs.working));
+    for group in crate::tiers::pinned::groups_of(&ok, inputs.working) {
+        let tokens: u32 = group.clone().map(|i| inputs.edited[i]).sum();
+        if inputs.scale(tokens) <= inputs.working_budget {
+            pinned.extend(group);
+        }
+    }
     let only_markers = span
         .clone()
         .filter(|i| !pinned.contains(i))

@@ -115,17 +115,16 @@ pub(crate) fn pinned_groups(
     out
 }
 
-/// Indices of every message in a group (between two cut points of `ok`) that holds one of
-/// `messages`.
-pub(crate) fn groups_holding(ok: &[bool], messages: &BTreeSet<usize>) -> BTreeSet<usize> {
-    let mut out = BTreeSet::new();
+/// The groups (ranges between two cut points of `ok`) that hold one of `messages`, in order.
+pub(crate) fn groups_of(ok: &[bool], messages: &BTreeSet<usize>) -> Vec<std::ops::Range<usize>> {
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
     for &m in messages {
-        if out.contains(&m) {
+        if out.last().is_some_and(|g| g.contains(&m)) {
             continue;
         }
         let from = (0..=m).rev().find(|&c| ok[c]).unwrap_or(0);
         let end = (m + 1..ok.len()).find(|&c| ok[c]).unwrap_or(ok.len() - 1);
-        out.extend(from..end);
+        out.push(from..end);
     }
     out
 }
