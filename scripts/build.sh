@@ -6,18 +6,30 @@ log() { printf '\033[1m[build]\033[0m %s\n' "$*" >&2; }
 WASM_ROUTE=rustup
 [ -f .tools/env ] && . .tools/env
 
-wasm=target/wasm32-unknown-unknown/release/context_compactor.wasm
-log "cargo build (wasm32, release, route: $WASM_ROUTE)"
-if [ "$WASM_ROUTE" = debian ]; then
-  # Debian's rustc 1.9x with the std built from source; rust-lld is a broken link there.
-  PATH=/usr/bin:$PATH CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC_BOOTSTRAP=1 \
-    cargo build -q --release --target wasm32-unknown-unknown --no-default-features --features wasm --lib -Zbuild-std=std,panic_abort
-else
-  cargo build -q --release --target wasm32-unknown-unknown --no-default-features --features wasm --lib
+# wasm-pack: cargo build (release, --lib, wasm32-unknown-unknown), then the wasm-bindgen CLI of
+# Cargo.lock's version into pkg/web (plus the package.json, README and licences it writes there).
+# It finds that CLI on PATH (setup.sh installs it); `--mode no-install` makes any other version an
+# error instead of a download. wasm-opt is off in Cargo.toml ([package.metadata.wasm-pack]).
+if ! command -v wasm-pack >/dev/null 2>&1; then
+  echo "build.sh: wasm-pack is not installed (or not on PATH); run: bash scripts/setup.sh" >&2
+  exit 1
 fi
-
-log "wasm-bindgen --target web"
-rm -rf pkg/web && wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir pkg/web "$wasm"
+cargo_args=(--no-default-features --features wasm)
+log "wasm-pack build --target web (wasm32, release, route: $WASM_ROUTE)"
+rm -rf pkg/web
+if [ "$WASM_ROUTE" = debian ]; then
+  # Debian's rustc 1.9x with the std built from source; rust-lld is a broken link there. `--mode
+  # force` skips wasm-pack's target check, which fails here: it looks for a prebuilt wasm32 std in
+  # /usr's sysroot, and build-std makes its own. (It still takes the wasm-bindgen on PATH.)
+  PATH=/usr/bin:$PATH CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC_BOOTSTRAP=1 \
+    wasm-pack --quiet build . --mode force --target web --out-dir pkg/web --release -- \
+    "${cargo_args[@]}" -Zbuild-std=std,panic_abort
+else
+  wasm-pack --quiet build . --mode no-install --target web --out-dir pkg/web --release -- "${cargo_args[@]}"
+fi
+# What `wasm-bindgen --remove-name-section --remove-producers-section` did; wasm-pack has no way to
+# pass those flags, so the two custom sections come off afterwards.
+node scripts/strip-wasm.mjs pkg/web/context_compactor_bg.wasm
 
 log "tsc"
 rm -rf js/dist js/src/wasm && mkdir -p js/src/wasm

@@ -38,6 +38,13 @@ if [ "$have" != "$want" ]; then
   log "installing wasm-bindgen-cli $want (a few minutes, once)"
   cargo install -q wasm-bindgen-cli --version "=$want"
 fi
+# 2b. wasm-pack, which scripts/build.sh builds pkg/ with: it runs cargo, then the wasm-bindgen above
+#     (it downloads nothing, see build.sh). Pinned; 3 to 7 minutes to compile, once.
+wasm_pack=0.15.1
+if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}' || true)" != "$wasm_pack" ]; then
+  log "installing wasm-pack $wasm_pack (3 to 7 minutes, once)"
+  cargo install -q wasm-pack --locked --version "=$wasm_pack"
+fi
 
 # 3. npm packages: the host's build tools, the examples and AI SDK tests, the runtimes, the arena,
 #    jco for the Component (tests/component).
