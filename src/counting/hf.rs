@@ -29,10 +29,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Mutex;
 
-use hashbrown::HashTable;
 use serde::Deserialize;
 
-use super::bpe::{pretokenize, Bpe, PieceEnd};
+use super::bpe::{hash, pretokenize, Bpe, PieceCache, PieceEnd};
 use crate::error::Error;
 
 /// The Llama 3 Split pattern (cl100k's relative; see [`pretokenize`]).
@@ -59,9 +58,6 @@ pub const DEEPSEEK_V3_PATTERNS: [&str; 3] = [
 ];
 
 const NONE: u32 = u32::MAX;
-/// Pieces up to this many bytes have their counts cached (bounded like [`Bpe`]'s cache).
-const CACHED_PIECE_BYTES: usize = 128;
-const PIECE_CACHE_LIMIT: usize = 100_000;
 
 #[derive(Deserialize)]
 struct File {
@@ -155,8 +151,8 @@ enum Merging {
         unk: Option<u32>,
         fuse_unk: bool,
         ignore_merges: bool,
-        /// Counts of pieces merged before (pieces up to `CACHED_PIECE_BYTES`).
-        cache: Mutex<HashTable<(Box<[u8]>, u32)>>,
+        /// Counts of pieces merged before.
+        cache: Mutex<PieceCache>,
     },
 }
 
@@ -450,7 +446,7 @@ impl HfTokenizer {
                     .and_then(|u| bpe.token_rank(u.as_bytes())),
                 fuse_unk: model.fuse_unk,
                 ignore_merges: model.ignore_merges,
-                cache: Mutex::new(HashTable::new()),
+                cache: Mutex::new(PieceCache::default()),
             }
         };
 
@@ -593,6 +589,7 @@ impl HfTokenizer {
             } => {
                 let piece_end = self.bpe.piece_end();
                 let s = text.as_bytes();
+                let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
                 let (mut i, mut total) = (0, 0);
                 while i < s.len() {
                     let end = piece_end(s, i);
@@ -602,24 +599,7 @@ impl HfTokenizer {
                         total += 1;
                         continue;
                     }
-                    if piece.len() > CACHED_PIECE_BYTES {
-                        total += self.merge_count(piece);
-                        continue;
-                    }
-                    let h = xxhash_rust::xxh3::xxh3_64(piece);
-                    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-                    if let Some((_, n)) = cache.find(h, |(k, _)| &**k == piece) {
-                        total += *n as usize;
-                        continue;
-                    }
-                    let n = self.merge_count(piece);
-                    if cache.len() >= PIECE_CACHE_LIMIT {
-                        cache.clear();
-                    }
-                    cache.insert_unique(h, (piece.into(), n as u32), |(k, _)| {
-                        xxhash_rust::xxh3::xxh3_64(k)
-                    });
-                    total += n;
+                    total += cache.count(piece, || hash(piece), |p| self.merge_count(p));
                 }
                 total
             }

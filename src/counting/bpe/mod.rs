@@ -37,8 +37,41 @@ const PIECE_CACHE_LIMIT: usize = 100_000;
 const CACHED_PIECE_BYTES: usize = 128;
 
 #[inline(always)]
-fn hash(bytes: &[u8]) -> u64 {
+pub(crate) fn hash(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+/// Counts of multi-token pieces merged before, keyed by the piece's bytes: pieces up to
+/// `CACHED_PIECE_BYTES`, at most `PIECE_CACHE_LIMIT` of them (then it starts again). Every BPE
+/// here counts through one (the tiktoken encodings and the Hugging Face pair-merging ones).
+#[derive(Default)]
+pub(crate) struct PieceCache(HashTable<(Box<[u8]>, u32)>);
+
+impl PieceCache {
+    /// The count of `piece` (hashed as `h`): remembered, or `merge`d and remembered. A piece
+    /// longer than `CACHED_PIECE_BYTES` is merged every time.
+    #[inline]
+    pub(crate) fn count(
+        &mut self,
+        piece: &[u8],
+        h: impl FnOnce() -> u64,
+        merge: impl FnOnce(&[u8]) -> usize,
+    ) -> usize {
+        if piece.len() > CACHED_PIECE_BYTES {
+            return merge(piece);
+        }
+        let h = h();
+        if let Some((_, n)) = self.0.find(h, |(k, _)| &**k == piece) {
+            return *n as usize;
+        }
+        let n = merge(piece);
+        if self.0.len() >= PIECE_CACHE_LIMIT {
+            self.0.clear();
+        }
+        self.0
+            .insert_unique(h, (piece.into(), n as u32), |(k, _)| hash(k));
+        n
+    }
 }
 
 /// The rank file format, version 1 (`data/*.ranks`, also shipped to JS):
@@ -101,6 +134,30 @@ impl RankData {
         out
     }
 
+    /// The header both versions share after the magic: the name (which must be `encoding`'s)
+    /// and the token count. Returns the count and where the rest starts.
+    fn header(encoding: Encoding, data: &[u8]) -> Result<(usize, usize), Error> {
+        let bad = |reason: String| Error::InvalidRankData {
+            encoding: encoding.as_str().to_owned(),
+            reason,
+        };
+        let truncated = || bad("truncated header".into());
+        let name_len = *data.get(4).ok_or_else(truncated)? as usize;
+        let name = data.get(5..5 + name_len).ok_or_else(truncated)?;
+        if name != encoding.as_str().as_bytes() {
+            return Err(bad(format!(
+                "the file is for \"{}\"",
+                String::from_utf8_lossy(name)
+            )));
+        }
+        let at = 5 + name_len;
+        let count = data
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .ok_or_else(truncated)?;
+        Ok((count, at + 4))
+    }
+
     /// Version 2 resolved to version 1, with `base` (the encoding it names) loaded.
     fn resolve(encoding: Encoding, data: &[u8]) -> Result<Vec<u8>, Error> {
         let bad = |reason: String| Error::InvalidRankData {
@@ -109,20 +166,8 @@ impl RankData {
         };
         let truncated = || bad("truncated".into());
         let byte = |at: usize| data.get(at).copied().ok_or_else(truncated);
-        let name_len = byte(4)? as usize;
-        let name = data.get(5..5 + name_len).ok_or_else(truncated)?;
-        if name != encoding.as_str().as_bytes() {
-            return Err(bad(format!(
-                "the file is for \"{}\"",
-                String::from_utf8_lossy(name)
-            )));
-        }
-        let mut at = 5 + name_len;
-        let count = data
-            .get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-            .ok_or_else(truncated)?;
-        at += 4;
+        let (count, mut at) = Self::header(encoding, data)?;
+        let name = encoding.as_str().as_bytes();
         let base_len = byte(at)? as usize;
         let base_name = data.get(at + 1..at + 1 + base_len).ok_or_else(truncated)?;
         at += 1 + base_len;
@@ -202,7 +247,7 @@ pub struct Bpe {
     byte_rank: [Rank; 256],
     piece_end: PieceEnd,
     /// Counts of pieces that are more than one token (the warm path).
-    cache: Mutex<HashTable<(Box<[u8]>, u32)>>,
+    cache: Mutex<PieceCache>,
 }
 
 impl std::fmt::Debug for Bpe {
@@ -234,22 +279,7 @@ impl Bpe {
                 "not a rank file (expected the \"CCR1\" or \"CCR2\" header)".into(),
             ));
         }
-        let name_len = data[4] as usize;
-        let name = data
-            .get(5..5 + name_len)
-            .ok_or_else(|| bad("truncated header".into()))?;
-        if name != encoding.as_str().as_bytes() {
-            return Err(bad(format!(
-                "the file is for \"{}\"",
-                String::from_utf8_lossy(name)
-            )));
-        }
-        let mut at = 5 + name_len;
-        let count = data
-            .get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-            .ok_or_else(|| bad("truncated header".into()))?;
-        at += 4;
+        let (count, at) = RankData::header(encoding, &data)?;
         let lengths = data
             .get(at..at + count)
             .ok_or_else(|| bad(format!("truncated: {count} token lengths expected")))?;
@@ -324,7 +354,7 @@ impl Bpe {
             table,
             byte_rank,
             piece_end,
-            cache: Mutex::new(HashTable::new()),
+            cache: Mutex::new(PieceCache::default()),
         })
     }
 
@@ -409,20 +439,7 @@ impl Bpe {
                 total += 1;
                 continue;
             }
-            if piece.len() > CACHED_PIECE_BYTES {
-                total += self.merge_count(piece);
-                continue;
-            }
-            if let Some((_, n)) = cache.find(h, |(k, _)| &**k == piece) {
-                total += *n as usize;
-                continue;
-            }
-            let n = self.merge_count(piece);
-            if cache.len() >= PIECE_CACHE_LIMIT {
-                cache.clear();
-            }
-            cache.insert_unique(h, (piece.into(), n as u32), |(k, _)| hash(k));
-            total += n;
+            total += cache.count(piece, || h, |p| self.merge_count(p));
         }
         total
     }
