@@ -345,7 +345,13 @@ impl Compactor {
         let compaction = &self.config.compaction;
         let history = &self.config.history;
         let working_budget = compaction.working_files.max_tokens.min(window / 10);
-        let working = working::working_files(messages, compaction, working_budget, &Scaled(self));
+        // Only a plan that compacts needs them (not the call under the trigger before each step).
+        let working = std::cell::OnceCell::new();
+        let working = || {
+            working.get_or_init(|| {
+                working::working_files(messages, compaction, working_budget, &Scaled(self))
+            })
+        };
         let compact_at = fraction_of(window, compaction.trigger_fraction);
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
@@ -369,7 +375,7 @@ impl Compactor {
                 // edited.
                 if candidate.store_edit().is_some_and(|e| {
                     untouchable(e.message_index, e.part_index)
-                        || working.parts.contains(&(e.message_index, e.part_index))
+                        || working().parts.contains(&(e.message_index, e.part_index))
                 }) {
                     continue;
                 }
@@ -459,7 +465,7 @@ impl Compactor {
                 instructions: options.instructions.as_deref(),
                 defer_transcript: options.defer_transcript,
                 provider_item,
-                working: &working.messages(),
+                working: &working().messages(),
                 working_budget,
                 cache_read: (history.continuation
                     && self.pricing.provider != crate::cache::CacheProvider::None)
