@@ -377,12 +377,9 @@ export function summarizer(model: LanguageModelLike | string, options: Summarize
       const result = await options.generateText({ ...options.settings, model, system: request.system, messages: request.messages, maxOutputTokens, abortSignal: signal });
       return result.text;
     }
-    const prompt = [
-      { role: 'system', content: request.system },
-      ...request.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content })),
-    ];
+    const prompt = toPrompt([{ role: 'system', content: request.system }, ...request.messages]);
     const result = await (model as LanguageModelLike).doGenerate({ ...options.settings, prompt, maxOutputTokens, abortSignal: signal });
-    const text = (result.content ?? []).filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
+    const text = textOf(result.content);
     if (!text.trim()) throw new Error(`${(model as LanguageModelLike).modelId} returned no text`);
     return text;
   };
@@ -412,12 +409,22 @@ async function continued(
     const result = (await options.generateText({ ...options.settings, model, messages, ...(tools ? { tools } : {}), maxOutputTokens, abortSignal: signal })) as { text: string; toolCalls?: unknown[] };
     return (result.toolCalls?.length ?? 0) > 0 || !result.text.trim() ? undefined : result.text;
   }
-  const prompt = messages.map((m) => ({ ...m, content: typeof m.content === 'string' && m.role !== 'system' ? [{ type: 'text', text: m.content }] : m.content }));
+  const prompt = toPrompt(messages);
   const result = await (model as LanguageModelLike).doGenerate({ ...options.settings, prompt, ...(continuation.tools ? { tools: continuation.tools } : {}), maxOutputTokens, abortSignal: signal });
-  const content = result.content ?? [];
-  if (content.some((p) => p.type === 'tool-call')) return undefined;
-  const text = content.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
+  if ((result.content ?? []).some((p) => p.type === 'tool-call')) return undefined;
+  const text = textOf(result.content);
   return text.trim() ? text : undefined;
+}
+
+/** Messages as a language model's `prompt`: a user or assistant string becomes one text part
+ * (a system message keeps its string). */
+function toPrompt(messages: readonly MessageLike[]): MessageLike[] {
+  return messages.map((m) => ({ ...m, content: typeof m.content === 'string' && m.role !== 'system' ? [{ type: 'text', text: m.content }] : m.content }));
+}
+
+/** The text parts of a generate result, joined. */
+function textOf(content: ReadonlyArray<{ type: string; text?: string }> | undefined): string {
+  return (content ?? []).filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
 }
 
 // ---------------------------------------------------------------------------------------------

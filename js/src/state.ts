@@ -74,12 +74,16 @@ export function conversationHashes(messages: readonly unknown[]): string {
   const replacer = (_: string, value: unknown): unknown => (ArrayBuffer.isView(value) ? `bin:${value.byteLength}` : value instanceof ArrayBuffer ? `bin:${value.byteLength}` : value);
   let out = '';
   for (const message of messages) {
-    const json = JSON.stringify(message, replacer) ?? '';
-    let h = 0x811c9dc5;
-    for (let i = 0; i < json.length; i++) h = Math.imul(h ^ json.charCodeAt(i), 0x01000193);
-    out += (h >>> 0).toString(16).padStart(8, '0');
+    out += fnv1a(JSON.stringify(message, replacer) ?? '');
   }
   return out;
+}
+
+/** FNV-1a (32-bit) over UTF-16 code units from `basis`, as 8 hex digits. */
+function fnv1a(text: string, basis = 0x811c9dc5): string {
+  let h = basis;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16).padStart(8, '0');
 }
 
 /** Whether `conversation` is a strict prefix of the one `stored` was saved for: an earlier
@@ -99,15 +103,7 @@ interface Lease {
 /** Where the lease of the summary request `prompt` lives: beside the state, named by a 64-bit
  * hash of the prompt (two racing requests of one turn plan the same prompt). */
 export function leasePath(statePath: string, prompt: string): string {
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ prompt.length;
-  for (let i = 0; i < prompt.length; i++) {
-    const c = prompt.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-  }
-  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
-  return `${statePath}.summaries/${hex(a)}${hex(b)}.json`;
+  return `${statePath}.summaries/${fnv1a(prompt)}${fnv1a(prompt, 0x01000193 ^ prompt.length)}.json`;
 }
 
 const parseLease = (text: string | null): Lease | undefined => {
