@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, HistoryStrategy};
+use crate::counting::MessageCounts;
 use crate::error::{Error, Result};
 use crate::message::{Message, Part};
 use crate::models::{self, ModelInfo};
@@ -299,7 +300,11 @@ impl Compactor {
         } else {
             self.state.record.replay(messages)
         };
-        let mut plan = self.plan_replayed(&replayed_messages, options)?;
+        let counts: Vec<MessageCounts> = replayed_messages
+            .iter()
+            .map(|m| self.counter.message_counts(m))
+            .collect();
+        let mut plan = self.plan_replayed(&replayed_messages, &counts, options)?;
         plan.replayed = replayed;
         plan.trigger.offload_only = options.offload_only;
         Ok(plan)
@@ -312,9 +317,17 @@ impl Compactor {
         self.state.record.replay(messages).0
     }
 
-    fn plan_replayed(&self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
+    /// Plans on the replayed `messages`, whose every count is in `counts` (one per message).
+    fn plan_replayed(
+        &self,
+        messages: &[Message],
+        counts: &[MessageCounts],
+        options: &PlanOptions,
+    ) -> Result<Plan> {
         let manual = options.trigger == TriggerKind::Manual;
-        let raw_before = self.raw_total(messages);
+        let total = |i: usize| counts[i].total;
+        let tokens = Scaled(self, Some(counts));
+        let raw_before = self.raw_total_from(messages, total);
         let tokens_before = self.scale(raw_before);
         // After a provider's overflow, every threshold comes from the provider's limit as our
         // counts see it (`Overflow::budget_window`), and tier 2 always runs.
@@ -331,15 +344,19 @@ impl Compactor {
                 || crate::tiers::pinned::edit_pinned(messages, m, p, &self.config.history)
         };
         let mut actions: Vec<Action> =
-            offload::plan(messages, &self.config.offload, thresholds, &Scaled(self))
+            offload::plan(messages, &self.config.offload, thresholds, &tokens)
                 .into_iter()
                 .filter(|e| !untouchable(e.message_index, e.part_index))
                 .map(Action::Offload)
                 .collect();
         // Predict from raw counts and scale once: scaling each action's saving separately would
         // round differently from counting the result.
-        let mut predicted_raw =
-            raw_before.saturating_sub(actions.iter().map(|a| self.raw_saving(messages, a)).sum());
+        let mut predicted_raw = raw_before.saturating_sub(
+            actions
+                .iter()
+                .map(|a| self.raw_saving(messages, counts, a))
+                .sum(),
+        );
         let mut predicted = self.scale(predicted_raw);
 
         let compaction = &self.config.compaction;
@@ -349,7 +366,7 @@ impl Compactor {
         let working = std::cell::OnceCell::new();
         let working = || {
             working.get_or_init(|| {
-                working::working_files(messages, compaction, working_budget, &Scaled(self))
+                working::working_files(messages, compaction, working_budget, &tokens)
             })
         };
         let compact_at = fraction_of(window, compaction.trigger_fraction);
@@ -368,8 +385,7 @@ impl Compactor {
             let batch = self.config.cache.batches(&self.pricing);
             let mut first_change = actions.iter().filter_map(Action::first_message).min();
             let before_tier2 = (actions.len(), predicted_raw);
-            let candidates =
-                tier2::candidates(messages, compaction, window, &Scaled(self), &mut taken);
+            let candidates = tier2::candidates(messages, compaction, window, &tokens, &mut taken);
             for candidate in candidates {
                 // Pinned parts, the working files and what the provider compacted are never
                 // edited.
@@ -389,7 +405,8 @@ impl Compactor {
                 if predicted <= target && !manual && !free {
                     continue;
                 }
-                predicted_raw = predicted_raw.saturating_sub(self.raw_saving(messages, &candidate));
+                predicted_raw =
+                    predicted_raw.saturating_sub(self.raw_saving(messages, counts, &candidate));
                 predicted = self.scale(predicted_raw);
                 first_change = match (first_change, candidate.first_message()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
@@ -414,8 +431,8 @@ impl Compactor {
 
         // What no tier can shrink. Above the lossy trigger, a lossy step cannot get under it and
         // would repeat at every call: it waits until the request would not fit at all.
-        let pinned_raw = lossy::pinned_raw(messages, history, &self.counter);
-        let fixed = self.scale(self.fixed_raw(messages, pinned_raw));
+        let pinned_raw = lossy::pinned_raw(messages, history, &self.counter, total);
+        let fixed = self.scale(self.fixed_raw(messages, pinned_raw, total));
         let hopeless = fixed > summarize_at;
         // The lossy tier: past its own trigger, when tier 2 could not reach the target, or
         // (with tier 2 off) past the compaction trigger.
@@ -430,14 +447,12 @@ impl Compactor {
         let mut lossy: Option<(Note, Option<u32>)> = None;
         if tier3 {
             // What the provider drops costs nothing.
-            let original: Vec<u32> = messages
-                .iter()
-                .enumerate()
-                .map(|(i, m)| {
+            let original: Vec<u32> = (0..messages.len())
+                .map(|i| {
                     if provider::dropped(messages, provider_item, i) {
                         0
                     } else {
-                        self.counter.message(m)
+                        total(i)
                     }
                 })
                 .collect();
@@ -445,7 +460,7 @@ impl Compactor {
             for action in &actions {
                 if let Some(edit) = action.store_edit() {
                     edited[edit.message_index] -= self
-                        .raw_saving(messages, action)
+                        .raw_saving(messages, counts, action)
                         .min(edited[edit.message_index]);
                 }
             }
@@ -579,7 +594,7 @@ impl Compactor {
                 ),
             });
         }
-        let cache = self.cache_impact(messages, &actions);
+        let cache = self.cache_impact(messages, total, &actions);
         Ok(Plan {
             model: self.model.clone(),
             window,
@@ -603,23 +618,26 @@ impl Compactor {
     }
 
     /// The unscaled tokens an action removes, counted exactly as `count` will count the result.
-    fn raw_saving(&self, messages: &[Message], action: &Action) -> u32 {
+    /// `counts`: the messages' counts (a tool part's body is read there).
+    fn raw_saving(&self, messages: &[Message], counts: &[MessageCounts], action: &Action) -> u32 {
         let Some(edit) = action.store_edit() else {
             return 0;
         };
         let part = messages
             .get(edit.message_index)
             .and_then(|m| m.parts().get(edit.part_index));
+        let body = counts
+            .get(edit.message_index)
+            .and_then(|c| c.parts.get(edit.part_index))
+            .map(|&(body, _)| body);
         match (&edit.replace, part) {
-            (Replace::Output { output }, Some(Part::ToolResult(result))) => self
-                .counter
-                .output(&result.output)
+            (Replace::Output { output }, Some(Part::ToolResult(result))) => body
+                .unwrap_or_else(|| self.counter.output(&result.output))
                 .saturating_sub(self.counter.output(output)),
             (Replace::InputField { field, value }, Some(Part::ToolCall(call))) => {
                 let mut input = call.input.clone();
                 input[field.as_str()] = serde_json::Value::String(value.clone());
-                self.counter
-                    .json(&call.input)
+                body.unwrap_or_else(|| self.counter.json(&call.input))
                     .saturating_sub(self.counter.json(&input))
             }
             // A text file becomes a text part.
@@ -636,17 +654,18 @@ impl Compactor {
         }
     }
 
-    fn cache_impact(&self, messages: &[Message], actions: &[Action]) -> CacheImpact {
+    fn cache_impact(
+        &self,
+        messages: &[Message],
+        total: impl Fn(usize) -> u32,
+        actions: &[Action],
+    ) -> CacheImpact {
         let Some(first) = actions.iter().filter_map(Action::first_message).min() else {
             return CacheImpact::default();
         };
         let last = messages.len().saturating_sub(1);
-        let tokens_invalidated = self.scale(
-            messages[first.min(messages.len())..]
-                .iter()
-                .map(|m| self.counter.message(m))
-                .sum(),
-        );
+        let tokens_invalidated =
+            self.scale((first.min(messages.len())..messages.len()).map(total).sum());
         let saved: u32 = actions
             .iter()
             .map(|a| {
@@ -956,11 +975,15 @@ impl Compactor {
     /// Our raw count of a request: the messages, the reply priming and the tool definitions.
     /// Raw tokens of what no tier can shrink: reply priming, tools, leading system messages,
     /// pins and the carried plan.
-    fn fixed_raw(&self, messages: &[Message], pinned_raw: u32) -> u32 {
-        let system: u32 = messages
-            .iter()
-            .take_while(|m| m.role == crate::message::Role::System)
-            .map(|m| self.counter.message(m))
+    fn fixed_raw(
+        &self,
+        messages: &[Message],
+        pinned_raw: u32,
+        total: impl Fn(usize) -> u32,
+    ) -> u32 {
+        let system: u32 = (0..messages.len())
+            .take_while(|&i| messages[i].role == crate::message::Role::System)
+            .map(total)
             .sum();
         crate::counting::REPLY_PRIMING + self.tools_raw + system + pinned_raw
     }
@@ -968,15 +991,18 @@ impl Compactor {
     /// Messages before the latest provider compaction item are not read by the provider and
     /// not counted.
     fn raw_total(&self, messages: &[Message]) -> u32 {
+        self.raw_total_from(messages, |i| self.counter.message(&messages[i]))
+    }
+
+    /// [`Compactor::raw_total`] with each message's tokens from `total`.
+    fn raw_total_from(&self, messages: &[Message], total: impl Fn(usize) -> u32) -> u32 {
         let item = provider::latest_item(messages);
-        let dropped: u32 = match item {
-            None => 0,
-            Some(c) => (0..c)
-                .filter(|&i| provider::dropped(messages, item, i))
-                .map(|i| self.counter.message(&messages[i]))
-                .sum(),
-        };
-        self.counter.messages(messages) - dropped + self.tools_raw
+        crate::counting::REPLY_PRIMING
+            + self.tools_raw
+            + (0..messages.len())
+                .filter(|&i| !provider::dropped(messages, item, i))
+                .map(total)
+                .sum::<u32>()
     }
 
     /// Tokens of `messages` for this model (exact for OpenAI encodings; estimated and calibrated
@@ -1158,8 +1184,15 @@ fn fraction_of(window: u32, fraction: f64) -> u32 {
     (f64::from(window) * fraction) as u32
 }
 
-/// The compactor's counts, scaled for the model, as the planners need them.
-struct Scaled<'a>(&'a Compactor);
+/// The compactor's counts, scaled for the model, as the planners need them; with the planned
+/// messages' counts, a part's body is read there rather than counted again.
+struct Scaled<'a>(&'a Compactor, Option<&'a [MessageCounts]>);
+
+impl Scaled<'_> {
+    fn body(&self, (m, p): (usize, usize)) -> Option<u32> {
+        self.1?.get(m)?.parts.get(p).map(|&(body, _)| body)
+    }
+}
 
 impl crate::edit::Tokens for Scaled<'_> {
     fn text(&self, text: &str) -> u32 {
@@ -1176,6 +1209,18 @@ impl crate::edit::Tokens for Scaled<'_> {
     }
     fn shown_output(&self, output: &crate::message::ToolOutput) -> u32 {
         self.0.scale_fixed(self.0.counter.output(output))
+    }
+    fn output_at(&self, at: (usize, usize), output: &crate::message::ToolOutput) -> u32 {
+        self.body(at)
+            .map_or_else(|| self.output(output), |n| self.0.scale(n))
+    }
+    fn shown_output_at(&self, at: (usize, usize), output: &crate::message::ToolOutput) -> u32 {
+        self.body(at)
+            .map_or_else(|| self.shown_output(output), |n| self.0.scale_fixed(n))
+    }
+    fn json_at(&self, at: (usize, usize), value: &serde_json::Value) -> u32 {
+        self.body(at)
+            .map_or_else(|| self.json(value), |n| self.0.scale(n))
     }
 }
 

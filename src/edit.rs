@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::config::OffloadConfig;
 use crate::error::{Error, Result};
-use crate::hash::short_hex;
+use crate::hash::push_short_hex;
 use crate::message::{Content, Message, Part, ToolOutput, ToolResult};
 use crate::plan::{Replace, StoreEdit};
 
@@ -21,6 +21,19 @@ pub(crate) trait Tokens {
     fn shown_text(&self, text: &str) -> u32;
     /// [`Tokens::shown_text`] for a tool output.
     fn shown_output(&self, output: &ToolOutput) -> u32;
+    /// [`Tokens::output`] of the tool result at (message, part) of the planned messages (a
+    /// plan has it counted already).
+    fn output_at(&self, _at: (usize, usize), output: &ToolOutput) -> u32 {
+        self.output(output)
+    }
+    /// [`Tokens::shown_output`] of the tool result at (message, part).
+    fn shown_output_at(&self, _at: (usize, usize), output: &ToolOutput) -> u32 {
+        self.shown_output(output)
+    }
+    /// [`Tokens::json`] of the input of the tool call at (message, part).
+    fn json_at(&self, _at: (usize, usize), value: &Value) -> u32 {
+        self.json(value)
+    }
 }
 
 /// The edit that stores a tool result's content and replaces its whole output.
@@ -41,7 +54,7 @@ pub(crate) fn output_edit(
         tool_name: result.tool_name.clone(),
         path,
         content,
-        tokens_before: tokens.output(&result.output),
+        tokens_before: tokens.output_at((message_index, part_index), &result.output),
         tokens_after: tokens.output(&output),
         replace: Replace::Output { output },
     }
@@ -149,24 +162,24 @@ pub(crate) fn file_text_part(value: &str) -> Part {
 
 /// `{prefix}{tool}_{hash}.{txt|json}`: the same content always lands on the same path.
 pub(crate) fn path_for(prefix: &str, tool: &str, content: &str, json: bool) -> String {
-    let tool: String = tool
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    let tool = if tool.is_empty() {
-        "tool".to_owned()
-    } else {
-        tool
-    };
-    let ext = if json { "json" } else { "txt" };
-    format!("{prefix}{tool}_{}.{ext}", short_hex(content.as_bytes()))
+    // Built by hand: tier 2 names every candidate at every plan, and `format!` was most of it.
+    let mut path = String::with_capacity(prefix.len() + tool.len().min(64) + 22);
+    path.push_str(prefix);
+    let start = path.len();
+    path.extend(tool.chars().take(64).map(|c| {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            c
+        } else {
+            '_'
+        }
+    }));
+    if path.len() == start {
+        path.push_str("tool");
+    }
+    path.push('_');
+    push_short_hex(&mut path, content.as_bytes());
+    path.push_str(if json { ".json" } else { ".txt" });
+    path
 }
 
 /// The text the model sees in place of the offloaded content; `marker` says what it was

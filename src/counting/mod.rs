@@ -136,6 +136,16 @@ pub const DEFAULT_FILE_TOKENS: u32 = 1_600;
 /// The cache is dropped whole when it grows past this many entries (bounded memory).
 const CACHE_LIMIT: usize = 500_000;
 
+/// The raw counts of one message, as a plan reads them (see
+/// [`CachedCounter::message_counts`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MessageCounts {
+    /// The message's tokens with its framing.
+    pub(crate) total: u32,
+    /// Per part: its body (a tool result's output, a tool call's input, a text) and its whole.
+    pub(crate) parts: Vec<(u32, u32)>,
+}
+
 /// A counter with a content-hash cache: re-counting a conversation that grew by k messages
 /// tokenizes only those k messages.
 pub struct CachedCounter {
@@ -222,6 +232,46 @@ impl CachedCounter {
         REPLY_PRIMING + messages.iter().map(|m| self.message(m)).sum::<u32>()
     }
 
+    /// Every count of one message a plan reads: its total (as [`CachedCounter::message`]) and,
+    /// per part, its body (a tool result's output, a tool call's input, a text) and its whole
+    /// count (as [`CachedCounter::part`]). A plan counts each message once through these.
+    pub(crate) fn message_counts(&self, message: &Message) -> MessageCounts {
+        match &message.content {
+            Content::Text(text) => MessageCounts {
+                total: MESSAGE_OVERHEAD + self.text(text),
+                parts: Vec::new(),
+            },
+            Content::Parts(parts) => {
+                let parts: Vec<(u32, u32)> = parts.iter().map(|p| self.part_counts(p)).collect();
+                MessageCounts {
+                    total: MESSAGE_OVERHEAD + parts.iter().map(|&(_, whole)| whole).sum::<u32>(),
+                    parts,
+                }
+            }
+        }
+    }
+
+    /// A part's (body, whole) counts: a tool part's whole adds its framing and name.
+    fn part_counts(&self, part: &Part) -> (u32, u32) {
+        match part {
+            Part::ToolCall(call) => {
+                let body = self.json(&call.input);
+                (body, TOOL_PART_OVERHEAD + self.text(&call.tool_name) + body)
+            }
+            Part::ToolResult(result) => {
+                let body = self.output(&result.output);
+                (
+                    body,
+                    TOOL_PART_OVERHEAD + self.text(&result.tool_name) + body,
+                )
+            }
+            other => {
+                let n = self.part(other);
+                (n, n)
+            }
+        }
+    }
+
     /// Tokens of one content part: its text, its tool call's name and input, its tool result's
     /// output, or the image/file estimate; an unknown part as its JSON.
     pub fn part(&self, part: &Part) -> u32 {
@@ -241,12 +291,7 @@ impl CachedCounter {
                 }
                 _ => self.file_tokens,
             },
-            Part::ToolCall(call) => {
-                TOOL_PART_OVERHEAD + self.text(&call.tool_name) + self.json(&call.input)
-            }
-            Part::ToolResult(result) => {
-                TOOL_PART_OVERHEAD + self.text(&result.tool_name) + self.output(&result.output)
-            }
+            Part::ToolCall(_) | Part::ToolResult(_) => self.part_counts(part).1,
             Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => TOOL_PART_OVERHEAD,
             Part::Unknown(map) => self.text(&serde_json::to_string(map).unwrap_or_default()),
         }
@@ -298,8 +343,8 @@ impl CachedCounter {
     pub fn json(&self, value: &serde_json::Value) -> u32 {
         match value {
             serde_json::Value::String(s) => self.text(s),
-            // Hashed as it serializes: the text is built only when it was never counted.
-            other => self.cached(crate::hash::json_hash(other, false), || {
+            // Keyed by its structure: the text is built only when it was never counted.
+            other => self.cached(crate::hash::structure_hash(other), || {
                 other.to_string().into()
             }),
         }

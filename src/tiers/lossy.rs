@@ -182,6 +182,7 @@ pub(crate) fn pinned_raw(
     messages: &[Message],
     config: &HistoryConfig,
     counter: &CachedCounter,
+    total: impl Fn(usize) -> u32,
 ) -> u32 {
     let any_pin = !config.pinned_tools.is_empty()
         || messages
@@ -195,11 +196,7 @@ pub(crate) fn pinned_raw(
     let plan = crate::tiers::pinned::latest_plan(messages, config, is_marker)
         .filter(|(i, _)| !groups.contains(i))
         .map_or(0, |(_, section)| counter.text(&section));
-    groups
-        .iter()
-        .map(|&i| counter.message(&messages[i]))
-        .sum::<u32>()
-        + plan
+    groups.iter().map(|&i| total(i)).sum::<u32>() + plan
 }
 
 fn strategy_of(strategy: HistoryStrategy) -> Strategy {
@@ -323,42 +320,58 @@ fn path_for(config: &HistoryConfig, hash: &str) -> String {
 
 /// One message as Markdown. `cap`: cut each part to this many characters.
 fn render(index: usize, message: &Message, cap: Option<usize>) -> String {
-    let mut out = format!("## {} · {}\n", index + 1, message.role.as_str());
-    let mut push = |heading: Option<String>, body: &str| {
-        if let Some(heading) = heading {
-            let _ = writeln!(out, "### {heading}");
+    let mut out = String::with_capacity(256);
+    let _ = writeln!(out, "## {} · {}", index + 1, message.role.as_str());
+    // Written straight into `out` (a plan renders hundreds of messages for its request).
+    let heading = |out: &mut String, parts: [&str; 3]| {
+        out.push_str("### ");
+        out.push_str(parts[0]);
+        if !parts[1].is_empty() || !parts[2].is_empty() {
+            out.push(' ');
+            out.push_str(parts[1]);
+            out.push_str(" · ");
+            out.push_str(parts[2]);
         }
-        out.push_str(&cut(body, cap));
         out.push('\n');
     };
+    let body = |out: &mut String, text: &str| {
+        push_cut(out, text, cap);
+        out.push('\n');
+    };
+    let push = |out: &mut String, heading: Option<String>, text: &str| {
+        if let Some(h) = heading {
+            let _ = writeln!(out, "### {h}");
+        }
+        body(out, text);
+    };
     match &message.content {
-        Content::Text(text) => push(None, text),
+        Content::Text(text) => push(&mut out, None, text),
         Content::Parts(parts) => {
             for part in parts {
                 match part {
-                    Part::Text(p) => push(None, &p.text),
-                    Part::Reasoning(p) => push(Some("reasoning".into()), &p.text),
-                    Part::Image(_) => push(None, "[image]"),
+                    Part::Text(p) => push(&mut out, None, &p.text),
+                    Part::Reasoning(p) => push(&mut out, Some("reasoning".into()), &p.text),
+                    Part::Image(_) => push(&mut out, None, "[image]"),
                     Part::File(f) => push(
+                        &mut out,
                         None,
                         &format!("[file {}]", f.filename.as_deref().unwrap_or(&f.media_type)),
                     ),
-                    Part::ToolCall(c) => push(
-                        Some(format!("tool-call {} · {}", c.tool_name, c.tool_call_id)),
-                        &c.input.to_string(),
-                    ),
+                    Part::ToolCall(c) => {
+                        heading(&mut out, ["tool-call", &c.tool_name, &c.tool_call_id]);
+                        body(&mut out, &c.input.to_string());
+                    }
                     Part::ToolResult(r) => {
                         let kind = if r.output.is_error() {
                             "tool-error"
                         } else {
                             "tool-result"
                         };
-                        push(
-                            Some(format!("{kind} {} · {}", r.tool_name, r.tool_call_id)),
-                            &r.output.text(),
-                        )
+                        heading(&mut out, [kind, &r.tool_name, &r.tool_call_id]);
+                        body(&mut out, &r.output.text());
                     }
                     Part::ToolApprovalRequest(a) => push(
+                        &mut out,
                         None,
                         &format!(
                             "[approval requested for {} ({})]",
@@ -366,6 +379,7 @@ fn render(index: usize, message: &Message, cap: Option<usize>) -> String {
                         ),
                     ),
                     Part::ToolApprovalResponse(a) => push(
+                        &mut out,
                         None,
                         &format!(
                             "[approval {}: {}]",
@@ -374,6 +388,7 @@ fn render(index: usize, message: &Message, cap: Option<usize>) -> String {
                         ),
                     ),
                     Part::Unknown(map) => push(
+                        &mut out,
                         Some(part.type_name().to_owned()),
                         &serde_json::Value::Object(map.clone()).to_string(),
                     ),
@@ -384,18 +399,25 @@ fn render(index: usize, message: &Message, cap: Option<usize>) -> String {
     out
 }
 
-/// Cuts `text` to `cap` characters (on a char boundary), saying how much was cut.
+/// `text` cut to `cap` characters (see [`push_cut`]).
 fn cut(text: &str, cap: Option<usize>) -> String {
-    let Some(cap) = cap else {
-        return text.to_owned();
-    };
-    match text.char_indices().nth(cap) {
-        Some((at, _)) => format!(
-            "{} …[+{} chars in the transcript]",
-            &text[..at],
-            text[at..].chars().count()
-        ),
-        None => text.to_owned(),
+    let mut out = String::new();
+    push_cut(&mut out, text, cap);
+    out
+}
+
+/// Appends `text` cut to `cap` characters (on a char boundary), saying how much was cut.
+fn push_cut(out: &mut String, text: &str, cap: Option<usize>) {
+    match cap.and_then(|cap| text.char_indices().nth(cap)) {
+        Some((at, _)) => {
+            out.push_str(&text[..at]);
+            let _ = write!(
+                out,
+                " …[+{} chars in the transcript]",
+                text[at..].chars().count()
+            );
+        }
+        None => out.push_str(text),
     }
 }
 

@@ -44,7 +44,7 @@ pub(crate) fn plan(
             ) {
                 continue;
             }
-            let before = tokens.output(&result.output);
+            let before = tokens.output_at((message_index, part_index), &result.output);
             if before <= threshold {
                 continue;
             }
@@ -60,7 +60,7 @@ pub(crate) fn plan(
             );
             // The preview must itself stay well under the threshold (small windows, wide lines),
             // or the next plan would offload the preview: halve it until it fits in half.
-            let shown = tokens.shown_output(&result.output);
+            let shown = tokens.shown_output_at((message_index, part_index), &result.output);
             let replacement = fitted_preview(config, threshold, |shape| {
                 let candidate = replacement(
                     &result.output,

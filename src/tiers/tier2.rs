@@ -90,7 +90,7 @@ fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Token
                 // differently from the raw text), so the saving is measured on that.
                 let mut evicted = call.input.clone();
                 evicted[field.as_str()] = Value::String(value.clone());
-                let before = tokens.json(&call.input);
+                let before = tokens.json_at((message_index, part_index), &call.input);
                 let after = tokens.json(&evicted);
                 out.push(Action::EvictInput(StoreEdit {
                     id: format!("evict-input-{message_index}-{part_index}-{field}"),
@@ -221,7 +221,7 @@ fn masks(
         if taken.contains(&(m, p)) || is_compacted(&result.output.text()) {
             continue;
         }
-        kept = kept.saturating_add(tokens.output(&result.output));
+        kept = kept.saturating_add(tokens.output_at((m, p), &result.output));
         if kept > keep_budget && i + 1 < results.len() {
             older = i + 1;
             break;
@@ -245,7 +245,7 @@ fn masks(
         if is_compacted(&content) {
             continue; // already points at the store
         }
-        let shown = tokens.shown_output(&result.output);
+        let shown = tokens.shown_output_at((m, p), &result.output);
         let path = path_for(
             &config.path_prefix,
             &result.tool_name,

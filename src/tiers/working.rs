@@ -104,7 +104,7 @@ pub(crate) fn working_files(
         let cost: u32 = parts
             .iter()
             .map(|&(m, p)| match &messages[m].parts()[p] {
-                Part::ToolResult(r) => tokens.shown_output(&r.output),
+                Part::ToolResult(r) => tokens.shown_output_at((m, p), &r.output),
                 Part::ToolCall(c) => tokens.shown_text(&c.input.to_string()),
                 _ => 0,
             })
