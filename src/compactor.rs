@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, HistoryStrategy};
 use crate::counting::MessageCounts;
 use crate::error::{Error, Result};
+use crate::memo::Memo;
 use crate::message::{Message, Part};
 use crate::models::{self, ModelInfo};
 use crate::plan::{
@@ -294,17 +295,32 @@ impl Compactor {
     /// the plan's indices refer to the replayed conversation, and [`Compactor::apply`] replays
     /// the same way before it applies.
     pub fn plan_with_options(&self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
+        self.plan_held(messages, options, &mut Memo::default())
+    }
+
+    /// [`Compactor::plan_with_options`] with what earlier plans learned about `messages` (a
+    /// binding's held conversation, the same messages at the same positions as far as `memo`
+    /// goes). The memo serves when the record leaves the messages as they are, and learns.
+    pub(crate) fn plan_held(
+        &self,
+        messages: &[Message],
+        options: &PlanOptions,
+        memo: &mut Memo,
+    ) -> Result<Plan> {
         crate::message::validate(messages)?;
         let (replayed_messages, replayed) = if options.offload_only {
             (std::borrow::Cow::Borrowed(messages), Replayed::default())
         } else {
             self.state.record.replay(messages)
         };
-        let counts: Vec<MessageCounts> = replayed_messages
-            .iter()
-            .map(|m| self.counter.message_counts(m))
-            .collect();
-        let mut plan = self.plan_replayed(&replayed_messages, &counts, options)?;
+        // Replayed edits made other messages: what is known is about the given ones.
+        let mut fresh = Memo::default();
+        let memo = match replayed_messages {
+            std::borrow::Cow::Borrowed(_) => memo,
+            std::borrow::Cow::Owned(_) => &mut fresh,
+        };
+        memo.count(&replayed_messages, &self.counter);
+        let mut plan = self.plan_replayed(&replayed_messages, memo, options)?;
         plan.replayed = replayed;
         plan.trigger.offload_only = options.offload_only;
         Ok(plan)
@@ -317,13 +333,14 @@ impl Compactor {
         self.state.record.replay(messages).0
     }
 
-    /// Plans on the replayed `messages`, whose every count is in `counts` (one per message).
+    /// Plans on the replayed `messages`, whose every count is in `memo`.
     fn plan_replayed(
         &self,
         messages: &[Message],
-        counts: &[MessageCounts],
+        memo: &Memo,
         options: &PlanOptions,
     ) -> Result<Plan> {
+        let counts = memo.counted();
         let manual = options.trigger == TriggerKind::Manual;
         let total = |i: usize| counts[i].total;
         let tokens = Scaled(self, Some(counts));
@@ -485,6 +502,7 @@ impl Compactor {
                 cache_read: (history.continuation
                     && self.pricing.provider != crate::cache::CacheProvider::None)
                     .then_some(self.pricing.read),
+                memo,
             };
             if let Some(planned) = lossy::plan(&inputs) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
@@ -969,7 +987,13 @@ impl Compactor {
     /// [`Action::SaveTranscript`] holds). Hosts that keep plans small render it at write time.
     /// `messages` is the conversation as given to the plan (the record is replayed here too).
     pub fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
-        lossy::transcript(&self.replay(messages), &self.config.history, strategy, true)
+        lossy::transcript(
+            &self.replay(messages),
+            &self.config.history,
+            strategy,
+            true,
+            &Memo::default(),
+        )
     }
 
     /// Our raw count of a request: the messages, the reply priming and the tool definitions.

@@ -61,6 +61,7 @@ mod edit;
 mod error;
 mod hash;
 pub mod loop_context;
+mod memo;
 mod message;
 mod models;
 mod plan;

@@ -505,12 +505,22 @@ fn replace_part(part: &mut Part, replace: &Replace) {
 
 /// 16 hex digits naming a conversation by its messages' fingerprints (see the module docs).
 pub(crate) fn conversation_hex(messages: &[Message]) -> String {
-    let index = Index::new(&Record::default());
+    conversation_hex_of(messages.iter().map(canonical_message))
+}
+
+/// [`conversation_hex`] from the messages' canonical fingerprints ([`canonical_message`]).
+pub(crate) fn conversation_hex_of(canonical: impl IntoIterator<Item = u64>) -> String {
     let mut h = Xxh3::new();
-    for message in messages {
-        h.update(&index.canonical_message(message).to_le_bytes());
+    for fingerprint in canonical {
+        h.update(&fingerprint.to_le_bytes());
     }
     format!("{:016x}", h.digest())
+}
+
+/// A message's canonical fingerprint as a conversation's name reads it (no record: every part
+/// as it is).
+pub(crate) fn canonical_message(message: &Message) -> u64 {
+    Index::new(&Record::default()).canonical_message(message)
 }
 
 /// The fingerprint of the part a store edit changes (a user message's string content counts as

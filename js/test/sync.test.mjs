@@ -119,3 +119,36 @@ test('manage on a synced conversation writes the full transcript and the result 
   const next = [...out, { role: 'user', content: 'and now?' }];
   assert.equal(compactor.usage(next).tokens, await fresh(next, { contextWindow: 16_000 }));
 });
+
+// Plans learn about the held messages (their counts, fingerprints and renderings, src/memo.rs)
+// and keep it while those messages stay: every plan must still be the plan a fresh compactor
+// makes for the same messages, over the trigger (tier 2 and a summary request) included.
+test('plans over the trigger after growing, cutting, rewriting and applying equal a fresh compactor\'s plans', async () => {
+  const options = { model: 'gpt-4o', contextWindow: 16_000 };
+  const compactor = await createCompactor(options);
+  const all = session(30);
+  const plain = (plan) => JSON.stringify(plan, (key, value) => (key === 'json' || key === 'markdown' ? undefined : value));
+  const seen = new Set();
+  const same = async (messages, what) => {
+    const planned = compactor.plan(messages);
+    assert.ok(planned.actions.length > 0, `${what}: over the trigger`);
+    for (const a of planned.actions) seen.add(a.type);
+    assert.equal(plain(planned), plain((await createCompactor(options)).plan(messages)), what);
+  };
+  for (const n of [61, 62, 63, 64, 80, 70, 71, all.length]) await same(all.slice(0, n), `after syncing ${n} messages`);
+  // The same positions with other content: a rewritten tail, then a rewritten middle.
+  const tail = all.map((m, i) => (i >= all.length - 3 && m.role === 'user' ? { ...m, content: `${m.content} (edited)` } : m));
+  await same(tail, 'a rewritten tail');
+  const middle = all.map((m, i) => (i === 40 ? { role: 'user', content: text(99) } : m));
+  await same(middle, 'a rewritten middle');
+  // Fresh objects with the same content (a stateless host's shape).
+  await same(structuredClone(all), 'fresh objects');
+  // After a compaction is applied, the held conversation is the compacted one.
+  const managed = await createCompactor({ ...options, store: new MemoryStore(), summarize: async () => 'A summary of the work so far.' });
+  const { messages: compacted } = await managed.manage(all);
+  const grown = [...compacted, ...session(3).slice(1)];
+  const replanned = managed.plan(grown);
+  const reference = await createCompactor({ ...options, state: managed.state() });
+  assert.equal(plain(replanned), plain(reference.plan(grown)), 'after manage, the compacted conversation grown');
+  assert.ok(seen.has('mask') && seen.has('summarize'), `tier 2 and the lossy tier both planned: ${[...seen]}`);
+});

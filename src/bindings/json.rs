@@ -105,6 +105,8 @@ pub(crate) fn encoding_loaded(encoding: &str) -> Result<bool> {
 pub(crate) struct HeldCompactor {
     inner: Compactor,
     held: Vec<Message>,
+    /// What plans learned about the held messages (kept while they are).
+    memo: std::sync::Mutex<crate::memo::Memo>,
 }
 
 impl HeldCompactor {
@@ -117,6 +119,7 @@ impl HeldCompactor {
         Ok(HeldCompactor {
             inner: Compactor::with_state(config, state)?,
             held: Vec::new(),
+            memo: Default::default(),
         })
     }
 
@@ -140,8 +143,9 @@ impl HeldCompactor {
     /// syncs in full next time).
     pub(crate) fn sync(&mut self, keep: u32, appended_json: &str) -> Result<u32> {
         let keep = keep as usize;
-        // Taken out: on any error below, nothing is held.
+        // Taken out: on any error below, nothing is held (and nothing known about it).
         let mut held = std::mem::take(&mut self.held);
+        let mut memo = std::mem::take(self.memo.get_mut().unwrap_or_else(|e| e.into_inner()));
         if keep > held.len() {
             return Err(Error::InvalidMessages {
                 message: format!("sync: keep {keep} of {} held messages", held.len()),
@@ -151,6 +155,9 @@ impl HeldCompactor {
         held.extend(parse_messages_at(appended_json, keep)?);
         validate(&held)?;
         self.held = held;
+        // What plans learned about the kept messages stays true.
+        memo.truncate(keep);
+        *self.memo.get_mut().unwrap_or_else(|e| e.into_inner()) = memo;
         Ok(u32::try_from(self.held.len()).unwrap_or(u32::MAX))
     }
 
@@ -171,7 +178,13 @@ impl HeldCompactor {
             None => PlanOptions::default(),
         };
         options.defer_transcript = true;
-        let mut plan = self.inner.plan_with_options(&messages, &options)?;
+        let mut plan = match messages_json {
+            Some(_) => self.inner.plan_with_options(&messages, &options)?,
+            None => {
+                let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+                self.inner.plan_held(&self.held, &options, &mut memo)?
+            }
+        };
         for action in &mut plan.actions {
             if let Action::Summarize(s) = action {
                 s.request.messages.clear();
@@ -207,6 +220,10 @@ impl HeldCompactor {
         let json = to_json(&applied);
         if held {
             self.held = applied.messages;
+            self.memo
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .truncate(0);
         }
         Ok(json)
     }

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 
 use crate::config::{HistoryConfig, HistoryStrategy, ImportanceConfig};
 use crate::counting::CachedCounter;
+use crate::memo::Memo;
 use crate::message::{Content, Message, Part, Role};
 use crate::plan::{
     Action, Continuation, Drop, SaveTranscript, Strategy, Summarize, SummaryRequest,
@@ -53,6 +54,8 @@ pub(crate) struct Inputs<'a> {
     /// The price of a cached input token (a multiple of an uncached one), when the provider
     /// caches prompts and `history.continuation` is on: summary requests may read the cache.
     pub cache_read: Option<f64>,
+    /// What is known about each message (for `messages`).
+    pub memo: &'a Memo,
 }
 
 /// The lossy part of a plan.
@@ -152,6 +155,7 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
         config,
         strategy_of(config.strategy),
         !inputs.defer_transcript,
+        inputs.memo,
     );
     let planned = match config.strategy {
         HistoryStrategy::Off => return None,
@@ -273,9 +277,13 @@ pub(crate) fn transcript(
     config: &HistoryConfig,
     strategy: Strategy,
     full: bool,
+    memo: &Memo,
 ) -> SaveTranscript {
     let json = full.then(|| serde_json::to_string_pretty(messages).expect("messages serialize"));
-    let path = transcript_path(messages, config);
+    let path = path_for(
+        config,
+        &crate::record::conversation_hex_of(memo.canonical(messages)),
+    );
     let readable_path = readable_path(&path);
     let (json, markdown) = match json {
         Some(json) => {
@@ -646,19 +654,18 @@ fn request_span(
     let config = inputs.config;
     let budget = config.request_max_tokens.unwrap_or(inputs.window / 4);
     let order: Vec<usize> = span.filter(|i| !kept.contains(i)).collect();
-    // (text, raw tokens, scaled tokens) of the k-th message of `order`, made once.
-    let mut made: Vec<Option<(String, u32, u32)>> = vec![None; order.len()];
+    // The k-th message of `order` rendered and counted once (and kept for the next plan when
+    // the memo outlives this one); its scaled tokens.
+    let cap = config.request_part_chars;
+    let mut rendered = inputs.memo.rendered(inputs.messages.len());
     let mut make = |k: usize| -> u32 {
-        let entry = made[k].get_or_insert_with(|| {
-            let text = render(
-                order[k],
-                &inputs.messages[order[k]],
-                Some(config.request_part_chars),
-            );
+        let i = order[k];
+        let (_, raw) = rendered.get(i, cap, || {
+            let text = render(i, &inputs.messages[i], Some(cap));
             let raw = inputs.counter.text(&text);
-            (text, raw, inputs.scale(raw))
+            (text, raw)
         });
-        entry.2
+        inputs.scale(raw)
     };
     // Everything, when it fits; else the start (the intent) and the end (the latest state), the
     // middle elided.
@@ -687,16 +694,16 @@ fn request_span(
         (head, tail)
     };
     let text = |range: std::ops::Range<usize>| {
-        made[range]
+        order[range]
             .iter()
-            .map(|m| m.as_ref().map_or("", |(t, _, _)| t.as_str()))
+            .map(|&i| rendered.text(i))
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let raw: u32 = made[..head]
+    let raw: u32 = order[..head]
         .iter()
-        .chain(&made[tail..])
-        .map(|m| m.as_ref().map_or(0, |(_, r, _)| *r))
+        .chain(&order[tail..])
+        .map(|&i| rendered.raw(i))
         .sum();
     if fits {
         return (text(0..order.len()), raw);
