@@ -117,6 +117,37 @@ for (const [name, pick] of Object.entries(strategies)) {
   console.error(`  order-0 entropy of the streams: left ${kB(entropy(L))} + right ${kB(entropy(R))} = ${kB(entropy(L) + entropy(R))} kB`);
 }
 {
+  // What an entropy coder in the core would reach: each rank + 1 as its magnitude (bit length)
+  // and top `m` bits, Huffman-coded per stream with a static code, the other bits raw; the size
+  // counts the bits and the code table (a bitmap of the symbols used, a length byte for each).
+  const huffmanBits = (counts) => {
+    // Plain Huffman: total coded bits = sum of the merged weights.
+    const heap = [...counts.values()].sort((a, b) => a - b);
+    let bits = 0;
+    const q2 = [];
+    const take = () => (q2.length && (!heap.length || q2[0] < heap[0]) ? q2.shift() : heap.shift());
+    while (heap.length + q2.length > 1) { const w = take() + take(); bits += w; q2.push(w); }
+    return bits;
+  };
+  const pick = strategies['picked by use (written)'].filter(Boolean);
+  for (const m of [4, 6, 8]) {
+    let total = 0;
+    for (const ids of [pick.map((c) => c[0]), pick.map((c) => c[1])]) {
+      const counts = new Map();
+      let raw = 0;
+      for (const x of ids) {
+        const v = x + 1, e = 31 - Math.clz32(v), top = Math.min(m, e);
+        const sym = (e << 8) | ((v >>> (e - top)) & ((1 << top) - 1));
+        counts.set(sym, (counts.get(sym) ?? 0) + 1);
+        raw += e - top;
+      }
+      total += Math.ceil((huffmanBits(counts) + raw) / 8) + counts.size + Math.ceil((18 << m) / 8); // + table: a length byte per used symbol and a bitmap of them
+    }
+    rows.push([`o200k pairs, static Huffman of magnitude + top ${m} bits, rest raw (estimate, no decoder)`, kB(total), kB(total), '']);
+    console.error(rows.at(-1).join('  '));
+  }
+}
+{
   // The longest lower-ranked prefix token, then the rest of the bytes raw.
   const P = [], tl = [], tail = [];
   o200k.forEach((t, r) => {
