@@ -3,8 +3,8 @@
 //! Why our own and not tiktoken-rs (which stays in the tests as the reference): tiktoken-rs
 //! parses base64 rank text and compiles a backtracking regex at start-up (~0.4 s in wasm), and
 //! embeds both encodings as text (~3 MB gzipped). Here:
-//! - ranks come as a compact binary (token lengths, then token bytes in rank order; see
-//!   [`RankData`]), so loading is one pass that fills a hash table;
+//! - ranks come as a compact binary (each token the pair of lower-ranked tokens BPE merged into
+//!   it; see [`RankData`]), so loading is one pass that copies bytes and fills a hash table;
 //! - the pre-tokenizer is hand-written ([`pretokenize`]), linear, and checked against the
 //!   official regexes on millions of strings;
 //! - counting allocates nothing for pieces that are one token (most of them) and caches the
