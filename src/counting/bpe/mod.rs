@@ -528,8 +528,7 @@ impl Bpe {
             Encoding::O200kBase => pretokenize::o200k_piece,
             Encoding::Cl100kBase => pretokenize::cl100k_piece,
         };
-        let bpe =
-            Self::build(encoding.as_str().into(), data, offsets, piece_end).map_err(|e| bad(e))?;
+        let bpe = Self::build(encoding.as_str().into(), data, offsets, piece_end).map_err(&bad)?;
         if let Some(b) = bpe.byte_rank.iter().position(|&r| r == NONE) {
             return Err(bad(format!("byte 0x{b:02x} has no token")));
         }
