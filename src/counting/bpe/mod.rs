@@ -3,8 +3,8 @@
 //! Why our own and not tiktoken-rs (which stays in the tests as the reference): tiktoken-rs
 //! parses base64 rank text and compiles a backtracking regex at start-up (~0.4 s in wasm), and
 //! embeds both encodings as text (~3 MB gzipped). Here:
-//! - ranks come as a compact binary (token lengths, then token bytes in rank order; see
-//!   [`RankData`]), so loading is one pass that fills a hash table;
+//! - ranks come as a compact binary (each token the pair of lower-ranked tokens BPE merged into
+//!   it; see [`RankData`]), so loading is one pass that copies bytes and fills a hash table;
 //! - the pre-tokenizer is hand-written ([`pretokenize`]), linear, and checked against the
 //!   official regexes on millions of strings;
 //! - counting allocates nothing for pieces that are one token (most of them) and caches the
@@ -74,61 +74,168 @@ impl PieceCache {
     }
 }
 
-/// The rank file format, version 1 (`data/*.ranks`, also shipped to JS):
-/// `"CCR1"`, name length (u8), name (UTF-8), token count (u32 LE), one length byte per token,
-/// then every token's bytes in rank order.
+/// The rank file formats (`data/*.ranks`, also shipped to JS).
 ///
-/// Version 2, "by reference" (`data/cl100k_base.ranks`: 85,033 of its 100,256 tokens are o200k
-/// tokens): `"CCR2"`, name length (u8), name, token count (u32 LE), base name length (u8), base
-/// name, then three byte planes of `count` bytes each: the low, middle and high byte of each
-/// token's base rank + 1 (0: not a base token), then for each token that is not, its length
-/// (u8) and bytes, in rank order. Planes gzip far better than interleaved ranks (cl100k: 429 kB
-/// gzipped as version 1, 282 kB as planes, 316 kB as varints).
+/// Version 3, `"CCR3"` (what `data/*.ranks` hold): name length (u8), name (UTF-8), token count
+/// (u32 LE), base name length (u8; 0: no base) and base name, then one tag byte per token in
+/// rank order, then three streams of 24-bit numbers, each stored as three byte planes (all low
+/// bytes, then all middle bytes, then all high bytes), then the literals:
+/// - tag 1, a *pair*: the token is the concatenation of two tokens of lower rank (BPE made
+///   every token of rank ≥ 256 by merging two earlier ones), their ranks in the `left` and
+///   `right` streams;
+/// - tag 2, a *base token*: the token is the base encoding's token of the rank in the `base`
+///   stream (cl100k names o200k: 85,033 of its 100,256 tokens are o200k tokens);
+/// - tag 0, a *literal*: its length (u8) and bytes, in the literal stream (the 256 byte tokens).
+///
+/// Streams in order: `base` (one number per tag 2), `left`, `right` (one per tag 1). Decoding
+/// is one pass in rank order that copies bytes already decoded; planes gzip far better than
+/// bytes or interleaved numbers (o200k: 989 kB gzipped as version 1, 718 kB as version 3; see
+/// `data/README.md` for the measurements behind the choice).
+///
+/// Version 1, `"CCR1"` (still read): name length, name, token count, one length byte per
+/// token, then every token's bytes in rank order.
 pub struct RankData;
 
+/// A token as version 3 stores it.
+#[derive(Clone, Copy)]
+enum Stored {
+    Literal,
+    Pair(u32, u32),
+    Base(u32),
+}
+
 impl RankData {
-    /// The first four bytes of a rank file.
-    pub const MAGIC: &'static [u8; 4] = b"CCR1";
+    /// The first four bytes of a rank file (version 3, what [`RankData::write`] writes).
+    pub const MAGIC: &'static [u8; 4] = b"CCR3";
 
-    /// The first four bytes of a rank file that refers to another encoding's tokens.
-    pub const MAGIC_REFERENCED: &'static [u8; 4] = b"CCR2";
+    /// The first four bytes of a version 1 rank file (read, no longer written).
+    pub const MAGIC_V1: &'static [u8; 4] = b"CCR1";
 
-    /// Serializes tokens (index = rank) to version 2, by reference to `base`'s tokens.
+    /// Serializes tokens (index = rank) to version 3: every token of two bytes or more that is
+    /// two lower-ranked tokens end to end is stored as that pair.
+    pub fn write(name: &str, tokens: &[Vec<u8>]) -> Vec<u8> {
+        Self::write_v3(name, tokens, None)
+    }
+
+    /// Serializes tokens (index = rank) to version 3, by reference to `base`'s tokens (named
+    /// `base_name`): tokens `base` has are stored as its ranks, the others as pairs or literals.
     pub fn write_referenced(
         name: &str,
         tokens: &[Vec<u8>],
         base_name: &str,
         base: &[Vec<u8>],
     ) -> Vec<u8> {
-        let index: std::collections::HashMap<&[u8], u32> = base
+        Self::write_v3(name, tokens, Some((base_name, base)))
+    }
+
+    fn write_v3(name: &str, tokens: &[Vec<u8>], base: Option<(&str, &[Vec<u8>])>) -> Vec<u8> {
+        use std::collections::HashMap;
+        let index = |tokens: &'_ [Vec<u8>]| -> HashMap<Vec<u8>, u32> {
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(r, t)| (t.clone(), r as u32))
+                .collect()
+        };
+        let own = index(tokens);
+        let base_index = base.map(|(_, b)| index(b)).unwrap_or_default();
+        // Every way to store each token; a token of rank r can be a pair of ranks below r.
+        let choices: Vec<Vec<Stored>> = tokens
             .iter()
             .enumerate()
-            .map(|(r, t)| (&t[..], r as u32))
+            .map(|(r, t)| {
+                assert!(!t.is_empty() && t.len() < 256, "token length {}", t.len());
+                if let Some(&b) = base_index.get(t) {
+                    return vec![Stored::Base(b)];
+                }
+                let below = |bytes: &[u8]| own.get(bytes).copied().filter(|&x| (x as usize) < r);
+                let pairs: Vec<Stored> = (1..t.len())
+                    .filter_map(|k| Some(Stored::Pair(below(&t[..k])?, below(&t[k..])?)))
+                    .collect();
+                if pairs.is_empty() {
+                    vec![Stored::Literal]
+                } else {
+                    pairs
+                }
+            })
             .collect();
+        // Among a token's pairs (1.9 on average in o200k), pick the one whose ranks are the most
+        // used as left / right parts by the other tokens' picks: a few rounds of that lower the
+        // streams' entropy (o200k: 721 -> 718 kB gzipped, against the longest left part).
+        let mut pick: Vec<Stored> = choices.iter().map(|c| c[c.len() - 1]).collect();
+        for _ in 0..6 {
+            let (mut left, mut right) = (vec![0u32; tokens.len()], vec![0u32; tokens.len()]);
+            for s in &pick {
+                if let Stored::Pair(a, b) = *s {
+                    left[a as usize] += 1;
+                    right[b as usize] += 1;
+                }
+            }
+            let score = |s: &Stored| match *s {
+                Stored::Pair(a, b) => {
+                    ((left[a as usize] as f64 + 0.5) * (right[b as usize] as f64 + 0.5)).ln()
+                }
+                _ => 0.0,
+            };
+            for (p, c) in pick.iter_mut().zip(&choices) {
+                let mut best = c[0];
+                for s in &c[1..] {
+                    if score(s) > score(&best) {
+                        best = *s;
+                    }
+                }
+                *p = best;
+            }
+        }
         let mut out = Vec::new();
-        out.extend_from_slice(Self::MAGIC_REFERENCED);
+        out.extend_from_slice(Self::MAGIC);
         out.push(name.len() as u8);
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
+        let base_name = base.map_or("", |(n, _)| n);
         out.push(base_name.len() as u8);
         out.extend_from_slice(base_name.as_bytes());
-        let refs: Vec<u32> = tokens
-            .iter()
-            .map(|t| index.get(&t[..]).map_or(0, |&r| r + 1))
-            .collect();
-        assert!(refs.iter().all(|&r| r < 1 << 24), "base rank past 24 bits");
-        for shift in [0, 8, 16] {
-            out.extend(refs.iter().map(|&r| (r >> shift) as u8));
+        out.extend(pick.iter().map(|s| match s {
+            Stored::Literal => 0u8,
+            Stored::Pair(..) => 1,
+            Stored::Base(_) => 2,
+        }));
+        let stream = |f: &dyn Fn(&Stored) -> Option<u32>| -> Vec<u32> {
+            pick.iter().filter_map(f).collect()
+        };
+        let streams = [
+            stream(&|s| {
+                if let Stored::Base(b) = *s {
+                    Some(b)
+                } else {
+                    None
+                }
+            }),
+            stream(&|s| {
+                if let Stored::Pair(a, _) = *s {
+                    Some(a)
+                } else {
+                    None
+                }
+            }),
+            stream(&|s| {
+                if let Stored::Pair(_, b) = *s {
+                    Some(b)
+                } else {
+                    None
+                }
+            }),
+        ];
+        for values in &streams {
+            assert!(values.iter().all(|&v| v < 1 << 24), "rank past 24 bits");
+            for shift in [0, 8, 16] {
+                out.extend(values.iter().map(|&v| (v >> shift) as u8));
+            }
         }
-        for (token, &r) in tokens.iter().zip(&refs) {
-            if r == 0 {
-                assert!(
-                    !token.is_empty() && token.len() < 256,
-                    "token length {}",
-                    token.len()
-                );
-                out.push(token.len() as u8);
-                out.extend_from_slice(token);
+        for (s, t) in pick.iter().zip(tokens) {
+            if let Stored::Literal = s {
+                out.push(t.len() as u8);
+                out.extend_from_slice(t);
             }
         }
         out
@@ -158,79 +265,210 @@ impl RankData {
         Ok((count, at + 4))
     }
 
-    /// Version 2 resolved to version 1, with `base` (the encoding it names) loaded.
-    fn resolve(encoding: Encoding, data: &[u8]) -> Result<Vec<u8>, Error> {
+    /// Version 1: the token offsets into `data` itself (its bytes are the tokens end to end).
+    fn offsets_v1(encoding: Encoding, data: &[u8]) -> Result<Vec<u32>, Error> {
         let bad = |reason: String| Error::InvalidRankData {
             encoding: encoding.as_str().to_owned(),
             reason,
         };
-        let truncated = || bad("truncated".into());
-        let byte = |at: usize| data.get(at).copied().ok_or_else(truncated);
-        let (count, mut at) = Self::header(encoding, data)?;
-        let name = encoding.as_str().as_bytes();
-        let base_len = byte(at)? as usize;
-        let base_name = data.get(at + 1..at + 1 + base_len).ok_or_else(truncated)?;
-        at += 1 + base_len;
-        let base: Encoding = std::str::from_utf8(base_name)
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| bad("names an unknown base encoding".into()))?;
-        if base == encoding {
-            return Err(bad("refers to itself".into()));
+        let (count, at) = Self::header(encoding, data)?;
+        let lengths = data
+            .get(at..at + count)
+            .ok_or_else(|| bad(format!("truncated: {count} token lengths expected")))?;
+        let body = at + count;
+        let total: usize = lengths.iter().map(|&l| l as usize).sum();
+        if data.len() != body + total {
+            return Err(bad(format!(
+                "{} bytes of tokens, the lengths say {total}",
+                data.len() - body
+            )));
         }
-        let base = get(base)?;
-        let planes = data.get(at..at + 3 * count).ok_or_else(truncated)?;
-        at += 3 * count;
-        // Version 1 written directly: header, lengths, bytes (two buffers, no per-token copy).
-        let mut lengths = Vec::with_capacity(count);
-        let mut body = Vec::with_capacity(count * 7);
-        for i in 0..count {
-            let r = planes[i] as u32
-                | (planes[count + i] as u32) << 8
-                | (planes[2 * count + i] as u32) << 16;
-            let token = if r == 0 {
-                let len = byte(at)? as usize;
-                let token = data.get(at + 1..at + 1 + len).ok_or_else(truncated)?;
-                at += 1 + len;
-                token
-            } else {
-                base.token(r - 1)
-                    .ok_or_else(|| bad(format!("token {i}: no base token {}", r - 1)))?
-            };
-            if token.is_empty() || token.len() > 255 {
-                return Err(bad(format!("token {i} is empty or longer than 255 bytes")));
-            }
-            lengths.push(token.len() as u8);
-            body.extend_from_slice(token);
+        let mut offsets = Vec::with_capacity(count + 1);
+        let mut offset = body as u32;
+        offsets.push(offset);
+        for &len in lengths {
+            offset += len as u32;
+            offsets.push(offset);
         }
-        if at != data.len() {
-            return Err(bad(format!("{} bytes past the tokens", data.len() - at)));
-        }
-        let mut out = Vec::with_capacity(9 + name.len() + lengths.len() + body.len());
-        out.extend_from_slice(Self::MAGIC);
-        out.push(name.len() as u8);
-        out.extend_from_slice(name);
-        out.extend_from_slice(&(count as u32).to_le_bytes());
-        out.extend_from_slice(&lengths);
-        out.extend_from_slice(&body);
-        Ok(out)
+        Ok(offsets)
     }
 
-    /// Serializes tokens (index = rank) to the rank file format.
-    pub fn write(name: &str, tokens: &[Vec<u8>]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(tokens.iter().map(|t| t.len() + 1).sum::<usize>() + 64);
-        out.extend_from_slice(Self::MAGIC);
-        out.push(name.len() as u8);
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
-        out.extend(tokens.iter().map(|t| {
-            assert!(!t.is_empty() && t.len() < 256, "token length {}", t.len());
-            t.len() as u8
-        }));
-        for token in tokens {
-            out.extend_from_slice(token);
+    /// Version 3 decoded, in one pass: the tokens end to end and their offsets. A base encoding
+    /// it names is loaded first (`get`).
+    fn decode_v3(encoding: Encoding, data: &[u8]) -> Result<(Vec<u8>, Vec<u32>), Error> {
+        let bad = |reason: String| Error::InvalidRankData {
+            encoding: encoding.as_str().to_owned(),
+            reason,
+        };
+        let truncated = |what: &str| bad(format!("truncated {what}"));
+        let (count, mut at) = Self::header(encoding, data)?;
+        let base_len = *data.get(at).ok_or_else(|| truncated("header"))? as usize;
+        let base_name = data
+            .get(at + 1..at + 1 + base_len)
+            .ok_or_else(|| truncated("header"))?;
+        at += 1 + base_len;
+        let base = match base_len {
+            0 => None,
+            _ => {
+                let base: Encoding = std::str::from_utf8(base_name)
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| bad("names an unknown base encoding".into()))?;
+                if base == encoding {
+                    return Err(bad("refers to itself".into()));
+                }
+                Some(get(base)?)
+            }
+        };
+        let tags = data.get(at..at + count).ok_or_else(|| truncated("tags"))?;
+        at += count;
+        let mut n = [0usize; 3];
+        for (r, &tag) in tags.iter().enumerate() {
+            *n.get_mut(tag as usize)
+                .ok_or_else(|| bad(format!("token {r}: unknown tag {tag}")))? += 1;
         }
-        out
+        let mut stream = |len: usize, what: &str| {
+            let planes = data.get(at..at + 3 * len).ok_or_else(|| truncated(what))?;
+            at += 3 * len;
+            Ok::<_, Error>(planes)
+        };
+        let (bases, lefts, rights) = (
+            stream(n[2], "base ranks")?,
+            stream(n[1], "pair ranks")?,
+            stream(n[1], "pair ranks")?,
+        );
+        let mut decoder = Decoder {
+            streams: [
+                Planes::new(bases, n[2]),
+                Planes::new(lefts, n[1]),
+                Planes::new(rights, n[1]),
+            ],
+            base,
+            literals: &data[at..],
+            body: vec![0u8; count * 8 + 264],
+            end: 0,
+            offsets: Vec::with_capacity(count + 1),
+            next: [0, 0],
+        };
+        decoder.offsets.push(0u32);
+        for (r, &tag) in tags.iter().enumerate() {
+            decoder.token(r, tag).map_err(bad)?;
+        }
+        let Decoder {
+            mut body,
+            end,
+            offsets,
+            literals,
+            ..
+        } = decoder;
+        if !literals.is_empty() {
+            return Err(bad(format!("{} bytes past the tokens", literals.len())));
+        }
+        body.truncate(end);
+        Ok((body, offsets))
+    }
+}
+
+/// One stream of 24-bit numbers stored as three byte planes.
+struct Planes<'a>([&'a [u8]; 3]);
+
+impl<'a> Planes<'a> {
+    fn new(planes: &'a [u8], len: usize) -> Self {
+        Planes([
+            &planes[..len],
+            &planes[len..2 * len],
+            &planes[2 * len..3 * len],
+        ])
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> Option<usize> {
+        let [lo, mid, hi] = &self.0;
+        Some(*lo.get(i)? as usize | (*mid.get(i)? as usize) << 8 | (*hi.get(i)? as usize) << 16)
+    }
+}
+
+/// Version 3's decoding state: the tokens end to end in `body[..end]`, with 256 + 8 bytes of
+/// room kept past `end`, so that a pair's parts are copied 8 bytes at a time (a part is 3.5
+/// bytes on average: one 8-byte move instead of a memcpy call).
+struct Decoder<'a> {
+    /// `base`, `left` and `right` ranks.
+    streams: [Planes<'a>; 3],
+    base: Option<&'static Bpe>,
+    literals: &'a [u8],
+    body: Vec<u8>,
+    end: usize,
+    offsets: Vec<u32>,
+    /// The next number to read in the base stream and in the pair streams.
+    next: [usize; 2],
+}
+
+impl Decoder<'_> {
+    /// Appends token `r`. Not inlined on purpose: a wasm engine runs a function's first calls
+    /// with its baseline compiler and swaps in optimized code for later calls, which a loop
+    /// inlined into one call never gets. Measured in Node 20 (first `loadEncoding` of o200k in
+    /// a fresh process, three runs each): 15–18 ms, against 20–21 ms with the loop inlined and
+    /// 10–12 ms for version 1, which has nothing to decode. Same for [`Bpe::insert`].
+    #[inline(never)]
+    fn token(&mut self, r: usize, tag: u8) -> Result<(), String> {
+        if self.body.len() < self.end + 264 {
+            self.body.resize(2 * self.body.len(), 0);
+        }
+        let start = self.end;
+        match tag {
+            0 => {
+                let (&len, rest) = self.literals.split_first().ok_or("truncated literals")?;
+                let token = rest.get(..len as usize).ok_or("truncated literals")?;
+                self.body[start..start + token.len()].copy_from_slice(token);
+                self.end += token.len();
+                self.literals = &rest[len as usize..];
+            }
+            1 => {
+                let p = self.next[1];
+                self.next[1] += 1;
+                for stream in &self.streams[1..] {
+                    let part = stream.get(p).ok_or("truncated pair ranks")?;
+                    if part >= r {
+                        return Err(format!("token {r} refers to token {part}"));
+                    }
+                    let from = self.offsets[part] as usize;
+                    let len = self.offsets[part + 1] as usize - from;
+                    if self.end - start + len > 255 {
+                        return Err(format!("token {r} is longer than 255 bytes"));
+                    }
+                    // The part ends at or before `start`: the 8-byte moves read only finished
+                    // bytes for the `len` that count, and write past `end + len` only bytes
+                    // that the next copy overwrites.
+                    let mut k = 0;
+                    while k < len {
+                        let chunk: [u8; 8] = self.body[from + k..from + k + 8].try_into().unwrap();
+                        self.body[self.end + k..self.end + k + 8].copy_from_slice(&chunk);
+                        k += 8;
+                    }
+                    self.end += len;
+                }
+            }
+            _ => {
+                let x = self.streams[0]
+                    .get(self.next[0])
+                    .ok_or("truncated base ranks")?;
+                self.next[0] += 1;
+                let token = self
+                    .base
+                    .and_then(|base| base.token(x as Rank))
+                    .ok_or_else(|| format!("token {r}: no base token {x}"))?;
+                if token.len() > 255 {
+                    return Err(format!("token {r} is longer than 255 bytes"));
+                }
+                self.body[start..start + token.len()].copy_from_slice(token);
+                self.end += token.len();
+            }
+        }
+        if self.end == start {
+            return Err(format!("token {r} is empty"));
+        }
+        self.offsets.push(self.end as u32);
+        Ok(())
     }
 }
 
@@ -267,43 +505,30 @@ impl Bpe {
         data: impl Into<Cow<'static, [u8]>>,
     ) -> Result<Self, Error> {
         let data = data.into();
-        if data.len() >= 4 && &data[..4] == RankData::MAGIC_REFERENCED {
-            return Self::from_rank_data(encoding, RankData::resolve(encoding, &data)?);
-        }
         let bad = |reason: String| Error::InvalidRankData {
             encoding: encoding.as_str().to_owned(),
             reason,
         };
-        if data.len() < 9 || &data[..4] != RankData::MAGIC {
-            return Err(bad(
-                "not a rank file (expected the \"CCR1\" or \"CCR2\" header)".into(),
-            ));
-        }
-        let (count, at) = RankData::header(encoding, &data)?;
-        let lengths = data
-            .get(at..at + count)
-            .ok_or_else(|| bad(format!("truncated: {count} token lengths expected")))?;
-        let body = at + count;
-        let total: usize = lengths.iter().map(|&l| l as usize).sum();
-        if data.len() != body + total {
-            return Err(bad(format!(
-                "{} bytes of tokens, the lengths say {total}",
-                data.len() - body
-            )));
-        }
-        let mut offsets = Vec::with_capacity(count + 1);
-        let mut offset = body as u32;
-        offsets.push(offset);
-        for &len in lengths {
-            offset += len as u32;
-            offsets.push(offset);
-        }
+        let (data, offsets) = match data.get(..4) {
+            Some(m) if m == RankData::MAGIC => {
+                let (body, offsets) = RankData::decode_v3(encoding, &data)?;
+                (Cow::Owned(body), offsets)
+            }
+            Some(m) if m == RankData::MAGIC_V1 => {
+                let offsets = RankData::offsets_v1(encoding, &data)?;
+                (data, offsets)
+            }
+            _ => {
+                return Err(bad(
+                    "not a rank file (expected the \"CCR3\" or \"CCR1\" header)".into(),
+                ))
+            }
+        };
         let piece_end = match encoding {
             Encoding::O200kBase => pretokenize::o200k_piece,
             Encoding::Cl100kBase => pretokenize::cl100k_piece,
         };
-        let bpe =
-            Self::build(encoding.as_str().into(), data, offsets, piece_end).map_err(|e| bad(e))?;
+        let bpe = Self::build(encoding.as_str().into(), data, offsets, piece_end).map_err(&bad)?;
         if let Some(b) = bpe.byte_rank.iter().position(|&r| r == NONE) {
             return Err(bad(format!("byte 0x{b:02x} has no token")));
         }
@@ -324,28 +549,7 @@ impl Bpe {
         let mut table = HashTable::with_capacity(count);
         let mut byte_rank = [NONE; 256];
         for rank in 0..count {
-            let token = &data[offsets[rank] as usize..offsets[rank + 1] as usize];
-            if token.is_empty() {
-                return Err(format!("token {rank} is empty"));
-            }
-            if token.len() == 1 {
-                byte_rank[token[0] as usize] = rank as Rank;
-            }
-            // Disjoint borrows: the hasher reads `data` and `offsets`, not the table.
-            let (data, offsets) = (&data, &offsets);
-            let entry = table.entry(
-                hash(token),
-                |&r| &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize] == token,
-                |&r| hash(&data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize]),
-            );
-            match entry {
-                hashbrown::hash_table::Entry::Occupied(_) => {
-                    return Err(format!("token {rank} repeats an earlier token"))
-                }
-                hashbrown::hash_table::Entry::Vacant(slot) => {
-                    slot.insert(rank as Rank);
-                }
-            }
+            Self::insert(&mut table, &mut byte_rank, &data, &offsets, rank)?;
         }
         Ok(Bpe {
             name,
@@ -356,6 +560,39 @@ impl Bpe {
             piece_end,
             cache: Mutex::new(PieceCache::default()),
         })
+    }
+
+    /// Adds token `rank` to the tables. Not inlined, for the wasm engine's tier-up (see
+    /// `Decoder::token`).
+    #[inline(never)]
+    fn insert(
+        table: &mut HashTable<Rank>,
+        byte_rank: &mut [Rank; 256],
+        data: &[u8],
+        offsets: &[u32],
+        rank: usize,
+    ) -> Result<(), String> {
+        let token = &data[offsets[rank] as usize..offsets[rank + 1] as usize];
+        if token.is_empty() {
+            return Err(format!("token {rank} is empty"));
+        }
+        if token.len() == 1 {
+            byte_rank[token[0] as usize] = rank as Rank;
+        }
+        let entry = table.entry(
+            hash(token),
+            |&r| &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize] == token,
+            |&r| hash(&data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize]),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(_) => {
+                Err(format!("token {rank} repeats an earlier token"))
+            }
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(rank as Rank);
+                Ok(())
+            }
+        }
     }
 
     /// The encoding's or tokenizer's name (`"o200k_base"`, ...).
@@ -651,4 +888,141 @@ pub fn load(encoding: Encoding, data: Vec<u8>) -> Result<&'static Bpe, Error> {
 /// Whether the encoding can be used now without loading anything.
 pub fn is_available(encoding: Encoding) -> bool {
     slot(encoding).get().is_some() || embedded(encoding).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small vocabulary shaped like BPE's: the bytes, then merges of earlier tokens, and one
+    /// token ("xyz") that no two earlier tokens make.
+    fn vocabulary() -> Vec<Vec<u8>> {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for t in ["ab", "abc", "cab", "abcab", "xyz", "xyzab"] {
+            tokens.push(t.as_bytes().to_vec());
+        }
+        tokens
+    }
+
+    const TAGS_AT: usize = 5 + "o200k_base".len() + 4 + 1;
+
+    /// A version 3 file written by hand: tags, the streams' numbers, the literals.
+    fn handmade(base: &str, tags: &[u8], streams: [&[u32]; 3], literals: &[u8]) -> Vec<u8> {
+        let mut d = b"CCR3\x0ao200k_base".to_vec();
+        d.extend_from_slice(&(tags.len() as u32).to_le_bytes());
+        d.push(base.len() as u8);
+        d.extend_from_slice(base.as_bytes());
+        d.extend_from_slice(tags);
+        for values in streams {
+            for shift in [0, 8, 16] {
+                d.extend(values.iter().map(|&v| (v >> shift) as u8));
+            }
+        }
+        d.extend_from_slice(literals);
+        d
+    }
+
+    #[test]
+    fn version_3_round_trips_pairs_and_literals() {
+        let tokens = vocabulary();
+        let data = RankData::write("o200k_base", &tokens);
+        assert_eq!(&data[..4], RankData::MAGIC);
+        let (body, offsets) = RankData::decode_v3(Encoding::O200kBase, &data).unwrap();
+        let decoded: Vec<&[u8]> = offsets
+            .windows(2)
+            .map(|w| &body[w[0] as usize..w[1] as usize])
+            .collect();
+        assert_eq!(decoded, tokens.iter().map(|t| &t[..]).collect::<Vec<_>>());
+        // The bytes and "xyz" (no two earlier tokens make it) are literals, the rest pairs.
+        let tags = &data[TAGS_AT..TAGS_AT + tokens.len()];
+        assert_eq!(tags[..256], [0; 256]);
+        assert_eq!(tags[256..], [1, 1, 1, 1, 0, 1]);
+        let bpe = Bpe::from_rank_data(Encoding::O200kBase, data).unwrap();
+        assert_eq!(bpe.token(261), Some(&b"xyzab"[..]));
+    }
+
+    #[test]
+    fn damaged_version_3_is_a_typed_error() {
+        let good = RankData::write("o200k_base", &vocabulary());
+        let planes_at = TAGS_AT + 262;
+        let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+            (
+                "truncated",
+                good[..good.len() - 1].to_vec(),
+                "truncated literals",
+            ),
+            (
+                "truncated planes",
+                good[..planes_at + 20].to_vec(),
+                "truncated pair ranks",
+            ),
+            (
+                "trailing bytes",
+                [&good[..], b"x"].concat(),
+                "1 bytes past the tokens",
+            ),
+            (
+                "unknown tag",
+                {
+                    let mut d = good.clone();
+                    d[TAGS_AT + 3] = 7;
+                    d
+                },
+                "token 3: unknown tag 7",
+            ),
+            (
+                "pair refers forward",
+                {
+                    let mut d = good.clone();
+                    d[planes_at + 5] = 0x01; // middle byte of token 256's left part: rank 353
+                    d
+                },
+                "token 256 refers to token 353",
+            ),
+            (
+                "base token without a base",
+                handmade("", &[0, 2], [&[0], &[], &[]], b"\x01a"),
+                "token 1: no base token 0",
+            ),
+            (
+                "unknown base",
+                handmade("x200k_base", &[0], [&[], &[], &[]], b"\x01a"),
+                "unknown base encoding",
+            ),
+            (
+                "its own base",
+                handmade("o200k_base", &[0], [&[], &[], &[]], b"\x01a"),
+                "refers to itself",
+            ),
+            (
+                "token past 255 bytes",
+                handmade(
+                    "",
+                    &[0, 1],
+                    [&[], &[0], &[0]],
+                    &[&[255][..], &[b'a'; 255]].concat(),
+                ),
+                "token 1 is longer than 255 bytes",
+            ),
+            (
+                "empty literal",
+                handmade("", &[0], [&[], &[], &[]], b"\x00"),
+                "token 0 is empty",
+            ),
+        ];
+        for (what, data, reason) in cases {
+            match RankData::decode_v3(Encoding::O200kBase, &data) {
+                Err(Error::InvalidRankData {
+                    encoding,
+                    reason: r,
+                }) => {
+                    assert_eq!(encoding, "o200k_base", "{what}");
+                    assert!(r.contains(reason), "{what}: {r}");
+                }
+                other => panic!("{what}: {:?}", other.map(|(b, _)| b.len())),
+            }
+        }
+        let err = Bpe::from_rank_data(Encoding::O200kBase, b"CCR2\x0ao200k_base".to_vec());
+        assert!(err.unwrap_err().to_string().contains("not a rank file"));
+    }
 }
