@@ -4,6 +4,7 @@
 pub mod bpe;
 mod breakdown;
 pub mod hf;
+pub mod prebuilt;
 
 pub use breakdown::{Breakdown, MessageTokens, PartTokens, ToolsTokens};
 
@@ -84,6 +85,16 @@ pub fn count_tokens_named(text: &str, name: &str) -> Result<usize, Error> {
     match name.parse::<Encoding>() {
         Ok(encoding) => count_tokens(text, encoding),
         Err(unknown) => hf::get(name).map(|t| t.count(text)).ok_or(unknown),
+    }
+}
+
+/// Loads data for `name`: an [`Encoding`]'s ranks ([`bpe::RankData`]) or a tokenizer's prebuilt
+/// data ([`prebuilt`]). Loading what is loaded keeps the first.
+pub fn load_data(name: &str, data: Vec<u8>) -> Result<(), Error> {
+    match name.parse::<Encoding>() {
+        Ok(encoding) if bpe::is_available(encoding) => Ok(()),
+        Ok(encoding) => bpe::load(encoding, data).map(|_| ()),
+        Err(_) => hf::load_prebuilt(name, &data).map(|_| ()),
     }
 }
 
