@@ -10,8 +10,10 @@ import { rankWasm } from './rank-wasm.mjs';
 
 const root = new URL('..', import.meta.url);
 const outdir = process.argv[2] ?? new URL('js/dist/ranks/', root).pathname;
-const { initSync, tokenizerData } = await import(new URL('js/dist/wasm/context_compactor.js', root));
+const { initSync, tokenizerData, loadEncoding } = await import(new URL('js/dist/wasm/context_compactor.js', root));
 initSync({ module: readFileSync(new URL('js/dist/wasm/context_compactor_bg.wasm', root)) });
+// Tokens that are o200k_base tokens are stored as their o200k rank.
+loadEncoding('o200k_base', readFileSync(new URL('data/o200k_base.ranks', root)));
 
 // src/counting/prebuilt.rs `SHIPPED`: the vocabularies licensed for redistribution.
 const FAMILIES = {

@@ -14,10 +14,10 @@ const fixture = JSON.parse(readFileSync(new URL('../../tests/fixtures/hf-token-c
 const data = (name) => readFileSync(new URL(`../dist/ranks/${name}.wasm`, import.meta.url));
 const FAMILIES = ['qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'];
 
-function mismatches(name) {
+function mismatches(name, api = cc) {
   return fixture.cases
-    .filter((c) => cc.countTokens(c.text, name) !== c[name])
-    .map((c) => `${c.name}: expected ${c[name]}, got ${cc.countTokens(c.text, name)}`);
+    .filter((c) => api.countTokens(c.text, name) !== c[name])
+    .map((c) => `${c.name}: expected ${c[name]}, got ${api.countTokens(c.text, name)}`);
 }
 
 // First, while nothing is loaded: damaged data and data for another tokenizer are refused, and
@@ -91,11 +91,34 @@ test('names without shipped data are a typed error that says how to load them', 
   }
 });
 
-test('a package copy missing a tokenizer\'s data file says which file, typed', async () => {
+/** A copy of the built package (its own module instances, so its own core), less `leave`. */
+function copyDist(leave = '\0') {
   const dir = mkdtempSync(join(tmpdir(), 'cc-prebuilt-'));
+  cpSync(new URL('../dist/', import.meta.url), dir, { recursive: true, filter: (src) => !src.endsWith(leave) });
+  return dir;
+}
+
+test('lite: prebuilt data refers to o200k_base\'s tokens; before o200k it says what to load', async () => {
+  const dir = copyDist();
   try {
-    const dist = new URL('../dist/', import.meta.url);
-    cpSync(dist, dir, { recursive: true, filter: (src) => !src.endsWith('deepseek_v3.wasm') });
+    const lite = await import(pathToFileURL(join(dir, 'entry/node-lite.js')).href);
+    await lite.init();
+    await assert.rejects(lite.loadEncoding('qwen3', data('qwen3')), (e) => {
+      assert.equal(e.code, 'encoding_not_loaded');
+      assert.match(e.message, /load o200k_base first/);
+      return true;
+    });
+    await lite.loadEncoding('o200k_base', data('o200k_base'));
+    await lite.loadEncoding('qwen3', await WebAssembly.compile(data('qwen3')));
+    assert.deepEqual(mismatches('qwen3', lite), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a package copy missing a tokenizer\'s data file says which file, typed', async () => {
+  const dir = copyDist('deepseek_v3.wasm');
+  try {
     assert.equal(existsSync(join(dir, 'ranks/deepseek_v3.wasm')), false);
     const copy = await import(pathToFileURL(join(dir, 'entry/node.js')).href);
     await copy.init();

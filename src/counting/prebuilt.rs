@@ -6,17 +6,21 @@
 //!
 //! Why not the `tokenizer.json`: most of it is what counting never reads (ids spelled out beside
 //! every token, the merges as pairs of strings, the decoder, the chat template), and all of it is
-//! JSON (Qwen 3: 11.4 MB, 2.06 MB gzipped). Here the vocabulary is its bytes in id order, and a
-//! merge is the split point of the token it makes: in every file shipped, merge `i` makes token
-//! `first + i` (merge priority = token-id order, checked when written), so a merge costs one
-//! byte of split offset and a zero id step, and gzip takes the rest.
+//! JSON (Qwen 3: 11.4 MB, 2.06 MB gzipped). Here a token that is also an o200k_base token is its
+//! o200k rank (as `data/cl100k_base.ranks` stores cl100k: 65–77 % of these vocabularies are), the
+//! others their bytes, in id order; and a merge is the split point of the token it makes: in
+//! every file shipped, merge `i` makes token `first + i` (merge priority = token-id order), so a
+//! merge costs one byte of split offset and a zero id step, and gzip takes the rest.
 //!
 //! Format `"CCH1"` (varints are LEB128, unsigned; hand-written: ten lines, no crate needed):
 //! - `"CCH1"`, name length (u8), name;
 //! - pre-tokenizer (u8: 0 none / SentencePiece, 1 Llama 3, 2 Qwen 2, 3 DeepSeek V3, 4 tekken),
 //!   normalizer (u8: 0 none, 1 NFC, 2 `Replace(" ", "▁")`), flags (u8: 1 byte-level,
 //!   2 byte fallback, 4 fuse unk, 8 ignore merges, 16 merges follow, 32 unk follows);
-//! - token count (varint), each token's length (varint), then the tokens' bytes, in id order;
+//! - token count (varint); three planes of one byte per token: the low, middle and high byte of
+//!   its o200k_base rank + 1 (0: not an o200k token); then for each token that is not, its length
+//!   (varint), then their bytes, in id order (reading and writing need o200k_base loaded: the
+//!   full npm entries load it in `init()`, native builds embed it);
 //! - with flag 16: merge count (varint); for each merge in priority order, the step from the
 //!   previous merge's token id + 1 to its own (zigzag varint: 0 when merges follow id order);
 //!   then for each merge its split offset (varint: the left token is the first `k` bytes of
@@ -102,6 +106,11 @@ pub fn write(name: &str, json: &str) -> Result<Vec<u8>, Error> {
         spec.merges = None;
     }
 
+    // Planes gzip far better than interleaved ranks (data/README.md).
+    let base = crate::counting::bpe::get(crate::counting::Encoding::O200kBase)?;
+    let base_ranks: hashbrown::HashMap<&[u8], u32> = (0..base.len() as u32)
+        .filter_map(|r| Some((base.token(r)?, r + 1)))
+        .collect();
     let mut out = Vec::with_capacity(spec.tokens.iter().map(|t| t.len() + 1).sum::<usize>());
     out.extend_from_slice(MAGIC);
     out.push(name_len);
@@ -126,10 +135,19 @@ pub fn write(name: &str, json: &str) -> Result<Vec<u8>, Error> {
     out.extend_from_slice(&[pre, normalizer, flags]);
 
     varint(&mut out, spec.tokens.len() as u64);
-    for token in &spec.tokens {
+    let refs: Vec<u32> = spec
+        .tokens
+        .iter()
+        .map(|t| base_ranks.get(t.as_slice()).copied().unwrap_or(0))
+        .collect();
+    for plane in 0..3 {
+        out.extend(refs.iter().map(|r| (r >> (8 * plane)) as u8));
+    }
+    let own = || spec.tokens.iter().zip(&refs).filter(|(_, &r)| r == 0);
+    for (token, _) in own() {
         varint(&mut out, token.len() as u64);
     }
-    for token in &spec.tokens {
+    for (token, _) in own() {
         out.extend_from_slice(token);
     }
     if let Some(merges) = &spec.merges {
@@ -196,13 +214,41 @@ pub(crate) fn read(name: &str, data: &[u8]) -> Result<Spec, Error> {
     let flags = r.byte()?;
 
     let count = r.count("tokens")?;
+    let planes = r.take(
+        count
+            .checked_mul(3)
+            .ok_or_else(|| r.bad("too many tokens".into()))?,
+    )?;
+    let refs: Vec<u32> = (0..count)
+        .map(|i| {
+            u32::from(planes[i])
+                | u32::from(planes[count + i]) << 8
+                | u32::from(planes[2 * count + i]) << 16
+        })
+        .collect();
+    let base = crate::counting::bpe::get(crate::counting::Encoding::O200kBase)?;
     let mut lengths = Vec::with_capacity(count);
-    for _ in 0..count {
+    for _ in refs.iter().filter(|&&r| r == 0) {
         lengths.push(r.count("token length")?);
     }
+    let mut lengths = lengths.into_iter();
     let mut tokens = Vec::with_capacity(count);
-    for len in lengths {
-        tokens.push(r.take(len)?.to_vec());
+    for (id, &rank) in refs.iter().enumerate() {
+        tokens.push(match rank {
+            0 => {
+                let len = lengths.next().unwrap_or(0);
+                r.take(len)?.to_vec()
+            }
+            rank => base
+                .token(rank - 1)
+                .ok_or_else(|| {
+                    r.bad(format!(
+                        "token {id} refers to o200k_base rank {}, past its end",
+                        rank - 1
+                    ))
+                })?
+                .to_vec(),
+        });
     }
     let merges = if flags & HAS_MERGES != 0 {
         let n = r.count("merges")?;
