@@ -6,6 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, mkdtempSync, cpSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as cc from '../dist/entry/node.js';
@@ -134,4 +135,21 @@ test('a package copy missing a tokenizer\'s data file says which file, typed', a
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('compileTokenizer makes the same compact data from a user\'s tokenizer.json (Llama 3.1 here)', async () => {
+  const file = readFileSync(new URL('../../.tools/tokenizers/llama3_1/tokenizer.json', import.meta.url));
+  const compiled = await cc.compileTokenizer('llama3_1', file);
+  assert.ok(compiled instanceof Uint8Array);
+  const gz = (b) => gzipSync(b, { level: 9 }).length;
+  // Llama 3.1's merges are its ranks, so only the vocabulary is stored.
+  assert.ok(gz(compiled) * 3 < gz(file), `${gz(compiled)} of ${gz(file)} bytes gzipped`);
+  assert.equal(cc.isEncodingLoaded('llama3_1'), false);
+  await cc.loadEncoding('llama3_1', compiled);
+  assert.deepEqual(mismatches('llama3_1'), []);
+  const compactor = await cc.createCompactor({ model: 'llama3.1:8b' });
+  assert.equal(compactor.model.tokenRatio, 1);
+  // Made for one name, refused under another.
+  await assert.rejects(cc.loadEncoding('llama3', compiled), (e) => e.code === 'invalid_rank_data' && /is for "llama3_1"/.test(e.message));
+  await assert.rejects(cc.compileTokenizer('broken', '{"model":'), (e) => e.code === 'invalid_rank_data');
 });

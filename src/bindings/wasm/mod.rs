@@ -42,7 +42,7 @@ pub fn load_tokenizer(name: &str, json: &str) -> JsResult<String> {
 }
 
 /// The compact prebuilt data (`CCH1`) of a tokenizer from its `tokenizer.json` or tekken file
-/// (scripts/build.sh makes the package's `ranks/<family>.wasm` with it).
+/// (`compileTokenizer`; scripts/build.sh makes the package's `ranks/<family>.wasm` with it).
 #[wasm_bindgen(js_name = tokenizerData)]
 pub fn tokenizer_data(name: &str, json: &str) -> JsResult<Vec<u8>> {
     crate::counting::hf::set_nfc(host_nfc);
