@@ -256,7 +256,8 @@ pub(crate) fn read(name: &str, data: &[u8]) -> Result<Spec, Error> {
         let mut next = 0i64;
         for _ in 0..n {
             let z = r.varint()?;
-            let id = next + ((z >> 1) as i64 ^ -((z & 1) as i64));
+            // In i128: a damaged step cannot overflow, it only names an id out of range.
+            let id = next as i128 + ((z >> 1) as i128 ^ -((z & 1) as i128));
             let id = u32::try_from(id)
                 .ok()
                 .filter(|&id| (id as usize) < count)
@@ -386,6 +387,19 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_damaged_merge_step_is_an_error_not_an_overflow() {
+        // One token "a" (not by reference), one merge whose id step is the largest varint.
+        let mut data = b"CCH1\x01t\x00\x00\x10\x01\x00\x00\x00\x01a\x01".to_vec();
+        varint(&mut data, u64::MAX - 1);
+        data.push(1);
+        data.push(0);
+        let Err(Error::InvalidRankData { reason, .. }) = read("t", &data) else {
+            panic!("damaged data read")
+        };
+        assert!(reason.contains("merge 0 makes token"), "{reason}");
+    }
 
     #[test]
     fn varints_round_trip() {
