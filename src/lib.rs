@@ -83,10 +83,11 @@ pub use config::{
 };
 pub use counting::bpe;
 pub use counting::hf;
+pub use counting::prebuilt;
 pub use counting::{
-    can_count, count_tokens, count_tokens_named, counter_named, Breakdown, CachedCounter, Encoding,
-    Exact, MessageTokens, PartTokens, TokenCounter, Tokenizer, ToolsTokens,
-    TOOL_DEFINITION_OVERHEAD,
+    can_count, count_tokens, count_tokens_named, counter_named, load_data, Breakdown,
+    CachedCounter, Encoding, Exact, MessageTokens, PartTokens, TokenCounter, Tokenizer,
+    ToolsTokens, TOOL_DEFINITION_OVERHEAD,
 };
 pub use error::{Error, Result};
 pub use message::{

@@ -163,6 +163,9 @@ const REGISTRY: &[Entry] = &[
     e("o3", 200_000, 100_000, O2, Openai),
     e("o3-mini", 200_000, 100_000, O2, Openai),
     e("o4-mini", 200_000, 100_000, O2, Openai),
+    // gpt-oss's `o200k_harmony` is o200k_base's pattern and ranks plus special tokens (tiktoken's
+    // `openai_public.py`): its text counts exactly as o200k_base (`gpt-oss-20b`, Ollama's
+    // `gpt-oss:20b`, `openai/gpt-oss-120b`).
     e("gpt-oss", 131_072, 131_072, O2, Openai),
     e("claude-opus-4", 200_000, 32_000, O2, Anthropic),
     e("claude-opus-4-5", 200_000, 64_000, O2, Anthropic),
@@ -210,15 +213,44 @@ const REGISTRY: &[Entry] = &[
     e("ministral-8b", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
     e("mistral-small-2409", 32_768, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
     e("pixtral-12b", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    // Both tekken files hold the same 150,000-token vocabulary (checked here: they differ only in
+    // their image settings), which the later tekken models keep (131,072 ids, 1,000 special):
+    // Mistral Small 3.x, Medium 3, Large 3 (`mistral-large-latest` since 2512), Magistral,
+    // Devstral, Ministral 3 — mapped to it, assumed, not checked against their own files.
     e("mistral-large", 131_072, 8_192, O2, Mistral),
+    e("mistral-large-latest", 262_144, 16_384, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-large-2512", 262_144, 16_384, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-large-3", 262_144, 16_384, O2, Mistral).tok("mistral_tekken_240911"),
     e("mistral-medium", 131_072, 8_192, O2, Mistral),
+    e("mistral-medium-latest", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-medium-3", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-medium-2505", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-medium-2508", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
     e("mistral-small", 32_768, 8_192, O2, Mistral),
+    e("mistral-small-latest", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-small-3", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-small-2501", 32_768, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-small-2503", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-small-2506", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    // Ollama: mistral-small3.1, mistral-small3.2, mistral-small:24b (Small 3); :22b is 2409.
+    e("mistral-small3", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-small:24b", 32_768, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("mistral-small:22b", 32_768, 8_192, O2, Mistral).tok("mistral_tekken_240718"),
+    e("magistral", 131_072, 40_960, O2, Mistral).tok("mistral_tekken_240911"),
+    e("devstral", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
+    e("ministral-3", 131_072, 8_192, O2, Mistral).tok("mistral_tekken_240911"),
     e("codestral", 262_144, 8_192, O2, Mistral),
     // Qwen: Qwen/Qwen2.5-7B-Instruct, qwen/qwen3-32b, qwen-2.5-72b-instruct, qwen2.5-coder:7b.
     e("qwen3", 131_072, 32_768, O2, Qwen).tok("qwen3"),
     e("qwen-3", 131_072, 32_768, O2, Qwen).tok("qwen3"),
     e("qwen2.5", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
     e("qwen-2.5", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
+    // Qwen 2 and QwQ share Qwen 2.5's vocabulary and merges (assumed; only 2.5's file is here).
+    e("qwen2", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
+    e("qwen-2", 32_768, 8_192, O2, Qwen).tok("qwen2_5"),
+    e("qwq", 131_072, 32_768, O2, Qwen).tok("qwen2_5"),
+    // Qwen 3.5 changed vocabulary (not in a registry package here): estimated.
+    e("qwen3.5", 262_144, 65_536, O2, Qwen),
     e("qwen", 32_768, 8_192, O2, Qwen),
     // DeepSeek V3 / V3.1 / R1 (deepseek-chat, deepseek-reasoner) share V3's tokenizer.
     e("deepseek", 128_000, 8_192, O2, Deepseek),
@@ -226,6 +258,17 @@ const REGISTRY: &[Entry] = &[
     e("deepseek-r1", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
     e("deepseek-chat", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
     e("deepseek-reasoner", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
+    // R1's distilled models keep their base model's vocabulary: Qwen 2.5 (1.5B-32B), Llama 3.1 8B
+    // and 3.3 70B, Qwen 3 8B (R1-0528). Ollama's `deepseek-r1` tags are these, but for 671b.
+    e("deepseek-r1-distill-qwen", 131_072, 32_768, O2, Deepseek).tok("qwen2_5"),
+    e("deepseek-r1-distill-llama", 131_072, 32_768, O2, Deepseek).tok("llama3_1"),
+    e("deepseek-r1-0528-qwen3", 131_072, 32_768, O2, Deepseek).tok("qwen3"),
+    e("deepseek-r1:1.5b", 131_072, 32_768, O2, Deepseek).tok("qwen2_5"),
+    e("deepseek-r1:7b", 131_072, 32_768, O2, Deepseek).tok("qwen2_5"),
+    e("deepseek-r1:14b", 131_072, 32_768, O2, Deepseek).tok("qwen2_5"),
+    e("deepseek-r1:32b", 131_072, 32_768, O2, Deepseek).tok("qwen2_5"),
+    e("deepseek-r1:8b", 131_072, 32_768, O2, Deepseek).tok("qwen3"),
+    e("deepseek-r1:70b", 131_072, 32_768, O2, Deepseek).tok("llama3_1"),
 ];
 
 /// Looks a model up: exact name, then the longest registry prefix. `None` when unknown.
@@ -292,6 +335,53 @@ mod tests {
             Family::Anthropic
         );
         assert!(lookup("my-local-model").is_none());
+        let tokenizer = |name: &str| lookup(name).and_then(|m| m.tokenizer);
+        // The families with prebuilt data, by the names providers, vLLM (Hugging Face ids),
+        // Ollama and LM Studio use.
+        for (name, expected) in [
+            ("qwen/qwen3-32b", Some("qwen3")),
+            ("Qwen/Qwen3-8B", Some("qwen3")),
+            ("qwen3:8b", Some("qwen3")),
+            ("lmstudio-community/Qwen3-8B-GGUF", Some("qwen3")),
+            ("qwen2.5-coder:7b", Some("qwen2_5")),
+            ("Qwen/Qwen2.5-72B-Instruct", Some("qwen2_5")),
+            ("qwq:32b", Some("qwen2_5")),
+            ("deepseek-chat", Some("deepseek_v3")),
+            ("deepseek/deepseek-r1", Some("deepseek_v3")),
+            ("deepseek-ai/DeepSeek-V3-0324", Some("deepseek_v3")),
+            ("deepseek-r1:671b", Some("deepseek_v3")),
+            ("deepseek-r1:8b", Some("qwen3")),
+            ("deepseek-r1:14b", Some("qwen2_5")),
+            (
+                "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+                Some("llama3_1"),
+            ),
+            (
+                "mistral/mistral-large-latest",
+                Some("mistral_tekken_240911"),
+            ),
+            ("mistral-large-latest", Some("mistral_tekken_240911")),
+            ("mistral-large-2411", None),
+            ("mistral-nemo", Some("mistral_tekken_240718")),
+            (
+                "mistralai/Mistral-Nemo-Instruct-2407",
+                Some("mistral_tekken_240718"),
+            ),
+            ("mistral-small3.2:24b", Some("mistral_tekken_240911")),
+            ("llama3.1:8b", Some("llama3_1")),
+            ("meta-llama/Llama-3.3-70B-Instruct", Some("llama3_1")),
+        ] {
+            assert_eq!(tokenizer(name).as_deref(), expected, "{name}");
+        }
+        // gpt-oss counts exactly with o200k_base (o200k_harmony's text encoding).
+        for name in ["gpt-oss-20b", "openai/gpt-oss-120b", "gpt-oss:20b"] {
+            let m = lookup(name).unwrap();
+            assert_eq!(
+                (m.encoding, m.family),
+                (Encoding::O200kBase, Family::Openai),
+                "{name}"
+            );
+        }
         assert_eq!(unknown("x").context_window, UNKNOWN_MODEL_WINDOW);
     }
 }

@@ -50,7 +50,13 @@ fn registry_names_the_tokenizer() {
         ("deepseek/deepseek-v3", Some("deepseek_v3"), 128_000),
         ("deepseek-ai/DeepSeek-V3-0324", Some("deepseek_v3"), 128_000),
         ("deepseek-chat", Some("deepseek_v3"), 128_000),
-        ("mistral-large-latest", None, 131_072),
+        // Mistral Large 3 (2512) is a tekken model; Large 2411 a SentencePiece one.
+        (
+            "mistral-large-latest",
+            Some("mistral_tekken_240911"),
+            262_144,
+        ),
+        ("mistral-large-2411", None, 131_072),
         (
             "mistralai/Mistral-Nemo-Instruct-2407",
             Some("mistral_tekken_240718"),

@@ -1,7 +1,7 @@
 import { decode, encode, restoreStored, stringify, type Encoded } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core } from './errors.js';
-import { init, loadEncoding } from './init.js';
+import { init, loadEncoding, loadModelTokenizer } from './init.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
 import { DEFAULT_STATE_PATH, conversationHashes, isStale, leasePath, leasedSummary, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
@@ -258,14 +258,18 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
     const stored = await readState(options.store, options.statePath);
     options = { ...options, ...(stored.state ? { state: stored.state } : {}), [STORED]: stored } as CompactorOptions;
   }
+  let compactor: Compactor;
   try {
-    return new Compactor(options);
+    compactor = new Compactor(options);
   } catch (error) {
     // A model on cl100k_base (gpt-4, gpt-3.5): load it, once, and try again.
     if (!(error instanceof CompactorError && error.code === 'encoding_not_loaded')) throw error;
     await loadEncoding(error.details.name as EncodingName);
-    return new Compactor(options);
+    compactor = new Compactor(options);
   }
+  // A model whose tokenizer the package ships (qwen3, deepseek_v3, ...): load it, then count
+  // exactly with it.
+  return (await loadModelTokenizer(compactor.model.tokenizer)) ? new Compactor(options) : compactor;
 }
 
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.

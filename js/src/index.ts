@@ -26,7 +26,7 @@ export type {
 export type { FileStore } from './store.js';
 export { CompactorError } from './errors.js';
 export type { CompactorErrorCode } from './errors.js';
-export { init, isInitialized, loadEncoding, loadTokenizer, isEncodingLoaded } from './init.js';
+export { init, isInitialized, loadEncoding, loadTokenizer, compileTokenizer, isEncodingLoaded } from './init.js';
 export type { WasmSource, RankSource, InitOptions, TokenizerInfo } from './init.js';
 export type * from './types.js';
 /** Which runtime entry was loaded (set by each entry module). */

@@ -2,39 +2,48 @@
 // loads the core .wasm (read a file, fetch a URL, import a compiled module) and, in the full
 // entries, how it loads an encoding's ranks (the same way: each encoding is a data-only .wasm).
 // `init()` loads the core and o200k_base once (plus `init({ encodings })`); others on first need.
+// The open-weight tokenizers with prebuilt data (qwen3, deepseek_v3, ...) travel the same way.
 
-import { initSync, loadEncoding as coreLoadEncoding, loadTokenizer as coreLoadTokenizer, encodingLoaded } from './wasm/context_compactor.js';
+import { initSync, loadEncoding as coreLoadEncoding, loadTokenizer as coreLoadTokenizer, tokenizerData as coreTokenizerData, encodingLoaded } from './wasm/context_compactor.js';
 import { CompactorError, core } from './errors.js';
-import type { EncodingName } from './types.js';
+import type { EncodingName, PrebuiltTokenizerName } from './types.js';
 
 /** What a caller may hand to `init`: a compiled module (Edge, workerd) or the bytes. */
 export type WasmSource = WebAssembly.Module | BufferSource;
 
 /**
- * An encoding's ranks: the package's data-only module (`dist/ranks/<name>.wasm`) compiled or as
- * bytes, or the raw rank file (`data/<name>.ranks` in the repository; cl100k_base refers to o200k_base).
+ * An encoding's ranks or a tokenizer's prebuilt data: the package's data-only module
+ * (`dist/ranks/<name>.wasm`) compiled or as bytes, or the raw data (`data/<name>.ranks` in the
+ * repository, cl100k_base referring to o200k_base; a tokenizer's `CCH1` data).
  */
 export type RankSource = WebAssembly.Module | BufferSource;
+
+/** Everything the package ships data for: both encodings and the prebuilt tokenizers. */
+type DataName = EncodingName | PrebuiltTokenizerName;
+
+const PREBUILT: readonly string[] = ['qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'] satisfies PrebuiltTokenizerName[];
+const ENCODINGS: readonly string[] = ['o200k_base', 'cl100k_base'] satisfies EncodingName[];
 
 /** `init`'s options: the core module (as `init(source)`), and the encodings to have ready. */
 export interface InitOptions {
   /** The core `.wasm` (bytes or a compiled module); the runtime's default loading otherwise. */
   wasm?: WasmSource;
   /**
-   * The encodings `countTokens` can use synchronously once `init` resolves. Default
-   * `['o200k_base']` in the full entries, none in `context-compactor/lite`.
+   * The encodings and prebuilt tokenizers (`'qwen3'`, `'deepseek_v3'`, ...) `countTokens` can use
+   * synchronously once `init` resolves. Default `['o200k_base']` in the full entries, none in
+   * `context-compactor/lite`.
    */
-  encodings?: EncodingName[];
+  encodings?: DataName[];
 }
 
 type Loader = () => WasmSource | Promise<WasmSource>;
-type RankLoader = (name: EncodingName) => RankSource | Promise<RankSource>;
+type RankLoader = (name: DataName) => RankSource | Promise<RankSource>;
 
 let loader: Loader | undefined;
 let rankLoader: RankLoader | undefined;
 let ready: Promise<void> | undefined;
 let initialized = false;
-const loading = new Map<EncodingName, Promise<void>>();
+const loading = new Map<string, Promise<void>>();
 
 /** Called once by each runtime entry module. */
 export function setLoader(load: Loader): void {
@@ -85,11 +94,13 @@ function initOptions(options: WasmSource | InitOptions | undefined): InitOptions
 }
 
 /**
- * Makes an encoding available for counting. The full entries find the ranks themselves; with
- * `context-compactor/lite`, pass them: the package's `ranks/<name>.wasm` (as a compiled module or
- * bytes) or the raw rank file. Idempotent and safe to call concurrently.
+ * Makes an encoding, or a tokenizer the package ships prebuilt data for (`'qwen3'`,
+ * `'deepseek_v3'`, ...), available for counting. The full entries find the data themselves; with
+ * `context-compactor/lite`, pass it: the package's `ranks/<name>.wasm` (as a compiled module or
+ * bytes) or the raw data. Any other name needs its data: what `compileTokenizer` made. Idempotent
+ * and safe to call concurrently.
  */
-export async function loadEncoding(name: EncodingName = 'o200k_base', source?: RankSource): Promise<void> {
+export async function loadEncoding(name: DataName | (string & {}) = 'o200k_base', source?: RankSource): Promise<void> {
   await init();
   await loadRanks(name, source);
 }
@@ -115,13 +126,30 @@ export interface TokenizerInfo {
  */
 export async function loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo> {
   await init();
-  if (typeof name !== 'string' || name === '') throw new TypeError('loadTokenizer: name must be a non-empty string');
-  let text: string;
-  if (typeof json === 'string') text = json;
-  else if (json instanceof ArrayBuffer || ArrayBuffer.isView(json)) text = new TextDecoder().decode(json);
-  else if (json !== null && typeof json === 'object') text = JSON.stringify(json);
-  else throw new TypeError('loadTokenizer: json must be the tokenizer.json text, bytes or object');
+  const text = tokenizerText('loadTokenizer', name, json);
   return JSON.parse(core(() => coreLoadTokenizer(name, text))) as TokenizerInfo;
+}
+
+/**
+ * The compact data the package ships for Qwen, DeepSeek and Mistral (`CCH1`), made from any
+ * `tokenizer.json` or tekken file `loadTokenizer` accepts: for a vocabulary you may redistribute
+ * (Llama 3.x, Gemma 3 under their licences), make it once, host it, and load it with
+ * `loadEncoding(name, data)` — 3–6× smaller gzipped than the file and 3–6× faster to load. Like
+ * the shipped data it refers to o200k_base's tokens: load o200k_base first (`init()` does in the
+ * full entries). Errors as `loadTokenizer`.
+ */
+export async function compileTokenizer(name: string, json: string | BufferSource | object): Promise<Uint8Array> {
+  await init();
+  const text = tokenizerText('compileTokenizer', name, json);
+  return core(() => coreTokenizerData(name, text));
+}
+
+function tokenizerText(what: string, name: string, json: string | BufferSource | object): string {
+  if (typeof name !== 'string' || name === '') throw new TypeError(`${what}: name must be a non-empty string`);
+  if (typeof json === 'string') return json;
+  if (json instanceof ArrayBuffer || ArrayBuffer.isView(json)) return new TextDecoder().decode(json);
+  if (json !== null && typeof json === 'object') return JSON.stringify(json);
+  throw new TypeError(`${what}: json must be the tokenizer.json text, bytes or object`);
 }
 
 /** Whether `name` (an encoding or a loaded tokenizer) can count now (synchronously). */
@@ -129,12 +157,31 @@ export function isEncodingLoaded(name: EncodingName | (string & {})): boolean {
   return initialized && core(() => encodingLoaded(name));
 }
 
-function loadRanks(name: EncodingName, source?: RankSource): Promise<void> {
+/**
+ * Loads the prebuilt data of the tokenizer `tokenizer` (a model's `model.tokenizer`) when the
+ * package ships it, this entry can find it, and it is not loaded yet; says whether it did.
+ */
+export async function loadModelTokenizer(tokenizer: string | null): Promise<boolean> {
+  if (tokenizer === null || !PREBUILT.includes(tokenizer) || !rankLoader || isEncodingLoaded(tokenizer)) return false;
+  await loadRanks(tokenizer as PrebuiltTokenizerName);
+  return true;
+}
+
+function loadRanks(name: DataName | (string & {}), source?: RankSource): Promise<void> {
+  if (typeof name !== 'string' || (!ENCODINGS.includes(name) && !PREBUILT.includes(name) && source === undefined)) {
+    const given = String(name);
+    throw new CompactorError(
+      'unknown_encoding',
+      `context-compactor: no data for "${given}": the package ships ${[...ENCODINGS, ...PREBUILT].join(', ')}; ` +
+        `other tokenizers (Llama 3.x, Gemma 3, ...) load from the model's own tokenizer.json: \`await loadTokenizer('${given}', json)\``,
+      { name: given },
+    );
+  }
   if (core(() => encodingLoaded(name))) return Promise.resolve();
   let pending = loading.get(name);
   if (!pending) {
     pending = (async () => {
-      const ranks = source ?? (await rankLoader?.(name));
+      const ranks = source ?? (await fetchData(name));
       if (!ranks) {
         throw new CompactorError(
           'encoding_not_loaded',
@@ -142,7 +189,7 @@ function loadRanks(name: EncodingName, source?: RankSource): Promise<void> {
           { name },
         );
       }
-      const bytes = await rankBytes(ranks);
+      const bytes = await rankBytes(name, ranks);
       try {
         core(() => coreLoadEncoding(name, bytes));
       } catch (error) {
@@ -163,20 +210,39 @@ function loadRanks(name: EncodingName, source?: RankSource): Promise<void> {
   return pending;
 }
 
-/** The rank file inside a data-only module (exports `data` memory and `length`), or raw bytes. */
-async function rankBytes(source: RankSource): Promise<Uint8Array> {
-  let module: WebAssembly.Module | undefined;
-  if (source instanceof WebAssembly.Module) {
-    module = source;
-  } else {
-    const bytes = ArrayBuffer.isView(source)
-      ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
-      : new Uint8Array(source);
-    const isWasm = bytes[0] === 0 && bytes[1] === 0x61 && bytes[2] === 0x73 && bytes[3] === 0x6d;
-    if (!isWasm) return bytes;
-    module = await WebAssembly.compile(bytes);
+/** The entry's loader, its failure (a missing or unreadable file) a typed error naming the data. */
+async function fetchData(name: DataName | (string & {})): Promise<RankSource | undefined> {
+  if (!rankLoader) return undefined;
+  try {
+    return await rankLoader(name as DataName); // checked in loadRanks: a name the package ships
+  } catch (error) {
+    throw new CompactorError(
+      'encoding_not_loaded',
+      `context-compactor: the data for "${name}" (ranks/${name}.wasm) could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
+      { name },
+    );
   }
-  const instance = await WebAssembly.instantiate(module);
+}
+
+/** The rank file inside a data-only module (exports `data` memory and `length`), or raw bytes. */
+async function rankBytes(name: string, source: RankSource): Promise<Uint8Array> {
+  let module: WebAssembly.Module | undefined;
+  let instance: WebAssembly.Instance;
+  try {
+    if (source instanceof WebAssembly.Module) {
+      module = source;
+    } else {
+      const bytes = ArrayBuffer.isView(source)
+        ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
+        : new Uint8Array(source);
+      const isWasm = bytes[0] === 0 && bytes[1] === 0x61 && bytes[2] === 0x73 && bytes[3] === 0x6d;
+      if (!isWasm) return bytes;
+      module = await WebAssembly.compile(bytes);
+    }
+    instance = await WebAssembly.instantiate(module);
+  } catch (error) {
+    throw new CompactorError('invalid_rank_data', `data for "${name}": not a data-only module: ${error instanceof Error ? error.message : String(error)}`, { encoding: name });
+  }
   const { data, length } = instance.exports as { data?: WebAssembly.Memory; length?: WebAssembly.Global };
   if (!(data instanceof WebAssembly.Memory) || !length) {
     throw new CompactorError('invalid_rank_data', 'rank module: expected exports `data` (memory) and `length`', {});

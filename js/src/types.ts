@@ -10,6 +10,14 @@ export interface MessageLike {
 
 export type EncodingName = 'o200k_base' | 'cl100k_base';
 
+/**
+ * The open-weight tokenizers the package ships compact data for (`dist/ranks/<name>.wasm`),
+ * loaded on demand like cl100k_base: Qwen 3, Qwen 2.5, DeepSeek V3 (R1), Mistral tekken. Llama 3.x
+ * and Gemma 3 are not shipped (their licences attach conditions to redistribution): load them
+ * from the model's own `tokenizer.json` with `loadTokenizer`.
+ */
+export type PrebuiltTokenizerName = 'qwen3' | 'qwen2_5' | 'deepseek_v3' | 'mistral_tekken_240718' | 'mistral_tekken_240911';
+
 export type ModelFamily =
   | 'openai' | 'anthropic' | 'google' | 'meta' | 'mistral' | 'qwen' | 'deepseek' | 'unknown';
 

@@ -83,14 +83,16 @@ pub(crate) fn count_breakdown(
     Ok(to_json(&counter.breakdown(&messages, &tools)))
 }
 
-/// Loads an encoding from rank data (the `CCR1` format of `data/*.ranks`). Loading a loaded
-/// encoding is a no-op.
+/// Loads an encoding from rank data (the `CCR3` or `CCR1` format of `data/*.ranks`) or a
+/// tokenizer from its prebuilt data (`CCH1`, `counting::prebuilt`). Loading a loaded one is a
+/// no-op.
 pub(crate) fn load_encoding(encoding: &str, data: Vec<u8>) -> Result<()> {
-    let encoding: Encoding = encoding.parse()?;
-    if crate::counting::bpe::is_available(encoding) {
-        return Ok(());
-    }
-    crate::counting::bpe::load(encoding, data).map(|_| ())
+    crate::counting::load_data(encoding, data)
+}
+
+/// The prebuilt data (`CCH1`) of a tokenizer from its `tokenizer.json` or tekken file.
+pub(crate) fn tokenizer_data(name: &str, json: &str) -> Result<Vec<u8>> {
+    crate::counting::prebuilt::write(name, json)
 }
 
 /// Whether the encoding (or loaded tokenizer) can count now.

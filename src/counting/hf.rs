@@ -129,7 +129,7 @@ enum MergeEntry {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Normalizer {
+pub(crate) enum Normalizer {
     None,
     Nfc,
     /// `Replace(" ", "▁")`.
@@ -231,10 +231,72 @@ fn split_patterns(value: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
-impl HfTokenizer {
-    /// Builds the tokenizer `name` from the text of a `tokenizer.json`. What the file holds that
-    /// this crate cannot count exactly is an `invalid_rank_data` error that says what.
-    pub fn from_json(name: &str, json: &str) -> Result<Self, Error> {
+/// The pre-tokenizers this crate has a linear splitter for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pre {
+    /// None at all (SentencePiece-style: after `Replace(" ", "▁")` no space is left to cut at).
+    Whole,
+    Llama3,
+    Qwen2,
+    DeepseekV3,
+    Tekken,
+}
+
+impl Pre {
+    /// All of them, by their number in the prebuilt format ([`super::prebuilt`]).
+    pub(crate) const ALL: [Pre; 5] = [
+        Pre::Whole,
+        Pre::Llama3,
+        Pre::Qwen2,
+        Pre::DeepseekV3,
+        Pre::Tekken,
+    ];
+
+    fn piece_end(self) -> PieceEnd {
+        match self {
+            Pre::Whole => pretokenize::whole,
+            Pre::Llama3 => pretokenize::llama3_piece,
+            Pre::Qwen2 => pretokenize::qwen2_piece,
+            Pre::DeepseekV3 => pretokenize::deepseek_v3_piece,
+            Pre::Tekken => pretokenize::tekken_piece,
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            Pre::Whole => "SentencePiece-style BPE",
+            Pre::Llama3 => "byte-level BPE, Llama 3 pattern",
+            Pre::Qwen2 => "byte-level BPE, Qwen 2 pattern",
+            Pre::DeepseekV3 => "byte-level BPE, DeepSeek V3 patterns",
+            Pre::Tekken => "tekken (tiktoken-style BPE), Mistral",
+        }
+    }
+}
+
+/// Everything a tokenizer is built from, whether it came from a `tokenizer.json`, a tekken file
+/// or the compact prebuilt data ([`super::prebuilt`]): one construction serves all three.
+pub(crate) struct Spec {
+    pub(crate) pre: Pre,
+    pub(crate) normalizer: Normalizer,
+    /// Symbols start as bytes (byte-level BPE) rather than characters (SentencePiece).
+    pub(crate) byte_level: bool,
+    /// The vocabulary, token id = index, as bytes.
+    pub(crate) tokens: Vec<Vec<u8>>,
+    /// The merges in priority order as (left id, right id, merged id); `None`: tiktoken's rule
+    /// (the ids are the ranks).
+    pub(crate) merges: Option<Vec<(u32, u32, u32)>>,
+    pub(crate) byte_fallback: bool,
+    /// The bytes of the unknown token, looked up in the vocabulary.
+    pub(crate) unk: Option<Vec<u8>>,
+    pub(crate) fuse_unk: bool,
+    pub(crate) ignore_merges: bool,
+    /// Added tokens, each counted one wherever it appears in the text.
+    pub(crate) added: Vec<String>,
+}
+
+impl Spec {
+    /// Reads a `tokenizer.json` (or a tekken file) into what the tokenizer is built from.
+    pub(crate) fn from_json(name: &str, json: &str) -> Result<Self, Error> {
         let bad = |reason: String| Error::InvalidRankData {
             encoding: name.to_owned(),
             reason,
@@ -286,11 +348,6 @@ impl HfTokenizer {
         {
             Normalizer::None
         } else if norm.get("type").and_then(|t| t.as_str()) == Some("NFC") {
-            if !cfg!(feature = "nfc") && HOST_NFC.get().is_none() {
-                return Err(bad(
-                    "the NFC normalizer needs the `nfc` feature or `set_nfc`".into(),
-                ));
-            }
             Normalizer::Nfc
         } else if norm.get("type").and_then(|t| t.as_str()) == Some("Replace")
             && norm.pointer("/pattern/String").and_then(|p| p.as_str()) == Some(" ")
@@ -304,14 +361,11 @@ impl HfTokenizer {
         // The pre-tokenizer.
         let mut patterns = Vec::new();
         split_patterns(&pre, &mut patterns);
-        let (piece_end, kind): (PieceEnd, &'static str) = if byte_level {
+        let pre = if byte_level {
             match patterns.as_slice() {
-                [p] if p == LLAMA3_PATTERN => (pretokenize::llama3_piece, "byte-level BPE, Llama 3 pattern"),
-                [p] if p == QWEN2_PATTERN => (pretokenize::qwen2_piece, "byte-level BPE, Qwen 2 pattern"),
-                [a, b, c] if [a, b, c] == DEEPSEEK_V3_PATTERNS => (
-                    pretokenize::deepseek_v3_piece,
-                    "byte-level BPE, DeepSeek V3 patterns",
-                ),
+                [p] if p == LLAMA3_PATTERN => Pre::Llama3,
+                [p] if p == QWEN2_PATTERN => Pre::Qwen2,
+                [a, b, c] if [a, b, c] == DEEPSEEK_V3_PATTERNS => Pre::DeepseekV3,
                 _ => {
                     return Err(bad(format!(
                         "pre-tokenizer not supported (no linear splitter for the Split pattern(s) {patterns:?})"
@@ -323,8 +377,7 @@ impl HfTokenizer {
                 || (pre.get("type").and_then(|t| t.as_str()) == Some("Split")
                     && pre.pointer("/pattern/String").and_then(|p| p.as_str()) == Some(" ")))
         {
-            // After `Replace(" ", "▁")` no space is left for a Split on " " to cut at.
-            (pretokenize::whole, "SentencePiece-style BPE")
+            Pre::Whole
         } else {
             return Err(bad(format!("pre-tokenizer not supported: {pre}")));
         };
@@ -382,78 +435,10 @@ impl HfTokenizer {
             merges.push((id(a)?, id(b)?, id(&format!("{a}{b}"))?));
         }
 
-        let mut data = Vec::new();
-        let mut offsets = Vec::with_capacity(tokens.len() + 1);
-        offsets.push(0u32);
-        for token in &tokens {
-            data.extend_from_slice(token);
-            offsets
-                .push(u32::try_from(data.len()).map_err(|_| bad("vocabulary too large".into()))?);
-        }
-        let bpe =
-            Bpe::build(name.to_owned().into(), data.into(), offsets, piece_end).map_err(bad)?;
-
-        // tiktoken's rule holds when every merge's result comes in id order, every two-token
-        // split of every token is a merge (then "merge the adjacent pair whose concatenation has
-        // the lowest rank" is the file's rule), a piece that is a token is that token
-        // (`ignore_merges`), and every byte is a token.
-        let ranks = byte_level
-            && model.ignore_merges
-            && merges.windows(2).all(|w| w[0].2 <= w[1].2)
-            && (0..=255u8).all(|b| bpe.token_rank(&[b]).is_some())
-            && {
-                let mut splits = 0usize;
-                for token in &tokens {
-                    for k in 1..token.len() {
-                        if bpe.token_rank(&token[..k]).is_some()
-                            && bpe.token_rank(&token[k..]).is_some()
-                        {
-                            splits += 1;
-                        }
-                    }
-                }
-                splits == merges.len()
-            };
-        let merging = if ranks {
-            Merging::Ranks
-        } else {
-            let mut table = HashMap::with_capacity(merges.len());
-            for (priority, &(a, b, merged)) in merges.iter().enumerate() {
-                // A pair listed twice keeps its last listing, as `tokenizers`' map does.
-                table.insert(pair_key(a, b), (priority as u32, merged));
-            }
-            let mut byte_tokens = [NONE; 256];
-            if byte_level {
-                for (b, slot) in byte_tokens.iter_mut().enumerate() {
-                    *slot = bpe
-                        .token_rank(&[b as u8])
-                        .ok_or_else(|| bad(format!("byte 0x{b:02x} has no token")))?;
-                }
-            } else if model.byte_fallback {
-                for (b, slot) in byte_tokens.iter_mut().enumerate() {
-                    *slot = bpe
-                        .token_rank(format!("<0x{b:02X}>").as_bytes())
-                        .unwrap_or(NONE);
-                }
-            }
-            Merging::Pairs {
-                merges: table,
-                chars: !byte_level,
-                byte_tokens,
-                unk: model
-                    .unk_token
-                    .as_deref()
-                    .and_then(|u| bpe.token_rank(u.as_bytes())),
-                fuse_unk: model.fuse_unk,
-                ignore_merges: model.ignore_merges,
-                cache: Mutex::new(PieceCache::default()),
-            }
-        };
-
         // Added tokens: matched on the raw text (normalized ones too when the normalizer leaves
         // them as they are).
-        let mut patterns = Vec::with_capacity(file.added_tokens.len());
-        for token in &file.added_tokens {
+        let mut added = Vec::with_capacity(file.added_tokens.len());
+        for token in file.added_tokens {
             if token.lstrip || token.rstrip || token.single_word {
                 return Err(bad(format!(
                     "added token {:?}: lstrip / rstrip / single_word are not supported",
@@ -467,16 +452,20 @@ impl HfTokenizer {
                 )));
             }
             if !token.content.is_empty() {
-                patterns.push(token.content.as_str());
+                added.push(token.content);
             }
         }
-        let added = (!patterns.is_empty()).then(|| Literals::new(&patterns));
-        Ok(HfTokenizer {
-            bpe,
-            merging,
+        Ok(Spec {
+            pre,
             normalizer,
+            byte_level,
+            tokens,
+            merges: Some(merges),
+            byte_fallback: model.byte_fallback,
+            unk: model.unk_token.map(String::into_bytes),
+            fuse_unk: model.fuse_unk,
+            ignore_merges: model.ignore_merges,
             added,
-            kind,
         })
     }
 
@@ -503,17 +492,65 @@ impl HfTokenizer {
             .checked_sub(file.config.default_num_special_tokens)
             .filter(|&n| n <= file.vocab.len())
             .ok_or_else(|| bad("vocabulary sizes do not add up".into()))?;
-        let mut data = Vec::new();
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(0u32);
+        let mut tokens = Vec::with_capacity(n);
         for (i, token) in file.vocab[..n].iter().enumerate() {
             if token.rank != i {
                 return Err(bad(format!("vocab entry {i} has rank {}", token.rank)));
             }
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(&token.token_bytes)
-                .map_err(|e| bad(format!("rank {i}: {e}")))?;
-            data.extend_from_slice(&bytes);
+            tokens.push(
+                base64::engine::general_purpose::STANDARD
+                    .decode(&token.token_bytes)
+                    .map_err(|e| bad(format!("rank {i}: {e}")))?,
+            );
+        }
+        Ok(Spec {
+            pre: Pre::Tekken,
+            normalizer: Normalizer::None,
+            byte_level: true,
+            tokens,
+            merges: None,
+            byte_fallback: false,
+            unk: None,
+            fuse_unk: false,
+            ignore_merges: true,
+            added: Vec::new(),
+        })
+    }
+}
+
+impl HfTokenizer {
+    /// Builds the tokenizer `name` from the text of a `tokenizer.json`. What the file holds that
+    /// this crate cannot count exactly is an `invalid_rank_data` error that says what.
+    pub fn from_json(name: &str, json: &str) -> Result<Self, Error> {
+        Self::from_spec(name, Spec::from_json(name, json)?)
+    }
+
+    /// Builds the tokenizer `name` from its compact prebuilt data (see [`super::prebuilt`]):
+    /// the same tokenizer as from the `tokenizer.json` it was made from. Damaged data, or data
+    /// made for another name, is an `invalid_rank_data` error that says what.
+    pub fn from_prebuilt(name: &str, data: &[u8]) -> Result<Self, Error> {
+        Self::from_spec(name, super::prebuilt::read(name, data)?)
+    }
+
+    /// The tokenizer a [`Spec`] describes. When merges are given and they are tiktoken's ranks
+    /// (every two-token split of a token is a merge, in token-id order, `ignore_merges` —
+    /// Llama 3), counting takes [`Bpe::count`]; otherwise each pair merges by its priority.
+    pub(crate) fn from_spec(name: &str, spec: Spec) -> Result<Self, Error> {
+        let bad = |reason: String| Error::InvalidRankData {
+            encoding: name.to_owned(),
+            reason,
+        };
+        if spec.normalizer == Normalizer::Nfc && !cfg!(feature = "nfc") && HOST_NFC.get().is_none()
+        {
+            return Err(bad(
+                "the NFC normalizer needs the `nfc` feature or `set_nfc`".into(),
+            ));
+        }
+        let mut data = Vec::new();
+        let mut offsets = Vec::with_capacity(spec.tokens.len() + 1);
+        offsets.push(0u32);
+        for token in &spec.tokens {
+            data.extend_from_slice(token);
             offsets
                 .push(u32::try_from(data.len()).map_err(|_| bad("vocabulary too large".into()))?);
         }
@@ -521,19 +558,67 @@ impl HfTokenizer {
             name.to_owned().into(),
             data.into(),
             offsets,
-            pretokenize::tekken_piece,
+            spec.pre.piece_end(),
         )
         .map_err(bad)?;
-        if let Some(b) = (0..=255u8).find(|&b| bpe.token_rank(&[b]).is_none()) {
-            return Err(bad(format!("byte 0x{b:02x} has no token")));
+        let merging = match &spec.merges {
+            None => Merging::Ranks,
+            Some(merges) if spec.is_ranks(&bpe, merges) => Merging::Ranks,
+            Some(merges) => {
+                let n = spec.tokens.len() as u32;
+                let mut table = HashMap::with_capacity(merges.len());
+                for (priority, &(a, b, merged)) in merges.iter().enumerate() {
+                    if a >= n || b >= n || merged >= n {
+                        return Err(bad(format!("merge {priority} names a token id past {n}")));
+                    }
+                    // A pair listed twice keeps its last listing, as `tokenizers`' map does.
+                    table.insert(pair_key(a, b), (priority as u32, merged));
+                }
+                let mut byte_tokens = [NONE; 256];
+                if spec.byte_level {
+                    for (b, slot) in byte_tokens.iter_mut().enumerate() {
+                        *slot = bpe
+                            .token_rank(&[b as u8])
+                            .ok_or_else(|| bad(format!("byte 0x{b:02x} has no token")))?;
+                    }
+                } else if spec.byte_fallback {
+                    for (b, slot) in byte_tokens.iter_mut().enumerate() {
+                        *slot = bpe
+                            .token_rank(format!("<0x{b:02X}>").as_bytes())
+                            .unwrap_or(NONE);
+                    }
+                }
+                Merging::Pairs {
+                    merges: table,
+                    chars: !spec.byte_level,
+                    byte_tokens,
+                    unk: spec.unk.as_deref().and_then(|u| bpe.token_rank(u)),
+                    fuse_unk: spec.fuse_unk,
+                    ignore_merges: spec.ignore_merges,
+                    cache: Mutex::new(PieceCache::default()),
+                }
+            }
+        };
+        if matches!(merging, Merging::Ranks) {
+            if let Some(b) = (0..=255u8).find(|&b| bpe.token_rank(&[b]).is_none()) {
+                return Err(bad(format!("byte 0x{b:02x} has no token")));
+            }
         }
+        let patterns: Vec<&str> = spec.added.iter().map(String::as_str).collect();
+        let added = (!patterns.is_empty()).then(|| Literals::new(&patterns));
         Ok(HfTokenizer {
             bpe,
-            merging: Merging::Ranks,
-            normalizer: Normalizer::None,
-            added: None,
-            kind: "tekken (tiktoken-style BPE), Mistral",
+            merging,
+            normalizer: spec.normalizer,
+            added,
+            kind: spec.pre.kind(),
         })
+    }
+
+    /// Whether the merges are the ranks the prebuilt data can leave out (see
+    /// [`HfTokenizer::from_spec`]).
+    pub(crate) fn counts_by_ranks(&self) -> bool {
+        matches!(self.merging, Merging::Ranks)
     }
 
     /// The tokenizer's name (as loaded).
@@ -694,6 +779,32 @@ impl HfTokenizer {
     }
 }
 
+impl Spec {
+    /// tiktoken's rule holds when every merge's result comes in id order, every two-token split
+    /// of every token is a merge (then "merge the adjacent pair whose concatenation has the
+    /// lowest rank" is the file's rule), a piece that is a token is that token
+    /// (`ignore_merges`), and every byte is a token.
+    fn is_ranks(&self, bpe: &Bpe, merges: &[(u32, u32, u32)]) -> bool {
+        self.byte_level
+            && self.ignore_merges
+            && merges.windows(2).all(|w| w[0].2 <= w[1].2)
+            && (0..=255u8).all(|b| bpe.token_rank(&[b]).is_some())
+            && {
+                let mut splits = 0usize;
+                for token in &self.tokens {
+                    for k in 1..token.len() {
+                        if bpe.token_rank(&token[..k]).is_some()
+                            && bpe.token_rank(&token[k..]).is_some()
+                        {
+                            splits += 1;
+                        }
+                    }
+                }
+                splits == merges.len()
+            }
+    }
+}
+
 #[inline]
 fn pair_key(a: u32, b: u32) -> u64 {
     ((a as u64) << 32) | b as u64
@@ -795,10 +906,23 @@ static LOADED: Mutex<Vec<&'static HfTokenizer>> = Mutex::new(Vec::new());
 /// Builds the tokenizer `name` from a `tokenizer.json` and keeps it for [`get`] (for the life of
 /// the program). Loading a name that is already loaded keeps the first.
 pub fn load(name: &str, json: &str) -> Result<&'static HfTokenizer, Error> {
+    keep(name, || HfTokenizer::from_json(name, json))
+}
+
+/// Builds the tokenizer `name` from its prebuilt data ([`super::prebuilt`]) and keeps it for
+/// [`get`], as [`load`] does.
+pub fn load_prebuilt(name: &str, data: &[u8]) -> Result<&'static HfTokenizer, Error> {
+    keep(name, || HfTokenizer::from_prebuilt(name, data))
+}
+
+fn keep(
+    name: &str,
+    build: impl FnOnce() -> Result<HfTokenizer, Error>,
+) -> Result<&'static HfTokenizer, Error> {
     if let Some(t) = get(name) {
         return Ok(t);
     }
-    let tokenizer = HfTokenizer::from_json(name, json)?;
+    let tokenizer = build()?;
     let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(t) = loaded.iter().find(|t| t.name() == name) {
         return Ok(t);

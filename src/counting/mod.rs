@@ -4,6 +4,7 @@
 pub mod bpe;
 mod breakdown;
 pub mod hf;
+pub mod prebuilt;
 
 pub use breakdown::{Breakdown, MessageTokens, PartTokens, ToolsTokens};
 
@@ -83,8 +84,42 @@ pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, Error> {
 pub fn count_tokens_named(text: &str, name: &str) -> Result<usize, Error> {
     match name.parse::<Encoding>() {
         Ok(encoding) => count_tokens(text, encoding),
-        Err(unknown) => hf::get(name).map(|t| t.count(text)).ok_or(unknown),
+        Err(unknown) => hf::get(name)
+            .map(|t| t.count(text))
+            .ok_or_else(|| not_loaded(name, unknown)),
     }
+}
+
+/// A tokenizer that is not loaded: `encoding_not_loaded` for one that ships prebuilt data (load
+/// it as an encoding), the given `unknown_encoding` for any other name.
+fn not_loaded(name: &str, unknown: Error) -> Error {
+    if is_shipped(name) {
+        Error::EncodingNotLoaded {
+            name: name.to_owned(),
+        }
+    } else {
+        unknown
+    }
+}
+
+/// Loads data for `name`: an [`Encoding`]'s ranks ([`bpe::RankData`]) or a tokenizer's prebuilt
+/// data ([`prebuilt`]). Loading what is loaded keeps the first.
+pub fn load_data(name: &str, data: Vec<u8>) -> Result<(), Error> {
+    match name.parse::<Encoding>() {
+        Ok(encoding) if bpe::is_available(encoding) => Ok(()),
+        Ok(encoding) => bpe::load(encoding, data).map(|_| ()),
+        Err(_) if data.starts_with(prebuilt::MAGIC) || is_shipped(name) => {
+            hf::load_prebuilt(name, &data).map(|_| ())
+        }
+        Err(unknown) => Err(unknown),
+    }
+}
+
+/// Whether the npm package ships prebuilt data for the tokenizer `name`.
+fn is_shipped(name: &str) -> bool {
+    prebuilt::SHIPPED
+        .iter()
+        .any(|(shipped, ..)| *shipped == name)
 }
 
 /// Whether `countTokens(text, name)` works now: an encoding available without loading, or a
@@ -102,7 +137,7 @@ pub fn counter_named(name: &str) -> Result<CachedCounter, Error> {
         Ok(encoding) => CachedCounter::new(encoding),
         Err(unknown) => hf::get(name)
             .map(|t| CachedCounter::with_counter(Encoding::O200kBase, Box::new(Tokenizer(t))))
-            .ok_or(unknown),
+            .ok_or_else(|| not_loaded(name, unknown)),
     }
 }
 

@@ -30,7 +30,8 @@ const fixture = await withTokenizer(resolve(opt('fixture', join(here, '../fixtur
  * The token-count fixture plus a non-OpenAI tokenizer for the scenario to load on demand: Gemma
  * 3's tokenizer.json (Gemini 2.x / 3's vocabulary; scripts/fetch-tokenizers.sh) and its expected
  * counts (tests/fixtures/hf-token-counts.json, from Python `tokenizers`), in one file every
- * runner already reads. Missing files leave `hf` out, which the scenario reports as a failure.
+ * runner already reads, with the counts of two tokenizers the package ships prebuilt (Qwen 3,
+ * DeepSeek V3). Missing files leave `hf` out, which the scenario reports as a failure.
  */
 async function withTokenizer(path) {
   const { readFile, writeFile, mkdir } = await import('node:fs/promises');
@@ -40,6 +41,8 @@ async function withTokenizer(path) {
   if (tokenizer) {
     base.hf = { name: 'gemma3', tokenizer, cases: counts.cases.map((c) => ({ name: c.name, text: c.text, count: c.gemma3 })) };
   }
+  // The prebuilt tokenizers' expected counts (their data ships in the package: nothing to read).
+  base.prebuilt = counts.cases.map((c) => ({ name: c.name, text: c.text, qwen3: c.qwen3, deepseek_v3: c.deepseek_v3 }));
   await mkdir(join(here, 'out'), { recursive: true });
   const out = join(here, 'out', 'fixture-with-tokenizer.json');
   await writeFile(out, JSON.stringify(base));

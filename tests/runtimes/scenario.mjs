@@ -160,6 +160,35 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
     }
   }
 
+  // (b3) the open-weight tokenizers the package ships prebuilt, loaded on demand as its own
+  // data-only .wasm: Qwen 3 by init({ encodings }), DeepSeek V3 by createCompactor for its model
+  const prebuilt = Array.isArray(fixture?.prebuilt) ? fixture.prebuilt : [];
+  if (check('fixture carries the prebuilt tokenizers\' counts', prebuilt.length >= 70, `${prebuilt.length} cases`)) {
+    t0 = now();
+    const qwenOk = await step("init({ encodings: ['qwen3'] }) resolves", async () => {
+      await cc.init({ encodings: ['qwen3'] });
+      return cc.isEncodingLoaded('qwen3');
+    });
+    timings.loadQwen3Ms = Math.round(now() - t0);
+    if (qwenOk) {
+      const bad = prebuilt.filter((c) => cc.countTokens(c.text, 'qwen3') !== c.qwen3)
+        .map((c) => `${c.name}: got ${cc.countTokens(c.text, 'qwen3')}, want ${c.qwen3}`);
+      check('countTokens(qwen3), prebuilt data, matches Python tokenizers', bad.length === 0,
+        bad.length ? short(bad.slice(0, 8).join('; '), 800) : `${prebuilt.length} cases, loaded in ${timings.loadQwen3Ms} ms`);
+    }
+    t0 = now();
+    const deepseek = await step("createCompactor({ model: 'deepseek-chat' }) loads deepseek_v3", () =>
+      cc.createCompactor({ model: 'deepseek-chat', store: new cc.MemoryStore() }));
+    timings.loadDeepseekMs = Math.round(now() - t0);
+    if (deepseek) {
+      const bad = prebuilt.filter((c) => cc.countTokens(c.text, 'deepseek_v3') !== c.deepseek_v3)
+        .map((c) => `${c.name}: got ${cc.countTokens(c.text, 'deepseek_v3')}, want ${c.deepseek_v3}`);
+      check('createCompactor(deepseek-chat) counts with deepseek_v3 exactly (no factor), matching Python tokenizers',
+        deepseek.model.tokenizer === 'deepseek_v3' && deepseek.model.tokenRatio === 1 && bad.length === 0,
+        bad.length ? short(bad.slice(0, 8).join('; '), 800) : `${prebuilt.length} cases, loaded in ${timings.loadDeepseekMs} ms`);
+    }
+  }
+
   // (c) a conversation with one huge tool result
   const bigText = makeBigText();
   const messages = makeConversation(bigText);

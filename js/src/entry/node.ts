@@ -1,8 +1,7 @@
-// Node and Bun: the core and each encoding's ranks are .wasm files next to this package.
+// Node and Bun: the core, each encoding's ranks and each prebuilt tokenizer's data are .wasm
+// files next to this package.
 import { readFile } from 'node:fs/promises';
 import { setRankLoader } from '../init.js';
 
-setRankLoader((name) =>
-  readFile(name === 'cl100k_base' ? new URL('../ranks/cl100k_base.wasm', import.meta.url) : new URL('../ranks/o200k_base.wasm', import.meta.url)),
-);
+setRankLoader((name) => readFile(new URL(`../ranks/${name}.wasm`, import.meta.url)));
 export * from './node-lite.js';

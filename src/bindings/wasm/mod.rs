@@ -41,10 +41,20 @@ pub fn load_tokenizer(name: &str, json: &str) -> JsResult<String> {
     json::load_tokenizer(name, json).map_err(throw)
 }
 
-/// Loads an encoding from rank data (the `CCR1` / `CCR2` formats of `data/*.ranks`). The npm build has no
-/// embedded ranks; the host hands them over once. Loading a loaded encoding is a no-op.
+/// The compact prebuilt data (`CCH1`) of a tokenizer from its `tokenizer.json` or tekken file
+/// (`compileTokenizer`; scripts/build.sh makes the package's `ranks/<family>.wasm` with it).
+#[wasm_bindgen(js_name = tokenizerData)]
+pub fn tokenizer_data(name: &str, json: &str) -> JsResult<Vec<u8>> {
+    crate::counting::hf::set_nfc(host_nfc);
+    json::tokenizer_data(name, json).map_err(throw)
+}
+
+/// Loads an encoding from rank data (the `CCR3` or `CCR1` format of `data/*.ranks`), or a
+/// tokenizer from its prebuilt data (`CCH1`). The npm build has no embedded ranks; the host
+/// hands them over once. Loading a loaded one is a no-op.
 #[wasm_bindgen(js_name = loadEncoding)]
 pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {
+    crate::counting::hf::set_nfc(host_nfc);
     json::load_encoding(encoding, data).map_err(throw)
 }
 

@@ -100,6 +100,9 @@ export async function answerJson(res, entry, what) {
   }
 }
 
+/** Every .wasm a bundle of the full entry imports (the tokenizers' by dynamic import). */
+export const BUNDLED_WASM = ['context_compactor_bg', 'o200k_base', 'cl100k_base', 'qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'];
+
 /**
  * The report of a bundled runtime: the main scenario's checks, preceded by the two packaging
  * checks (the export condition picked `expectedEntry`, checked in a separate probe bundle so it
@@ -115,8 +118,8 @@ export function bundledReport({ expectedEntry, probe, main, wasmCheck, runtime, 
     },
     {
       name: wasmCheck,
-      // the core plus the two encodings' data-only modules
-      ok: main.keptWasmImports.length === 3 && ['context_compactor_bg', 'o200k_base', 'cl100k_base'].every((n) => main.keptWasmImports.some((f) => f.endsWith(`${n}.wasm`))),
+      // the core plus the two encodings' and the prebuilt tokenizers' data-only modules
+      ok: main.keptWasmImports.length === BUNDLED_WASM.length && BUNDLED_WASM.every((n) => main.keptWasmImports.some((f) => f.endsWith(`/${n}.wasm`))),
       detail: main.keptWasmImports.join(', ') ||
         `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
     },
