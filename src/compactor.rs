@@ -402,7 +402,8 @@ impl Compactor {
             let batch = self.config.cache.batches(&self.pricing);
             let mut first_change = actions.iter().filter_map(Action::first_message).min();
             let before_tier2 = (actions.len(), predicted_raw);
-            let candidates = tier2::candidates(messages, compaction, window, &tokens, &mut taken);
+            let candidates =
+                tier2::candidates(messages, compaction, window, &tokens, &mut taken, memo);
             for candidate in candidates {
                 // Pinned parts, the working files and what the provider compacted are never
                 // edited.
@@ -1038,7 +1039,21 @@ impl Compactor {
     /// How full the window is with `messages` as they would be sent: after the record is
     /// replayed (a raw history counts as its compacted form).
     pub fn usage(&self, messages: &[Message]) -> Usage {
-        let tokens = self.count(&self.replay(messages));
+        self.usage_held(messages, &mut Memo::default())
+    }
+
+    /// [`Compactor::usage`] with what earlier calls learned about `messages` (see
+    /// [`Compactor::plan_held`]).
+    pub(crate) fn usage_held(&self, messages: &[Message], memo: &mut Memo) -> Usage {
+        let replayed = self.replay(messages);
+        let tokens = match replayed {
+            std::borrow::Cow::Borrowed(_) => {
+                memo.count(messages, &self.counter);
+                let counts = memo.counted();
+                self.scale(self.raw_total_from(messages, |i| counts[i].total))
+            }
+            std::borrow::Cow::Owned(_) => self.count(&replayed),
+        };
         let window = self.window();
         Usage {
             tokens,

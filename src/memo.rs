@@ -8,8 +8,11 @@
 
 use std::cell::RefCell;
 
+use hashbrown::HashMap;
+
 use crate::counting::{CachedCounter, MessageCounts};
 use crate::message::Message;
+use crate::plan::StoreEdit;
 
 /// Per-message facts, by position in the conversation they were made for. Valid only for the
 /// same messages at the same positions: whoever keeps one across plans truncates it where the
@@ -21,14 +24,50 @@ pub(crate) struct Memo {
     canonical: RefCell<Vec<Option<u64>>>,
     /// Each message rendered for a summary request: (part cap, text, raw tokens).
     rendered: RefCell<Vec<Option<(usize, String, u32)>>>,
+    /// Whether it outlives the plan (a binding's): then tier 2's masks are kept too.
+    held: bool,
+    /// Tier 2's mask of each tool result at (message, part) (`None`: it cannot be masked). Its
+    /// token figures are scaled: forgotten when the calibration changes.
+    masks: RefCell<HashMap<(usize, usize), Option<StoreEdit>>>,
 }
 
 impl Memo {
+    /// A memo kept across plans of a held conversation.
+    pub(crate) fn held() -> Self {
+        Memo {
+            held: true,
+            ..Memo::default()
+        }
+    }
+
     /// Forgets everything from message `len` on.
     pub(crate) fn truncate(&mut self, len: usize) {
         self.counts.truncate(len);
         self.canonical.get_mut().truncate(len);
         self.rendered.get_mut().truncate(len);
+        self.masks.get_mut().retain(|&(m, _), _| m < len);
+    }
+
+    /// Forgets what holds scaled tokens (the calibration changed).
+    pub(crate) fn rescaled(&mut self) {
+        self.masks.get_mut().clear();
+    }
+
+    /// Tier 2's mask of the tool result at `at`, made by `make` when not known (and kept when
+    /// the memo is held).
+    pub(crate) fn mask(
+        &self,
+        at: (usize, usize),
+        make: impl FnOnce() -> Option<StoreEdit>,
+    ) -> Option<StoreEdit> {
+        if !self.held {
+            return make();
+        }
+        self.masks
+            .borrow_mut()
+            .entry(at)
+            .or_insert_with(make)
+            .clone()
     }
 
     /// Counts the messages not known yet (and forgets any past the end of `messages`).

@@ -121,7 +121,7 @@ impl HeldCompactor {
         Ok(HeldCompactor {
             inner: Compactor::with_state(config, state)?,
             held: Vec::new(),
-            memo: Default::default(),
+            memo: std::sync::Mutex::new(crate::memo::Memo::held()),
         })
     }
 
@@ -147,7 +147,10 @@ impl HeldCompactor {
         let keep = keep as usize;
         // Taken out: on any error below, nothing is held (and nothing known about it).
         let mut held = std::mem::take(&mut self.held);
-        let mut memo = std::mem::take(self.memo.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let mut memo = std::mem::replace(
+            self.memo.get_mut().unwrap_or_else(|e| e.into_inner()),
+            crate::memo::Memo::held(),
+        );
         if keep > held.len() {
             return Err(Error::InvalidMessages {
                 message: format!("sync: keep {keep} of {} held messages", held.len()),
@@ -220,20 +223,26 @@ impl HeldCompactor {
         };
         let applied = self.inner.apply(messages, &plan, &outcomes)?;
         let json = to_json(&applied);
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        // The state changed (the record, perhaps the calibration).
+        memo.rescaled();
         if held {
             self.held = applied.messages;
-            self.memo
-                .get_mut()
-                .unwrap_or_else(|e| e.into_inner())
-                .truncate(0);
+            memo.truncate(0);
         }
         Ok(json)
     }
 
     /// `{tokens, window, fraction}` as JSON.
     pub(crate) fn usage(&self, messages_json: Option<&str>) -> Result<String> {
-        let messages = self.messages(messages_json)?;
-        Ok(to_json(&self.inner.usage(&messages)))
+        let usage = match messages_json {
+            Some(json) => self.inner.usage(&parse_messages(json)?),
+            None => {
+                let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+                self.inner.usage_held(&self.held, &mut memo)
+            }
+        };
+        Ok(to_json(&usage))
     }
 
     /// Uncalibrated count, to pair with a later `observe_usage`.
@@ -244,6 +253,10 @@ impl HeldCompactor {
 
     pub(crate) fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
         self.inner.observe_usage(predicted_raw, actual);
+        self.memo
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .rescaled();
     }
 
     pub(crate) fn state(&self) -> String {

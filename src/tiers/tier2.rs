@@ -16,7 +16,8 @@ use crate::config::CompactionConfig;
 use crate::edit::{
     is_compacted, output_edit, path_for, Tokens, DEDUPE_MARKER, EVICT_MARKER, MASK_MARKER,
 };
-use crate::message::{Message, Part, Role, ToolOutput};
+use crate::memo::Memo;
+use crate::message::{Message, Part, Role, ToolOutput, ToolResult};
 use crate::plan::{Action, Replace, StoreEdit};
 
 /// Parts (message, part) an earlier tier already edits.
@@ -29,6 +30,7 @@ pub(crate) fn candidates(
     window: u32,
     tokens: &dyn Tokens,
     taken: &mut Taken,
+    memo: &Memo,
 ) -> Vec<Action> {
     let mut out = evictions(messages, config, tokens);
     out.extend(dedupes(messages, config, tokens, taken));
@@ -37,7 +39,7 @@ pub(crate) fn candidates(
     } else {
         (f64::from(window) * config.keep_tool_results_fraction) as u32
     };
-    out.extend(masks(messages, config, keep_budget, tokens, taken));
+    out.extend(masks(messages, config, keep_budget, tokens, taken, memo));
     out.retain(|a| {
         let (before, after) = a.tokens();
         before.saturating_sub(after) >= config.min_saving_tokens.max(1)
@@ -195,6 +197,7 @@ fn masks(
     keep_budget: u32,
     tokens: &dyn Tokens,
     taken: &mut Taken,
+    memo: &Memo,
 ) -> Vec<Action> {
     let results: Vec<(usize, usize)> = messages
         .iter()
@@ -241,41 +244,55 @@ fn masks(
         ) {
             continue;
         }
-        let content = result.output.text();
-        if is_compacted(&content) {
-            continue; // already points at the store
-        }
-        let shown = tokens.shown_output_at((m, p), &result.output);
-        let path = path_for(
-            &config.path_prefix,
-            &result.tool_name,
-            &content,
-            result.output.is_json(),
-        );
-        let text = format!(
-            "{MASK_MARKER} to save context ({shown} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
-        );
-        let output = match &result.output {
-            ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => {
-                ToolOutput::ErrorText {
-                    value: text,
-                    extra: extra.clone(),
-                }
-            }
-            other => crate::edit::replacement(other, &text),
+        // The same part gets the same mask at every plan of a held conversation.
+        let Some(edit) = memo.mask((m, p), || mask(config, (m, p), result, tokens)) else {
+            continue;
         };
         taken.insert((m, p));
-        out.push(Action::Mask(output_edit(
-            "mask",
-            (m, p),
-            result,
-            path,
-            content,
-            output,
-            tokens,
-        )));
+        out.push(Action::Mask(edit));
     }
     out
+}
+
+/// The mask of one tool result, or `None` when it already points at the store.
+fn mask(
+    config: &CompactionConfig,
+    (m, p): (usize, usize),
+    result: &ToolResult,
+    tokens: &dyn Tokens,
+) -> Option<StoreEdit> {
+    let content = result.output.text();
+    if is_compacted(&content) {
+        return None;
+    }
+    let shown = tokens.shown_output_at((m, p), &result.output);
+    let path = path_for(
+        &config.path_prefix,
+        &result.tool_name,
+        &content,
+        result.output.is_json(),
+    );
+    let text = format!(
+        "{MASK_MARKER} to save context ({shown} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
+    );
+    let output = match &result.output {
+        ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => {
+            ToolOutput::ErrorText {
+                value: text,
+                extra: extra.clone(),
+            }
+        }
+        other => crate::edit::replacement(other, &text),
+    };
+    Some(output_edit(
+        "mask",
+        (m, p),
+        result,
+        path,
+        content,
+        output,
+        tokens,
+    ))
 }
 
 fn file_argument<'a>(input: &'a Value, fields: &[String]) -> Option<&'a str> {
