@@ -275,15 +275,8 @@ fn mask(
     let text = format!(
         "{MASK_MARKER} to save context ({shown} tokens). Stored at {path}; read it with read_file(path=\"{path}\", offset, limit).]"
     );
-    let output = match &result.output {
-        ToolOutput::ErrorText { extra, .. } | ToolOutput::ErrorJson { extra, .. } => {
-            ToolOutput::ErrorText {
-                value: text,
-                extra: extra.clone(),
-            }
-        }
-        other => crate::edit::replacement(other, &text),
-    };
+    // An error stays an error (as text), other outputs keep their shape.
+    let output = crate::edit::replacement(&result.output, &text);
     Some(output_edit(
         "mask",
         (m, p),
