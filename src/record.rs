@@ -197,6 +197,10 @@ impl Record {
         let mut items: Vec<Item> = (0..messages.len()).map(Item::Given).collect();
         let mut canonical: Vec<Option<u64>> = vec![None; messages.len()];
         let mut sketches: Vec<Option<u64>> = vec![None; messages.len()];
+        // A span records the sketch of its first message as it was then: with the edits
+        // applied before it (a user text offloaded in the same plan has another length). A
+        // given message matches as it is or with its edits.
+        let mut edited_sketches: Vec<Option<Option<u64>>> = vec![None; messages.len()];
         let mut spans = 0;
         for (r, span) in self.spans.iter().enumerate() {
             let len = span.len as usize;
@@ -204,11 +208,17 @@ impl Record {
                 continue;
             }
             let found = (0..=items.len() - len).find(|&start| {
-                let sketch = match items[start] {
-                    Item::Given(i) => *sketches[i].get_or_insert_with(|| sketch(&messages[i])),
-                    Item::Inserted(q) => sketch(&self.spans[q].insert),
+                let first = match items[start] {
+                    Item::Given(i) => {
+                        *sketches[i].get_or_insert_with(|| sketch(&messages[i])) == span.first.0
+                            || *edited_sketches[i].get_or_insert_with(|| {
+                                edited(&messages[i], i, &part_edits, &self.edits)
+                                    .map(|m| sketch(&m))
+                            }) == Some(span.first.0)
+                    }
+                    Item::Inserted(q) => sketch(&self.spans[q].insert) == span.first.0,
                 };
-                sketch == span.first.0 && {
+                first && {
                     let mut hash = 0;
                     for item in &items[start..start + len] {
                         let fingerprint = match *item {
@@ -251,24 +261,8 @@ impl Record {
             .iter()
             .map(|item| match *item {
                 Item::Inserted(q) => self.spans[q].insert.clone(),
-                Item::Given(m) => {
-                    let mut message = messages[m].clone();
-                    if let Content::Text(text) = &mut message.content {
-                        for &r in part_edits.get(&(m, 0)).into_iter().flatten() {
-                            if let Replace::Text { value } = &self.edits[r].replace {
-                                *text = value.clone();
-                            }
-                        }
-                    }
-                    if let Content::Parts(parts) = &mut message.content {
-                        for (p, part) in parts.iter_mut().enumerate() {
-                            for &r in part_edits.get(&(m, p)).into_iter().flatten() {
-                                replace_part(part, &self.edits[r].replace);
-                            }
-                        }
-                    }
-                    message
-                }
+                Item::Given(m) => edited(&messages[m], m, &part_edits, &self.edits)
+                    .unwrap_or_else(|| messages[m].clone()),
             })
             .collect();
         let replayed = Replayed {
@@ -487,6 +481,35 @@ impl Index {
 }
 
 /// Puts a recorded replacement into a part (the part was matched by fingerprint).
+/// Message `m` with the recorded edits found for its parts applied; `None` when it has none.
+fn edited(
+    message: &Message,
+    m: usize,
+    part_edits: &HashMap<(usize, usize), Vec<usize>>,
+    edits: &[EditRecord],
+) -> Option<Message> {
+    let parts = message.parts().len().max(1);
+    if !(0..parts).any(|p| part_edits.contains_key(&(m, p))) {
+        return None;
+    }
+    let mut message = message.clone();
+    if let Content::Text(text) = &mut message.content {
+        for &r in part_edits.get(&(m, 0)).into_iter().flatten() {
+            if let Replace::Text { value } = &edits[r].replace {
+                *text = value.clone();
+            }
+        }
+    }
+    if let Content::Parts(parts) = &mut message.content {
+        for (p, part) in parts.iter_mut().enumerate() {
+            for &r in part_edits.get(&(m, p)).into_iter().flatten() {
+                replace_part(part, &edits[r].replace);
+            }
+        }
+    }
+    Some(message)
+}
+
 fn replace_part(part: &mut Part, replace: &Replace) {
     match (replace, part) {
         (Replace::Output { output }, Part::ToolResult(result)) => result.output = output.clone(),

@@ -1632,3 +1632,78 @@ fn every_replaced_output_is_readable() {
         assert_eq!(replaced, if matches!(faults, Faults::None) { 4 } else { 3 });
     }
 }
+
+/// Found by `invariants_hold` in CI: a user text offloaded in the same plan as a drop by
+/// importance that keeps it. The span recorded the sketch of its first message as it was then
+/// (the offloaded preview, another length), so replaying the record onto the original history
+/// found no span and a stateless host got the uncompacted prompt.
+#[test]
+fn replay_finds_a_span_whose_first_message_was_edited_in_the_same_plan() {
+    let blob = |lines, words, seed, style| Blob {
+        lines,
+        words,
+        seed,
+        style,
+    };
+    let call = |tool, output, approval| CallSpec {
+        tool,
+        file: 0,
+        input: None,
+        output,
+        approval,
+        opts: false,
+    };
+    let conv = ConvSpec {
+        system: None,
+        exchanges: vec![
+            ExchangeSpec {
+                user: Some(UserSpec::Str(blob(218, 1, 35572858, 0))),
+                steps: vec![StepSpec {
+                    reasoning: None,
+                    text: Some(blob(306, 4, 3257986708, 1)),
+                    calls: vec![],
+                    order: vec![0, 0, 0, 0],
+                    split: 0,
+                    string_content: false,
+                }],
+                final_text: None,
+            },
+            ExchangeSpec {
+                user: None,
+                steps: vec![StepSpec {
+                    reasoning: None,
+                    text: None,
+                    calls: vec![
+                        call(3, OutSpec::ErrorText(blob(2, 13, 2945684200, 0)), None),
+                        call(0, OutSpec::Text(blob(0, 0, 0, 0)), None),
+                        call(0, OutSpec::Text(blob(2, 10, 413075192, 0)), Some(true)),
+                    ],
+                    order: vec![166, 0, 0, 0],
+                    split: 0,
+                    string_content: false,
+                }],
+                final_text: None,
+            },
+        ],
+        in_flight: false,
+    };
+    let cfg = CfgSpec {
+        model: 0,
+        window: Some(4000),
+        threshold: None,
+        fraction: None,
+        preview: None,
+        prefix: false,
+        strategy: 2,
+        keep_messages: None,
+        preset: None,
+        tools: false,
+    };
+    check_case(
+        conv.render(),
+        cfg.config(),
+        &Faults::None,
+        Summarizer::Works,
+    )
+    .unwrap();
+}
