@@ -268,8 +268,10 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
     compactor = new Compactor(options);
   }
   // A model whose tokenizer the package ships (qwen3, deepseek_v3, ...): load it, then count
-  // exactly with it.
-  return (await loadModelTokenizer(compactor.model.tokenizer)) ? new Compactor(options) : compactor;
+  // exactly with it (the first compactor, which estimated, is freed).
+  if (!(await loadModelTokenizer(compactor.model.tokenizer))) return compactor;
+  compactor.dispose();
+  return new Compactor(options);
 }
 
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.
