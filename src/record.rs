@@ -207,6 +207,18 @@ impl Record {
             if len == 0 || len > items.len() {
                 continue;
             }
+            // Its summary or notice is in the given messages: it was applied there (a compacted
+            // history). Its messages are gone, and a later run that looks the same (a repeated
+            // exchange) is not them.
+            let insert_sketch = sketch(&span.insert);
+            let applied = (0..messages.len()).any(|i| {
+                *sketches[i].get_or_insert_with(|| sketch(&messages[i])) == insert_sketch
+                    && *canonical[i].get_or_insert_with(|| index.canonical_message(&messages[i]))
+                        == span.output.0
+            });
+            if applied {
+                continue;
+            }
             let found = (0..=items.len() - len).find(|&start| {
                 let first = match items[start] {
                     Item::Given(i) => {

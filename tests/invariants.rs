@@ -1633,6 +1633,30 @@ fn every_replaced_output_is_readable() {
     }
 }
 
+/// Runs a case `invariants_hold` found, on a 4,000-token window with the history strategy
+/// `strategy` (as `CfgSpec` numbers them) and `keep_messages`.
+fn check_regression(conv: ConvSpec, strategy: u8, keep_messages: Option<usize>) {
+    let cfg = CfgSpec {
+        model: 0,
+        window: Some(4000),
+        threshold: None,
+        fraction: None,
+        preview: None,
+        prefix: false,
+        strategy,
+        keep_messages,
+        preset: None,
+        tools: false,
+    };
+    check_case(
+        conv.render(),
+        cfg.config(),
+        &Faults::None,
+        Summarizer::Works,
+    )
+    .unwrap();
+}
+
 /// Found by `invariants_hold` in CI: a user text offloaded in the same plan as a drop by
 /// importance that keeps it. The span recorded the sketch of its first message as it was then
 /// (the offloaded preview, another length), so replaying the record onto the original history
@@ -1687,23 +1711,83 @@ fn replay_finds_a_span_whose_first_message_was_edited_in_the_same_plan() {
         ],
         in_flight: false,
     };
-    let cfg = CfgSpec {
-        model: 0,
-        window: Some(4000),
-        threshold: None,
-        fraction: None,
-        preview: None,
-        prefix: false,
-        strategy: 2,
-        keep_messages: None,
-        preset: None,
-        tools: false,
+    check_regression(conv, 2, None);
+}
+
+/// Found by `invariants_hold` (seed 505, 6,000 cases): the conversation repeats its first
+/// exchange (the same file, an empty reply), the first is summarized, and re-planning the
+/// compacted conversation replayed the span onto the repeat. A span whose summary or notice is
+/// already in the messages was applied there and is not looked for again.
+#[test]
+fn a_span_already_applied_is_not_replayed_onto_a_repeat_of_its_messages() {
+    let empty = Blob {
+        lines: 0,
+        words: 0,
+        seed: 0,
+        style: 0,
     };
-    check_case(
-        conv.render(),
-        cfg.config(),
-        &Faults::None,
-        Summarizer::Works,
-    )
-    .unwrap();
+    let step = |text: Option<Blob>, calls: Vec<CallSpec>, split| StepSpec {
+        reasoning: None,
+        text,
+        calls,
+        order: vec![0, 0, 0, 0],
+        split,
+        string_content: false,
+    };
+    let call = |output, approval| CallSpec {
+        tool: 0,
+        file: 0,
+        input: None,
+        output,
+        approval,
+        opts: false,
+    };
+    let exchange = |user, steps| ExchangeSpec {
+        user: Some(user),
+        steps,
+        final_text: None,
+    };
+    let denied = || call(OutSpec::Text(empty.clone()), Some(false));
+    let conv = ConvSpec {
+        system: None,
+        exchanges: vec![
+            exchange(
+                UserSpec::Parts(vec![UserPart::File]),
+                vec![step(None, vec![], 0)],
+            ),
+            exchange(
+                UserSpec::Parts(vec![UserPart::File]),
+                vec![
+                    step(None, vec![], 0),
+                    step(None, vec![], 0),
+                    step(None, vec![denied()], 1),
+                ],
+            ),
+            exchange(
+                UserSpec::Str(empty.clone()),
+                vec![
+                    step(None, vec![], 0),
+                    step(
+                        Some(Blob {
+                            lines: 80,
+                            words: 2,
+                            seed: 2510597004,
+                            style: 0,
+                        }),
+                        vec![
+                            denied(),
+                            call(
+                                OutSpec::Content(vec![ContentItem::Media, ContentItem::Media]),
+                                None,
+                            ),
+                            denied(),
+                        ],
+                        1,
+                    ),
+                ],
+            ),
+        ],
+        in_flight: false,
+    };
+    check_regression(conv, 0, Some(11));
 }
