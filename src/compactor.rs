@@ -383,7 +383,8 @@ impl Compactor {
         let working = std::cell::OnceCell::new();
         let working = || {
             working.get_or_init(|| {
-                working::working_files(messages, compaction, working_budget, &tokens)
+                let kept = self.state.record.kept_after_latest(messages);
+                working::working_files(messages, compaction, working_budget, &tokens, &kept)
             })
         };
         let compact_at = fraction_of(window, compaction.trigger_fraction);

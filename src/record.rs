@@ -32,6 +32,7 @@
 //! planned afresh (with the same frozen texts: every rendering depends only on content).
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 use hashbrown::{HashMap, HashSet};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -282,6 +283,18 @@ impl Record {
             spans,
         };
         (Cow::Owned(out), replayed)
+    }
+
+    /// The positions in `messages` of the messages the latest lossy step kept right after its
+    /// summary or notice (empty when that summary or notice is not in `messages`).
+    pub(crate) fn kept_after_latest(&self, messages: &[Message]) -> BTreeSet<usize> {
+        let Some(span) = self.spans.last().filter(|s| !s.keep.is_empty()) else {
+            return BTreeSet::new();
+        };
+        let Some(at) = messages.iter().rposition(|m| *m == span.insert) else {
+            return BTreeSet::new();
+        };
+        (at + 1..(at + 1 + span.keep.len()).min(messages.len())).collect()
     }
 
     /// Records a store edit just applied to `before` (the part as planned), giving `after`.

@@ -133,6 +133,50 @@ fn after_a_summary_the_working_file_pairs_follow_it_verbatim() {
 }
 
 #[test]
+fn a_read_that_a_compaction_kept_stays_protected_at_the_next() {
+    // Written, then read: only the read is the file's latest content, so the first summary
+    // takes the write and keeps the read. The file is still the one being worked on.
+    let session = agent_session(13, 600, |t, out| {
+        if t == 0 {
+            out.push(json!({"role": "assistant", "content": [
+                {"type": "tool-call", "toolCallId": "write_s", "toolName": "write_file",
+                 "input": {"path": FILE, "content": file_body(45)}}]}));
+            out.push(json!({"role": "tool", "content": [
+                {"type": "tool-result", "toolCallId": "write_s", "toolName": "write_file",
+                 "output": {"type": "text", "value": "Wrote 45 lines"}}]}));
+            out.push(json!({"role": "assistant", "content": [
+                {"type": "tool-call", "toolCallId": "read_s", "toolName": "read_file", "input": {"path": FILE}}]}));
+            out.push(json!({"role": "tool", "content": [
+                {"type": "tool-result", "toolCallId": "read_s", "toolName": "read_file",
+                 "output": {"type": "text", "value": file_body(45)}}]}));
+        }
+    });
+    let messages = parse_values(&session);
+    let mut c = gpt4o(window_at(&messages, 0.9), |_| {});
+    let mut out = messages;
+    for round in 0..2 {
+        let (plan, next) = run(&mut c, out, true);
+        let Some(Action::Summarize(s)) = plan.actions.last() else {
+            panic!(
+                "round {round}: a manual compaction summarizes: {:?}",
+                plan.actions
+            )
+        };
+        assert!(!s.keep.is_empty(), "round {round}: the read's pair is kept");
+        let text = serde_json::to_string(&next).unwrap();
+        assert!(
+            text.contains("\"read_s\""),
+            "round {round}: the read is in the prompt"
+        );
+        assert!(
+            !text.contains("\"write_s\""),
+            "round {round}: the write is summarized"
+        );
+        out = next;
+    }
+}
+
+#[test]
 fn only_the_latest_read_and_the_writes_after_it_are_protected() {
     // Two reads of the file, then an edit: the first read may be deduped, the second and the
     // edit are protected.

@@ -3,7 +3,9 @@
 //! The seeds' smart strategy keeps "the current file being edited", and an agent that loses it
 //! starts its next turn by reading it again. A working file is one a write or edit tool
 //! (`compaction.evictInputTools`) touched; the most recent `workingFiles.maxFiles` of them, newest
-//! first, while their content fits `workingFiles.maxTokens`. What is protected is the file's
+//! first, while their content fits `workingFiles.maxTokens` (a file whose write a compaction
+//! summarized while keeping its read stays one, after the written ones, so that the next plan
+//! keeps what this one kept). What is protected is the file's
 //! latest content as the conversation holds it: its latest read (a `compaction.readTools` result)
 //! and every write or edit of it after that read (all of them when it was never read).
 //!
@@ -41,11 +43,16 @@ enum Touch {
 }
 
 /// The working files of `messages` within `budget` tokens (already capped by the window).
+/// `kept`: the messages the latest lossy step kept after its summary or notice. A file read
+/// there stays a working file although its write is now in the summary: protection that a
+/// compaction gave lasts until a newer file displaces it (so planning the compacted
+/// conversation again keeps what the compaction kept).
 pub(crate) fn working_files(
     messages: &[Message],
     config: &CompactionConfig,
     budget: u32,
     tokens: &dyn Tokens,
+    kept: &BTreeSet<usize>,
 ) -> WorkingFiles {
     let mut out = WorkingFiles::default();
     if config.working_files.max_files == 0 || budget == 0 {
@@ -81,13 +88,18 @@ pub(crate) fn working_files(
             }
         }
     }
-    // The files written or edited, newest first.
+    // The files written or edited, newest first; then, while there is room, the files read in
+    // what the latest compaction kept (whose write it summarized). The kept groups may hold
+    // other reads too, so a file with a write in view always comes first.
     let mut files: Vec<&str> = Vec::new();
-    for (_, _, path, touch) in touches.iter().rev() {
-        if matches!(touch, Touch::Write) && !files.contains(path) {
-            files.push(path);
-            if files.len() == config.working_files.max_files {
-                break;
+    for written in [true, false] {
+        for (m, _, path, touch) in touches.iter().rev() {
+            let counts = match touch {
+                Touch::Write => written,
+                Touch::Read => !written && kept.contains(m),
+            };
+            if counts && files.len() < config.working_files.max_files && !files.contains(path) {
+                files.push(path);
             }
         }
     }
