@@ -18,22 +18,32 @@ fn file_body(lines: usize) -> String {
         .collect()
 }
 
+/// `read_file` of FILE (`lines` lines back), as a call and its result.
+fn read_pair(out: &mut Vec<Value>, lines: usize) {
+    out.push(json!({"role": "assistant", "content": [
+        {"type": "tool-call", "toolCallId": "read_s", "toolName": "read_file", "input": {"path": FILE}}]}));
+    out.push(json!({"role": "tool", "content": [
+        {"type": "tool-result", "toolCallId": "read_s", "toolName": "read_file",
+         "output": {"type": "text", "value": file_body(lines)}}]}));
+}
+
+/// `write_file` of FILE (45 lines), as a call and its result.
+fn write_pair(out: &mut Vec<Value>) {
+    out.push(json!({"role": "assistant", "content": [
+        {"type": "tool-call", "toolCallId": "write_s", "toolName": "write_file",
+         "input": {"path": FILE, "content": file_body(45)}}]}));
+    out.push(json!({"role": "tool", "content": [
+        {"type": "tool-result", "toolCallId": "write_s", "toolName": "write_file",
+         "output": {"type": "text", "value": "Wrote 45 lines"}}]}));
+}
+
 /// The scenario: `read_file src/auth/session.ts` → `write_file` of it → 12 more tool
 /// calls (agent_session's own reads of other files, `words` each).
 fn working_session(words: usize) -> Vec<Value> {
     agent_session(13, words, |t, out| {
         if t == 0 {
-            out.push(json!({"role": "assistant", "content": [
-                {"type": "tool-call", "toolCallId": "read_s", "toolName": "read_file", "input": {"path": FILE}}]}));
-            out.push(json!({"role": "tool", "content": [
-                {"type": "tool-result", "toolCallId": "read_s", "toolName": "read_file",
-                 "output": {"type": "text", "value": file_body(40)}}]}));
-            out.push(json!({"role": "assistant", "content": [
-                {"type": "tool-call", "toolCallId": "write_s", "toolName": "write_file",
-                 "input": {"path": FILE, "content": file_body(45)}}]}));
-            out.push(json!({"role": "tool", "content": [
-                {"type": "tool-result", "toolCallId": "write_s", "toolName": "write_file",
-                 "output": {"type": "text", "value": "Wrote 45 lines"}}]}));
+            read_pair(out, 40);
+            write_pair(out);
         }
     })
 }
@@ -138,17 +148,8 @@ fn a_read_that_a_compaction_kept_stays_protected_at_the_next() {
     // takes the write and keeps the read. The file is still the one being worked on.
     let session = agent_session(13, 600, |t, out| {
         if t == 0 {
-            out.push(json!({"role": "assistant", "content": [
-                {"type": "tool-call", "toolCallId": "write_s", "toolName": "write_file",
-                 "input": {"path": FILE, "content": file_body(45)}}]}));
-            out.push(json!({"role": "tool", "content": [
-                {"type": "tool-result", "toolCallId": "write_s", "toolName": "write_file",
-                 "output": {"type": "text", "value": "Wrote 45 lines"}}]}));
-            out.push(json!({"role": "assistant", "content": [
-                {"type": "tool-call", "toolCallId": "read_s", "toolName": "read_file", "input": {"path": FILE}}]}));
-            out.push(json!({"role": "tool", "content": [
-                {"type": "tool-result", "toolCallId": "read_s", "toolName": "read_file",
-                 "output": {"type": "text", "value": file_body(45)}}]}));
+            write_pair(out);
+            read_pair(out, 45);
         }
     });
     let messages = parse_values(&session);
