@@ -295,19 +295,20 @@ impl Compactor {
     /// the plan's indices refer to the replayed conversation, and [`Compactor::apply`] replays
     /// the same way before it applies.
     pub fn plan_with_options(&self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
+        crate::message::validate(messages)?;
         self.plan_held(messages, options, &mut Memo::default())
     }
 
     /// [`Compactor::plan_with_options`] with what earlier plans learned about `messages` (a
     /// binding's held conversation, the same messages at the same positions as far as `memo`
     /// goes). The memo serves when the record leaves the messages as they are, and learns.
+    /// `messages` are valid already: the binding validates what it holds when it syncs.
     pub(crate) fn plan_held(
         &self,
         messages: &[Message],
         options: &PlanOptions,
         memo: &mut Memo,
     ) -> Result<Plan> {
-        crate::message::validate(messages)?;
         let (replayed_messages, replayed) = if options.offload_only {
             (std::borrow::Cow::Borrowed(messages), Replayed::default())
         } else {

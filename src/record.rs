@@ -202,22 +202,24 @@ impl Record {
         // applied before it (a user text offloaded in the same plan has another length). A
         // given message matches as it is or with its edits.
         let mut edited_sketches: Vec<Option<Option<u64>>> = vec![None; messages.len()];
+        // The summaries and notices already in the given messages (a compacted history), found
+        // once: a span whose output is there was applied there. Its messages are gone, and a
+        // later run that looks the same (a repeated exchange) is not them.
+        let insert_sketches: HashSet<u64> = self.spans.iter().map(|s| sketch(&s.insert)).collect();
+        let mut given_outputs: HashSet<u64> = HashSet::new();
+        for (i, message) in messages.iter().enumerate() {
+            if insert_sketches.contains(sketches[i].get_or_insert_with(|| sketch(message))) {
+                given_outputs
+                    .insert(*canonical[i].get_or_insert_with(|| index.canonical_message(message)));
+            }
+        }
         let mut spans = 0;
         for (r, span) in self.spans.iter().enumerate() {
             let len = span.len as usize;
             if len == 0 || len > items.len() {
                 continue;
             }
-            // Its summary or notice is in the given messages: it was applied there (a compacted
-            // history). Its messages are gone, and a later run that looks the same (a repeated
-            // exchange) is not them.
-            let insert_sketch = sketch(&span.insert);
-            let applied = (0..messages.len()).any(|i| {
-                *sketches[i].get_or_insert_with(|| sketch(&messages[i])) == insert_sketch
-                    && *canonical[i].get_or_insert_with(|| index.canonical_message(&messages[i]))
-                        == span.output.0
-            });
-            if applied {
+            if given_outputs.contains(&span.output.0) {
                 continue;
             }
             let found = (0..=items.len() - len).find(|&start| {
