@@ -266,9 +266,37 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
       const { messages } = await compactor.manage(params.prompt as MessageLike[]);
       return { ...params, prompt: messages.map(promptMessage) };
     },
-    wrapGenerate: ({ doGenerate, params, model }) => recovering(compactor, params, doGenerate, (p) => model.doGenerate(p), true),
-    wrapStream: ({ doStream, params, model }) => recovering(compactor, params, doStream, (p) => model.doStream(p), false),
+    // The provider's usage calibrates the compactor's counts (prepareStep does it when the
+    // middleware only recovers).
+    wrapGenerate: async ({ doGenerate, params, model }) => {
+      const result = await recovering(compactor, params, doGenerate, (p) => model.doGenerate(p), true);
+      if (compact) observe(compactor, (result as { usage?: unknown } | undefined)?.usage);
+      return result;
+    },
+    wrapStream: async ({ doStream, params, model }) => {
+      const result = await recovering(compactor, params, doStream, (p) => model.doStream(p), false);
+      const stream = (result as { stream?: unknown } | undefined)?.stream;
+      if (!compact || !(stream instanceof ReadableStream)) return result;
+      const watched = stream.pipeThrough(
+        new TransformStream<unknown, unknown>({
+          transform(part, controller) {
+            if ((part as { type?: unknown } | null)?.type === 'finish') observe(compactor, (part as { usage?: unknown }).usage);
+            controller.enqueue(part);
+          },
+        }),
+      );
+      return { ...result, stream: watched };
+    },
   };
+}
+
+/** A provider's reported usage (`inputTokens` a number up to AI SDK 5's providers, `{ total }`
+ * from 6) to calibration; anything else is ignored. */
+function observe(compactor: Compactor, usage: unknown): void {
+  if (typeof usage !== 'object' || usage === null) return;
+  const input = (usage as { inputTokens?: unknown }).inputTokens;
+  const total = typeof input === 'object' && input !== null ? (input as { total?: unknown }).total : input;
+  if (typeof total === 'number') compactor.observeUsage({ inputTokens: total });
 }
 
 /**

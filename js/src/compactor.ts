@@ -59,9 +59,9 @@ export interface OffloadOptions {
 export interface CompactionOptions {
   /** Whether tier 2 runs at all. Default true (false in the `simple` preset). */
   enabled?: boolean;
-  /** Tier 2 fires above this fraction of the window. Default 0.85. */
+  /** Tier 2 fires above this fraction of the window. Default 0.80. */
   triggerFraction?: number;
-  /** …and compacts down to this fraction. Default 0.60. */
+  /** …and compacts down to this fraction. Default 0.45. */
   targetFraction?: number;
   /** Edits to earlier messages saving fewer tokens are skipped (prompt cache). Default 500. */
   minSavingTokens?: number;
@@ -111,11 +111,11 @@ export interface CacheOptions {
 export interface HistoryOptions {
   /** Default `summarize`. */
   strategy?: 'summarize' | 'truncate' | 'importance' | 'off';
-  /** Fires above this fraction of the window (or when tier 2 falls short). Default 0.95. */
+  /** Fires above this fraction of the window (or when tier 2 falls short). Default 0.85. */
   triggerFraction?: number;
   /** Past this fraction an `onPreCompact` cancel is overridden. Default 0.95. */
   hardLimitFraction?: number;
-  /** Recent messages kept verbatim, as a share of the window. Default 0.20. */
+  /** Recent messages kept verbatim, as a share of the window. Default 0.15. */
   keepRecentFraction?: number;
   /** Keep this many recent messages instead. */
   keepRecentMessages?: number | null;
@@ -454,13 +454,21 @@ export class Compactor {
   /** Plans, executes against the store (and the summarizer), applies. Concurrent calls on one
    * compactor run one after another. */
   manage<M extends MessageLike>(messages: readonly M[]): Promise<ManageResult<M>> {
-    return this.#enqueue(() => this.#run(messages, { trigger: 'auto' }));
+    return this.#enqueue(async () => this.#sent(await this.#run(messages, { trigger: 'auto' })));
   }
 
   /** Compacts now, whatever the usage: every tier runs and older messages are summarized (or
    * truncated, per `history.strategy`). `instructions` steer the summary. */
   compact<M extends MessageLike>(messages: readonly M[], options: { instructions?: string } = {}): Promise<ManageResult<M>> {
-    return this.#enqueue(() => this.#run(messages, { trigger: 'manual', instructions: options.instructions }));
+    return this.#enqueue(async () => this.#sent(await this.#run(messages, { trigger: 'manual', instructions: options.instructions })));
+  }
+
+  /** What `manage`, `compact` and `prepareStep` return is the prompt the app sends: its raw count
+   * is what the provider's reported usage calibrates against (`observeUsage`). */
+  #sent<R extends { messages: readonly MessageLike[] }>(result: R): R {
+    this.#sync(result.messages);
+    this.#lastRawCount = core(() => this.#core.countRaw(undefined));
+    return result;
   }
 
   #enqueue<T>(job: () => Promise<T>): Promise<T> {
@@ -669,11 +677,14 @@ export class Compactor {
   }
 
   /**
-   * Feeds the provider's reported input tokens back, for calibration of estimated (non-OpenAI)
-   * counts. `prepareStep` does this by itself from the previous step's usage.
+   * Feeds the provider's reported input tokens for the prompt `manage` (or `compact`) last
+   * returned back, for calibration of estimated (non-OpenAI) counts. `prepareStep` does this by
+   * itself from the previous step's usage, and `middleware()` from each call's result. Takes
+   * `generateText`'s usage (`inputTokens` a number) or a provider's (AI SDK 6+: `inputTokens.total`).
    */
-  observeUsage(usage: { inputTokens?: number | undefined }): void {
-    const actual = usage.inputTokens;
+  observeUsage(usage: { inputTokens?: number | { total?: number | undefined } | undefined }): void {
+    const input = usage.inputTokens;
+    const actual = typeof input === 'object' && input !== null ? input.total : input;
     if (this.#lastRawCount === undefined || typeof actual !== 'number' || !Number.isFinite(actual)) return;
     this.#core.observeUsage(this.#lastRawCount, Math.round(actual));
     this.#stateDirty = true;
@@ -708,7 +719,7 @@ export class Compactor {
       if (!result.events.some((e) => e.status === 'applied' || e.status === 'fallback')) {
         throw overflowError(`the provider refused the prompt as too long (${info.message.slice(0, 200)}) and nothing is left to compact`, overflow, error);
       }
-      return { ...result, overflow: info };
+      return this.#sent({ ...result, overflow: info });
     });
   }
 
@@ -726,9 +737,7 @@ export class Compactor {
       this.#system = cached;
     }
     const system = cached.messages as M[];
-    const { messages } = await this.#enqueue(() => this.#run([...system, ...input.messages], { trigger: 'auto', stepNumber: input.stepNumber }));
-    this.#sync(messages);
-    this.#lastRawCount = core(() => this.#core.countRaw(undefined));
+    const { messages } = await this.#enqueue(async () => this.#sent(await this.#run([...system, ...input.messages], { trigger: 'auto', stepNumber: input.stepNumber })));
     return { messages: messages.slice(system.length) };
   };
 

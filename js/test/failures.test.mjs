@@ -92,7 +92,8 @@ test('racing manage() and compact() on one compactor: serialized, each sees a co
       return `Summary of ${request.messages.length} message(s).`;
     },
   });
-  const [a, b] = await Promise.all([compactor.manage(chat(30)), compactor.compact(chat(30), { instructions: 'Keep numbers.' })]);
+  // The second conversation goes on past the first's summary, so it has a span of its own.
+  const [a, b] = await Promise.all([compactor.manage(chat(30)), compactor.compact(chat(45), { instructions: 'Keep numbers.' })]);
   assert.deepEqual(order, ['summarize-start', 'summarize-end', 'summarize-start', 'summarize-end'], 'the second ran after the first');
   for (const r of [a, b]) assert.ok(r.events.some((e) => e.strategy === 'summarize' && e.status === 'applied'));
 });

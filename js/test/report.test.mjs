@@ -70,7 +70,8 @@ test('data() reads every stored file back; html() is renderReport(data())', asyn
   assert.equal(data.window, 28_000);
   assert.equal(data.model, 'gpt-4o');
   assert.equal(data.encoding, 'o200k_base');
-  assert.deepEqual(data.thresholds, { compactAt: 23_800, target: 16_800, summarizeAt: 26_600 });
+  // The smart defaults: tier 2 at 80 % down to 45 %, the lossy tier at 85 % of 28,000.
+  assert.deepEqual(data.thresholds, { compactAt: 22_400, target: 12_600, summarizeAt: 23_800 });
   const paths = await compactor.store.list('/');
   assert.deepEqual(data.store.map((f) => f.path).sort(), paths);
   for (const file of data.store) assert.ok(file.tokens > 0 && file.chars === (await compactor.store.read(file.path)).length);

@@ -124,7 +124,8 @@ test('manage on a synced conversation writes the full transcript and the result 
 // and keep it while those messages stay: every plan must still be the plan a fresh compactor
 // makes for the same messages, over the trigger (tier 2 and a summary request) included.
 test('plans over the trigger after growing, cutting, rewriting and applying equal a fresh compactor\'s plans', async () => {
-  const options = { model: 'gpt-4o', contextWindow: 16_000 };
+  // Thresholds at which these sizes plan both tiers (masks and a summary request).
+  const options = { model: 'gpt-4o', contextWindow: 16_000, compaction: { triggerFraction: 0.85, targetFraction: 0.6 }, history: { triggerFraction: 0.95, keepRecentFraction: 0.2 } };
   const compactor = await createCompactor(options);
   const all = session(30);
   const plain = (plan) => JSON.stringify(plan, (key, value) => (key === 'json' || key === 'markdown' ? undefined : value));

@@ -12,23 +12,25 @@ import { searchIn } from '../lib/metrics.mjs';
 import { fromAiSdk, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
 
-const USAGE = {
-  inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+/** The usage a provider reports: input, the arena's count of the prompt (its yardstick stands
+ * for the provider's tokenizer), as Strands' model reports it too. */
+const usage = (tokens) => ({
+  inputTokens: { total: tokens, noCache: tokens, cacheRead: undefined, cacheWrite: undefined },
   outputTokens: { total: 10, text: 10, reasoning: undefined },
-};
+});
 
 /** The mock model: records each prompt (`onPrompt`), answers with the next recorded step. */
 function scriptedModel(replay, onPrompt) {
   return new MockLanguageModelV4({
     modelId: 'arena-replay',
     doGenerate: async ({ prompt, tools }) => {
-      onPrompt(prompt, tools ?? []);
+      const tokens = onPrompt(prompt, tools ?? []);
       const message = replay.next();
       const content = message.content.map((p) =>
         p.type === 'tool-call' ? { type: 'tool-call', toolCallId: p.toolCallId, toolName: p.toolName, input: JSON.stringify(p.input) } : { type: 'text', text: p.text },
       );
       const calls = content.some((p) => p.type === 'tool-call');
-      return { content, finishReason: calls ? { unified: 'tool-calls', raw: 'tool_use' } : { unified: 'stop', raw: 'end_turn' }, usage: USAGE, warnings: [] };
+      return { content, finishReason: calls ? { unified: 'tool-calls', raw: 'tool_use' } : { unified: 'stop', raw: 'end_turn' }, usage: usage(tokens), warnings: [] };
     },
   });
 }

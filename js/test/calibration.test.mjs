@@ -1,0 +1,86 @@
+// Calibration from the provider's reported usage: whichever way the compactor is wired
+// (`prepareStep`, `middleware()` around `generateText` or `streamText`), after the provider says
+// how many input tokens a prompt was, the compactor counts that prompt as that many. A
+// middleware that only recovers (`compact: false`) leaves calibration to `prepareStep`.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { generateText, streamText, wrapLanguageModel } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import { MemoryStore, createCompactor } from '../dist/entry/node.js';
+
+// The provider counts 0.9 of what an uncalibrated compactor estimates (a Claude model: o200k
+// times its factor), whatever the prompt: `probe` is never calibrated.
+const probe = await createCompactor({ model: 'claude-sonnet-4-5', store: new MemoryStore() });
+const provider = (prompt) => Math.round(0.9 * probe.usage(prompt).tokens);
+const usage = (input) => ({ inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: undefined }, outputTokens: { total: 5, text: 5, reasoning: undefined } });
+const messages = [
+  { role: 'user', content: 'Describe the cache layout of the parser in three paragraphs, with examples. '.repeat(20) },
+  { role: 'assistant', content: [{ type: 'text', text: 'The parser keeps a ring of shards. '.repeat(30) }] },
+  { role: 'user', content: 'And the ledger?' },
+];
+
+/** A model that reports the provider's count of every prompt, and keeps the prompts. */
+function model(prompts) {
+  return new MockLanguageModelV4({
+    doGenerate: async ({ prompt }) => {
+      prompts.push(prompt);
+      return { content: [{ type: 'text', text: 'ok' }], finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(provider(prompt)), warnings: [] };
+    },
+    doStream: async ({ prompt }) => {
+      prompts.push(prompt);
+      const parts = [
+        { type: 'stream-start', warnings: [] },
+        { type: 'text-start', id: 't' },
+        { type: 'text-delta', id: 't', delta: 'ok' },
+        { type: 'text-end', id: 't' },
+        { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(provider(prompt)) },
+      ];
+      return { stream: new ReadableStream({ start: (c) => { for (const p of parts) c.enqueue(p); c.close(); } }) };
+    },
+  });
+}
+
+const fresh = () => createCompactor({ model: 'claude-sonnet-4-5', store: new MemoryStore() });
+
+test('middleware around generateText: the reported count becomes the compactor count of that prompt', async () => {
+  const compactor = await fresh();
+  const prompts = [];
+  const before = compactor.usage(messages).tokens;
+  await generateText({ model: wrapLanguageModel({ model: model(prompts), middleware: compactor.middleware() }), messages });
+  assert.equal(prompts.length, 1);
+  assert.equal(compactor.state().calibration?.samples, 1);
+  const reported = provider(prompts[0]);
+  assert.ok(Math.abs(compactor.usage(prompts[0]).tokens - reported) <= 1, `${compactor.usage(prompts[0]).tokens} vs ${reported}`);
+  assert.notEqual(before, compactor.usage(messages).tokens);
+  compactor.dispose();
+});
+
+test('middleware around streamText: the finish part usage calibrates, and the stream arrives whole', async () => {
+  const compactor = await fresh();
+  const prompts = [];
+  const result = streamText({ model: wrapLanguageModel({ model: model(prompts), middleware: compactor.middleware() }), messages });
+  assert.equal(await result.text, 'ok');
+  assert.equal(compactor.state().calibration?.samples, 1);
+  assert.ok(Math.abs(compactor.usage(prompts[0]).tokens - provider(prompts[0])) <= 1);
+  compactor.dispose();
+});
+
+test('a middleware that only recovers leaves calibration to prepareStep: one sample per observed step', async () => {
+  const compactor = await fresh();
+  const prompts = [];
+  await generateText({ model: wrapLanguageModel({ model: model(prompts), middleware: compactor.middleware({ compact: false }) }), messages });
+  assert.equal(compactor.state().calibration, null);
+  compactor.dispose();
+});
+
+test('manage returns the prompt that observeUsage calibrates against', async () => {
+  const compactor = await fresh();
+  const { messages: sent } = await compactor.manage(messages);
+  const reported = provider(sent);
+  compactor.observeUsage({ inputTokens: reported });
+  assert.ok(Math.abs(compactor.usage(sent).tokens - reported) <= 1);
+  // A provider-level usage object is read too.
+  compactor.observeUsage({ inputTokens: { total: reported } });
+  assert.equal(compactor.state().calibration?.samples, 2);
+  compactor.dispose();
+});
