@@ -44,9 +44,11 @@ export function createChatRoute({ storage, model, tools = {}, compactor: options
       messages,
       tools: { ...compactor.wrapTools(tools), ...compactor.tools() },
       prepareStep: compactor.prepareStep,
+      onStepFinish: compactor.onStepFinish,
       stopWhen: stepCountIs(8),
       onFinish: async ({ response }) => {
         await saveTurn(store, { turnId, messages: [message, ...response.messages] });
+        await compactor.saveState(); // the last step's usage (calibration) for the next request
         compactor.dispose();
       },
     });

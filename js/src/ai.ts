@@ -257,9 +257,18 @@ function promptMessage(message: MessageLike): MessageLike {
  */
 export function middleware(compactor: Compactor, options: MiddlewareOptions = {}): CompactorMiddleware {
   const compact = options.compact ?? true;
+  // The provider's usage of the last call, observed when the next call is planned (as
+  // `prepareStep` observes the previous step's): a tool that runs in between offloads its
+  // result with the calibration a `prepareStep` host has at that point, so both send the same.
+  let pending: number | undefined;
+  const observe = (usage: unknown): void => {
+    pending = inputTokens(usage) ?? pending;
+  };
   return {
     async transformParams<P extends { prompt: unknown }>({ params }: { params: P }): Promise<P> {
       if (!compact || !Array.isArray(params.prompt)) return params;
+      if (pending !== undefined) compactor.observeUsage({ inputTokens: pending });
+      pending = undefined;
       // A summary continuation sends the agent's tools unchanged (its cached prefix).
       const tools = (params as { tools?: unknown }).tools;
       compactor.agentTools = Array.isArray(tools) ? tools : undefined;
@@ -270,7 +279,7 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
     // middleware only recovers).
     wrapGenerate: async ({ doGenerate, params, model }) => {
       const result = await recovering(compactor, params, doGenerate, (p) => model.doGenerate(p), true);
-      if (compact) observe(compactor, (result as { usage?: unknown } | undefined)?.usage);
+      if (compact) observe((result as { usage?: unknown } | undefined)?.usage);
       return result;
     },
     wrapStream: async ({ doStream, params, model }) => {
@@ -280,7 +289,7 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
       const watched = stream.pipeThrough(
         new TransformStream<unknown, unknown>({
           transform(part, controller) {
-            if ((part as { type?: unknown } | null)?.type === 'finish') observe(compactor, (part as { usage?: unknown }).usage);
+            if ((part as { type?: unknown } | null)?.type === 'finish') observe((part as { usage?: unknown }).usage);
             controller.enqueue(part);
           },
         }),
@@ -290,13 +299,13 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
   };
 }
 
-/** A provider's reported usage (`inputTokens` a number up to AI SDK 5's providers, `{ total }`
- * from 6) to calibration; anything else is ignored. */
-function observe(compactor: Compactor, usage: unknown): void {
-  if (typeof usage !== 'object' || usage === null) return;
+/** The input tokens of a provider's reported usage (`inputTokens` a number up to AI SDK 5's
+ * providers, `{ total }` from 6), or undefined. */
+function inputTokens(usage: unknown): number | undefined {
+  if (typeof usage !== 'object' || usage === null) return undefined;
   const input = (usage as { inputTokens?: unknown }).inputTokens;
   const total = typeof input === 'object' && input !== null ? (input as { total?: unknown }).total : input;
-  if (typeof total === 'number') compactor.observeUsage({ inputTokens: total });
+  return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
 }
 
 /**

@@ -678,17 +678,31 @@ export class Compactor {
 
   /**
    * Feeds the provider's reported input tokens for the prompt `manage` (or `compact`) last
-   * returned back, for calibration of estimated (non-OpenAI) counts. `prepareStep` does this by
-   * itself from the previous step's usage, and `middleware()` from each call's result. Takes
-   * `generateText`'s usage (`inputTokens` a number) or a provider's (AI SDK 6+: `inputTokens.total`).
+   * returned back, for calibration of estimated (non-OpenAI) counts; a second report for the same
+   * prompt is ignored. `prepareStep` does this by itself from the previous step's usage,
+   * `onStepFinish` from every step's (the last step of a turn included), and `middleware()` from
+   * each call's result. Takes a step's usage (`inputTokens` a number) or a provider's (AI SDK 6+:
+   * `inputTokens.total`).
    */
   observeUsage(usage: { inputTokens?: number | { total?: number | undefined } | undefined }): void {
     const input = usage.inputTokens;
     const actual = typeof input === 'object' && input !== null ? input.total : input;
     if (this.#lastRawCount === undefined || typeof actual !== 'number' || !Number.isFinite(actual)) return;
     this.#core.observeUsage(this.#lastRawCount, Math.round(actual));
+    // One sample per prompt sent: `onStepFinish` and the next `prepareStep` report the same step.
+    this.#lastRawCount = undefined;
     this.#stateDirty = true;
   }
+
+  /**
+   * AI SDK `onStepFinish`: `generateText({ ..., prepareStep: compactor.prepareStep, onStepFinish:
+   * compactor.onStepFinish })`. Calibrates from every step's reported usage, the last step of a
+   * turn included, which `prepareStep` never sees; a host that keeps its state in a store saves
+   * it after the turn (`saveState()`) to keep that sample.
+   */
+  readonly onStepFinish = (step: { usage?: { inputTokens?: number | undefined } | undefined }): void => {
+    if (step?.usage) this.observeUsage(step.usage);
+  };
 
   /** Compact-and-retry rounds per model call after an overflow (`overflow.retries`). */
   get overflowRetries(): number {

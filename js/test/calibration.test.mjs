@@ -1,10 +1,12 @@
 // Calibration from the provider's reported usage: whichever way the compactor is wired
-// (`prepareStep`, `middleware()` around `generateText` or `streamText`), after the provider says
-// how many input tokens a prompt was, the compactor counts that prompt as that many. A
-// middleware that only recovers (`compact: false`) leaves calibration to `prepareStep`.
+// (`prepareStep`, `middleware()` around `generateText` or `streamText`), once the provider has
+// said how many input tokens a prompt was, the compactor counts that prompt as that many. The
+// middleware learns it when it plans the next call, as `prepareStep` does at the next step (a
+// tool running in between sees the same calibration either way). A middleware that only
+// recovers (`compact: false`) leaves calibration to `prepareStep`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { generateText, streamText, wrapLanguageModel } from 'ai';
+import { generateText, jsonSchema, stepCountIs, streamText, tool, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { MemoryStore, createCompactor } from '../dist/entry/node.js';
 
@@ -46,8 +48,11 @@ test('middleware around generateText: the reported count becomes the compactor c
   const compactor = await fresh();
   const prompts = [];
   const before = compactor.usage(messages).tokens;
-  await generateText({ model: wrapLanguageModel({ model: model(prompts), middleware: compactor.middleware() }), messages });
-  assert.equal(prompts.length, 1);
+  const wrapped = wrapLanguageModel({ model: model(prompts), middleware: compactor.middleware() });
+  await generateText({ model: wrapped, messages });
+  assert.equal(compactor.state().calibration, null, 'not before the next call is planned');
+  await generateText({ model: wrapped, messages: [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'Go on.' }] });
+  assert.equal(prompts.length, 2);
   assert.equal(compactor.state().calibration?.samples, 1);
   const reported = provider(prompts[0]);
   assert.ok(Math.abs(compactor.usage(prompts[0]).tokens - reported) <= 1, `${compactor.usage(prompts[0]).tokens} vs ${reported}`);
@@ -58,8 +63,9 @@ test('middleware around generateText: the reported count becomes the compactor c
 test('middleware around streamText: the finish part usage calibrates, and the stream arrives whole', async () => {
   const compactor = await fresh();
   const prompts = [];
-  const result = streamText({ model: wrapLanguageModel({ model: model(prompts), middleware: compactor.middleware() }), messages });
-  assert.equal(await result.text, 'ok');
+  const wrapped = wrapLanguageModel({ model: model(prompts), middleware: compactor.middleware() });
+  assert.equal(await streamText({ model: wrapped, messages }).text, 'ok');
+  assert.equal(await streamText({ model: wrapped, messages: [...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'Go on.' }] }).text, 'ok');
   assert.equal(compactor.state().calibration?.samples, 1);
   assert.ok(Math.abs(compactor.usage(prompts[0]).tokens - provider(prompts[0])) <= 1);
   compactor.dispose();
@@ -79,8 +85,39 @@ test('manage returns the prompt that observeUsage calibrates against', async () 
   const reported = provider(sent);
   compactor.observeUsage({ inputTokens: reported });
   assert.ok(Math.abs(compactor.usage(sent).tokens - reported) <= 1);
-  // A provider-level usage object is read too.
+  // One sample per prompt sent: a second report of the same prompt is ignored.
   compactor.observeUsage({ inputTokens: { total: reported } });
+  assert.equal(compactor.state().calibration?.samples, 1);
+  // A provider-level usage object is read too.
+  const { messages: next } = await compactor.manage([...messages, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'More.' }]);
+  compactor.observeUsage({ inputTokens: { total: provider(next) } });
   assert.equal(compactor.state().calibration?.samples, 2);
   compactor.dispose();
+});
+
+test('prepareStep sees every step but the last; onStepFinish adds the last, each step counted once', async () => {
+  const loop = async (withFinish) => {
+    const compactor = await fresh();
+    let calls = 0;
+    const agent = new MockLanguageModelV4({
+      doGenerate: async ({ prompt }) => {
+        calls++;
+        const content = calls === 1 ? [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: '{"q":"ledger"}' }] : [{ type: 'text', text: 'done' }];
+        return { content, finishReason: { unified: calls === 1 ? 'tool-calls' : 'stop', raw: 'x' }, usage: usage(provider(prompt)), warnings: [] };
+      },
+    });
+    await generateText({
+      model: agent,
+      messages,
+      tools: { lookup: tool({ inputSchema: jsonSchema({ type: 'object', properties: { q: { type: 'string' } } }), execute: async () => 'the ledger is sharded' }) },
+      stopWhen: stepCountIs(3),
+      prepareStep: compactor.prepareStep,
+      ...(withFinish ? { onStepFinish: compactor.onStepFinish } : {}),
+    });
+    const samples = compactor.state().calibration?.samples;
+    compactor.dispose();
+    return samples;
+  };
+  assert.equal(await loop(false), 1);
+  assert.equal(await loop(true), 2);
 });

@@ -99,6 +99,7 @@ export async function runAiSdk(session, { window, kind, preset, host = 'long-liv
       tools: { ...compactor.wrapTools(recorded), ...compactor.tools() },
       instructions: await compactor.systemPrompt(session.system),
       prepareStep: host === 'middleware' ? undefined : compactor.prepareStep,
+      onStepFinish: host === 'middleware' ? undefined : compactor.onStepFinish,
     };
   };
   const longLived = kind === 'compactor' && host !== 'stateless' ? await compactorFor() : undefined;
@@ -108,7 +109,7 @@ export async function runAiSdk(session, { window, kind, preset, host = 'long-liv
     replay.begin(t);
     history.push({ role: 'user', content: replay.turns[t].user });
     const perTurn = kind === 'compactor' && host === 'stateless' ? await compactorFor() : undefined;
-    const { model, tools, instructions, prepareStep } = shared ?? (await setup(perTurn));
+    const { model, tools, instructions, prepareStep, onStepFinish } = shared ?? (await setup(perTurn));
     const result = await generateText({
       model,
       instructions,
@@ -116,7 +117,10 @@ export async function runAiSdk(session, { window, kind, preset, host = 'long-liv
       tools,
       stopWhen: stepCountIs(replay.turns[t].steps.length + 1),
       ...(prepareStep ? { prepareStep } : {}),
+      ...(onStepFinish ? { onStepFinish } : {}),
     });
+    // The state keeps the last step's usage (what `onStepFinish` observed after the last plan).
+    if (perTurn) await perTurn.saveState();
     perTurn?.dispose();
     if (!replay.done) throw new Error(`turn ${t}: the agent stopped after ${replay.step} of ${replay.turns[t].steps.length} steps`);
     history.push(...result.responseMessages);
