@@ -853,6 +853,7 @@ impl Compactor {
                             )
                         } else {
                             let end = d.messages.last().map_or(d.insert_at, |&i| i + 1);
+                            let end = d.kept_until.map_or(end, |k| k.max(end));
                             if end > messages.len()
                                 || d.messages.first().is_some_and(|&i| i < d.insert_at)
                             {

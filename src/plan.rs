@@ -314,6 +314,12 @@ pub struct Drop {
     /// Where the notice goes: an index into the conversation after removal, at or before every
     /// removed message's index.
     pub insert_at: usize,
+    /// The end (exclusive, an index into the conversation as planned) of the span the notice
+    /// stands for, when pinned or working-file messages right after the last removed one stay:
+    /// the record then knows the step kept them (a later plan keeps them too). Absent: the span
+    /// ends after the last removed message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_until: Option<usize>,
     /// The text of the user message inserted: how many messages were removed, and where the
     /// transcript is.
     pub notice: String,

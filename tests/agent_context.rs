@@ -178,6 +178,54 @@ fn a_read_that_a_compaction_kept_stays_protected_at_the_next() {
 }
 
 #[test]
+fn a_read_that_a_truncation_kept_right_after_its_notice_stays_protected_at_the_next() {
+    // Written, then read, and the span to drop ends with the read: the truncation removes the
+    // write and keeps the read right after its notice, past the last removed message. The next
+    // plan must know the step kept it (invariants_hold, seed 3002, found it dropped there).
+    let session = agent_session(13, 600, |t, out| {
+        if t == 0 {
+            write_pair(out);
+            read_pair(out, 45);
+        }
+    });
+    let messages = parse_values(&session);
+    let read_result = messages
+        .iter()
+        .position(|m| {
+            serde_json::to_string(m)
+                .unwrap()
+                .contains("\"tool-result\",\"toolCallId\":\"read_s\"")
+        })
+        .expect("the read's result");
+    let keep = messages.len() - (read_result + 1);
+    let mut c = gpt4o(window_at(&messages, 0.9), |c| {
+        c.history.strategy = context_compactor::HistoryStrategy::Truncate;
+        c.history.keep_recent_messages = Some(keep);
+    });
+    let mut out = messages;
+    for round in 0..2 {
+        let (plan, next) = run(&mut c, out, true);
+        let text = serde_json::to_string(&next).unwrap();
+        assert!(
+            text.contains("\"read_s\""),
+            "round {round}: the read is in the prompt ({:?})",
+            plan.actions.iter().map(Action::id).collect::<Vec<_>>()
+        );
+        assert!(
+            !text.contains("\"write_s\""),
+            "round {round}: the write is dropped"
+        );
+        if round == 0 {
+            let Some(Action::Drop(d)) = plan.actions.last() else {
+                panic!("a manual compaction drops: {:?}", plan.actions)
+            };
+            assert_eq!(d.kept_until, Some(read_result + 1), "{d:?}");
+        }
+        out = next;
+    }
+}
+
+#[test]
 fn only_the_latest_read_and_the_writes_after_it_are_protected() {
     // Two reads of the file, then an edit: the first read may be deduped, the second and the
     // edit are protected.

@@ -158,6 +158,9 @@ export interface DropAction {
   transcriptPath: string;
   messages: number[];
   insertAt: number;
+  /** The end (exclusive) of the span the notice stands for, when pinned or working-file messages
+   * right after the last removed one stay after the notice. */
+  keptUntil?: number;
   notice: string;
   tokensBefore: number;
   tokensAfter: number;

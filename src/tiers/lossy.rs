@@ -906,6 +906,12 @@ fn drop(
     if !inputs.manual && inputs.scale(before) < inputs.scale(inserted_raw) + inputs.min_saving {
         return None;
     }
+    // Pinned groups right after the last removed message stay after the notice, as the step's.
+    let last = removed.last().map_or(span.start, |&i| i + 1);
+    let kept_until = (last..span.end)
+        .take_while(|i| pins.groups.contains(i))
+        .last()
+        .map(|i| i + 1);
     let action = Action::Drop(Drop {
         id: strategy_id(strategy).into(),
         strategy,
@@ -913,6 +919,7 @@ fn drop(
         transcript_path: transcript.path.clone(),
         messages: removed.iter().copied().collect(),
         insert_at: span.start,
+        kept_until,
         notice: notice_text,
         tokens_before: inputs.scale(before),
         tokens_after: inputs.scale(inserted_raw),
