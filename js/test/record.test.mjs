@@ -21,6 +21,14 @@ test('a stateless route handler, a long-lived compactor and fresh objects send t
   assert.ok(result.stateBytes > 0 && result.stateBytes < 64_000, `state of ${result.stateBytes} bytes`);
 });
 
+test('with the provider reporting usage (calibration) the three host shapes still send the same prompts', async () => {
+  const result = await statelessRouteHandler(cc, { turns: 40, calibrate: true });
+  assert.equal(result.identical, true, `first difference at turn ${result.firstDifference}`);
+  assert.ok(result.summaries[0] >= 2, `summaries: ${result.summaries}`);
+  assert.deepEqual(result.summaries, [result.summaries[0], result.summaries[0], result.summaries[0]]);
+  assert.equal(result.calibrated, 40, 'every call calibrated the long-lived compactor');
+});
+
 test('a new compactor with the saved state replays a raw history: no action, the same prompt', async () => {
   const store = new cc.MemoryStore();
   const first = await cc.createCompactor({ contextWindow: 8_000, store, statePath: '/s.json' });

@@ -30,18 +30,26 @@ function keepsPrefix(previous, next) {
 }
 
 /**
- * Drives `turns` user turns through three host shapes and returns what each sent.
+ * Drives `turns` user turns through three host shapes and returns what each sent. With
+ * `calibrate`, the model is a Claude one (an estimated count) and the provider reports each
+ * prompt at 0.85 of the uncalibrated estimate: every shape observes it, the route handler saves
+ * its state after the call, and the prompts must still be the same.
  * @returns {Promise<{ calls: number, identical: boolean, firstDifference: number | null,
- *   summaries: number[], breaks: number[], stateBytes: number, stored: number }>}
+ *   summaries: number[], breaks: number[], stateBytes: number, stored: number, calibrated: number }>}
  */
-export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_000 } = {}) {
+export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_000, calibrate = false } = {}) {
+  const model = calibrate ? { model: 'claude-sonnet-4-5' } : {};
+  const probe = calibrate ? await cc.createCompactor({ ...model, contextWindow }) : undefined;
+  const report = (compactor, prompt) => {
+    if (probe) compactor.observeUsage({ inputTokens: Math.round(0.85 * probe.usage(prompt).tokens) });
+  };
   const summaries = [0, 0, 0];
   const summarizer = (shape) => (request) => {
     summaries[shape] += 1;
     return `## Session Intent\nScripted summary ${request.prompt.length}.`;
   };
-  const longLived = await cc.createCompactor({ contextWindow, summarize: summarizer(0) });
-  const freshObjects = await cc.createCompactor({ contextWindow, summarize: summarizer(2) });
+  const longLived = await cc.createCompactor({ ...model, contextWindow, summarize: summarizer(0) });
+  const freshObjects = await cc.createCompactor({ ...model, contextWindow, summarize: summarizer(2) });
   const store = new cc.MemoryStore(); // the shared store (KV, Redis, ...) of the route handler
   const statePath = '/state/chat-1.json';
   const raw = [{ role: 'system', content: 'You are a helpful research agent.' }];
@@ -53,10 +61,14 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
     raw.push({ role: 'user', content: `Turn ${t}: ${prose(t, 30)}` });
     // One model call per turn; its reply joins the raw history the app saves.
     const a = await longLived.manage(raw);
-    const handler = await cc.createCompactor({ contextWindow, store, statePath, summarize: summarizer(1) });
+    report(longLived, a.messages);
+    const handler = await cc.createCompactor({ ...model, contextWindow, store, statePath, summarize: summarizer(1) });
     const b = await handler.manage(JSON.parse(JSON.stringify(raw)));
+    report(handler, b.messages);
+    if (probe) await handler.saveState();
     handler.dispose();
     const c = await freshObjects.manage(JSON.parse(JSON.stringify(raw)));
+    report(freshObjects, c.messages);
     const prompts = [a.messages, b.messages, c.messages];
     const texts = prompts.map((p) => JSON.stringify(p));
     if (identical && (texts[0] !== texts[1] || texts[0] !== texts[2])) {
@@ -69,7 +81,9 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
     });
     raw.push(...reply(t));
   }
+  probe?.dispose();
+  const calibrated = longLived.state().calibration?.samples ?? 0;
   const saved = await store.read(statePath);
   const stored = (await store.list('/')).length;
-  return { calls: turns, identical, firstDifference, summaries, breaks, stateBytes: saved ? saved.length : 0, stored };
+  return { calls: turns, identical, firstDifference, summaries, breaks, stateBytes: saved ? saved.length : 0, stored, calibrated };
 }
