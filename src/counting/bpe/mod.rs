@@ -36,9 +36,96 @@ const SMALL_PIECE: usize = 100;
 const PIECE_CACHE_LIMIT: usize = 100_000;
 const CACHED_PIECE_BYTES: usize = 128;
 
+/// XXH3-64 of `bytes` (the hash of every token and piece lookup). Inputs up to 16 bytes, most
+/// tokens and pieces, take XXH3's own short-input path written out here (seed 0, its default
+/// secret), the rest `xxhash_rust`'s: the wasm build is optimized for size (opt-level "s", see
+/// scripts/build.sh), where LLVM no longer inlines `xxh3_64` (1.1 kB with its long-input paths)
+/// and a call per lookup made loading o200k and counting measurably slower.
+/// `short_inputs_hash_as_xxh3` checks every length against the crate.
 #[inline(always)]
 pub(crate) fn hash(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
+    if bytes.len() > 16 {
+        return xxhash_rust::xxh3::xxh3_64(bytes);
+    }
+    let len = bytes.len() as u64;
+    let u32_at = |i: usize| u64::from(u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()));
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    match bytes.len() {
+        9.. => {
+            let lo = u64_at(0) ^ xxh3::FLIP_9TO16.0;
+            let hi = u64_at(bytes.len() - 8) ^ xxh3::FLIP_9TO16.1;
+            let product = u128::from(lo) * u128::from(hi);
+            let acc = len
+                .wrapping_add(lo.swap_bytes())
+                .wrapping_add(hi)
+                .wrapping_add(product as u64 ^ (product >> 64) as u64);
+            xxh3::avalanche(acc)
+        }
+        4.. => {
+            let keyed = (u32_at(bytes.len() - 4) + (u32_at(0) << 32)) ^ xxh3::FLIP_4TO8;
+            xxh3::strong_avalanche(keyed, len)
+        }
+        1.. => {
+            let (first, middle, last) = (bytes[0], bytes[bytes.len() / 2], bytes[bytes.len() - 1]);
+            let combo = u32::from(first) << 16
+                | u32::from(middle) << 24
+                | u32::from(last)
+                | (bytes.len() as u32) << 8;
+            xxh3::avalanche_xxh64(u64::from(combo) ^ xxh3::FLIP_1TO3)
+        }
+        0 => xxh3::avalanche_xxh64(xxh3::FLIP_0),
+    }
+}
+
+/// XXH3's constants and mixers for inputs up to 16 bytes (xxhash_rust 0.8, `xxh3.rs` and
+/// `xxh3_common.rs`; the reference is Yann Collet's xxHash).
+mod xxh3 {
+    /// The first 72 bytes of XXH3's default secret, all that inputs up to 16 bytes read.
+    const SECRET: [u8; 72] = [
+        0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad,
+        0x1c, 0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3,
+        0x67, 0x1f, 0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc,
+        0xff, 0x72, 0x21, 0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6,
+        0x81, 0x3a, 0x26, 0x4c, 0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb,
+    ];
+
+    const fn u32_at(i: usize) -> u64 {
+        u32::from_le_bytes([SECRET[i], SECRET[i + 1], SECRET[i + 2], SECRET[i + 3]]) as u64
+    }
+
+    const fn u64_at(i: usize) -> u64 {
+        u32_at(i) | u32_at(i + 4) << 32
+    }
+
+    pub(super) const FLIP_0: u64 = u64_at(56) ^ u64_at(64);
+    pub(super) const FLIP_1TO3: u64 = u32_at(0) ^ u32_at(4);
+    pub(super) const FLIP_4TO8: u64 = u64_at(8) ^ u64_at(16);
+    pub(super) const FLIP_9TO16: (u64, u64) = (u64_at(24) ^ u64_at(32), u64_at(40) ^ u64_at(48));
+
+    #[inline(always)]
+    pub(super) fn avalanche(mut v: u64) -> u64 {
+        v ^= v >> 37;
+        v = v.wrapping_mul(0x1656_6791_9E37_79F9);
+        v ^ v >> 32
+    }
+
+    #[inline(always)]
+    pub(super) fn strong_avalanche(mut v: u64, len: u64) -> u64 {
+        v ^= v.rotate_left(49) ^ v.rotate_left(24);
+        v = v.wrapping_mul(0x9FB2_1C65_1E98_DF25);
+        v ^= (v >> 35).wrapping_add(len);
+        v = v.wrapping_mul(0x9FB2_1C65_1E98_DF25);
+        v ^ v >> 28
+    }
+
+    #[inline(always)]
+    pub(super) fn avalanche_xxh64(mut v: u64) -> u64 {
+        v ^= v >> 33;
+        v = v.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+        v ^= v >> 29;
+        v = v.wrapping_mul(0x1656_67B1_9E37_79F9);
+        v ^ v >> 32
+    }
 }
 
 /// Counts of multi-token pieces merged before, keyed by the piece's bytes: pieces up to
@@ -471,7 +558,7 @@ impl<'a> Numbers<'a> {
     }
 
     /// The next number; `None` past the end.
-    #[inline(always)]
+    #[inline(never)]
     fn next(&mut self) -> Option<usize> {
         match self {
             Numbers::Planes { planes, next } => {
@@ -1059,6 +1146,20 @@ mod tests {
         }
         d.extend_from_slice(literals);
         d
+    }
+
+    #[test]
+    fn short_inputs_hash_as_xxh3() {
+        let bytes: Vec<u8> = (0..40u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in 0..=24 {
+            for start in [0, 3, 16] {
+                let input = &bytes[start..start + len];
+                assert_eq!(hash(input), xxhash_rust::xxh3::xxh3_64(input), "{input:?}");
+            }
+        }
+        assert_eq!(hash(&[0xff; 16]), xxhash_rust::xxh3::xxh3_64(&[0xff; 16]));
     }
 
     #[test]
