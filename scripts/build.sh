@@ -15,40 +15,25 @@ if ! command -v wasm-pack >/dev/null 2>&1; then
   exit 1
 fi
 cargo_args=(--no-default-features --features wasm)
-# Two cores from the same sources, differing only in how LLVM optimizes them (README, "Sizes"):
-# - the full entries' core at opt-level "s": 72 kB smaller gzipped than 3 (most of the core is
-#   serde code), counting within ~5-10 % of opt-level 3 on the bench corpus;
-# - the lite entries' core at opt-level "z": 42 kB smaller again; counting is ~40 % slower there,
-#   which lite users (who load ranks themselves, or only estimate) trade for the download.
-# Native builds (the CLI, cargo bench, the Python component) keep Cargo.toml's opt-level 3.
-# Both go through the same wasm-bindgen, so their JS glue must be the same file (checked below).
-wasm_pack() { # OUT_DIR OPT_LEVEL
-  log "wasm-pack build --target web into $1 (wasm32, release, opt-level $2, route: $WASM_ROUTE)"
-  rm -rf "$1"
-  if [ "$WASM_ROUTE" = debian ]; then
-    # Debian's rustc 1.9x with the std built from source; rust-lld is a broken link there. `--mode
-    # force` skips wasm-pack's target check, which fails here: it looks for a prebuilt wasm32 std in
-    # /usr's sysroot, and build-std makes its own. (It still takes the wasm-bindgen on PATH.)
-    PATH=/usr/bin:$PATH CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC_BOOTSTRAP=1 \
-      CARGO_PROFILE_RELEASE_OPT_LEVEL="$2" \
-      wasm-pack --quiet build . --mode force --target web --out-dir "$1" --release -- \
-      "${cargo_args[@]}" -Zbuild-std=std,panic_abort
-  else
-    CARGO_PROFILE_RELEASE_OPT_LEVEL="$2" \
-      wasm-pack --quiet build . --mode no-install --target web --out-dir "$1" --release -- "${cargo_args[@]}"
-  fi
-  # What `wasm-bindgen --remove-name-section --remove-producers-section` did; wasm-pack has no way
-  # to pass those flags, so the two custom sections come off afterwards.
-  node scripts/strip-wasm.mjs "$1/context_compactor_bg.wasm"
-}
-wasm_pack pkg/web s
-wasm_pack pkg/web-lite z
-for f in context_compactor.js context_compactor.d.ts; do
-  if ! cmp -s "pkg/web/$f" "pkg/web-lite/$f"; then
-    echo "build.sh: the lite core's wasm-bindgen glue differs from the full core's ($f); both entries share one" >&2
-    exit 1
-  fi
-done
+# The core is optimized for size, opt-level "s" (README, "Sizes"): 71 kB smaller gzipped than
+# Cargo.toml's 3 (most of the core is serde code), counting within ~8 % of it on the bench corpus.
+# Native builds (the CLI, cargo bench, the Python component) keep opt-level 3.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=s
+log "wasm-pack build --target web (wasm32, release, opt-level $CARGO_PROFILE_RELEASE_OPT_LEVEL, route: $WASM_ROUTE)"
+rm -rf pkg/web
+if [ "$WASM_ROUTE" = debian ]; then
+  # Debian's rustc 1.9x with the std built from source; rust-lld is a broken link there. `--mode
+  # force` skips wasm-pack's target check, which fails here: it looks for a prebuilt wasm32 std in
+  # /usr's sysroot, and build-std makes its own. (It still takes the wasm-bindgen on PATH.)
+  PATH=/usr/bin:$PATH CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC_BOOTSTRAP=1 \
+    wasm-pack --quiet build . --mode force --target web --out-dir pkg/web --release -- \
+    "${cargo_args[@]}" -Zbuild-std=std,panic_abort
+else
+  wasm-pack --quiet build . --mode no-install --target web --out-dir pkg/web --release -- "${cargo_args[@]}"
+fi
+# What `wasm-bindgen --remove-name-section --remove-producers-section` did; wasm-pack has no way to
+# pass those flags, so the two custom sections come off afterwards.
+node scripts/strip-wasm.mjs pkg/web/context_compactor_bg.wasm
 
 log "tsc"
 rm -rf js/dist js/src/wasm && mkdir -p js/src/wasm
@@ -56,7 +41,6 @@ cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts js/src/wasm/
 (cd js && node_modules/.bin/tsc -p tsconfig.json)
 mkdir -p js/dist/wasm
 cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts pkg/web/context_compactor_bg.wasm js/dist/wasm/
-cp pkg/web-lite/context_compactor_bg.wasm js/dist/wasm/context_compactor_lite_bg.wasm
 # The ranks travel as data-only .wasm modules, loaded like the core (see scripts/rank-wasm.mjs).
 for enc in o200k_base cl100k_base; do
   node scripts/rank-wasm.mjs "data/$enc.ranks" "js/dist/ranks/$enc.wasm"
@@ -66,4 +50,4 @@ done
 log "prebuilt tokenizer data (scripts/tokenizer-data.mjs)"
 node scripts/tokenizer-data.mjs js/dist/ranks >&2
 size() { printf '%s bytes, %s gzipped' "$(wc -c < "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
-log "js/dist ready: core wasm $(size js/dist/wasm/context_compactor_bg.wasm); lite core wasm $(size js/dist/wasm/context_compactor_lite_bg.wasm); o200k $(size js/dist/ranks/o200k_base.wasm); cl100k $(size js/dist/ranks/cl100k_base.wasm)"
+log "js/dist ready: core wasm $(size js/dist/wasm/context_compactor_bg.wasm); o200k $(size js/dist/ranks/o200k_base.wasm); cl100k $(size js/dist/ranks/cl100k_base.wasm)"

@@ -19,7 +19,7 @@ const TARGETS = [
   },
   {
     name: 'context-compactor/lite (no ranks)',
-    entry: () => ({ js: `export * from '${join(DIST, 'entry/browser-lite.js')}';`, wasm: [join(DIST, 'wasm/context_compactor_lite_bg.wasm')] }),
+    entry: () => ({ js: `export * from '${join(DIST, 'entry/browser-lite.js')}';`, wasm: [join(DIST, 'wasm/context_compactor_bg.wasm')] }),
     sets: { none: [] },
   },
   {

@@ -47,13 +47,3 @@ test('lite: ranks as the package .wasm bytes, as a compiled module, or as the ra
   const compactor = await lite.createCompactor({ model: 'gpt-4' });
   assert.equal(compactor.model.encoding, 'cl100k_base');
 });
-
-test('lite: its core is the full core built for size: the same imports and exports (one JS glue for both), fewer bytes', async () => {
-  const full = await WebAssembly.compile(await readFile(new URL('wasm/context_compactor_bg.wasm', dist)));
-  const liteBytes = await readFile(new URL('wasm/context_compactor_lite_bg.wasm', dist));
-  const liteCore = await WebAssembly.compile(liteBytes);
-  const shape = (m) => JSON.stringify([WebAssembly.Module.imports(m), WebAssembly.Module.exports(m)]);
-  assert.equal(shape(liteCore), shape(full));
-  const fullBytes = await readFile(new URL('wasm/context_compactor_bg.wasm', dist));
-  assert.ok(liteBytes.length < fullBytes.length, `lite core ${liteBytes.length} bytes, full core ${fullBytes.length}`);
-});

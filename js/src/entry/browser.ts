@@ -1,7 +1,6 @@
-// Browsers and bundlers: fetch and compile the core .wasm; each encoding's ranks and each prebuilt
-// tokenizer's data are fetched on first need (static URLs, so bundlers emit them as assets). (The
-// lite entry loads a core built for size, without the ranks.)
-import { setLoader, setRankLoader } from '../init.js';
+// Browsers and bundlers: each encoding's ranks and each prebuilt tokenizer's data are fetched on
+// first need (static URLs, so bundlers emit them as assets).
+import { setRankLoader } from '../init.js';
 import { compileUrl } from './fetch-wasm.js';
 
 const urls = {
@@ -13,7 +12,5 @@ const urls = {
   mistral_tekken_240718: () => new URL('../ranks/mistral_tekken_240718.wasm', import.meta.url),
   mistral_tekken_240911: () => new URL('../ranks/mistral_tekken_240911.wasm', import.meta.url),
 };
-setLoader(() => compileUrl(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));
 setRankLoader((name) => compileUrl(urls[name]()));
-export const runtimeEntry = 'browser';
-export * from '../index.js';
+export * from './browser-lite.js';

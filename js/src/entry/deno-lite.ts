@@ -1,8 +1,7 @@
 // Deno: read the .wasm next to this file (needs --allow-read for it).
-// The lite core: the same code as the full entries' core, built for size (scripts/build.sh).
 import { setLoader } from '../init.js';
 
 declare const Deno: { readFile(path: URL): Promise<Uint8Array> };
-setLoader(() => Deno.readFile(new URL('../wasm/context_compactor_lite_bg.wasm', import.meta.url)));
+setLoader(() => Deno.readFile(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));
 export const runtimeEntry = 'deno';
 export * from '../index.js';

@@ -1,10 +1,8 @@
-// Vercel Edge: the core and the rank .wasm files come precompiled through `?module`; the prebuilt
-// tokenizers' data too, imported only when loaded. (The lite entry loads a core built for size,
-// without the ranks.)
+// Vercel Edge: the rank .wasm files come precompiled through `?module`, like the core; the
+// prebuilt tokenizers' data too, imported only when loaded.
 import o200k from '../ranks/o200k_base.wasm?module';
 import cl100k from '../ranks/cl100k_base.wasm?module';
-import wasmModule from '../wasm/context_compactor_bg.wasm?module';
-import { setLoader, setRankLoader } from '../init.js';
+import { setRankLoader } from '../init.js';
 
 const tokenizers = {
   qwen3: () => import('../ranks/qwen3.wasm?module'),
@@ -13,9 +11,7 @@ const tokenizers = {
   mistral_tekken_240718: () => import('../ranks/mistral_tekken_240718.wasm?module'),
   mistral_tekken_240911: () => import('../ranks/mistral_tekken_240911.wasm?module'),
 };
-setLoader(() => wasmModule);
 setRankLoader(async (name) =>
   name === 'o200k_base' ? o200k : name === 'cl100k_base' ? cl100k : (await tokenizers[name]()).default,
 );
-export const runtimeEntry = 'edge';
-export * from '../index.js';
+export * from './edge-lite.js';

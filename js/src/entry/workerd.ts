@@ -1,11 +1,9 @@
-// Cloudflare Workers (workerd): the core and the rank .wasm files are imported as compiled modules;
-// instantiating a rank module runs no code. The prebuilt tokenizers' data is imported only when
-// loaded (dynamic imports, so a Worker that never counts Qwen does not wait for its data). (The
-// lite entry loads a core built for size, without the ranks.)
+// Cloudflare Workers (workerd): the rank .wasm files are imported as compiled modules, like the
+// core; instantiating one runs no code. The prebuilt tokenizers' data is imported only when
+// loaded (dynamic imports, so a Worker that never counts Qwen does not wait for its data).
 import o200k from '../ranks/o200k_base.wasm';
 import cl100k from '../ranks/cl100k_base.wasm';
-import wasmModule from '../wasm/context_compactor_bg.wasm';
-import { setLoader, setRankLoader } from '../init.js';
+import { setRankLoader } from '../init.js';
 
 const tokenizers = {
   qwen3: () => import('../ranks/qwen3.wasm'),
@@ -14,9 +12,7 @@ const tokenizers = {
   mistral_tekken_240718: () => import('../ranks/mistral_tekken_240718.wasm'),
   mistral_tekken_240911: () => import('../ranks/mistral_tekken_240911.wasm'),
 };
-setLoader(() => wasmModule);
 setRankLoader(async (name) =>
   name === 'o200k_base' ? o200k : name === 'cl100k_base' ? cl100k : (await tokenizers[name]()).default,
 );
-export const runtimeEntry = 'workerd';
-export * from '../index.js';
+export * from './workerd-lite.js';
