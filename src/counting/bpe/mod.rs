@@ -179,7 +179,7 @@ impl PieceCache {
 /// its leading one, see [`symbol`]) and the rest of `v`'s bits; a stream is its symbol bytes,
 /// then the length (u32 LE) and bytes of its other bits, packed most significant first. gzip's
 /// Huffman codes the symbol bytes near their entropy and has nothing to gain on the other bits
-/// (o200k: 719 kB gzipped as version 3, 682 kB as version 4; see `data/README.md`). Numbers are
+/// (o200k: 719 kB gzipped as version 3, 678 kB as version 4; see `data/README.md`). Numbers are
 /// below 2^19 - 1.
 ///
 /// Version 3, `"CCR3"` (still read): as version 4, with each stream as three byte planes of
@@ -191,7 +191,7 @@ impl PieceCache {
 /// token, then every token's bytes in rank order.
 pub struct RankData;
 
-/// A token as version 3 stores it.
+/// A token as versions 3 and 4 store it.
 #[derive(Clone, Copy)]
 enum Stored {
     Literal,
