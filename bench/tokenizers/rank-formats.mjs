@@ -1,6 +1,6 @@
 // Candidate encodings of the rank data and their sizes: gzip -9 (node:zlib, as
 // js/test/budgets.test.mjs measures) and brotli -11 (for information). The measurements behind
-// the "CCR3" format of data/*.ranks (data/README.md). Reads the committed files, so it needs no
+// the "CCR3" and "CCR4" formats of data/*.ranks (data/README.md). Reads the committed files, so it needs no
 // build:   node bench/tokenizers/rank-formats.mjs   (~1 min)
 import { readFileSync } from 'node:fs';
 import { gzipSync, brotliCompressSync, constants } from 'node:zlib';
@@ -11,10 +11,10 @@ const br = (b) => brotliCompressSync(b, { params: { [constants.BROTLI_PARAM_QUAL
 const kB = (n) => (n / 1000).toFixed(1);
 const cat = (parts) => Buffer.concat(parts.map((p) => Buffer.from(p)));
 
-/** Tokens (index = rank) of a "CCR3" file (the format is documented at RankData in src/counting/bpe/mod.rs). */
+/** Tokens (index = rank) of a "CCR4" file (the format is documented at RankData in src/counting/bpe/mod.rs). */
 function decode(name, base) {
   const d = readFileSync(new URL(`${name}.ranks`, DATA));
-  if (d.subarray(0, 4).toString() !== 'CCR3') throw new Error(`${name}: not CCR3`);
+  if (d.subarray(0, 4).toString() !== 'CCR4') throw new Error(`${name}: not CCR4`);
   let at = 5 + d[4];
   const count = d.readUInt32LE(at);
   at += 4;
@@ -23,7 +23,7 @@ function decode(name, base) {
   at += count;
   const n = [0, 0, 0];
   for (const t of tags) n[t]++;
-  const stream = (len) => { const p = d.subarray(at, at + 3 * len); at += 3 * len; return (i) => p[i] | (p[len + i] << 8) | (p[2 * len + i] << 16); };
+  const stream = (len) => { const [values, next] = readCoded(d, at, len); at = next; return (i) => values[i]; };
   const [bases, lefts, rights] = [stream(n[2]), stream(n[1]), stream(n[1])];
   const tokens = [];
   let [b, p] = [0, 0];
@@ -33,6 +33,35 @@ function decode(name, base) {
     else tokens.push(base[bases(b++)]);
   }
   return tokens;
+}
+
+/** Version 4's symbol for v = x + 1 (bit length e + 1): e and the up to 4 bits below the leading one, densely numbered; and how many bits stay out. */
+const symbol = (v) => { const e = 31 - Math.clz32(v), top = Math.min(4, e), rest = e - top; return [(e < 4 ? (1 << e) - 1 : 15 + 16 * (e - 4)) + ((v >>> rest) & ((1 << top) - 1)), rest]; };
+/** Numbers as version 4 stores them: the symbol bytes, the other bits' length (u32 LE), the bits (most significant first). */
+function coded(ids) {
+  const syms = new Uint8Array(ids.length), bits = [];
+  let acc = 0, have = 0;
+  ids.forEach((x, i) => {
+    const [sym, rest] = symbol(x + 1);
+    syms[i] = sym;
+    for (let k = rest - 1; k >= 0; k--) { acc = (acc << 1) | (((x + 1) >>> k) & 1); if (++have === 8) { bits.push(acc); acc = 0; have = 0; } }
+  });
+  if (have) bits.push(acc << (8 - have));
+  const len = Buffer.alloc(4); len.writeUInt32LE(bits.length);
+  return [syms, len, Uint8Array.from(bits)];
+}
+/** `len` numbers of a version 4 stream at `d[at..]`, and where the stream ends. */
+function readCoded(d, at, len) {
+  const syms = d.subarray(at, at + len), bitsLen = d.readUInt32LE(at + len), bits = d.subarray(at + len + 4, at + len + 4 + bitsLen);
+  let pos = 0;
+  const values = Array.from(syms, (sym) => {
+    const [e, top] = sym < 15 ? [31 - Math.clz32(sym + 1), sym + 1 - (1 << (31 - Math.clz32(sym + 1)))] : [4 + ((sym - 15) >> 4), (sym - 15) & 15];
+    const rest = e - Math.min(4, e);
+    let low = 0;
+    for (let k = 0; k < rest; k++, pos++) low = (low << 1) | ((bits[pos >> 3] >> (7 - (pos & 7))) & 1);
+    return ((1 << e) | (top << rest) | low) - 1;
+  });
+  return [values, at + len + 4 + bitsLen];
 }
 
 const key = (b) => b.toString('latin1');
@@ -80,6 +109,20 @@ function pickByUse(splits, n) {
   return pick;
 }
 
+/** What RankData::write picks (version 4): the split whose parts cost the fewest bits as stored, at the symbol frequencies of the other picks; six rounds from the longest left part. */
+function pickByBits(splits, n) {
+  let pick = splits.map((s) => s.at(-1));
+  for (let round = 0; round < 6; round++) {
+    const left = new Uint32Array(256), right = new Uint32Array(256);
+    let pairs = 0;
+    for (const c of pick) if (c) { left[symbol(c[0] + 1)[0]]++; right[symbol(c[1] + 1)[0]]++; pairs++; }
+    const bits = (freq, x) => { const [sym, rest] = symbol(x + 1); return rest - Math.log2((freq[sym] + 0.5) / pairs); };
+    const cost = ([a, b]) => bits(left, a) + bits(right, b);
+    pick = splits.map((s) => s.reduce((best, c) => (best === undefined || cost(c) < cost(best) ? c : best), undefined));
+  }
+  return pick;
+}
+
 const o200k = decode('o200k_base');
 const index = new Map(o200k.map((t, r) => [key(t), r]));
 const lengths = o200k.map((t) => t.length);
@@ -104,14 +147,16 @@ const strategies = {
   'BPE last merge': o200k.map((t, r) => (t.length < 2 ? null : bpeSplit(t, r, index))),
   'longest left part': splits.map((s) => s.at(-1)),
   'longest right part': splits.map((s) => s[0]),
-  'picked by use (written)': pickByUse(splits, o200k.length),
+  'picked by use (v3 wrote these)': pickByUse(splits, o200k.length),
+  'picked by bits (v4 writes these)': pickByBits(splits, o200k.length),
 };
 for (const [name, pick] of Object.entries(strategies)) {
   const pairs = pick.filter(Boolean);
   const [L, R] = [pairs.map((c) => c[0]), pairs.map((c) => c[1])];
   const tags = pick.map((c) => (c ? 1 : 0));
   const ranks = pick.map((c, r) => r).filter((r) => pick[r]);
-  row(`o200k pairs, ${name}: planes (v3)`, [tags, ...planes(L), ...planes(R), literals]);
+  row(`o200k pairs, ${name}: symbol bytes + other bits (v4)`, [tags, ...coded(L), ...coded(R), literals]);
+  row(`  planes (v3)`, [tags, ...planes(L), ...planes(R), literals]);
   row(`  varints, left stream then right`, [tags, varints(L), varints(R), literals]);
   row(`  planes of the distance back (rank - part)`, [tags, ...planes(L.map((x, i) => ranks[i] - x)), ...planes(R.map((x, i) => ranks[i] - x)), literals]);
   console.error(`  order-0 entropy of the streams: left ${kB(entropy(L))} + right ${kB(entropy(R))} = ${kB(entropy(L) + entropy(R))} kB`);
@@ -129,7 +174,7 @@ for (const [name, pick] of Object.entries(strategies)) {
     while (heap.length + q2.length > 1) { const w = take() + take(); bits += w; q2.push(w); }
     return bits;
   };
-  const pick = strategies['picked by use (written)'].filter(Boolean);
+  const pick = strategies['picked by bits (v4 writes these)'].filter(Boolean);
   for (const m of [4, 6, 8]) {
     let total = 0;
     for (const ids of [pick.map((c) => c[0]), pick.map((c) => c[1])]) {
@@ -169,9 +214,12 @@ row('cl100k v2: o200k ranks + 1 (planes), other tokens raw', [...planes(refs.map
 {
   const clSplits = splitsOf(cl100k, clIndex, (t) => t.length < 2 || index.has(key(t)));
   const pick = pickByUse(clSplits, cl100k.length);
+  const pick4 = pickByBits(clSplits, cl100k.length);
   const tags = cl100k.map((t, r) => (refs[r] !== undefined ? 2 : pick[r] ? 1 : 0));
   const pairs = pick.filter(Boolean);
   row('cl100k v3: o200k ranks (planes), other tokens as pairs', [tags, ...planes(refs.filter((x) => x !== undefined)), ...planes(pairs.map((c) => c[0])), ...planes(pairs.map((c) => c[1]))]);
+  const pairs4 = pick4.filter(Boolean);
+  row('cl100k v4: o200k ranks, other tokens as pairs (picked by bits), as symbol bytes + other bits', [tags, ...coded(refs.filter((x) => x !== undefined)), ...coded(pairs4.map((c) => c[0])), ...coded(pairs4.map((c) => c[1]))]);
   const alone = pickByUse(splitsOf(cl100k, clIndex, (t) => t.length < 2), cl100k.length).filter(Boolean);
   row('cl100k pairs of its own ranks only (no o200k)', [...planes(alone.map((c) => c[0])), ...planes(alone.map((c) => c[1]))]);
 }

@@ -49,8 +49,8 @@ pub fn tokenizer_data(name: &str, json: &str) -> JsResult<Vec<u8>> {
     json::tokenizer_data(name, json).map_err(throw)
 }
 
-/// Loads an encoding from rank data (the `CCR3` or `CCR1` format of `data/*.ranks`), or a
-/// tokenizer from its prebuilt data (`CCH1`). The npm build has no embedded ranks; the host
+/// Loads an encoding from rank data (the `CCR4`, `CCR3` or `CCR1` format of `data/*.ranks`), or
+/// a tokenizer from its prebuilt data (`CCH1`). The npm build has no embedded ranks; the host
 /// hands them over once. Loading a loaded one is a no-op.
 #[wasm_bindgen(js_name = loadEncoding)]
 pub fn load_encoding(encoding: &str, data: Vec<u8>) -> JsResult<()> {

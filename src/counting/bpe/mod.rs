@@ -36,9 +36,96 @@ const SMALL_PIECE: usize = 100;
 const PIECE_CACHE_LIMIT: usize = 100_000;
 const CACHED_PIECE_BYTES: usize = 128;
 
+/// XXH3-64 of `bytes` (the hash of every token and piece lookup). Inputs up to 16 bytes, most
+/// tokens and pieces, take XXH3's own short-input path written out here (seed 0, its default
+/// secret), the rest `xxhash_rust`'s: the wasm build is optimized for size (opt-level "s", see
+/// scripts/build.sh), where LLVM no longer inlines `xxh3_64` (1.1 kB with its long-input paths)
+/// and a call per lookup made loading o200k and counting measurably slower.
+/// `short_inputs_hash_as_xxh3` checks every length against the crate.
 #[inline(always)]
 pub(crate) fn hash(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
+    if bytes.len() > 16 {
+        return xxhash_rust::xxh3::xxh3_64(bytes);
+    }
+    let len = bytes.len() as u64;
+    let u32_at = |i: usize| u64::from(u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()));
+    let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    match bytes.len() {
+        9.. => {
+            let lo = u64_at(0) ^ xxh3::FLIP_9TO16.0;
+            let hi = u64_at(bytes.len() - 8) ^ xxh3::FLIP_9TO16.1;
+            let product = u128::from(lo) * u128::from(hi);
+            let acc = len
+                .wrapping_add(lo.swap_bytes())
+                .wrapping_add(hi)
+                .wrapping_add(product as u64 ^ (product >> 64) as u64);
+            xxh3::avalanche(acc)
+        }
+        4.. => {
+            let keyed = (u32_at(bytes.len() - 4) + (u32_at(0) << 32)) ^ xxh3::FLIP_4TO8;
+            xxh3::strong_avalanche(keyed, len)
+        }
+        1.. => {
+            let (first, middle, last) = (bytes[0], bytes[bytes.len() / 2], bytes[bytes.len() - 1]);
+            let combo = u32::from(first) << 16
+                | u32::from(middle) << 24
+                | u32::from(last)
+                | (bytes.len() as u32) << 8;
+            xxh3::avalanche_xxh64(u64::from(combo) ^ xxh3::FLIP_1TO3)
+        }
+        0 => xxh3::avalanche_xxh64(xxh3::FLIP_0),
+    }
+}
+
+/// XXH3's constants and mixers for inputs up to 16 bytes (xxhash_rust 0.8, `xxh3.rs` and
+/// `xxh3_common.rs`; the reference is Yann Collet's xxHash).
+mod xxh3 {
+    /// The first 72 bytes of XXH3's default secret, all that inputs up to 16 bytes read.
+    const SECRET: [u8; 72] = [
+        0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad,
+        0x1c, 0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3,
+        0x67, 0x1f, 0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc,
+        0xff, 0x72, 0x21, 0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6,
+        0x81, 0x3a, 0x26, 0x4c, 0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb,
+    ];
+
+    const fn u32_at(i: usize) -> u64 {
+        u32::from_le_bytes([SECRET[i], SECRET[i + 1], SECRET[i + 2], SECRET[i + 3]]) as u64
+    }
+
+    const fn u64_at(i: usize) -> u64 {
+        u32_at(i) | u32_at(i + 4) << 32
+    }
+
+    pub(super) const FLIP_0: u64 = u64_at(56) ^ u64_at(64);
+    pub(super) const FLIP_1TO3: u64 = u32_at(0) ^ u32_at(4);
+    pub(super) const FLIP_4TO8: u64 = u64_at(8) ^ u64_at(16);
+    pub(super) const FLIP_9TO16: (u64, u64) = (u64_at(24) ^ u64_at(32), u64_at(40) ^ u64_at(48));
+
+    #[inline(always)]
+    pub(super) fn avalanche(mut v: u64) -> u64 {
+        v ^= v >> 37;
+        v = v.wrapping_mul(0x1656_6791_9E37_79F9);
+        v ^ v >> 32
+    }
+
+    #[inline(always)]
+    pub(super) fn strong_avalanche(mut v: u64, len: u64) -> u64 {
+        v ^= v.rotate_left(49) ^ v.rotate_left(24);
+        v = v.wrapping_mul(0x9FB2_1C65_1E98_DF25);
+        v ^= (v >> 35).wrapping_add(len);
+        v = v.wrapping_mul(0x9FB2_1C65_1E98_DF25);
+        v ^ v >> 28
+    }
+
+    #[inline(always)]
+    pub(super) fn avalanche_xxh64(mut v: u64) -> u64 {
+        v ^= v >> 33;
+        v = v.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+        v ^= v >> 29;
+        v = v.wrapping_mul(0x1656_67B1_9E37_79F9);
+        v ^ v >> 32
+    }
 }
 
 /// Counts of multi-token pieces merged before, keyed by the piece's bytes: pieces up to
@@ -76,10 +163,9 @@ impl PieceCache {
 
 /// The rank file formats (`data/*.ranks`, also shipped to JS).
 ///
-/// Version 3, `"CCR3"` (what `data/*.ranks` hold): name length (u8), name (UTF-8), token count
+/// Version 4, `"CCR4"` (what `data/*.ranks` hold): name length (u8), name (UTF-8), token count
 /// (u32 LE), base name length (u8; 0: no base) and base name, then one tag byte per token in
-/// rank order, then three streams of 24-bit numbers, each stored as three byte planes (all low
-/// bytes, then all middle bytes, then all high bytes), then the literals:
+/// rank order, then three streams of numbers, then the literals:
 /// - tag 1, a *pair*: the token is the concatenation of two tokens of lower rank (BPE made
 ///   every token of rank ≥ 256 by merging two earlier ones), their ranks in the `left` and
 ///   `right` streams;
@@ -87,16 +173,25 @@ impl PieceCache {
 ///   stream (cl100k names o200k: 85,033 of its 100,256 tokens are o200k tokens);
 /// - tag 0, a *literal*: its length (u8) and bytes, in the literal stream (the 256 byte tokens).
 ///
-/// Streams in order: `base` (one number per tag 2), `left`, `right` (one per tag 1). Decoding
-/// is one pass in rank order that copies bytes already decoded; planes gzip far better than
-/// bytes or interleaved numbers (o200k: 989 kB gzipped as version 1, 718 kB as version 3; see
-/// `data/README.md` for the measurements behind the choice).
+/// Streams in order: `base` (one number per tag 2), `left`, `right` (one per tag 1). Each is
+/// coded for gzip, which the npm package's files travel through: a number `x` is `v = x + 1`
+/// written as one *symbol byte* (the bit length of `v` and the up to [`TOP_BITS`] bits below
+/// its leading one, see [`symbol`]) and the rest of `v`'s bits; a stream is its symbol bytes,
+/// then the length (u32 LE) and bytes of its other bits, packed most significant first. gzip's
+/// Huffman codes the symbol bytes near their entropy and has nothing to gain on the other bits
+/// (o200k: 719 kB gzipped as version 3, 678 kB as version 4; see `data/README.md`). Numbers are
+/// below 2^19 - 1.
+///
+/// Version 3, `"CCR3"` (still read): as version 4, with each stream as three byte planes of
+/// 24-bit numbers (all low bytes, then all middle bytes, then all high bytes).
+///
+/// Decoding is one pass in rank order that copies bytes already decoded.
 ///
 /// Version 1, `"CCR1"` (still read): name length, name, token count, one length byte per
 /// token, then every token's bytes in rank order.
 pub struct RankData;
 
-/// A token as version 3 stores it.
+/// A token as versions 3 and 4 store it.
 #[derive(Clone, Copy)]
 enum Stored {
     Literal,
@@ -105,19 +200,22 @@ enum Stored {
 }
 
 impl RankData {
-    /// The first four bytes of a rank file (version 3, what [`RankData::write`] writes).
-    pub const MAGIC: &'static [u8; 4] = b"CCR3";
+    /// The first four bytes of a rank file (version 4, what [`RankData::write`] writes).
+    pub const MAGIC: &'static [u8; 4] = b"CCR4";
+
+    /// The first four bytes of a version 3 rank file (read, no longer written).
+    pub const MAGIC_V3: &'static [u8; 4] = b"CCR3";
 
     /// The first four bytes of a version 1 rank file (read, no longer written).
     pub const MAGIC_V1: &'static [u8; 4] = b"CCR1";
 
-    /// Serializes tokens (index = rank) to version 3: every token of two bytes or more that is
+    /// Serializes tokens (index = rank) to version 4: every token of two bytes or more that is
     /// two lower-ranked tokens end to end is stored as that pair.
     pub fn write(name: &str, tokens: &[Vec<u8>]) -> Vec<u8> {
-        Self::write_v3(name, tokens, None)
+        Self::write_v4(name, tokens, None)
     }
 
-    /// Serializes tokens (index = rank) to version 3, by reference to `base`'s tokens (named
+    /// Serializes tokens (index = rank) to version 4, by reference to `base`'s tokens (named
     /// `base_name`): tokens `base` has are stored as its ranks, the others as pairs or literals.
     pub fn write_referenced(
         name: &str,
@@ -125,10 +223,10 @@ impl RankData {
         base_name: &str,
         base: &[Vec<u8>],
     ) -> Vec<u8> {
-        Self::write_v3(name, tokens, Some((base_name, base)))
+        Self::write_v4(name, tokens, Some((base_name, base)))
     }
 
-    fn write_v3(name: &str, tokens: &[Vec<u8>], base: Option<(&str, &[Vec<u8>])>) -> Vec<u8> {
+    fn write_v4(name: &str, tokens: &[Vec<u8>], base: Option<(&str, &[Vec<u8>])>) -> Vec<u8> {
         use std::collections::HashMap;
         let index = |tokens: &'_ [Vec<u8>]| -> HashMap<Vec<u8>, u32> {
             tokens
@@ -159,28 +257,34 @@ impl RankData {
                 }
             })
             .collect();
-        // Among a token's pairs (1.9 on average in o200k), pick the one whose ranks are the most
-        // used as left / right parts by the other tokens' picks: a few rounds of that lower the
-        // streams' entropy (o200k: 721 -> 718 kB gzipped, against the longest left part).
+        // Among a token's pairs (1.9 on average in o200k), pick the one that costs the fewest
+        // bits as stored: its parts' symbols at the frequencies the other tokens' picks give
+        // them, plus the bits outside the symbols. A few rounds of that, from the longest left
+        // part, lower o200k from 682 to 678 kB gzipped (`bench/tokenizers/rank-formats.mjs`; the
+        // pick by how often the parts are used, best for version 3, gives 682).
         let mut pick: Vec<Stored> = choices.iter().map(|c| c[c.len() - 1]).collect();
         for _ in 0..6 {
-            let (mut left, mut right) = (vec![0u32; tokens.len()], vec![0u32; tokens.len()]);
+            let (mut left, mut right, mut pairs) = ([0u32; 256], [0u32; 256], 0u32);
             for s in &pick {
                 if let Stored::Pair(a, b) = *s {
-                    left[a as usize] += 1;
-                    right[b as usize] += 1;
+                    left[symbol(a + 1).0.min(255) as usize] += 1;
+                    right[symbol(b + 1).0.min(255) as usize] += 1;
+                    pairs += 1;
                 }
             }
-            let score = |s: &Stored| match *s {
-                Stored::Pair(a, b) => {
-                    ((left[a as usize] as f64 + 0.5) * (right[b as usize] as f64 + 0.5)).ln()
-                }
+            let bits = |freq: &[u32; 256], x: u32| {
+                let (sym, rest) = symbol(x + 1);
+                let p = (f64::from(freq[sym.min(255) as usize]) + 0.5) / f64::from(pairs);
+                f64::from(rest) - p.log2()
+            };
+            let cost = |s: &Stored| match *s {
+                Stored::Pair(a, b) => bits(&left, a) + bits(&right, b),
                 _ => 0.0,
             };
             for (p, c) in pick.iter_mut().zip(&choices) {
                 let mut best = c[0];
                 for s in &c[1..] {
-                    if score(s) > score(&best) {
+                    if cost(s) < cost(&best) {
                         best = *s;
                     }
                 }
@@ -227,10 +331,7 @@ impl RankData {
             }),
         ];
         for values in &streams {
-            assert!(values.iter().all(|&v| v < 1 << 24), "rank past 24 bits");
-            for shift in [0, 8, 16] {
-                out.extend(values.iter().map(|&v| (v >> shift) as u8));
-            }
+            write_numbers(values, &mut out);
         }
         for (s, t) in pick.iter().zip(tokens) {
             if let Stored::Literal = s {
@@ -293,9 +394,9 @@ impl RankData {
         Ok(offsets)
     }
 
-    /// Version 3 decoded, in one pass: the tokens end to end and their offsets. A base encoding
-    /// it names is loaded first (`get`).
-    fn decode_v3(encoding: Encoding, data: &[u8]) -> Result<(Vec<u8>, Vec<u32>), Error> {
+    /// Version 4 or 3 (`coded`: 4) decoded, in one pass: the tokens end to end and their
+    /// offsets. A base encoding it names is loaded first (`get`).
+    fn decode(encoding: Encoding, data: &[u8], coded: bool) -> Result<(Vec<u8>, Vec<u32>), Error> {
         let bad = |reason: String| Error::InvalidRankData {
             encoding: encoding.as_str().to_owned(),
             reason,
@@ -328,27 +429,25 @@ impl RankData {
                 .ok_or_else(|| bad(format!("token {r}: unknown tag {tag}")))? += 1;
         }
         let mut stream = |len: usize, what: &str| {
-            let planes = data.get(at..at + 3 * len).ok_or_else(|| truncated(what))?;
-            at += 3 * len;
-            Ok::<_, Error>(planes)
+            let numbers = if coded {
+                Numbers::coded(data, &mut at, len)
+            } else {
+                Numbers::planes(data, &mut at, len)
+            };
+            numbers.ok_or_else(|| truncated(what))
         };
-        let (bases, lefts, rights) = (
+        let streams = [
             stream(n[2], "base ranks")?,
             stream(n[1], "pair ranks")?,
             stream(n[1], "pair ranks")?,
-        );
+        ];
         let mut decoder = Decoder {
-            streams: [
-                Planes::new(bases, n[2]),
-                Planes::new(lefts, n[1]),
-                Planes::new(rights, n[1]),
-            ],
+            streams,
             base,
             literals: &data[at..],
             body: vec![0u8; count * 8 + 264],
             end: 0,
             offsets: Vec::with_capacity(count + 1),
-            next: [0, 0],
         };
         decoder.offsets.push(0u32);
         for (r, &tag) in tags.iter().enumerate() {
@@ -359,8 +458,12 @@ impl RankData {
             end,
             offsets,
             literals,
+            streams,
             ..
         } = decoder;
+        if let Some(rest) = streams.iter().map(Numbers::left_over).find(|&b| b > 0) {
+            return Err(bad(format!("{rest} bytes past a stream's numbers")));
+        }
         if !literals.is_empty() {
             return Err(bad(format!("{} bytes past the tokens", literals.len())));
         }
@@ -369,38 +472,154 @@ impl RankData {
     }
 }
 
-/// One stream of 24-bit numbers stored as three byte planes.
-struct Planes<'a>([&'a [u8]; 3]);
+/// How many bits of a number version 4 keeps in its symbol byte below the leading one.
+const TOP_BITS: u32 = 4;
 
-impl<'a> Planes<'a> {
-    fn new(planes: &'a [u8], len: usize) -> Self {
-        Planes([
-            &planes[..len],
-            &planes[len..2 * len],
-            &planes[2 * len..3 * len],
-        ])
+/// Version 4's symbol byte for `v` (≥ 1) of bit length `e + 1`, and how many bits of `v` stay
+/// out of it. Symbols enumerate (`e`, the `min(e, TOP_BITS)` bits below the leading one)
+/// densely: 1 + 2 + 4 + 8 symbols for `e` < 4, then 16 for each `e`, so `e` ≤ 19 fits a byte.
+fn symbol(v: u32) -> (u32, u32) {
+    let e = 31 - v.leading_zeros();
+    let top = e.min(TOP_BITS);
+    let rest = e - top;
+    let offset = if e < TOP_BITS {
+        (1 << e) - 1
+    } else {
+        15 + 16 * (e - TOP_BITS)
+    };
+    (offset + ((v >> rest) & ((1 << top) - 1)), rest)
+}
+
+/// A stream of numbers as version 4 writes it (see [`RankData`]).
+fn write_numbers(values: &[u32], out: &mut Vec<u8>) {
+    let (mut bits, mut acc, mut have) = (Vec::new(), 0u64, 0u32);
+    for &x in values {
+        let v = x + 1;
+        let (sym, rest) = symbol(v);
+        assert!(sym < 256, "rank {x} past version 4's numbers");
+        out.push(sym as u8);
+        acc = (acc << rest) | u64::from(v & ((1 << rest) - 1));
+        have += rest;
+        while have >= 8 {
+            have -= 8;
+            bits.push((acc >> have) as u8);
+        }
+    }
+    if have > 0 {
+        bits.push((acc << (8 - have)) as u8);
+    }
+    out.extend_from_slice(&(bits.len() as u32).to_le_bytes());
+    out.extend_from_slice(&bits);
+}
+
+/// One stream of numbers, read in order: version 3's byte planes or version 4's symbols and
+/// bits.
+enum Numbers<'a> {
+    Planes {
+        planes: [&'a [u8]; 3],
+        next: usize,
+    },
+    Coded {
+        symbols: &'a [u8],
+        bits: &'a [u8],
+        /// The next byte of `bits` to read, and the bits read ahead (the low `have` of `acc`).
+        at: usize,
+        acc: u64,
+        have: u32,
+    },
+}
+
+impl<'a> Numbers<'a> {
+    /// `len` numbers as three byte planes at `data[*at..]`; `None` when truncated.
+    fn planes(data: &'a [u8], at: &mut usize, len: usize) -> Option<Self> {
+        let planes = data.get(*at..*at + 3 * len)?;
+        *at += 3 * len;
+        Some(Numbers::Planes {
+            planes: [&planes[..len], &planes[len..2 * len], &planes[2 * len..]],
+            next: 0,
+        })
     }
 
-    #[inline(always)]
-    fn get(&self, i: usize) -> Option<usize> {
-        let [lo, mid, hi] = &self.0;
-        Some(*lo.get(i)? as usize | (*mid.get(i)? as usize) << 8 | (*hi.get(i)? as usize) << 16)
+    /// `len` numbers as symbols and bits at `data[*at..]`; `None` when truncated.
+    fn coded(data: &'a [u8], at: &mut usize, len: usize) -> Option<Self> {
+        let symbols = data.get(*at..*at + len)?;
+        let bits_len = data.get(*at + len..*at + len + 4)?;
+        let bits_len = u32::from_le_bytes(bits_len.try_into().ok()?) as usize;
+        let start = *at + len + 4;
+        let bits = data.get(start..start.checked_add(bits_len)?)?;
+        *at = start + bits_len;
+        Some(Numbers::Coded {
+            symbols,
+            bits,
+            at: 0,
+            acc: 0,
+            have: 0,
+        })
+    }
+
+    /// The next number; `None` past the end.
+    #[inline(never)]
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Numbers::Planes { planes, next } => {
+                let i = *next;
+                *next += 1;
+                let [lo, mid, hi] = planes;
+                Some(
+                    *lo.get(i)? as usize
+                        | (*mid.get(i)? as usize) << 8
+                        | (*hi.get(i)? as usize) << 16,
+                )
+            }
+            Numbers::Coded {
+                symbols,
+                bits,
+                at,
+                acc,
+                have,
+            } => {
+                let (&sym, rest_symbols) = symbols.split_first()?;
+                *symbols = rest_symbols;
+                let sym = u32::from(sym);
+                let (e, top) = if sym < 15 {
+                    let e = 31 - (sym + 1).leading_zeros();
+                    (e, sym + 1 - (1 << e))
+                } else {
+                    (TOP_BITS + (sym - 15) / 16, (sym - 15) % 16)
+                };
+                let rest = e - e.min(TOP_BITS);
+                while *have < rest {
+                    *acc = (*acc << 8) | u64::from(*bits.get(*at)?);
+                    *at += 1;
+                    *have += 8;
+                }
+                *have -= rest;
+                let low = (*acc >> *have) as u32 & ((1 << rest) - 1);
+                Some((((1 << e) | (top << rest) | low) - 1) as usize)
+            }
+        }
+    }
+
+    /// Bytes of bits left unread once every number was read (0 in a sound file).
+    fn left_over(&self) -> usize {
+        match self {
+            Numbers::Planes { .. } => 0,
+            Numbers::Coded { bits, at, .. } => bits.len() - at,
+        }
     }
 }
 
-/// Version 3's decoding state: the tokens end to end in `body[..end]`, with 256 + 8 bytes of
+/// Version 3 and 4's decoding state: the tokens end to end in `body[..end]`, with 256 + 8 bytes of
 /// room kept past `end`, so that a pair's parts are copied 8 bytes at a time (a part is 3.5
 /// bytes on average: one 8-byte move instead of a memcpy call).
 struct Decoder<'a> {
     /// `base`, `left` and `right` ranks.
-    streams: [Planes<'a>; 3],
+    streams: [Numbers<'a>; 3],
     base: Option<&'static Bpe>,
     literals: &'a [u8],
     body: Vec<u8>,
     end: usize,
     offsets: Vec<u32>,
-    /// The next number to read in the base stream and in the pair streams.
-    next: [usize; 2],
 }
 
 impl Decoder<'_> {
@@ -424,10 +643,8 @@ impl Decoder<'_> {
                 self.literals = &rest[len as usize..];
             }
             1 => {
-                let p = self.next[1];
-                self.next[1] += 1;
-                for stream in &self.streams[1..] {
-                    let part = stream.get(p).ok_or("truncated pair ranks")?;
+                for side in 1..3 {
+                    let part = self.streams[side].next().ok_or("truncated pair ranks")?;
                     if part >= r {
                         return Err(format!("token {r} refers to token {part}"));
                     }
@@ -449,10 +666,7 @@ impl Decoder<'_> {
                 }
             }
             _ => {
-                let x = self.streams[0]
-                    .get(self.next[0])
-                    .ok_or("truncated base ranks")?;
-                self.next[0] += 1;
+                let x = self.streams[0].next().ok_or("truncated base ranks")?;
                 let token = self
                     .base
                     .and_then(|base| base.token(x as Rank))
@@ -510,8 +724,8 @@ impl Bpe {
             reason,
         };
         let (data, offsets) = match data.get(..4) {
-            Some(m) if m == RankData::MAGIC => {
-                let (body, offsets) = RankData::decode_v3(encoding, &data)?;
+            Some(m) if m == RankData::MAGIC || m == RankData::MAGIC_V3 => {
+                let (body, offsets) = RankData::decode(encoding, &data, m == RankData::MAGIC)?;
                 (Cow::Owned(body), offsets)
             }
             Some(m) if m == RankData::MAGIC_V1 => {
@@ -520,7 +734,7 @@ impl Bpe {
             }
             _ => {
                 return Err(bad(
-                    "not a rank file (expected the \"CCR3\" or \"CCR1\" header)".into(),
+                    "not a rank file (expected the \"CCR4\", \"CCR3\" or \"CCR1\" header)".into(),
                 ))
             }
         };
@@ -906,16 +1120,28 @@ mod tests {
 
     const TAGS_AT: usize = 5 + "o200k_base".len() + 4 + 1;
 
-    /// A version 3 file written by hand: tags, the streams' numbers, the literals.
-    fn handmade(base: &str, tags: &[u8], streams: [&[u32]; 3], literals: &[u8]) -> Vec<u8> {
-        let mut d = b"CCR3\x0ao200k_base".to_vec();
+    /// A version 4 (or, `v3`, version 3) file written by hand: tags, the streams' numbers, the
+    /// literals.
+    fn handmade(
+        base: &str,
+        tags: &[u8],
+        streams: [&[u32]; 3],
+        literals: &[u8],
+        v3: bool,
+    ) -> Vec<u8> {
+        let mut d = if v3 { b"CCR3" } else { b"CCR4" }.to_vec();
+        d.extend_from_slice(b"\x0ao200k_base");
         d.extend_from_slice(&(tags.len() as u32).to_le_bytes());
         d.push(base.len() as u8);
         d.extend_from_slice(base.as_bytes());
         d.extend_from_slice(tags);
         for values in streams {
-            for shift in [0, 8, 16] {
-                d.extend(values.iter().map(|&v| (v >> shift) as u8));
+            if v3 {
+                for shift in [0, 8, 16] {
+                    d.extend(values.iter().map(|&v| (v >> shift) as u8));
+                }
+            } else {
+                write_numbers(values, &mut d);
             }
         }
         d.extend_from_slice(literals);
@@ -923,11 +1149,47 @@ mod tests {
     }
 
     #[test]
-    fn version_3_round_trips_pairs_and_literals() {
+    fn short_inputs_hash_as_xxh3() {
+        let bytes: Vec<u8> = (0..40u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in 0..=24 {
+            for start in [0, 3, 16] {
+                let input = &bytes[start..start + len];
+                assert_eq!(hash(input), xxhash_rust::xxh3::xxh3_64(input), "{input:?}");
+            }
+        }
+        assert_eq!(hash(&[0xff; 16]), xxhash_rust::xxh3::xxh3_64(&[0xff; 16]));
+    }
+
+    #[test]
+    fn version_4_numbers_round_trip_at_every_bit_length() {
+        // Every bit length the symbol byte can name, at its edges, and runs that cross bytes.
+        let mut values: Vec<u32> = (0..300).collect();
+        for e in 1..19 {
+            values.extend([(1u32 << e) - 2, (1 << e) - 1, (1 << e) + 5]);
+        }
+        values.push((1 << 19) - 2); // the largest: v = 2^19 - 1, symbol 255
+        for &x in &values {
+            assert!(symbol(x + 1).0 < 256, "{x}");
+        }
+        let mut data = Vec::new();
+        write_numbers(&values, &mut data);
+        data.extend_from_slice(b"after");
+        let mut at = 0;
+        let mut numbers = Numbers::coded(&data, &mut at, values.len()).unwrap();
+        let read: Vec<usize> = (0..values.len()).map(|_| numbers.next().unwrap()).collect();
+        assert_eq!(read, values.iter().map(|&v| v as usize).collect::<Vec<_>>());
+        assert_eq!(numbers.left_over(), 0);
+        assert_eq!(&data[at..], b"after");
+    }
+
+    #[test]
+    fn version_4_round_trips_pairs_and_literals() {
         let tokens = vocabulary();
         let data = RankData::write("o200k_base", &tokens);
         assert_eq!(&data[..4], RankData::MAGIC);
-        let (body, offsets) = RankData::decode_v3(Encoding::O200kBase, &data).unwrap();
+        let (body, offsets) = RankData::decode(Encoding::O200kBase, &data, true).unwrap();
         let decoded: Vec<&[u8]> = offsets
             .windows(2)
             .map(|w| &body[w[0] as usize..w[1] as usize])
@@ -942,9 +1204,24 @@ mod tests {
     }
 
     #[test]
-    fn damaged_version_3_is_a_typed_error() {
+    fn version_3_is_still_read() {
+        // "ab" (256) = a + b, "abc" (257) = ab + c, and the 256 bytes as literals.
+        let mut tags = vec![0u8; 256];
+        tags.extend([1, 1]);
+        let literals: Vec<u8> = (0..=255u8).flat_map(|b| [1, b]).collect();
+        let streams: [&[u32]; 3] = [&[], &[97, 256], &[98, 99]];
+        for v3 in [true, false] {
+            let data = handmade("", &tags, streams, &literals, v3);
+            let bpe = Bpe::from_rank_data(Encoding::O200kBase, data).unwrap();
+            assert_eq!(bpe.token(256), Some(&b"ab"[..]), "v3: {v3}");
+            assert_eq!(bpe.token(257), Some(&b"abc"[..]), "v3: {v3}");
+        }
+    }
+
+    #[test]
+    fn damaged_version_4_is_a_typed_error() {
         let good = RankData::write("o200k_base", &vocabulary());
-        let planes_at = TAGS_AT + 262;
+        let symbols_at = TAGS_AT + 262;
         let cases: Vec<(&str, Vec<u8>, &str)> = vec![
             (
                 "truncated",
@@ -952,8 +1229,8 @@ mod tests {
                 "truncated literals",
             ),
             (
-                "truncated planes",
-                good[..planes_at + 20].to_vec(),
+                "truncated numbers",
+                good[..symbols_at + 8].to_vec(),
                 "truncated pair ranks",
             ),
             (
@@ -972,26 +1249,44 @@ mod tests {
             ),
             (
                 "pair refers forward",
+                handmade("", &[0, 1], [&[], &[5], &[0]], b"\x01a", false),
+                "token 1 refers to token 5",
+            ),
+            (
+                "numbers past their bits",
                 {
-                    let mut d = good.clone();
-                    d[planes_at + 5] = 0x01; // middle byte of token 256's left part: rank 353
+                    // the left stream's symbol for 2^12: 8 bits of it are missing
+                    let mut d = handmade("", &[0, 1], [&[], &[0], &[0]], b"\x01a", false);
+                    let at = TAGS_AT + 2 + 4;
+                    d[at] = symbol(1 << 12).0 as u8;
                     d
                 },
-                "token 256 refers to token 353",
+                "truncated pair ranks",
+            ),
+            (
+                "bits left over",
+                {
+                    let mut d = handmade("", &[0, 1], [&[], &[0], &[0]], b"\x01a", false);
+                    let at = TAGS_AT + 2 + 4 + 1;
+                    d[at..at + 4].copy_from_slice(&1u32.to_le_bytes());
+                    d.insert(at + 4, 0);
+                    d
+                },
+                "1 bytes past a stream's numbers",
             ),
             (
                 "base token without a base",
-                handmade("", &[0, 2], [&[0], &[], &[]], b"\x01a"),
+                handmade("", &[0, 2], [&[0], &[], &[]], b"\x01a", false),
                 "token 1: no base token 0",
             ),
             (
                 "unknown base",
-                handmade("x200k_base", &[0], [&[], &[], &[]], b"\x01a"),
+                handmade("x200k_base", &[0], [&[], &[], &[]], b"\x01a", false),
                 "unknown base encoding",
             ),
             (
                 "its own base",
-                handmade("o200k_base", &[0], [&[], &[], &[]], b"\x01a"),
+                handmade("o200k_base", &[0], [&[], &[], &[]], b"\x01a", false),
                 "refers to itself",
             ),
             (
@@ -1001,17 +1296,18 @@ mod tests {
                     &[0, 1],
                     [&[], &[0], &[0]],
                     &[&[255][..], &[b'a'; 255]].concat(),
+                    false,
                 ),
                 "token 1 is longer than 255 bytes",
             ),
             (
                 "empty literal",
-                handmade("", &[0], [&[], &[], &[]], b"\x00"),
+                handmade("", &[0], [&[], &[], &[]], b"\x00", false),
                 "token 0 is empty",
             ),
         ];
         for (what, data, reason) in cases {
-            match RankData::decode_v3(Encoding::O200kBase, &data) {
+            match RankData::decode(Encoding::O200kBase, &data, true) {
                 Err(Error::InvalidRankData {
                     encoding,
                     reason: r,
