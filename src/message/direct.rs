@@ -116,6 +116,7 @@ impl<'de> Visitor<'de> for MessageSeed {
         f.write_str("a message")
     }
 
+    #[inline(never)] // see `part`
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Message, A::Error> {
         let index = self.index;
         let mut obj = entries(map, |key, map| match key {
@@ -179,6 +180,7 @@ impl<'de> Visitor<'de> for ContentSeed {
         Ok(Content::Text(text))
     }
 
+    #[inline(never)] // see `part`
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
         let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(2));
         while let Some(obj) = seq.next_element_seed(PartSeed)? {
@@ -207,6 +209,7 @@ impl<'de> Visitor<'de> for PartSeed {
         f.write_str("a part")
     }
 
+    #[inline(never)] // see `part`
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<Value>, A::Error> {
         entries(map, |_, map| map.next_value())
     }
@@ -216,6 +219,12 @@ impl<'de> Visitor<'de> for PartSeed {
 /// would fail. Text, reasoning, tool calls and tool results (most of any conversation) are made
 /// here; the other parts by `part_from_value` itself, from the same map. `(index, i)`: part `i`
 /// of message `index`.
+///
+/// Not inlined (nor are the visitors): the wasm engine compiles a function that runs long again
+/// with its optimizing compiler, in the background, in time that grows faster than the function;
+/// one function made of the whole parse took 40-150 ms of a 2-core machine's time during a
+/// 2,000-message first plan (`node --trace-wasm-compilation-times`), for a parse that runs once.
+#[inline(never)]
 fn part((index, i): (usize, usize), mut obj: Obj<Value>) -> Option<Part> {
     let field = || format!("content[{i}]");
     let ty = match obj.iter().find(|(k, _)| k == "type") {
