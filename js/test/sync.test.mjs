@@ -176,3 +176,17 @@ test('a plan\'s summary prompt is its own span, read late, set, and in its JSON'
   assert.equal(a.request.prompt, 'changed');
   assert.deepEqual({ ...b.request }.prompt, b.request.prompt);
 });
+
+// Messages are stringified without a replacer unless a value may need a placeholder (codec.ts
+// mayNeedRefs): bytes behind a toJSON method still cross as placeholders and come back.
+test('bytes behind a toJSON method keep their placeholder', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  const bytes = new Uint8Array([7, 0, 255]);
+  const custom = { toJSON: () => ({ kind: 'blob', bytes }) };
+  const messages = [...session(3), { role: 'user', content: [{ type: 'text', text: 'see attached', providerOptions: { app: custom } }] }];
+  const fresh = async () => (await createCompactor({ contextWindow: 16_000 })).usage(messages).tokens;
+  assert.equal(compactor.usage(messages).tokens, await fresh());
+  const { messages: out } = await compactor.compact(messages);
+  const last = out.at(-1).content[0].providerOptions.app;
+  assert.ok(last.bytes instanceof Uint8Array && [...last.bytes].join() === '7,0,255', JSON.stringify(last));
+});
