@@ -17,7 +17,7 @@ use crate::plan::{
     Strategy, Trigger,
 };
 use crate::record::{Record, Replayed};
-use crate::tiers::{lossy, offload, provider, working};
+use crate::tiers::{lossy, provider, working};
 
 use crate::counting::{CachedCounter, TokenCounter};
 use crate::tiers::tier2;
@@ -362,7 +362,7 @@ impl Compactor {
                 || crate::tiers::pinned::edit_pinned(messages, m, p, &self.config.history)
         };
         let mut actions: Vec<Action> =
-            offload::plan(messages, &self.config.offload, thresholds, &tokens)
+            apart::offload(messages, &self.config.offload, thresholds, &tokens)
                 .into_iter()
                 .filter(|e| !untouchable(e.message_index, e.part_index))
                 .map(Action::Offload)
@@ -404,8 +404,7 @@ impl Compactor {
             let batch = self.config.cache.batches(&self.pricing);
             let mut first_change = actions.iter().filter_map(Action::first_message).min();
             let before_tier2 = (actions.len(), predicted_raw);
-            let candidates =
-                tier2::candidates(messages, compaction, window, &tokens, &mut taken, memo);
+            let candidates = apart::tier2(messages, compaction, window, &tokens, &mut taken, memo);
             for candidate in candidates {
                 // Pinned parts, the working files and what the provider compacted are never
                 // edited.
@@ -507,7 +506,7 @@ impl Compactor {
                     .then_some(self.pricing.read),
                 memo,
             };
-            if let Some(planned) = lossy::plan(&inputs) {
+            if let Some(planned) = apart::lossy(&inputs) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
                 actions.retain(|a| {
                     a.store_edit()
@@ -1287,4 +1286,45 @@ fn resolve_model(config: &Config) -> ModelInfo {
         model.token_ratio = 1.0;
     }
     model
+}
+
+/// The tiers' planners, each called once per plan, kept out of [`Compactor::plan_replayed`]
+/// (where LLVM would inline them all). The wasm engine compiles a function that runs long again
+/// with its optimizing compiler, in the background, in time that grows faster than the function:
+/// the planner as one function (42 kB of wasm) took 60-140 ms of a 2-core machine's time during
+/// every fresh process's first plan (`node --trace-wasm-compilation-times`).
+mod apart {
+    use crate::config::{CompactionConfig, OffloadConfig};
+    use crate::edit::Tokens;
+    use crate::memo::Memo;
+    use crate::message::Message;
+    use crate::plan::{Action, StoreEdit};
+    use crate::tiers::{lossy, offload, tier2};
+
+    #[inline(never)]
+    pub(super) fn offload(
+        messages: &[Message],
+        config: &OffloadConfig,
+        thresholds: (u32, u32),
+        tokens: &dyn Tokens,
+    ) -> Vec<StoreEdit> {
+        offload::plan(messages, config, thresholds, tokens)
+    }
+
+    #[inline(never)]
+    pub(super) fn tier2(
+        messages: &[Message],
+        config: &CompactionConfig,
+        window: u32,
+        tokens: &dyn Tokens,
+        taken: &mut tier2::Taken,
+        memo: &Memo,
+    ) -> Vec<Action> {
+        tier2::candidates(messages, config, window, tokens, taken, memo)
+    }
+
+    #[inline(never)]
+    pub(super) fn lossy(inputs: &lossy::Inputs) -> Option<lossy::Planned> {
+        lossy::plan(inputs)
+    }
 }

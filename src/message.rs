@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
+mod direct;
+
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Message {
@@ -422,7 +424,9 @@ impl Serialize for ToolOutput {
 /// official tiktoken does before counting; nesting deeper than [`MAX_NESTING`] is an
 /// [`Error::InvalidMessage`] naming the message and the field, not a parse error.
 pub fn parse_messages(json: &str) -> Result<Vec<Message>> {
-    messages_from_value(parse_json(json, 0)?)
+    let messages = parse_messages_at(json, 0)?;
+    validate(&messages)?;
+    Ok(messages)
 }
 
 /// Converts an already-parsed JSON value (an array of messages) and validates it.
@@ -436,6 +440,11 @@ pub fn messages_from_value(value: Value) -> Result<Vec<Message>> {
 /// (errors name indices in the whole conversation). Not validated: tool results may answer
 /// calls before `first_index`, so [`validate`] the whole conversation once it is joined.
 pub fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
+    // Valid input is parsed once, to messages; anything else goes the precise way (below), which
+    // names what is wrong and where.
+    if let Some(messages) = direct::messages(json, first_index) {
+        return Ok(messages);
+    }
     messages_at(parse_json(json, first_index)?, first_index)
 }
 
@@ -626,8 +635,72 @@ fn messages_at(value: Value, first_index: usize) -> Result<Vec<Message>> {
 /// Checks what the types alone cannot: every tool result answers an earlier tool call, and a
 /// system message has string content.
 pub fn validate(messages: &[Message]) -> Result<()> {
-    let mut calls: hashbrown::HashSet<&str> = hashbrown::HashSet::new();
-    for (index, message) in messages.iter().enumerate() {
+    check(messages, 0, &mut hashbrown::HashSet::new())
+}
+
+/// The tool calls of a validated conversation prefix, kept so that a conversation that only
+/// grows (a binding's held one) validates what it appended and not the whole again.
+#[derive(Debug, Default)]
+#[cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
+pub(crate) struct CallIds {
+    /// Each call id, and the first message that made it.
+    first: hashbrown::HashMap<String, usize>,
+    /// How many messages from the start are validated (and their calls known).
+    len: usize,
+}
+
+#[cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
+impl CallIds {
+    /// Forgets what it knows about messages from `len` on.
+    fn truncate(&mut self, len: usize) {
+        if len < self.len {
+            self.first.retain(|_, at| *at < len);
+            self.len = len;
+        }
+    }
+
+    /// [`validate`] for `messages`, whose first `unchanged` messages are the ones this saw
+    /// before: only what it has not validated yet is checked.
+    pub(crate) fn validate(&mut self, messages: &[Message], unchanged: usize) -> Result<()> {
+        self.truncate(unchanged.min(messages.len()));
+        let from = self.len;
+        // On an error nothing after `from` is known.
+        self.len = 0;
+        check(messages, from, &mut self.first)?;
+        self.len = messages.len();
+        Ok(())
+    }
+}
+
+/// The tool call ids seen so far, for [`check`].
+trait Calls<'a> {
+    fn add(&mut self, id: &'a str, index: usize);
+    fn has(&self, id: &str) -> bool;
+}
+
+impl<'a> Calls<'a> for hashbrown::HashSet<&'a str> {
+    fn add(&mut self, id: &'a str, _: usize) {
+        self.insert(id);
+    }
+    fn has(&self, id: &str) -> bool {
+        self.contains(id)
+    }
+}
+
+impl Calls<'_> for hashbrown::HashMap<String, usize> {
+    fn add(&mut self, id: &str, index: usize) {
+        if !self.contains_key(id) {
+            self.insert(id.to_owned(), index);
+        }
+    }
+    fn has(&self, id: &str) -> bool {
+        self.contains_key(id)
+    }
+}
+
+/// [`validate`] from message `from` on, the calls of the messages before it in `calls`.
+fn check<'a>(messages: &'a [Message], from: usize, calls: &mut impl Calls<'a>) -> Result<()> {
+    for (index, message) in messages.iter().enumerate().skip(from) {
         if message.role == Role::System && !matches!(message.content, Content::Text(_)) {
             return Err(Error::InvalidMessage {
                 index,
@@ -637,12 +710,9 @@ pub fn validate(messages: &[Message]) -> Result<()> {
         }
         for (part, p) in message.parts().iter().enumerate() {
             match p {
-                Part::ToolCall(call) => {
-                    calls.insert(&call.tool_call_id);
-                }
+                Part::ToolCall(call) => calls.add(&call.tool_call_id, index),
                 Part::ToolResult(result)
-                    if message.role == Role::Tool
-                        && !calls.contains(result.tool_call_id.as_str()) =>
+                    if message.role == Role::Tool && !calls.has(&result.tool_call_id) =>
                 {
                     return Err(Error::OrphanToolResult {
                         index,
@@ -969,6 +1039,63 @@ mod tests {
             ]);
             let messages = messages_from_value(input.clone()).unwrap();
             assert_eq!(serde_json::to_value(&messages).unwrap(), input);
+        }
+    }
+
+    /// A conversation validated as it grows, is cut and grows again gives every verdict (and
+    /// error) a whole validation gives.
+    #[test]
+    fn validating_what_was_appended_is_validating_the_whole() {
+        let call = |id: &str| json!({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": id, "toolName": "t", "input": {}}]});
+        let result = |id: &str| json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": id, "toolName": "t", "output": {"type": "text", "value": "ok"}}]});
+        let all: Vec<Message> = [
+            json!({"role": "system", "content": "s"}),
+            call("a"),
+            result("a"),
+            call("b"),
+            call("a"),
+            result("b"),
+            json!({"role": "user", "content": "u"}),
+            result("a"),
+        ]
+        .into_iter()
+        .map(|m| message_from_value(0, m).unwrap())
+        .collect();
+        let orphan = message_from_value(0, result("b")).unwrap();
+        let bad_system = message_from_value(
+            0,
+            json!({"role": "system", "content": [{"type": "text", "text": "x"}]}),
+        )
+        .unwrap();
+        let mut calls = CallIds::default();
+        let mut held: Vec<Message> = Vec::new();
+        // (messages kept, messages appended from `all` or an invalid one)
+        let steps: [(usize, &[Message]); 9] = [
+            (0, &all[..3]),
+            (3, &all[3..5]),
+            (2, &all[3..4]),
+            (3, std::slice::from_ref(&orphan)), // b is called at 3: valid
+            (2, std::slice::from_ref(&orphan)), // b is called nowhere before: orphan
+            (0, &all[..4]),
+            (4, &all[4..]),
+            (1, std::slice::from_ref(&bad_system)),
+            (0, &all),
+        ];
+        for (keep, appended) in steps {
+            held.truncate(keep);
+            held.extend_from_slice(appended);
+            let whole = validate(&held);
+            assert_eq!(
+                calls.validate(&held, keep),
+                whole,
+                "keep {keep}, {} held",
+                held.len()
+            );
+            if whole.is_err() {
+                // What a binding does on an error: nothing held, nothing known.
+                held.clear();
+                calls = CallIds::default();
+            }
         }
     }
 

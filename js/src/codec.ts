@@ -70,7 +70,12 @@ export function encode(messages: unknown, refs: unknown[] = [], first = 0): Enco
   const start = refs.length;
   let json: string | undefined;
   try {
-    json = JSON.stringify(messages, placeholders(() => refs.push(undefined) - 1, refs));
+    // A replacer takes JSON.stringify off its fast path (measured on the 2,000-message benchmark
+    // conversation: 3.4 ms against 2.1, 12.6 against 7.1 on a fresh process's first call): it
+    // is only passed when a value needs a placeholder.
+    json = mayNeedRefs(messages)
+      ? JSON.stringify(messages, placeholders(() => refs.push(undefined) - 1, refs))
+      : JSON.stringify(messages);
   } catch (error) {
     refs.length = start;
     throw Array.isArray(messages) ? failing(messages, first, error) : unserializable(messages, undefined, error);
@@ -97,6 +102,30 @@ export function encode(messages: unknown, refs: unknown[] = [], first = 0): Enco
     if (real) keepReal(json, kept);
   }
   return { json, refs };
+}
+
+/** Whether JSON.stringify could meet a value that needs a placeholder in `value`: one is there,
+ * or something this walk cannot see through is (a `toJSON` method, which may return one; nesting
+ * past MAX_NESTING; a cycle; a getter that throws). `false` only when the placeholders replacer
+ * would return every value unchanged. */
+function mayNeedRefs(value: unknown): boolean {
+  try {
+    return refsBelow(value, 0);
+  } catch {
+    return true;
+  }
+}
+
+function refsBelow(value: unknown, depth: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (needsRef(value) || depth > MAX_NESTING || typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (refsBelow(value[i], depth + 1)) return true;
+    return false;
+  }
+  // Inherited enumerable keys too (JSON.stringify reads own ones only): at worst the replacer runs.
+  for (const key in value) if (refsBelow((value as Record<string, unknown>)[key], depth + 1)) return true;
+  return false;
 }
 
 /** A JSON.stringify replacer swapping ref values for placeholders numbered by `slot` (which

@@ -361,7 +361,7 @@ export class Compactor {
    * no IO. */
   plan(messages: readonly MessageLike[], options?: { trigger?: 'auto' | 'manual'; instructions?: string }): Plan {
     this.#sync(messages);
-    return this.#hydrate(core(() => this.#core.plan(undefined, planOptions(options))), messages);
+    return this.#hydrate(this.#planCore(undefined, planOptions(options)), messages);
   }
 
   /** Tokens used by `messages` against the window. */
@@ -399,13 +399,21 @@ export class Compactor {
     this.#held = { messages: [...messages], marks, refs };
   }
 
-  /** A plan as the core sends it, with its bulk restored on demand: a transcript's `json` and
-   * `markdown` render from `messages` when first read (the host reads them to write them). */
-  #hydrate(planJson: string, messages: readonly MessageLike[], refs: unknown[] = this.#held.refs): Plan {
-    const plan = JSON.parse(planJson) as Plan;
+  /** The core's plan of the held conversation (or of `messagesJson`): its JSON, and apart from
+   * it the summary request's prompt as UTF-8 (most of a summarizing plan, decoded when read). */
+  #planCore(messagesJson: string | undefined, options: string | undefined): CorePlan {
+    const json = core(() => this.#core.plan(messagesJson, options));
+    return { json, prompt: this.#core.takePrompt() };
+  }
+
+  /** A plan as the core sends it, with its bulk restored on demand: a summary request's
+   * `prompt` (and `messages`) decode when first read, a transcript's `json` and `markdown`
+   * render from `messages` when first read (the host reads them to write them). */
+  #hydrate(planned: CorePlan, messages: readonly MessageLike[], refs: unknown[] = this.#held.refs): Plan {
+    const plan = JSON.parse(planned.json) as Plan;
     for (const action of plan.actions) {
       if (action.type === 'summarize') {
-        action.request.messages = [{ role: 'user', content: action.request.prompt }];
+        lazyPrompt(action.request, planned.prompt);
         const continuation = action.request.continuation;
         if (continuation) {
           let built: MessageLike[] | undefined;
@@ -532,13 +540,13 @@ export class Compactor {
 
   async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: boolean }> {
     this.#sync(messages);
-    let planJson = core(() => this.#core.plan(undefined, planOptions(options)));
-    if (isWork(JSON.parse(planJson) as Plan)) {
+    let planned = this.#planCore(undefined, planOptions(options));
+    if (isWork(JSON.parse(planned.json) as Plan)) {
       // Compacting: plan again on every message as it is now (see #sync).
       this.#sync(messages, true);
-      planJson = core(() => this.#core.plan(undefined, planOptions(options)));
+      planned = this.#planCore(undefined, planOptions(options));
     }
-    let plan = this.#hydrate(planJson, messages);
+    let plan = this.#hydrate(planned, messages);
     if (!isWork(plan)) {
       const result: ManageResult<M> = { messages: [...messages], events: [], plan };
       return this.#persistState(result);
@@ -563,12 +571,12 @@ export class Compactor {
       if (decision.customInstructions?.trim()) {
         const instructions = [options.instructions, decision.customInstructions].filter(Boolean).join('\n');
         this.#sync(messages);
-        planJson = core(() => this.#core.plan(undefined, planOptions({ ...options, instructions })));
-        plan = this.#hydrate(planJson, messages);
+        planned = this.#planCore(undefined, planOptions({ ...options, instructions }));
+        plan = this.#hydrate(planned, messages);
       }
     }
     const outcomes = await this.#execute(plan, decision.customSummary);
-    const result: ManageResult<M> & { changed?: boolean; conflict?: boolean } = this.#applyHeld<M>(messages, planJson, plan, outcomes, stamp);
+    const result: ManageResult<M> & { changed?: boolean; conflict?: boolean } = this.#applyHeld<M>(messages, planned.json, plan, outcomes, stamp);
     result.changed = true;
     await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
@@ -769,10 +777,10 @@ export class Compactor {
       { role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName, output: value }] },
     ];
     const encoded = encode(messages);
-    const planJson = core(() => this.#core.plan(encoded.json, JSON.stringify({ offloadOnly: true })));
-    const plan = this.#hydrate(planJson, messages, encoded.refs);
+    const planned = this.#planCore(encoded.json, JSON.stringify({ offloadOnly: true }));
+    const plan = this.#hydrate(planned, messages, encoded.refs);
     if (plan.actions.length === 0) return output;
-    const result = this.#apply<MessageLike>(encoded, planJson, plan, await this.#execute(plan, undefined));
+    const result = this.#apply<MessageLike>(encoded, planned.json, plan, await this.#execute(plan, undefined));
     if (!result.events.some((e) => e.status === 'applied')) return output;
     const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
     return part.output.type === 'text' ? String(part.output.value) : output;
@@ -882,6 +890,37 @@ export function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): 
     const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
     // AI SDK 7 allows a description function (of the call's context): counted by name and schema.
     return { name, ...(typeof tool?.description === 'string' && tool.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
+  });
+}
+
+/** A plan as the core hands it over: its JSON, and its summary request's prompt as UTF-8. */
+interface CorePlan {
+  json: string;
+  prompt: Uint8Array;
+}
+
+const utf8 = new TextDecoder();
+
+/** Makes a summary request's `prompt` (and `messages`, `[{role: 'user', content: prompt}]`) the
+ * core's UTF-8 `bytes`, decoded when first read: a plan that is only looked at (a dry run, a
+ * re-plan under way) never pays for the span it would send. Both stay plain enumerable
+ * properties to a reader (JSON, spread, structuredClone) and can be set. */
+function lazyPrompt(request: SummaryRequest, bytes: Uint8Array): void {
+  let prompt: string | undefined;
+  let messages: SummaryRequest['messages'] | undefined;
+  Object.defineProperties(request, {
+    prompt: {
+      get: () => (prompt ??= utf8.decode(bytes)),
+      set: (value: string) => { prompt = value; },
+      enumerable: true,
+      configurable: true,
+    },
+    messages: {
+      get: () => (messages ??= [{ role: 'user', content: request.prompt }]),
+      set: (value: SummaryRequest['messages']) => { messages = value; },
+      enumerable: true,
+      configurable: true,
+    },
   });
 }
 

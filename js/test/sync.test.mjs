@@ -153,3 +153,41 @@ test('plans over the trigger after growing, cutting, rewriting and applying equa
   assert.equal(plain(replanned), plain(reference.plan(grown)), 'after manage, the compacted conversation grown');
   assert.ok(seen.has('mask') && seen.has('summarize'), `tier 2 and the lossy tier both planned: ${[...seen]}`);
 });
+
+// The summary request's prompt crosses apart from the plan's JSON, as bytes decoded when first
+// read: each plan keeps its own, whatever was planned after it.
+test('a plan\'s summary prompt is its own span, read late, set, and in its JSON', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  const first = session(20);
+  const other = session(24).map((m) => (m.role === 'user' ? { ...m, content: `${m.content} (other)` } : m));
+  const a = compactor.plan(first, { trigger: 'manual' }).actions.find((x) => x.type === 'summarize');
+  const b = compactor.plan(other, { trigger: 'manual' }).actions.find((x) => x.type === 'summarize');
+  compactor.usage(session(2));
+  // Read only now, after another plan and another sync.
+  assert.match(a.request.prompt, /# Conversation \(messages 2–\d+ of 61\)/);
+  assert.ok(a.request.prompt.includes(text(0)) && !a.request.prompt.includes('(other)'), 'the first plan\'s span');
+  assert.match(b.request.prompt, /of 73\)/);
+  assert.ok(b.request.prompt.includes(`${text(0)} (other)`), 'the second plan\'s span');
+  assert.deepEqual(a.request.messages, [{ role: 'user', content: a.request.prompt }]);
+  assert.equal(JSON.parse(JSON.stringify(a)).request.prompt, a.request.prompt);
+  // A fresh compactor's plan of the same messages asks the same.
+  const fresh = (await createCompactor({ contextWindow: 16_000 })).plan(first, { trigger: 'manual' });
+  assert.equal(fresh.actions.find((x) => x.type === 'summarize').request.prompt, a.request.prompt);
+  a.request.prompt = 'changed';
+  assert.equal(a.request.prompt, 'changed');
+  assert.deepEqual({ ...b.request }.prompt, b.request.prompt);
+});
+
+// Messages are stringified without a replacer unless a value may need a placeholder (codec.ts
+// mayNeedRefs): bytes behind a toJSON method still cross as placeholders and come back.
+test('bytes behind a toJSON method keep their placeholder', async () => {
+  const compactor = await createCompactor({ contextWindow: 16_000 });
+  const bytes = new Uint8Array([7, 0, 255]);
+  const custom = { toJSON: () => ({ kind: 'blob', bytes }) };
+  const messages = [...session(3), { role: 'user', content: [{ type: 'text', text: 'see attached', providerOptions: { app: custom } }] }];
+  const fresh = async () => (await createCompactor({ contextWindow: 16_000 })).usage(messages).tokens;
+  assert.equal(compactor.usage(messages).tokens, await fresh());
+  const { messages: out } = await compactor.compact(messages);
+  const last = out.at(-1).content[0].providerOptions.app;
+  assert.ok(last.bytes instanceof Uint8Array && [...last.bytes].join() === '7,0,255', JSON.stringify(last));
+});

@@ -276,3 +276,39 @@ def test_offload_tool_output_at_return_time() -> None:
             raise OSError("disk full")
 
     assert Compactor(model="gpt-4o", context_window=16_000, store=Full()).offload_tool_output("search", "c5", big) is big
+
+
+def test_a_dry_plan_renders_its_transcript_when_first_read() -> None:
+    import copy
+    import pickle
+
+    from context_compactor import PlanMismatchError
+
+    compactor = Compactor(context_window=8_000)
+    messages = chat(30)
+    asked: List[str] = []
+    call = compactor._core.call
+
+    def spy(name: str, *args: Any) -> Any:
+        asked.append(name)
+        return call(name, *args)
+
+    compactor._core.call = spy  # type: ignore[method-assign]
+    plan = compactor.plan(messages, trigger="manual")
+    transcript = next(a for a in plan["actions"] if a["type"] == "save-transcript")
+    assert "transcript" not in asked, "a dry plan renders no transcript"
+    assert "json" in transcript and len(transcript) > 4
+    # Every way of reading it reads the rendered transcript, rendered once.
+    assert json.loads(transcript["json"]) == messages
+    assert transcript["markdown"].startswith("# Conversation transcript")
+    assert asked.count("transcript") == 1
+    for seen in (json.loads(json.dumps(plan))["actions"], [dict(transcript)], [copy.copy(transcript)], [pickle.loads(pickle.dumps(transcript))]):
+        plain = next(a for a in seen if a["type"] == "save-transcript")
+        assert type(plain) is dict and plain == transcript and plain["json"] == transcript["json"]
+    assert asked.count("transcript") == 1
+    # Read late, after the planned messages changed in place: a typed plan_mismatch, every time.
+    late = next(a for a in compactor.plan(messages, trigger="manual")["actions"] if a["type"] == "save-transcript")
+    messages.append({"role": "user", "content": "appended after planning"})
+    for _ in range(2):
+        with pytest.raises(PlanMismatchError):
+            late.get("json")

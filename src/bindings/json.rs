@@ -7,9 +7,10 @@
 use std::borrow::Cow;
 
 use crate::loop_context::{Iteration, LoopConfig, LoopContext};
+use crate::message::CallIds;
 use crate::{
-    parse_messages, parse_messages_at, validate, Action, Compactor, Config, Encoding, Error,
-    Message, Outcome, Plan, PlanOptions, Result, State, Strategy,
+    parse_messages, parse_messages_at, Action, Compactor, Config, Encoding, Error, Message,
+    Outcome, Plan, PlanOptions, Result, State, Strategy,
 };
 
 /// The error as a JSON object: its fields (`code`, and `field`, `index`, ... by kind) and the
@@ -107,8 +108,12 @@ pub(crate) fn encoding_loaded(encoding: &str) -> Result<bool> {
 pub(crate) struct HeldCompactor {
     inner: Compactor,
     held: Vec<Message>,
+    /// The tool calls of the held messages validated so far (a sync validates what it appends).
+    calls: CallIds,
     /// What plans learned about the held messages (kept while they are).
     memo: std::sync::Mutex<crate::memo::Memo>,
+    /// The summary request's prompt that the last plan left apart (see [`HeldCompactor::plan`]).
+    prompt: std::sync::Mutex<String>,
 }
 
 impl HeldCompactor {
@@ -121,7 +126,9 @@ impl HeldCompactor {
         Ok(HeldCompactor {
             inner: Compactor::with_state(config, state)?,
             held: Vec::new(),
+            calls: CallIds::default(),
             memo: std::sync::Mutex::new(crate::memo::Memo::held()),
+            prompt: std::sync::Mutex::default(),
         })
     }
 
@@ -141,12 +148,14 @@ impl HeldCompactor {
     }
 
     /// Holds the first `keep` held messages followed by `appended_json` (an array), and
-    /// validates the whole. Returns the number held. On any error nothing is held (the host
+    /// validates the whole (the kept messages were validated when they came: only what is
+    /// appended is checked). Returns the number held. On any error nothing is held (the host
     /// syncs in full next time).
     pub(crate) fn sync(&mut self, keep: u32, appended_json: &str) -> Result<u32> {
         let keep = keep as usize;
         // Taken out: on any error below, nothing is held (and nothing known about it).
         let mut held = std::mem::take(&mut self.held);
+        let mut calls = std::mem::take(&mut self.calls);
         let mut memo = std::mem::replace(
             self.memo.get_mut().unwrap_or_else(|e| e.into_inner()),
             crate::memo::Memo::held(),
@@ -158,8 +167,9 @@ impl HeldCompactor {
         }
         held.truncate(keep);
         held.extend(parse_messages_at(appended_json, keep)?);
-        validate(&held)?;
+        calls.validate(&held, keep)?;
         self.held = held;
+        self.calls = calls;
         // What plans learned about the kept messages stays true.
         memo.truncate(keep);
         *self.memo.get_mut().unwrap_or_else(|e| e.into_inner()) = memo;
@@ -169,11 +179,15 @@ impl HeldCompactor {
     /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`. The plan crosses
     /// without its bulk, which the host has or can ask for: transcripts' `json` and `markdown`
     /// are empty (`transcript` renders them) and a summary request's `messages` is empty (it is
-    /// `[{role: 'user', content: prompt}]`).
+    /// `[{role: 'user', content: prompt}]`). With `prompt_apart`, the summary request's `prompt`
+    /// (the span as the summarizer reads it: most of a summarizing plan, 100 kB and more) is
+    /// empty too and kept for [`HeldCompactor::take_prompt`], so that a host decodes it only
+    /// when it is read.
     pub(crate) fn plan(
         &self,
         messages_json: Option<&str>,
         options_json: Option<&str>,
+        prompt_apart: bool,
     ) -> Result<String> {
         let messages = self.messages(messages_json)?;
         let mut options: PlanOptions = match options_json {
@@ -183,6 +197,8 @@ impl HeldCompactor {
             None => PlanOptions::default(),
         };
         options.defer_transcript = true;
+        let mut prompt = self.prompt.lock().unwrap_or_else(|e| e.into_inner());
+        prompt.clear();
         let mut plan = match messages_json {
             Some(_) => self.inner.plan_with_options(&messages, &options)?,
             None => {
@@ -193,9 +209,19 @@ impl HeldCompactor {
         for action in &mut plan.actions {
             if let Action::Summarize(s) = action {
                 s.request.messages.clear();
+                if prompt_apart {
+                    *prompt = std::mem::take(&mut s.request.prompt);
+                }
             }
         }
         Ok(to_json(&plan))
+    }
+
+    /// The summary request's prompt that the last plan left apart (empty when it had none),
+    /// once: it is not kept after.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))] // the Component's plans keep it in
+    pub(crate) fn take_prompt(&self) -> String {
+        std::mem::take(&mut *self.prompt.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The transcript (`{id, path, readablePath, json, markdown, messages}`) that a lossy action
@@ -229,6 +255,7 @@ impl HeldCompactor {
         if held {
             self.held = applied.messages;
             memo.truncate(0);
+            self.calls = CallIds::default();
         }
         Ok(json)
     }

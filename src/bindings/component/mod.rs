@@ -124,7 +124,7 @@ impl api::GuestCompactor for ComponentCompactor {
     ) -> Result<String, api::Error> {
         self.0
             .borrow()
-            .plan(messages.as_deref(), options.as_deref())
+            .plan(messages.as_deref(), options.as_deref(), false)
             .map_err(error)
     }
 

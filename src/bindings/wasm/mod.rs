@@ -99,16 +99,23 @@ impl WasmCompactor {
 
     /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`. The plan crosses
     /// without its bulk, which the host has or can ask for: transcripts' `json` and `markdown`
-    /// are empty (`transcript` renders them) and a summary request's `messages` is empty (it is
-    /// `[{role: 'user', content: prompt}]`).
+    /// are empty (`transcript` renders them), a summary request's `messages` is empty (it is
+    /// `[{role: 'user', content: prompt}]`) and so is its `prompt` (`takePrompt` hands it over).
     pub fn plan(
         &self,
         messages_json: Option<String>,
         options_json: Option<String>,
     ) -> JsResult<String> {
         self.0
-            .plan(messages_json.as_deref(), options_json.as_deref())
+            .plan(messages_json.as_deref(), options_json.as_deref(), true)
             .map_err(throw)
+    }
+
+    /// The last plan's summary request `prompt` as UTF-8 (empty when it has none), once: the
+    /// host takes it right after `plan` and decodes it only when it is read.
+    #[wasm_bindgen(js_name = takePrompt)]
+    pub fn take_prompt(&self) -> Vec<u8> {
+        self.0.take_prompt().into_bytes()
     }
 
     /// The transcript (`{id, path, readablePath, json, markdown, messages}`) that a lossy action
