@@ -55,19 +55,24 @@ impl Memo {
 
     /// Tier 2's mask of the tool result at `at`, made by `make` when not known (and kept when
     /// the memo is held).
+    /// `None` when there is no mask; `Some(None)` when there is one that `wanted` turns down
+    /// (not copied: most masks of a long conversation save too little to be worth a break).
     pub(crate) fn mask(
         &self,
         at: (usize, usize),
         make: impl FnOnce() -> Option<StoreEdit>,
-    ) -> Option<StoreEdit> {
+        wanted: impl Fn(&StoreEdit) -> bool,
+    ) -> Option<Option<StoreEdit>> {
+        let pick = |edit: &StoreEdit| wanted(edit).then(|| edit.clone());
         if !self.held {
-            return make();
+            return make().map(|edit| wanted(&edit).then_some(edit));
         }
         self.masks
             .borrow_mut()
             .entry(at)
             .or_insert_with(make)
-            .clone()
+            .as_ref()
+            .map(pick)
     }
 
     /// Counts the messages not known yet (and forgets any past the end of `messages`).

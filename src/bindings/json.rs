@@ -84,7 +84,7 @@ pub(crate) fn count_breakdown(
     Ok(to_json(&counter.breakdown(&messages, &tools)))
 }
 
-/// Loads an encoding from rank data (the `CCR3` or `CCR1` format of `data/*.ranks`) or a
+/// Loads an encoding from rank data (the `CCR4`, `CCR3` or `CCR1` format of `data/*.ranks`) or a
 /// tokenizer from its prebuilt data (`CCH1`, `counting::prebuilt`). Loading a loaded one is a
 /// no-op.
 pub(crate) fn load_encoding(encoding: &str, data: Vec<u8>) -> Result<()> {

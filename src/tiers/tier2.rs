@@ -244,12 +244,17 @@ fn masks(
         ) {
             continue;
         }
-        // The same part gets the same mask at every plan of a held conversation.
-        let Some(edit) = memo.mask((m, p), || mask(config, (m, p), result, tokens)) else {
+        // The same part gets the same mask at every plan of a held conversation; one saving
+        // under the minimum is left out here (as `candidates` would) without being copied.
+        let Some(edit) = memo.mask(
+            (m, p),
+            || mask(config, (m, p), result, tokens),
+            |e| e.tokens_before.saturating_sub(e.tokens_after) >= config.min_saving_tokens.max(1),
+        ) else {
             continue;
         };
         taken.insert((m, p));
-        out.push(Action::Mask(edit));
+        out.extend(edit.map(Action::Mask));
     }
     out
 }
