@@ -764,7 +764,9 @@ fn fallback(
         let Part::ToolCall(call) = part else { continue };
         *tools.entry(call.tool_name.as_str()).or_default() += 1;
         for field in inputs.path_fields {
-            if let Some(path) = call.input.get(field.as_str()).and_then(|v| v.as_str()) {
+            if let Some(path) =
+                crate::tiers::input_field(&call.input, field).and_then(serde_json::Value::as_str)
+            {
                 if !files.contains(&path) {
                     files.push(path);
                 }

@@ -69,9 +69,11 @@ fn evictions(messages: &[Message], config: &CompactionConfig, tokens: &dyn Token
             {
                 continue;
             }
-            let file = file_argument(&call.input, &config.path_fields).unwrap_or("(unknown path)");
+            let file = crate::tiers::file_argument(&call.input, &config.path_fields)
+                .unwrap_or("(unknown path)");
             for field in &config.evict_input_fields {
-                let Some(Value::String(content)) = call.input.get(field.as_str()) else {
+                let Some(Value::String(content)) = crate::tiers::input_field(&call.input, field)
+                else {
                     continue;
                 };
                 if is_compacted(content) {
@@ -127,7 +129,9 @@ fn dedupes(
         for part in message.parts() {
             if let Part::ToolCall(call) = part {
                 if config.read_tools.contains(&call.tool_name) {
-                    if let Some(file) = file_argument(&call.input, &config.path_fields) {
+                    if let Some(file) =
+                        crate::tiers::file_argument(&call.input, &config.path_fields)
+                    {
                         file_of.insert(&call.tool_call_id, file);
                     }
                 }
@@ -291,12 +295,6 @@ fn mask(
         output,
         tokens,
     ))
-}
-
-fn file_argument<'a>(input: &'a Value, fields: &[String]) -> Option<&'a str> {
-    fields
-        .iter()
-        .find_map(|f| input.get(f.as_str()).and_then(Value::as_str))
 }
 
 fn preview_chars(text: &str, n: usize) -> &str {

@@ -17,7 +17,6 @@
 use std::collections::BTreeSet;
 
 use hashbrown::{HashMap, HashSet};
-use serde_json::Value;
 
 use crate::config::CompactionConfig;
 use crate::edit::Tokens;
@@ -58,11 +57,6 @@ pub(crate) fn working_files(
     if config.working_files.max_files == 0 || budget == 0 {
         return out;
     }
-    fn path_of<'v>(input: &'v Value, fields: &[String]) -> Option<&'v str> {
-        fields
-            .iter()
-            .find_map(|f| input.get(f.as_str()).and_then(Value::as_str))
-    }
     // Every touch of a file, in order: read results and write/edit calls.
     let mut read_calls: HashMap<&str, &str> = HashMap::new();
     let mut touches: Vec<(usize, usize, &str, Touch)> = Vec::new();
@@ -70,7 +64,8 @@ pub(crate) fn working_files(
         for (p, part) in message.parts().iter().enumerate() {
             match part {
                 Part::ToolCall(call) => {
-                    let Some(path) = path_of(&call.input, &config.path_fields) else {
+                    let Some(path) = crate::tiers::file_argument(&call.input, &config.path_fields)
+                    else {
                         continue;
                     };
                     if config.evict_input_tools.contains(&call.tool_name) {
