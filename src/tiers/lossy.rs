@@ -82,8 +82,13 @@ impl Inputs<'_> {
         (f64::from(tokens) / self.ratio).ceil() as u32
     }
 
-    fn tail(&self, from: usize) -> u32 {
-        self.edited[from..].iter().sum()
+    /// `tails[i]`: the tokens of the messages from `i` on (as edited), for every `i`.
+    fn tails(&self) -> Vec<u32> {
+        let mut tails = vec![0u32; self.edited.len() + 1];
+        for (i, tokens) in self.edited.iter().enumerate().rev() {
+            tails[i] = tails[i + 1] + tokens;
+        }
+        tails
     }
 }
 
@@ -95,6 +100,8 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
         return None;
     }
     let ok = boundaries(messages);
+    // Computed once: the cut below looks at the tail from every candidate message.
+    let tails = inputs.tails();
     let system = messages
         .iter()
         .take_while(|m| m.role == Role::System)
@@ -115,14 +122,12 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
             let mut budget = (f64::from(inputs.window) * config.keep_recent_fraction) as u32;
             if inputs.manual {
                 // Asked for room: keep that share of what there is, not of the whole window.
-                let total = inputs.scale(inputs.tail(start));
+                let total = inputs.scale(tails[start]);
                 budget = budget.min((f64::from(total) * config.keep_recent_fraction) as u32);
             }
-            match (start + 1..=last_group)
-                .find(|&c| ok[c] && inputs.scale(inputs.tail(c)) <= budget)
-            {
+            match (start + 1..=last_group).find(|&c| ok[c] && inputs.scale(tails[c]) <= budget) {
                 Some(c) => (c, None),
-                None => (last_group, Some(inputs.scale(inputs.tail(last_group)))),
+                None => (last_group, Some(inputs.scale(tails[last_group]))),
             }
         }
     };
