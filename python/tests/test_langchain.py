@@ -130,3 +130,46 @@ def test_offload_at_return_keeps_big_outputs_out_of_the_history() -> None:
                 path = message.content.split("Full content: ")[1].split("]")[0]
                 assert store.read(path) == big[message.tool_call_id]
     assert seen >= len(big)
+
+
+def test_the_middleware_calibrates_from_each_replys_usage_once() -> None:
+    """Each model reply's ``usage_metadata`` calibrates the compactor when the next call is
+    planned (the last reply of a turn when the next turn starts); each reply counts once."""
+    probe = Compactor(model="claude-sonnet-4-5", context_window=WINDOW)
+    calls: List[int] = []
+
+    class ReportingModel(BaseChatModel):
+        """Three tool calls, then an answer; every reply reports the provider's input tokens
+        (0.9 of the uncalibrated estimate of the prompt)."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "reporting"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> "ReportingModel":
+            return self
+
+        def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            n = len(calls)
+            calls.append(n)
+            tokens = round(0.9 * probe.usage(to_model_messages(messages))["tokens"])
+            usage = {"input_tokens": tokens, "output_tokens": 5, "total_tokens": tokens + 5}
+            if n % 4 < 3:
+                message = AIMessage(content="", tool_calls=[{"id": f"call_{n}", "name": "fetch_page", "args": {"page_number": n}}], usage_metadata=usage)
+            else:
+                message = AIMessage(content="Done.", usage_metadata=usage)
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    middleware = CompactorMiddleware(model="claude-sonnet-4-5", context_window=WINDOW, store=MemoryStore())
+    agent = create_agent(ReportingModel(), tools=[fetch_page], system_prompt="You read reports.", middleware=[middleware])
+    assert middleware.compactor.state().get("calibration") is None
+    first = agent.invoke({"messages": [HumanMessage(content="Read pages 0 to 2.")]})
+    # Four model calls: the replies to the first three were observed before the next call.
+    assert len(calls) == 4
+    assert middleware.compactor.state()["calibration"]["samples"] == 3
+    agent.invoke({"messages": [*first["messages"], HumanMessage(content="And the next three?")]})
+    # The first turn's last reply is observed when the second turn starts, then three more.
+    assert len(calls) == 8
+    calibration = middleware.compactor.state()["calibration"]
+    assert calibration["samples"] == 7
+    assert calibration["ratio"] < 1.2, calibration

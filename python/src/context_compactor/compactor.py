@@ -262,13 +262,17 @@ class Compactor:
     def observe_usage(self, input_tokens: int, *, predicted_raw: Optional[int] = None) -> None:
         """Feeds the provider's reported input tokens back, for calibration of estimated
         (non-OpenAI) counts: ``input_tokens`` of the prompt ``manage`` last returned (or of a
-        prompt whose ``count_raw`` was ``predicted_raw``)."""
+        prompt whose ``count_raw`` was ``predicted_raw``); a second report of the prompt
+        ``manage`` returned is ignored."""
         raw = self._last_raw if predicted_raw is None else predicted_raw
         if raw is None or not isinstance(input_tokens, (int, float)) or input_tokens != input_tokens:
             return
         with self._lock:
             self._core.call("observe-usage", int(raw), int(round(input_tokens)))
             self._state_dirty = True
+            # One sample per prompt sent: a second report of the same prompt is ignored.
+            if predicted_raw is None:
+                self._last_raw = None
 
     def state(self) -> Dict[str, Any]:
         """The serializable state: persist it and pass it back as ``state=``."""

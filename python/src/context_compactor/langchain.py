@@ -160,16 +160,31 @@ class CompactorMiddleware(AgentMiddleware):
         self.compactor = compactor
         self._on_result = on_result
         self._offload_at_return = offload_at_return
+        self._observed: Optional[AIMessage] = None
 
     def before_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
+        self._observe(messages)
         converted = to_model_messages(messages)
         return self._update(self.compactor.manage(converted), messages, converted)
 
     async def abefore_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
+        self._observe(messages)
         converted = to_model_messages(messages)
         return self._update(await self.compactor.amanage(converted), messages, converted)
+
+    def _observe(self, messages: Sequence[BaseMessage]) -> None:
+        """Calibration: the latest model reply's ``usage_metadata`` says how many input tokens
+        the provider counted for the prompt this middleware last returned (the reply of the last
+        step of a turn too, seen when the next turn starts). Each reply is observed once."""
+        reply = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if reply is None or reply is self._observed:
+            return
+        self._observed = reply
+        usage = reply.usage_metadata
+        if usage and isinstance(usage.get("input_tokens"), int) and usage["input_tokens"] > 0:
+            self.compactor.observe_usage(usage["input_tokens"])
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         result = handler(request)
