@@ -353,3 +353,59 @@ test('a 52 MB pasted user message: usage counts it, manage offloads it byte for 
   assert.deepEqual(result.messages.map((m) => m.role), ['system', 'user', 'assistant', 'user']);
   console.log(`52 MB log (${(log.length / 1e6).toFixed(1)} M chars, ${count} tokens): countTokens ${countMs.toFixed(0)} ms, usage ${usageMs.toFixed(0)} ms, manage ${manageMs.toFixed(0)} ms`);
 });
+
+test('mutated conversations (fields dropped, values swapped for any JSON value): plan, usage and manage succeed or throw typed errors', async () => {
+  // A deterministic PRNG (mulberry32), so a failure reproduces.
+  let seed = 0x2545f491;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = (xs) => xs[Math.floor(random() * xs.length)];
+  const values = [null, true, 0, -1, 1e308, 'x', '', [], {}, [1], { type: 'text' }, { type: 'tool-call' }, 'user', 'tool', '\ud800', 2 ** 53];
+  const base = () => [
+    { role: 'system', content: 'You are an agent.' },
+    { role: 'user', content: `Fix the parser ${'please '.repeat(Math.floor(random() * 40))}` },
+    { role: 'assistant', content: [{ type: 'text', text: 'Reading it.' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: { path: 'src/parser.ts' } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: { type: 'text', value: 'export const x = 1;\n'.repeat(Math.floor(random() * 300)) } }] },
+    { role: 'user', content: [{ type: 'text', text: 'Keep this.', providerOptions: { contextCompactor: { pin: true } } }] },
+  ];
+  const mutate = (v) => {
+    if (Array.isArray(v)) {
+      const a = v.map(mutate);
+      if (random() < 0.02) a.splice(Math.floor(random() * (a.length + 1)), 0, pick(values));
+      if (random() < 0.02 && a.length) a.splice(Math.floor(random() * a.length), 1);
+      return a;
+    }
+    if (v && typeof v === 'object') {
+      const o = {};
+      for (const [k, x] of Object.entries(v)) {
+        if (random() < 0.01) continue;
+        o[k] = random() < 0.02 ? pick(values) : mutate(x);
+      }
+      if (random() < 0.01) o[pick(['role', 'content', 'type', 'toolCallId', 'output'])] = pick(values);
+      return o;
+    }
+    return random() < 0.01 ? pick(values) : v;
+  };
+  const compactor = await createCompactor({ model: 'claude-sonnet-4-5', contextWindow: 2_000, store: new MemoryStore(), summarize: async () => 'Summary.' });
+  let planned = 0;
+  let refused = 0;
+  for (let i = 0; i < 600; i++) {
+    const messages = mutate(base());
+    try {
+      compactor.plan(messages);
+      compactor.usage(messages);
+      await compactor.manage(messages);
+      planned++;
+    } catch (error) {
+      assert.ok(error instanceof CompactorError && error.code, `case ${i}: ${error?.name}: ${String(error?.message).slice(0, 200)}`);
+      refused++;
+    }
+  }
+  // Both paths ran many times: valid mutations plan (and compact: the window is small), the rest are refused.
+  assert.ok(planned > 100 && refused > 100, `planned ${planned}, refused ${refused}`);
+  compactor.dispose();
+});
