@@ -4,6 +4,7 @@
 // it loads the state from Redis, compacts `history`, saves, and answers with the prompt.
 // Faults: `kill` stops before the state save (after the offloads), telling the test, which
 // terminates this thread; store errors (a dropped Redis connection) answer 503.
+import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createStorage } from 'unstorage';
 import redisDriver from 'unstorage/drivers/redis';
@@ -16,9 +17,9 @@ const client = storage.getMount('').driver.getInstance();
 client.on('error', () => {}); // the test drops connections on purpose; ioredis reconnects
 
 /** The scripted summarizer (the same text for the same span in every instance); each call is
- * counted in Redis under the prompt's length and head. */
+ * counted in Redis under a hash of its prompt: one key per span. */
 async function summarize(request) {
-  await client.incr(`summaries:${request.prompt.length}`);
+  await client.incr(`summaries:${createHash('sha1').update(request.prompt).digest('hex')}`);
   return `## Session Intent\nScripted summary ${request.prompt.length}.`;
 }
 

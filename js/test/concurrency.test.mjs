@@ -172,7 +172,9 @@ test(`${INSTANCES} instances, one ${TURNS}-turn conversation over Redis: overlap
 
     const good = late.filter((x) => x.response.status === 200);
     const sameAsReference = good.filter((x) => JSON.stringify(x.response.prompt) === JSON.stringify(expected[x.t])).length;
-    const summaryCalls = (await admin.keys('summaries:*').then((keys) => Promise.all(keys.map((k) => admin.get(k))))).reduce((a, b) => a + Number(b), 0);
+    // Summarizer calls per span (the worker counts them under a hash of the span's prompt).
+    const perSpan = await admin.keys('summaries:*').then((keys) => Promise.all(keys.map(async (k) => Number(await admin.get(k)))));
+    const summaryCalls = perSpan.reduce((a, b) => a + b, 0);
     const transcripts = (await store.list('/conversation_history/')).length;
     const lostSaves = late.reduce((n, x) => n + (x.response.lostSaves ?? 0), 0);
     console.log(
@@ -183,11 +185,14 @@ test(`${INSTANCES} instances, one ${TURNS}-turn conversation over Redis: overlap
     assert.equal(instances.kills, killTurns.size);
     assert.ok(drops > 0, 'connections were dropped');
     assert.ok(lostSaves > 0, 'requests raced for the state');
-    // One summary per span across instances (the lease beside the state): 6–7 calls against
-    // the reference's 6 in our runs (8–12 before the lease). Racing requests of different turns
-    // may still summarize different spans, hence the margin; summary-lease.test.mjs holds the
-    // exact case.
-    assert.ok(summaryCalls <= referenceSummaries + 2, `summaries: ${summaryCalls} calls (reference ${referenceSummaries})`);
+    // One summary per span across instances (the lease beside the state): no span is sent to
+    // the summarizer twice (before the lease, racing requests re-sent the same spans: 8–12 calls
+    // against the reference's 6). Racing requests of different turns may summarize spans the
+    // long-lived compactor never had (a straggler of turn t compacting after turn t + 1 did):
+    // 7–10 calls against the reference's 7 in our runs, hence the margin on the total;
+    // summary-lease.test.mjs holds the exact case.
+    assert.deepEqual(perSpan.filter((n) => n > 1), [], `a span summarized more than once: ${JSON.stringify(perSpan)}`);
+    assert.ok(summaryCalls <= referenceSummaries + 4, `summaries: ${summaryCalls} calls (reference ${referenceSummaries})`);
   } finally {
     dropping = false;
     await instances.stop();
