@@ -32,7 +32,8 @@ pub(crate) struct Memo {
 }
 
 impl Memo {
-    /// A memo kept across plans of a held conversation.
+    /// A memo kept across plans of a held conversation (the bindings hold one).
+    #[cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
     pub(crate) fn held() -> Self {
         Memo {
             held: true,
@@ -49,14 +50,15 @@ impl Memo {
     }
 
     /// Forgets what holds scaled tokens (the calibration changed).
+    #[cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
     pub(crate) fn rescaled(&mut self) {
         self.masks.get_mut().clear();
     }
 
     /// Tier 2's mask of the tool result at `at`, made by `make` when not known (and kept when
-    /// the memo is held).
-    /// `None` when there is no mask; `Some(None)` when there is one that `wanted` turns down
-    /// (not copied: most masks of a long conversation save too little to be worth a break).
+    /// the memo is held): `None` when there is no mask, `Some(None)` when there is one that
+    /// `wanted` turns down (not copied: most masks of a long conversation save too little to be
+    /// worth a break).
     pub(crate) fn mask(
         &self,
         at: (usize, usize),

@@ -91,7 +91,9 @@ pub(crate) fn load_encoding(encoding: &str, data: Vec<u8>) -> Result<()> {
     crate::counting::load_data(encoding, data)
 }
 
-/// The prebuilt data (`CCH1`) of a tokenizer from its `tokenizer.json` or tekken file.
+/// The prebuilt data (`CCH1`) of a tokenizer from its `tokenizer.json` or tekken file (npm's
+/// `compileTokenizer`; the Component does not offer it).
+#[cfg(feature = "wasm")]
 pub(crate) fn tokenizer_data(name: &str, json: &str) -> Result<Vec<u8>> {
     crate::counting::prebuilt::write(name, json)
 }
