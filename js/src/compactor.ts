@@ -474,7 +474,10 @@ export class Compactor {
   /** What `manage`, `compact` and `prepareStep` return is the prompt the app sends: its raw count
    * is what the provider's reported usage calibrates against (`observeUsage`). */
   #sent<R extends { messages: readonly MessageLike[] }>(result: R): R {
-    this.#sync(result.messages);
+    // The run just synced (or applied) these very objects: marking them again is the same O(n).
+    const held = this.#held.messages;
+    const same = result.messages.length === held.length && result.messages.every((m, i) => m === held[i]);
+    if (!same) this.#sync(result.messages);
     this.#lastRawCount = core(() => this.#core.countRaw(undefined));
     return result;
   }

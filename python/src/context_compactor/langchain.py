@@ -160,7 +160,7 @@ class CompactorMiddleware(AgentMiddleware):
         self.compactor = compactor
         self._on_result = on_result
         self._offload_at_return = offload_at_return
-        self._observed: Optional[AIMessage] = None
+        self._observed: Optional[object] = None
 
     def before_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
@@ -179,9 +179,11 @@ class CompactorMiddleware(AgentMiddleware):
         the provider counted for the prompt this middleware last returned (the reply of the last
         step of a turn too, seen when the next turn starts). Each reply is observed once."""
         reply = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-        if reply is None or reply is self._observed:
+        # By id when it has one: a checkpointer hands the same reply back as a new object.
+        key = None if reply is None else (reply.id or id(reply))
+        if reply is None or key == self._observed:
             return
-        self._observed = reply
+        self._observed = key
         usage = reply.usage_metadata
         if usage and isinstance(usage.get("input_tokens"), int) and usage["input_tokens"] > 0:
             self.compactor.observe_usage(usage["input_tokens"])
