@@ -16,6 +16,7 @@
 pub mod pretokenize;
 pub mod unicode;
 mod unicode_table;
+mod vocab;
 
 use std::borrow::Cow;
 use std::collections::BinaryHeap;
@@ -25,16 +26,19 @@ use hashbrown::HashTable;
 
 use crate::counting::Encoding;
 use crate::error::Error;
+use vocab::Vocab;
 
-type Rank = u32;
+use vocab::Rank;
 const NONE: Rank = Rank::MAX;
 /// Pieces shorter than this merge with tiktoken's quadratic scan (fast for short pieces); longer
 /// ones use the heap (tiktoken uses the same cut).
 const SMALL_PIECE: usize = 100;
-/// The multi-token piece cache is dropped whole past this many entries, and holds no piece
-/// longer than `CACHED_PIECE_BYTES` (bounded memory: at most ~13 MB).
+/// The multi-token piece cache is dropped whole past this many entries or once its pieces hold
+/// `PIECE_CACHE_BYTES`, and holds no piece longer than `CACHED_PIECE_BYTES` (bounded memory:
+/// at most ~12 MB with the table).
 const PIECE_CACHE_LIMIT: usize = 100_000;
-const CACHED_PIECE_BYTES: usize = 128;
+const PIECE_CACHE_BYTES: usize = 8 << 20;
+const CACHED_PIECE_BYTES: usize = 4096;
 
 /// XXH3-64 of `bytes` (the hash of every token and piece lookup). Inputs up to 16 bytes, most
 /// tokens and pieces, take XXH3's own short-input path written out here (seed 0, its default
@@ -132,7 +136,11 @@ mod xxh3 {
 /// `CACHED_PIECE_BYTES`, at most `PIECE_CACHE_LIMIT` of them (then it starts again). Every BPE
 /// here counts through one (the tiktoken encodings and the Hugging Face pair-merging ones).
 #[derive(Default)]
-pub(crate) struct PieceCache(HashTable<(Box<[u8]>, u32)>);
+pub(crate) struct PieceCache {
+    table: HashTable<(Box<[u8]>, u32)>,
+    /// Bytes of the pieces held.
+    bytes: usize,
+}
 
 impl PieceCache {
     /// The count of `piece` (hashed as `h`): remembered, or `merge`d and remembered. A piece
@@ -148,14 +156,16 @@ impl PieceCache {
             return merge(piece);
         }
         let h = h();
-        if let Some((_, n)) = self.0.find(h, |(k, _)| &**k == piece) {
+        if let Some((_, n)) = self.table.find(h, |(k, _)| &**k == piece) {
             return *n as usize;
         }
         let n = merge(piece);
-        if self.0.len() >= PIECE_CACHE_LIMIT {
-            self.0.clear();
+        if self.table.len() >= PIECE_CACHE_LIMIT || self.bytes + piece.len() > PIECE_CACHE_BYTES {
+            self.table.clear();
+            self.bytes = 0;
         }
-        self.0
+        self.bytes += piece.len();
+        self.table
             .insert_unique(h, (piece.into(), n as u32), |(k, _)| hash(k));
         n
     }
@@ -695,7 +705,7 @@ pub struct Bpe {
     data: Cow<'static, [u8]>,
     /// Token `r`'s bytes are `data[offsets[r]..offsets[r + 1]]`.
     offsets: Vec<u32>,
-    table: HashTable<Rank>,
+    table: Vocab,
     byte_rank: [Rank; 256],
     piece_end: PieceEnd,
     /// Counts of pieces that are more than one token (the warm path).
@@ -760,7 +770,7 @@ impl Bpe {
         piece_end: PieceEnd,
     ) -> Result<Self, String> {
         let count = offsets.len() - 1;
-        let mut table = HashTable::with_capacity(count);
+        let mut table = Vocab::with_capacity(count);
         let mut byte_rank = [NONE; 256];
         for rank in 0..count {
             Self::insert(&mut table, &mut byte_rank, &data, &offsets, rank)?;
@@ -780,7 +790,7 @@ impl Bpe {
     /// `Decoder::token`).
     #[inline(never)]
     fn insert(
-        table: &mut HashTable<Rank>,
+        table: &mut Vocab,
         byte_rank: &mut [Rank; 256],
         data: &[u8],
         offsets: &[u32],
@@ -793,20 +803,11 @@ impl Bpe {
         if token.len() == 1 {
             byte_rank[token[0] as usize] = rank as Rank;
         }
-        let entry = table.entry(
-            hash(token),
-            |&r| &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize] == token,
-            |&r| hash(&data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize]),
-        );
-        match entry {
-            hashbrown::hash_table::Entry::Occupied(_) => {
-                Err(format!("token {rank} repeats an earlier token"))
-            }
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert(rank as Rank);
-                Ok(())
-            }
+        let tail = |r: Rank| &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize];
+        if !table.insert(token, rank as Rank, hash(token), tail) {
+            return Err(format!("token {rank} repeats an earlier token"));
         }
+        Ok(())
     }
 
     /// The encoding's or tokenizer's name (`"o200k_base"`, ...).
@@ -853,11 +854,9 @@ impl Bpe {
     #[inline]
     fn rank_hashed(&self, bytes: &[u8], h: u64) -> Option<Rank> {
         let (data, offsets) = (&self.data, &self.offsets);
-        self.table
-            .find(h, |&r| {
-                &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize] == bytes
-            })
-            .copied()
+        self.table.find(bytes, h, |r| {
+            &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize]
+        })
     }
 
     #[inline]
@@ -1107,6 +1106,46 @@ pub fn is_available(encoding: Encoding) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_piece_cache_remembers_long_pieces_within_its_bounds() {
+        let mut cache = PieceCache::default();
+        let merges = std::cell::Cell::new(0);
+        let mut count = |piece: &[u8]| {
+            cache.count(
+                piece,
+                || hash(piece),
+                |p| {
+                    merges.set(merges.get() + 1);
+                    p.len()
+                },
+            )
+        };
+        let long = vec![b'a'; CACHED_PIECE_BYTES];
+        assert_eq!(
+            (count(&long), count(&long)),
+            (CACHED_PIECE_BYTES, CACHED_PIECE_BYTES)
+        );
+        assert_eq!(
+            merges.get(),
+            1,
+            "a piece of CACHED_PIECE_BYTES is merged once"
+        );
+        let longer = vec![b'a'; CACHED_PIECE_BYTES + 1];
+        count(&longer);
+        count(&longer);
+        assert_eq!(merges.get(), 3, "a longer piece is merged every time");
+        // Past its byte budget the cache starts again: the first piece is merged once more.
+        for i in 0..PIECE_CACHE_BYTES / CACHED_PIECE_BYTES {
+            let mut other = vec![b'b'; CACHED_PIECE_BYTES];
+            other[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            count(&other);
+        }
+        let before = merges.get();
+        count(&long);
+        assert_eq!(merges.get(), before + 1);
+        assert!(cache.bytes <= PIECE_CACHE_BYTES);
+    }
 
     /// A small vocabulary shaped like BPE's: the bytes, then merges of earlier tokens, and one
     /// token ("xyz") that no two earlier tokens make.
