@@ -796,15 +796,15 @@ impl Bpe {
         offsets: &[u32],
         rank: usize,
     ) -> Result<(), String> {
-        let token = &data[offsets[rank] as usize..offsets[rank + 1] as usize];
-        if token.is_empty() {
+        let token = |r: Rank| &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize];
+        let bytes = token(rank as Rank);
+        if bytes.is_empty() {
             return Err(format!("token {rank} is empty"));
         }
-        if token.len() == 1 {
-            byte_rank[token[0] as usize] = rank as Rank;
+        if bytes.len() == 1 {
+            byte_rank[bytes[0] as usize] = rank as Rank;
         }
-        let tail = |r: Rank| &data[offsets[r as usize] as usize..offsets[r as usize + 1] as usize];
-        if !table.insert(token, rank as Rank, hash(token), tail) {
+        if !table.insert(bytes, rank as Rank, hash(bytes), token) {
             return Err(format!("token {rank} repeats an earlier token"));
         }
         Ok(())

@@ -5,33 +5,34 @@
 //! key comparison through a `dyn FnMut` (to keep its code small), one indirect call per
 //! candidate, and its entries here were ranks only, so each comparison read the token's bytes
 //! through `offsets` and `data`, two dependent reads from megabyte-sized arrays. This table is
-//! open addressing with linear probing and a tag byte per slot (7 bits of the hash): a probe
-//! reads tags, contiguous, and compares an entry only when its tag matches. Each entry holds the
-//! token's length and first 8 bytes, so tokens of 8 bytes or fewer (nearly every word with its
-//! space) compare without leaving the table.
+//! open addressing with linear probing; each slot holds the token's length, first 8 bytes and 8
+//! bits of its hash, so tokens of 8 bytes or fewer (nearly every word with its space) compare
+//! without leaving the table.
 
 /// Rank of a token (index in the vocabulary).
 pub(super) type Rank = u32;
 
 /// Token bytes → rank, for a vocabulary of known size (it never grows).
 pub(super) struct Vocab {
-    /// 0: empty; else `0x80 | top 7 bits of the hash`.
-    tags: Box<[u8]>,
-    /// Slot `i`'s token: its first 8 bytes (`head`) at `2 i`, its rank and length
-    /// (`rank | len << 32`) at `2 i + 1`. Plain numbers, so the table is allocated zeroed (fresh
-    /// wasm memory is zero already) instead of written slot by slot.
-    entries: Box<[u64]>,
+    /// Slot `i` is `[head, meta]`: the token's first 8 bytes, and `rank | len << 32 | tag << 48`
+    /// (`tag`: 8 bits of the hash, for a cheap first test); `meta` 0 is an empty slot (a token
+    /// is never empty). One 16-byte slot per probe, four to a cache line: a lookup reads one line
+    /// at random, then the next ones in order. Plain numbers, so the table is allocated zeroed
+    /// (fresh wasm memory is zero already) instead of written slot by slot.
+    slots: Box<[[u64; 2]]>,
     mask: usize,
+    /// Slots in use; at least one stays empty, so that every probe ends.
+    used: usize,
 }
 
 impl Vocab {
-    /// A table for `tokens` tokens, at most 80 % full (o200k_base: 2^18 slots, 4.5 MB).
+    /// A table for `tokens` tokens, at most 80 % full (o200k_base: 2^18 slots, 4 MB).
     pub(super) fn with_capacity(tokens: usize) -> Self {
         let slots = (tokens + tokens / 4 + 1).next_power_of_two().max(16);
         Vocab {
-            tags: vec![0; slots].into_boxed_slice(),
-            entries: vec![0; 2 * slots].into_boxed_slice(),
+            slots: vec![[0; 2]; slots].into_boxed_slice(),
             mask: slots - 1,
+            used: 0,
         }
     }
 
@@ -44,25 +45,26 @@ impl Vocab {
         hash: u64,
         token: impl Fn(Rank) -> &'d [u8],
     ) -> Option<Rank> {
-        let (tag, head, len) = (tag(hash), head(bytes), bytes.len() as u64);
+        let (key, head) = (key(bytes, hash), head(bytes));
         let mut i = hash as usize & self.mask;
         loop {
-            let t = self.tags[i];
-            if t == 0 {
+            let [h, meta] = self.slots[i];
+            if meta == 0 {
                 return None;
             }
-            if t == tag {
-                let (h, meta) = (self.entries[2 * i], self.entries[2 * i + 1]);
-                let rank = meta as Rank;
-                if meta >> 32 == len && h == head && (len <= 8 || token(rank)[8..] == bytes[8..]) {
-                    return Some(rank);
-                }
+            if meta & KEY == key
+                && h == head
+                && (bytes.len() <= 8 || token(meta as Rank)[8..] == bytes[8..])
+            {
+                return Some(meta as Rank);
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    /// Adds `bytes` as `rank`; false when the table already holds those bytes (or is full).
+    /// Adds `bytes` as `rank`; false when the table already holds those bytes, or when adding
+    /// would leave no empty slot. One probe: the bytes would be found before the first empty
+    /// slot.
     pub(super) fn insert<'d>(
         &mut self,
         bytes: &[u8],
@@ -70,26 +72,37 @@ impl Vocab {
         hash: u64,
         token: impl Fn(Rank) -> &'d [u8],
     ) -> bool {
-        if self.find(bytes, hash, &token).is_some() {
-            return false;
-        }
+        let (key, head) = (key(bytes, hash), head(bytes));
         let mut i = hash as usize & self.mask;
-        for _ in 0..=self.mask {
-            if self.tags[i] == 0 {
-                self.tags[i] = tag(hash);
-                self.entries[2 * i] = head(bytes);
-                self.entries[2 * i + 1] = u64::from(rank) | (bytes.len() as u64) << 32;
+        loop {
+            let [h, meta] = self.slots[i];
+            if meta == 0 {
+                if self.used + 1 > self.mask {
+                    return false;
+                }
+                self.used += 1;
+                self.slots[i] = [head, key | u64::from(rank)];
                 return true;
+            }
+            if meta & KEY == key
+                && h == head
+                && (bytes.len() <= 8 || token(meta as Rank)[8..] == bytes[8..])
+            {
+                return false;
             }
             i = (i + 1) & self.mask;
         }
-        false
     }
 }
 
+/// The bits of a slot's `meta` that hold the length and the tag.
+const KEY: u64 = !(u32::MAX as u64);
+
+/// `meta` without the rank: the length (at most 65,535 bytes; tokens are far shorter) and 8 bits
+/// of the hash (not the bits that pick the slot).
 #[inline(always)]
-fn tag(hash: u64) -> u8 {
-    0x80 | (hash >> 57) as u8
+fn key(bytes: &[u8], hash: u64) -> u64 {
+    (bytes.len() as u64 & 0xFFFF) << 32 | (hash >> 56) << 48
 }
 
 /// Up to the first 8 bytes of `bytes` as one number. With the length it tells apart every token
@@ -113,6 +126,22 @@ fn head(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_table_refuses_rather_than_loops() {
+        let words: Vec<Vec<u8>> = (0..40u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        let mut vocab = Vocab::with_capacity(1); // 16 slots
+        let hash = |b: &[u8]| super::super::hash(b);
+        let added = words
+            .iter()
+            .enumerate()
+            .filter(|(r, w)| vocab.insert(w, *r as Rank, hash(w), |r| &words[r as usize]))
+            .count();
+        assert_eq!(added, 15, "one slot stays empty");
+        for w in &words {
+            vocab.find(w, hash(w), |r| &words[r as usize]); // ends
+        }
+    }
 
     #[test]
     fn finds_every_token_and_nothing_else() {
