@@ -116,7 +116,13 @@ pub(crate) struct HeldCompactor {
     memo: std::sync::Mutex<crate::memo::Memo>,
     /// The summary request's prompt that the last plan left apart (see [`HeldCompactor::plan`]).
     prompt: std::sync::Mutex<String>,
+    /// The last plans made, as JSON and as made, newest last (see [`HeldCompactor::apply`]).
+    plans: std::sync::Mutex<std::collections::VecDeque<(String, Plan)>>,
 }
+
+/// How many of its latest plans a compactor can apply (a host applies the plan it just made;
+/// racing calls may have made a few more in between).
+const PLANS_KEPT: usize = 16;
 
 impl HeldCompactor {
     pub(crate) fn new(config_json: &str, state_json: Option<&str>) -> Result<Self> {
@@ -131,6 +137,7 @@ impl HeldCompactor {
             calls: CallIds::default(),
             memo: std::sync::Mutex::new(crate::memo::Memo::held()),
             prompt: std::sync::Mutex::default(),
+            plans: std::sync::Mutex::default(),
         })
     }
 
@@ -216,7 +223,29 @@ impl HeldCompactor {
                 }
             }
         }
-        Ok(to_json(&plan))
+        let json = to_json(&plan);
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        if plans.len() == PLANS_KEPT {
+            plans.pop_front();
+        }
+        plans.push_back((json.clone(), plan));
+        Ok(json)
+    }
+
+    /// The plan this compactor made as `json` (one of its last [`PLANS_KEPT`]). A host hands
+    /// back the JSON it was given, so the plan is not parsed again: faster, and the wasm core
+    /// carries no deserializer for plans (28 kB gzipped). Any other JSON is `plan_mismatch`.
+    fn made(&self, json: &str) -> Result<Plan> {
+        let plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        match plans.iter().rev().find(|(made, _)| made == json) {
+            Some((_, plan)) => Ok(plan.clone()),
+            None => Err(Error::PlanMismatch {
+                action_id: None,
+                message: format!(
+                    "plan: not one of the last {PLANS_KEPT} plans this compactor made (apply the plan JSON it returned, unchanged, or plan again)"
+                ),
+            }),
+        }
     }
 
     /// The summary request's prompt that the last plan left apart (empty when it had none),
@@ -242,7 +271,7 @@ impl HeldCompactor {
         plan_json: &str,
         outcomes_json: &str,
     ) -> Result<String> {
-        let plan: Plan = parse("plan", plan_json)?;
+        let plan = self.made(plan_json)?;
         let outcomes: Vec<Outcome> = parse("outcomes", outcomes_json)?;
         let held = messages_json.is_none();
         let messages = match messages_json {
