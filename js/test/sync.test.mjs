@@ -191,3 +191,34 @@ test('bytes behind a toJSON method keep their placeholder', async () => {
   const last = out.at(-1).content[0].providerOptions.app;
   assert.ok(last.bytes instanceof Uint8Array && [...last.bytes].join() === '7,0,255', JSON.stringify(last));
 });
+
+test('apply takes back only a plan this compactor made (its last 16), without parsing it again', async () => {
+  // The raw core, as the host drives it: the host hands back the plan JSON it was given.
+  const { WasmCompactor } = await import('../dist/wasm/context_compactor.js');
+  const core = new WasmCompactor(JSON.stringify({ model: 'gpt-4o', contextWindow: 4_000 }), undefined);
+  const messages = session(6);
+  core.sync(0, JSON.stringify(messages));
+  const first = core.plan(undefined, undefined);
+  assert.ok(JSON.parse(first).actions.length > 0, 'over the window: a plan with actions');
+  const code = (f) => {
+    try {
+      f();
+    } catch (e) {
+      return JSON.parse(typeof e === 'string' ? e : e.message).code;
+    }
+    return 'no error';
+  };
+  // The same plan, re-serialized (what a host that rebuilt it would send): not one it made.
+  const rebuilt = JSON.stringify(JSON.parse(first), null, 1);
+  assert.equal(code(() => core.apply(undefined, rebuilt, '[]')), 'plan_mismatch');
+  // Fifteen other plans later the first still applies; the sixteenth pushes it out.
+  const other = (i) => {
+    core.sync(messages.length, JSON.stringify([{ role: 'user', content: `question ${i}` }]));
+    assert.notEqual(core.plan(undefined, undefined), first);
+  };
+  for (let i = 0; i < 15; i++) other(i);
+  assert.equal(code(() => core.apply(JSON.stringify(messages), first, '[]')), 'no error');
+  other(15);
+  assert.equal(code(() => core.apply(JSON.stringify(messages), first, '[]')), 'plan_mismatch');
+  core.free();
+});

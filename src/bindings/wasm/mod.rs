@@ -128,6 +128,7 @@ impl WasmCompactor {
 
     /// Applies outcomes to the messages (a plan whose transcripts changed since gives
     /// `plan_mismatch`). With the held conversation, the result becomes the held one.
+    /// `plan_json` is the JSON `plan` returned, unchanged (one of the last 16; not parsed again).
     pub fn apply(
         &mut self,
         messages_json: Option<String>,
