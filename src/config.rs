@@ -539,13 +539,134 @@ impl Config {
 
 /// Deserializes a configuration section, naming the offending field of any error.
 pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T> {
-    serde_path_to_error::deserialize(value).map_err(|e| Error::InvalidConfig {
-        field: match e.path().to_string().as_str() {
-            "." => "(root)".to_owned(),
-            path => path.to_owned(),
-        },
-        message: crate::error::strip_position(&e.inner().to_string()),
-    })
+    // Owned values throughout: one deserializer per type (the one over `Value`).
+    serde_json::from_value::<T>(value.clone())
+        .map_err(|e| config_error(&value, &e.to_string(), attempt::<T>))
+}
+
+/// `value` without the key or element `step` of the node at `path`.
+fn without(
+    value: &serde_json::Value,
+    path: &[Result<String, usize>],
+    step: &Result<String, usize>,
+) -> serde_json::Value {
+    use serde_json::Value;
+    let mut pruned = value.clone();
+    let mut at = &mut pruned;
+    for s in path {
+        at = match (at, s) {
+            (Value::Object(map), Ok(key)) => map.get_mut(key.as_str()).expect("on the path"),
+            (Value::Array(items), Err(i)) => &mut items[*i],
+            _ => unreachable!("the path was walked before"),
+        };
+    }
+    match (at, step) {
+        (Value::Object(map), Ok(key)) => {
+            map.shift_remove(key.as_str());
+        }
+        (Value::Array(items), Err(i)) => {
+            items.remove(*i);
+        }
+        _ => unreachable!("steps come from the node"),
+    }
+    pruned
+}
+
+/// The error of a configuration section that did not deserialize (not generic: one copy).
+#[inline(never)]
+fn config_error(
+    value: &serde_json::Value,
+    error: &str,
+    attempt: fn(&serde_json::Value) -> std::result::Result<(), String>,
+) -> Error {
+    Error::InvalidConfig {
+        field: error_path(value, error, attempt),
+        message: crate::error::strip_position(error),
+    }
+}
+
+/// Whether `value` deserializes as a `T`, else the error's text (for [`error_path`]).
+pub(crate) fn attempt<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+) -> std::result::Result<(), String> {
+    serde_json::from_value::<T>(value.clone())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Where in `value` the error `error` of `attempt` (a deserialization of the whole value) lies,
+/// as `a.b[2].c` (`(root)` for the value itself): followed down from the root, at each object or
+/// array the first key or element whose removal lets the value through or leaves only that field
+/// missing, else the first whose removal changes the error (serde stops at the first error, so
+/// without its source a later one shows). A missing field is named by its parent's path and the
+/// message. The same paths `serde_path_to_error` gave, with the one deserializer each type has:
+/// that crate compiled a second, wrapped one for every type (8.6 kB of the wasm core, gzipped).
+/// Runs only on an error, over small values (a configuration, one message part).
+#[inline(never)]
+pub(crate) fn error_path(
+    value: &serde_json::Value,
+    error: &str,
+    attempt: fn(&serde_json::Value) -> std::result::Result<(), String>,
+) -> String {
+    use serde_json::Value;
+    let mut path: Vec<Result<String, usize>> = Vec::new();
+    'down: loop {
+        let mut node = value;
+        for step in &path {
+            node = match (node, step) {
+                (Value::Object(map), Ok(key)) => &map[key.as_str()],
+                (Value::Array(items), Err(i)) => &items[*i],
+                _ => break 'down,
+            };
+        }
+        let steps: Vec<Result<String, usize>> = match node {
+            Value::Object(map) => map.keys().cloned().map(Ok).collect(),
+            Value::Array(items) => (0..items.len()).map(Err).collect(),
+            _ => break,
+        };
+        // First a step whose removal lets the value through (or only misses that field), then
+        // one whose removal changes the error at least (the first error found is the one
+        // reported: without it, a later one shows).
+        let outcomes: Vec<(Result<String, usize>, std::result::Result<(), String>)> = steps
+            .into_iter()
+            .map(|step| {
+                let outcome = attempt(&without(value, &path, &step));
+                (step, outcome)
+            })
+            .collect();
+        let missing = |step: &Result<String, usize>, e: &str| match step {
+            Ok(key) => e.starts_with(&format!("missing field `{key}`")),
+            Err(_) => false,
+        };
+        let culprit = outcomes
+            .iter()
+            .find(|(step, o)| o.as_ref().err().is_none_or(|e| missing(step, e)))
+            .or_else(|| {
+                outcomes
+                    .iter()
+                    .find(|(_, o)| o.as_ref().err().map(String::as_str) != Some(error))
+            });
+        if let Some((step, _)) = culprit {
+            path.push(step.clone());
+            continue 'down;
+        }
+        break;
+    }
+    if path.is_empty() {
+        return "(root)".to_owned();
+    }
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Ok(key) if out.is_empty() => out.push_str(&key),
+            Ok(key) => {
+                out.push('.');
+                out.push_str(&key);
+            }
+            Err(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
 }
 
 /// Overlays `over` on `base`: objects merge key by key, anything else replaces.
@@ -568,6 +689,64 @@ fn merge(base: &mut serde_json::Value, over: serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_name_the_field_down_objects_and_arrays() {
+        let field = |json: serde_json::Value| match Config::from_value(json) {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(serde_json::json!({"offload": {"thresholdTokens": -1}})),
+            "offload.thresholdTokens"
+        );
+        assert_eq!(
+            field(
+                serde_json::json!({"model": "gpt-4o", "history": {"keepRecentMessages": "x", "summaryMaxTokens": 5}})
+            ),
+            "history.keepRecentMessages"
+        );
+        assert_eq!(
+            field(serde_json::json!({"contextWindow": "big"})),
+            "contextWindow"
+        );
+        assert_eq!(field(serde_json::json!("smart")), "(root)");
+
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Item {
+            name: String,
+            #[serde(default)]
+            size: u32,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct List {
+            #[serde(default)]
+            items: Vec<Item>,
+        }
+        let path = |json: serde_json::Value| {
+            let e = serde_json::from_value::<List>(json.clone())
+                .unwrap_err()
+                .to_string();
+            error_path(&json, &e, attempt::<List>)
+        };
+        let ok = serde_json::json!({"name": "a"});
+        // A wrong type, and a required field wrong: both found by their own path.
+        assert_eq!(
+            path(serde_json::json!({"items": [ok, {"name": "b", "size": "9"}]})),
+            "items[1].size"
+        );
+        assert_eq!(
+            path(serde_json::json!({"items": [ok, ok, {"name": 3}]})),
+            "items[2].name"
+        );
+        // A missing field: its parent (the message names the field).
+        assert_eq!(
+            path(serde_json::json!({"items": [ok, {"size": 1}]})),
+            "items[1]"
+        );
+    }
 
     #[test]
     fn defaults_and_overrides() {

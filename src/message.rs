@@ -753,17 +753,36 @@ fn typed<T: serde::de::DeserializeOwned>(
     prefix: &str,
     map: Map<String, Value>,
 ) -> Result<T> {
-    serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
-        let inner = e.path().to_string();
-        let message = crate::error::strip_position(&e.inner().to_string());
-        // A missing field has no path of its own: take its name from the message.
-        let field = match (inner.as_str(), missing_field(&message)) {
-            (".", Some(name)) | ("", Some(name)) => format!("{prefix}.{name}"),
-            (".", None) | ("", None) => prefix.to_owned(),
-            (path, _) => format!("{prefix}.{path}"),
-        };
-        invalid(index, field, message)
+    let value = Value::Object(map);
+    serde_json::from_value(value.clone()).map_err(|e| {
+        typed_error(
+            index,
+            prefix,
+            &value,
+            &e.to_string(),
+            crate::config::attempt::<T>,
+        )
     })
+}
+
+/// The error of a part that did not deserialize as its type (not generic: one copy).
+#[inline(never)]
+fn typed_error(
+    index: usize,
+    prefix: &str,
+    value: &Value,
+    error: &str,
+    attempt: fn(&Value) -> std::result::Result<(), String>,
+) -> Error {
+    let inner = crate::config::error_path(value, error, attempt);
+    let message = crate::error::strip_position(error);
+    // A missing field has no path of its own: take its name from the message.
+    let field = match (inner.as_str(), missing_field(&message)) {
+        ("(root)", Some(name)) => format!("{prefix}.{name}"),
+        ("(root)", None) => prefix.to_owned(),
+        (path, _) => format!("{prefix}.{path}"),
+    };
+    invalid(index, field, message)
 }
 
 fn missing_field(message: &str) -> Option<&str> {

@@ -26,25 +26,31 @@ pub(crate) fn error_json(error: &Error) -> String {
 /// Parses host-supplied JSON: malformed text is `malformed_json`; a plan or outcomes of the
 /// wrong shape is `plan_mismatch` (the core did not produce them); anything else of the wrong
 /// shape is `invalid_config` naming `what`.
+///
+/// Through `serde_json::Value`, so that a type's deserializer is the one over a `Value` (which
+/// the messages and the config need anyway), not a second one over the text: a smaller wasm core
+/// (these inputs are small: a state, outcomes, a loop context).
 pub(crate) fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> Result<T> {
-    serde_json::from_str(json).map_err(|e| {
-        let message = crate::error::strip_position(&e.to_string());
-        if e.is_syntax() || e.is_eof() {
-            Error::json(what, &e)
-        } else if matches!(what, "plan" | "outcomes") {
-            // A plan or outcomes the core did not produce: a mismatch with what it planned.
-            Error::PlanMismatch {
-                action_id: None,
-                message: format!("{what}: {message}"),
+    serde_json::from_str::<serde_json::Value>(json)
+        .and_then(serde_json::from_value)
+        .map_err(|e| {
+            let message = crate::error::strip_position(&e.to_string());
+            if e.is_syntax() || e.is_eof() {
+                Error::json(what, &e)
+            } else if matches!(what, "plan" | "outcomes") {
+                // A plan or outcomes the core did not produce: a mismatch with what it planned.
+                Error::PlanMismatch {
+                    action_id: None,
+                    message: format!("{what}: {message}"),
+                }
+            } else {
+                // Host-supplied data (an iteration, a loop context, a state): invalid input.
+                Error::InvalidConfig {
+                    field: what.to_owned(),
+                    message,
+                }
             }
-        } else {
-            // Host-supplied data (an iteration, a loop context, a state): invalid input.
-            Error::InvalidConfig {
-                field: what.to_owned(),
-                message,
-            }
-        }
-    })
+        })
 }
 
 pub(crate) fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> String {
