@@ -359,7 +359,7 @@ pub struct StoreEdit {
 pub type Offload = StoreEdit;
 
 /// What a [`StoreEdit`] puts in place of the stored content.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Replace {
     /// The tool result's whole `output` becomes `output`.
@@ -416,7 +416,7 @@ pub struct CacheImpact {
 }
 
 /// What the host reports for one action.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(
     tag = "type",
     rename_all = "kebab-case",
@@ -618,4 +618,124 @@ pub enum EventStatus {
     /// The summarizer was missing or failed; the heuristic summary was applied (`error` says
     /// why).
     Fallback,
+}
+
+// `Replace` and `Outcome` are internally tagged. serde's derive reads such an enum by buffering
+// the whole object in its private `Content` type first, a generic machine of ~40 kB of wasm code
+// for these two (and the untagged `tokenizer.json` merges); read through a `serde_json::Value`
+// instead, with the derive's messages.
+
+/// The object `value` as a map, its tag `tag` and a reader of its fields.
+fn tagged<E: serde::de::Error>(
+    value: serde_json::Value,
+    tag: &'static str,
+    expected: &'static str,
+) -> Result<(String, Fields<E>), E> {
+    let serde_json::Value::Object(mut map) = value else {
+        return Err(E::invalid_type(
+            serde::de::Unexpected::Other("a non-object"),
+            &expected,
+        ));
+    };
+    match map.remove(tag) {
+        Some(serde_json::Value::String(name)) => Ok((name, Fields(map, std::marker::PhantomData))),
+        Some(_) => Err(E::invalid_type(
+            serde::de::Unexpected::Other("a non-string tag"),
+            &"a string",
+        )),
+        None => Err(E::missing_field(tag)),
+    }
+}
+
+struct Fields<E>(
+    serde_json::Map<String, serde_json::Value>,
+    std::marker::PhantomData<E>,
+);
+
+impl<E: serde::de::Error> Fields<E> {
+    fn string(&mut self, name: &'static str) -> Result<String, E> {
+        match self.0.remove(name) {
+            Some(serde_json::Value::String(s)) => Ok(s),
+            Some(other) => Err(E::invalid_type(unexpected(&other), &"a string")),
+            None => Err(E::missing_field(name)),
+        }
+    }
+}
+
+fn unexpected(value: &serde_json::Value) -> serde::de::Unexpected<'_> {
+    use serde::de::Unexpected;
+    match value {
+        serde_json::Value::Null => Unexpected::Unit,
+        serde_json::Value::Bool(b) => Unexpected::Bool(*b),
+        serde_json::Value::Number(_) => Unexpected::Other("number"),
+        serde_json::Value::String(s) => Unexpected::Str(s),
+        serde_json::Value::Array(_) => Unexpected::Seq,
+        serde_json::Value::Object(_) => Unexpected::Map,
+    }
+}
+
+impl<'de> Deserialize<'de> for Replace {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let (kind, mut f) = tagged::<D::Error>(
+            serde_json::Value::deserialize(d)?,
+            "kind",
+            "a replacement object",
+        )?;
+        Ok(match kind.as_str() {
+            "output" => Replace::Output {
+                output: ToolOutput::deserialize(
+                    f.0.remove("output")
+                        .ok_or_else(|| D::Error::missing_field("output"))?,
+                )
+                .map_err(D::Error::custom)?,
+            },
+            "input-field" => Replace::InputField {
+                field: f.string("field")?,
+                value: f.string("value")?,
+            },
+            "text" => Replace::Text {
+                value: f.string("value")?,
+            },
+            "file-text" => Replace::FileText {
+                value: f.string("value")?,
+            },
+            other => {
+                return Err(D::Error::unknown_variant(
+                    other,
+                    &["output", "input-field", "text", "file-text"],
+                ))
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let (kind, mut f) = tagged::<D::Error>(
+            serde_json::Value::deserialize(d)?,
+            "type",
+            "an outcome object",
+        )?;
+        Ok(match kind.as_str() {
+            "written" => Outcome::Written {
+                id: f.string("id")?,
+            },
+            "failed" => Outcome::Failed {
+                id: f.string("id")?,
+                error: f.string("error")?,
+            },
+            "summarized" => Outcome::Summarized {
+                id: f.string("id")?,
+                text: f.string("text")?,
+            },
+            other => {
+                return Err(D::Error::unknown_variant(
+                    other,
+                    &["written", "failed", "summarized"],
+                ))
+            }
+        })
+    }
 }

@@ -121,11 +121,46 @@ struct Model {
 }
 
 /// A merge as `tokenizer.json` writes it: `"a b"` (older files) or `["a", "b"]`.
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum MergeEntry {
     Joined(String),
     Pair(String, String),
+}
+
+/// Read directly (a derived untagged enum would buffer each of the file's ~150,000 merges in
+/// serde's generic `Content` first, and bring that machine's code into the wasm core).
+impl<'de> Deserialize<'de> for MergeEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Merge;
+        impl<'de> serde::de::Visitor<'de> for Merge {
+            type Value = MergeEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a merge: \"a b\" or [\"a\", \"b\"]")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<MergeEntry, E> {
+                Ok(MergeEntry::Joined(s.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, s: String) -> Result<MergeEntry, E> {
+                Ok(MergeEntry::Joined(s))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<MergeEntry, A::Error> {
+                use serde::de::Error;
+                let a: String = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(0, &self))?;
+                let b: String = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(1, &self))?;
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(A::Error::invalid_length(3, &self));
+                }
+                Ok(MergeEntry::Pair(a, b))
+            }
+        }
+        d.deserialize_any(Merge)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
