@@ -35,12 +35,29 @@ fi
 # pass those flags, so the two custom sections come off afterwards.
 node scripts/strip-wasm.mjs pkg/web/context_compactor_bg.wasm
 
+# The tokenizer compiler (feature `compiler`, src/bindings/compiler.rs): tokenizer.json → prebuilt
+# data, a second module that loadTokenizer / compileTokenizer load on first use.
+log "wasm-pack build --features compiler (the tokenizer compiler module)"
+rm -rf pkg/compiler
+compiler_args=(--no-default-features --features compiler)
+if [ "$WASM_ROUTE" = debian ]; then
+  PATH=/usr/bin:$PATH CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld RUSTC_BOOTSTRAP=1 \
+    wasm-pack --quiet build . --mode force --target web --out-dir pkg/compiler --out-name compiler --release -- \
+    "${compiler_args[@]}" -Zbuild-std=std,panic_abort
+else
+  wasm-pack --quiet build . --mode no-install --target web --out-dir pkg/compiler --out-name compiler --release -- "${compiler_args[@]}"
+fi
+node scripts/strip-wasm.mjs pkg/compiler/compiler_bg.wasm
+
 log "tsc"
-rm -rf js/dist js/src/wasm && mkdir -p js/src/wasm
+rm -rf js/dist js/src/wasm js/src/compiler && mkdir -p js/src/wasm js/src/compiler
 cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts js/src/wasm/
+cp pkg/compiler/compiler.js pkg/compiler/compiler.d.ts js/src/compiler/
 (cd js && node_modules/.bin/tsc -p tsconfig.json)
 mkdir -p js/dist/wasm
 cp pkg/web/context_compactor.js pkg/web/context_compactor.d.ts pkg/web/context_compactor_bg.wasm js/dist/wasm/
+mkdir -p js/dist/compiler
+cp pkg/compiler/compiler.js pkg/compiler/compiler.d.ts pkg/compiler/compiler_bg.wasm js/dist/compiler/
 # The ranks travel as data-only .wasm modules, loaded like the core (see scripts/rank-wasm.mjs).
 for enc in o200k_base cl100k_base; do
   node scripts/rank-wasm.mjs "data/$enc.ranks" "js/dist/ranks/$enc.wasm"
@@ -50,4 +67,4 @@ done
 log "prebuilt tokenizer data (scripts/tokenizer-data.mjs)"
 node scripts/tokenizer-data.mjs js/dist/ranks >&2
 size() { printf '%s bytes, %s gzipped' "$(wc -c < "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
-log "js/dist ready: core wasm $(size js/dist/wasm/context_compactor_bg.wasm); o200k $(size js/dist/ranks/o200k_base.wasm); cl100k $(size js/dist/ranks/cl100k_base.wasm)"
+log "js/dist ready: core wasm $(size js/dist/wasm/context_compactor_bg.wasm); tokenizer compiler $(size js/dist/compiler/compiler_bg.wasm); o200k $(size js/dist/ranks/o200k_base.wasm); cl100k $(size js/dist/ranks/cl100k_base.wasm)"

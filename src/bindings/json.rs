@@ -2,15 +2,17 @@
 //! [`Error`] out on failure. The wasm-bindgen binding (`wasm/`) and the Component Model binding
 //! (`component/`) each wrap these in a few lines that turn an [`Error`] into their host's error
 //! (a thrown JSON string, a WIT `error` record) — both carrying [`error_json`], so a plan, a
-//! count or an error is the same text whichever host asked.
+//! count or an error is the same text whichever host asked. The tokenizer compiler
+//! (`compiler.rs`) uses only [`error_json`] and [`tokenizer_data`].
+#![cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
 
 use std::borrow::Cow;
 
 use crate::loop_context::{Iteration, LoopConfig, LoopContext};
 use crate::message::CallIds;
 use crate::{
-    parse_messages, parse_messages_at, Action, Compactor, Config, Encoding, Error, Message,
-    Outcome, Plan, PlanOptions, Result, State, Strategy,
+    parse_messages, parse_messages_at, Action, Compactor, Config, Error, Message, Outcome, Plan,
+    PlanOptions, Result, State, Strategy,
 };
 
 /// The error as a JSON object: its fields (`code`, and `field`, `index`, ... by kind) and the
@@ -66,14 +68,31 @@ pub(crate) fn count_tokens(text: &str, encoding: &str) -> Result<u32> {
 
 /// Builds a tokenizer from a Hugging Face `tokenizer.json` under `name`; returns
 /// `{"name","kind","tokens"}` as JSON. Loading a loaded name keeps the first.
+#[cfg(feature = "component")]
 pub(crate) fn load_tokenizer(name: &str, json: &str) -> Result<String> {
-    if name.parse::<Encoding>().is_ok() {
-        return Err(Error::InvalidConfig {
-            field: "name".into(),
-            message: format!("\"{name}\" is an encoding; give the tokenizer another name"),
-        });
+    if name.parse::<crate::Encoding>().is_ok() {
+        return Err(encoding_name(name));
     }
-    let t = crate::counting::hf::load(name, json)?;
+    crate::counting::hf::load(name, json)?;
+    tokenizer_info(name)
+}
+
+fn encoding_name(name: &str) -> Error {
+    Error::InvalidConfig {
+        field: "name".into(),
+        message: format!("\"{name}\" is an encoding; give the tokenizer another name"),
+    }
+}
+
+/// `{"name","kind","tokens"}` of the loaded tokenizer `name` as JSON.
+#[cfg(any(feature = "wasm", feature = "component"))]
+pub(crate) fn tokenizer_info(name: &str) -> Result<String> {
+    if name.parse::<crate::Encoding>().is_ok() {
+        return Err(encoding_name(name));
+    }
+    let t = crate::counting::hf::get(name).ok_or_else(|| Error::EncodingNotLoaded {
+        name: name.to_owned(),
+    })?;
     Ok(serde_json::json!({"name": t.name(), "kind": t.kind(), "tokens": t.len()}).to_string())
 }
 
@@ -98,9 +117,13 @@ pub(crate) fn load_encoding(encoding: &str, data: Vec<u8>) -> Result<()> {
 }
 
 /// The prebuilt data (`CCH1`) of a tokenizer from its `tokenizer.json` or tekken file (npm's
-/// `compileTokenizer`; the Component does not offer it).
-#[cfg(feature = "wasm")]
+/// `compileTokenizer` and `loadTokenizer`, through the compiler module; the Component does not
+/// offer it).
+#[cfg(feature = "compiler")]
 pub(crate) fn tokenizer_data(name: &str, json: &str) -> Result<Vec<u8>> {
+    if name.parse::<crate::Encoding>().is_ok() {
+        return Err(encoding_name(name));
+    }
     crate::counting::prebuilt::write(name, json)
 }
 

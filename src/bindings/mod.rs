@@ -1,10 +1,14 @@
 //! The bindings: each only converts between a host's values and the core's. The core knows
 //! nothing of them.
 
+#[cfg(feature = "compiler")]
+mod compiler;
 #[cfg(feature = "component")]
 #[allow(unsafe_code)] // wit-bindgen's generated glue only: see component/mod.rs
 mod component;
-#[cfg(any(feature = "wasm", feature = "component"))]
+#[cfg(any(feature = "wasm", feature = "compiler"))]
+mod host;
+#[cfg(any(feature = "wasm", feature = "component", feature = "compiler"))]
 mod json;
 #[cfg(feature = "wasm")]
 mod wasm;

@@ -1,8 +1,10 @@
 // Vercel Edge: compiling from bytes is forbidden, so the bundler provides a compiled module
 // through the `?module` import suffix.
 import wasmModule from '../wasm/context_compactor_bg.wasm?module';
-import { setLoader } from '../init.js';
+import { setCompilerLoader, setLoader } from '../init.js';
 
 setLoader(() => wasmModule);
+// The tokenizer compiler, imported only when loadTokenizer / compileTokenizer first run.
+setCompilerLoader(async () => (await import('../compiler/compiler_bg.wasm?module')).default);
 export const runtimeEntry = 'edge';
 export * from '../index.js';

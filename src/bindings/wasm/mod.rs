@@ -5,14 +5,10 @@
 
 use wasm_bindgen::prelude::*;
 
+use super::host::{host_nfc, throw};
 use super::json::{self, HeldCompactor};
-use crate::Error;
 
 type JsResult<T> = Result<T, JsValue>;
-
-fn throw(error: Error) -> JsValue {
-    JsValue::from_str(&json::error_json(&error))
-}
 
 /// Exact token count of `text` in an encoding (`o200k_base`, `cl100k_base`) or a tokenizer
 /// loaded with `loadTokenizer`.
@@ -21,32 +17,11 @@ pub fn count_tokens(text: &str, encoding: &str) -> JsResult<u32> {
     json::count_tokens(text, encoding).map_err(throw)
 }
 
-#[wasm_bindgen]
-extern "C" {
-    /// `String.prototype.normalize.call(text, form)`.
-    #[wasm_bindgen(js_namespace = ["String", "prototype", "normalize"], js_name = call)]
-    fn js_normalize(text: &str, form: &str) -> String;
-}
-
-fn host_nfc(text: &str) -> String {
-    js_normalize(text, "NFC")
-}
-
-/// Builds a tokenizer from a Hugging Face `tokenizer.json` under `name`; returns
-/// `{"name","kind","tokens"}` as JSON. Loading a loaded name keeps the first.
-#[wasm_bindgen(js_name = loadTokenizer)]
-pub fn load_tokenizer(name: &str, json: &str) -> JsResult<String> {
-    // The wasm build has no NFC tables of its own: the host's NFC serves (Qwen).
-    crate::counting::hf::set_nfc(host_nfc);
-    json::load_tokenizer(name, json).map_err(throw)
-}
-
-/// The compact prebuilt data (`CCH1`) of a tokenizer from its `tokenizer.json` or tekken file
-/// (`compileTokenizer`; scripts/build.sh makes the package's `ranks/<family>.wasm` with it).
-#[wasm_bindgen(js_name = tokenizerData)]
-pub fn tokenizer_data(name: &str, json: &str) -> JsResult<Vec<u8>> {
-    crate::counting::hf::set_nfc(host_nfc);
-    json::tokenizer_data(name, json).map_err(throw)
+/// `{"name","kind","tokens"}` of the loaded tokenizer `name` (what `loadTokenizer` returns once
+/// the compiler's data is loaded).
+#[wasm_bindgen(js_name = tokenizerInfo)]
+pub fn tokenizer_info(name: &str) -> JsResult<String> {
+    json::tokenizer_info(name).map_err(throw)
 }
 
 /// Loads an encoding from rank data (the `CCR4`, `CCR3` or `CCR1` format of `data/*.ranks`), or

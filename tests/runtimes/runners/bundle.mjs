@@ -101,7 +101,7 @@ export async function answerJson(res, entry, what) {
 }
 
 /** Every .wasm a bundle of the full entry imports (the tokenizers' by dynamic import). */
-export const BUNDLED_WASM = ['context_compactor_bg', 'o200k_base', 'cl100k_base', 'qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'];
+export const BUNDLED_WASM = ['context_compactor_bg', 'compiler_bg', 'o200k_base', 'cl100k_base', 'qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'];
 
 /**
  * The report of a bundled runtime: the main scenario's checks, preceded by the two packaging

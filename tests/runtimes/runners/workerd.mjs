@@ -42,7 +42,7 @@ try {
     expectedEntry: 'workerd',
     probe,
     main,
-    wasmCheck: 'bundle (named imports) keeps the core and rank .wasm files as separate CompiledWasm modules',
+    wasmCheck: 'bundle (named imports) keeps the core, tokenizer compiler and rank .wasm files as separate CompiledWasm modules',
     runtime: `workerd (miniflare ${await pkgVersion('miniflare')})`,
     timings: { bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs },
   });
