@@ -153,3 +153,42 @@ test('compileTokenizer makes the same compact data from a user\'s tokenizer.json
   await assert.rejects(cc.loadEncoding('llama3', compiled), (e) => e.code === 'invalid_rank_data' && /is for "llama3_1"/.test(e.message));
   await assert.rejects(cc.compileTokenizer('broken', '{"model":'), (e) => e.code === 'invalid_rank_data');
 });
+
+const tokenizerJson = (family) => readFileSync(new URL(`../../.tools/tokenizers/${family}/tokenizer.json`, import.meta.url), 'utf8');
+
+test('lite: loadTokenizer compiles with the o200k_base data it was handed, and says so before', async () => {
+  const dir = copyDist();
+  try {
+    const lite = await import(pathToFileURL(join(dir, 'entry/node-lite.js')).href);
+    await lite.init();
+    await assert.rejects(lite.loadTokenizer('qwen3', tokenizerJson('qwen3')), (e) => {
+      assert.equal(e.code, 'encoding_not_loaded');
+      assert.match(e.message, /load it first: `await loadEncoding\('o200k_base', ranks\)`/);
+      return true;
+    });
+    await lite.loadEncoding('o200k_base', data('o200k_base'));
+    const info = await lite.loadTokenizer('qwen3', tokenizerJson('qwen3'));
+    assert.equal(info.name, 'qwen3');
+    assert.deepEqual(mismatches('qwen3', lite), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the tokenizer compiler is its own module: a copy without it counts and plans, and loadTokenizer says what is missing', async () => {
+  const dir = copyDist('compiler_bg.wasm');
+  try {
+    assert.equal(existsSync(join(dir, 'compiler/compiler_bg.wasm')), false);
+    const copy = await import(pathToFileURL(join(dir, 'entry/node.js')).href);
+    await copy.init({ encodings: ['qwen3'] });
+    assert.deepEqual(mismatches('qwen3', copy), [], 'prebuilt data needs no compiler');
+    await assert.rejects(copy.loadTokenizer('mine', tokenizerJson('qwen3')), (e) => {
+      assert.equal(e.code, 'not_initialized');
+      assert.match(e.message, /tokenizer compiler \(compiler\/compiler_bg\.wasm\) could not be loaded/);
+      return true;
+    });
+    await assert.rejects(copy.compileTokenizer('mine', tokenizerJson('qwen3')), (e) => e.code === 'not_initialized');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
