@@ -63,7 +63,7 @@ for enc in o200k_base cl100k_base; do
   node scripts/rank-wasm.mjs "data/$enc.ranks" "js/dist/ranks/$enc.wasm"
 done
 # The open-weight tokenizers licensed for redistribution, as compact data-only .wasm files made
-# from the fetched tokenizer.json / tekken files with the core just built.
+# from the fetched tokenizer.json / tekken files with the tokenizer compiler just built.
 log "prebuilt tokenizer data (scripts/tokenizer-data.mjs)"
 node scripts/tokenizer-data.mjs js/dist/ranks >&2
 size() { printf '%s bytes, %s gzipped' "$(wc -c < "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
