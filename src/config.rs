@@ -601,7 +601,8 @@ pub(crate) fn attempt<T: serde::de::DeserializeOwned>(
 /// without its source a later one shows). A missing field is named by its parent's path and the
 /// message. The same paths `serde_path_to_error` gave, with the one deserializer each type has:
 /// that crate compiled a second, wrapped one for every type (8.6 kB of the wasm core, gzipped).
-/// Runs only on an error, over small values (a configuration, one message part).
+/// Runs only on an error, over small values (a configuration, one message part), and makes at
+/// most 256 attempts: past that (a long array) the path stops where the search did.
 #[inline(never)]
 pub(crate) fn error_path(
     value: &serde_json::Value,
@@ -609,6 +610,8 @@ pub(crate) fn error_path(
     attempt: fn(&serde_json::Value) -> std::result::Result<(), String>,
 ) -> String {
     use serde_json::Value;
+    const ATTEMPTS: usize = 256;
+    let mut attempts = 0;
     let mut path: Vec<Result<String, usize>> = Vec::new();
     'down: loop {
         let mut node = value;
@@ -627,6 +630,12 @@ pub(crate) fn error_path(
         // First a step whose removal lets the value through (or only misses that field), then
         // one whose removal changes the error at least (the first error found is the one
         // reported: without it, a later one shows).
+        // At most ATTEMPTS deserializations in all (each of a copy of the value): a long array
+        // stops the search at its parent rather than costing its length squared.
+        if attempts + steps.len() > ATTEMPTS {
+            break;
+        }
+        attempts += steps.len();
         let outcomes: Vec<(Result<String, usize>, std::result::Result<(), String>)> = steps
             .into_iter()
             .map(|step| {
@@ -746,6 +755,12 @@ mod tests {
             path(serde_json::json!({"items": [ok, {"size": 1}]})),
             "items[1]"
         );
+        // A long array: the search stops at it (bounded work), still naming where to look.
+        let mut long = vec![ok.clone(); 5_000];
+        long.push(serde_json::json!({"name": 1}));
+        let started = std::time::Instant::now();
+        assert_eq!(path(serde_json::json!({ "items": long })), "items");
+        assert!(started.elapsed().as_secs() < 5, "bounded");
     }
 
     #[test]
