@@ -540,8 +540,31 @@ impl Config {
 /// Deserializes a configuration section, naming the offending field of any error.
 pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T> {
     // Owned values throughout: one deserializer per type (the one over `Value`).
-    serde_json::from_value::<T>(value.clone())
-        .map_err(|e| config_error(&value, &e.to_string(), attempt::<T>))
+    let probe = skeleton(&value);
+    serde_json::from_value::<T>(value)
+        .map_err(|e| config_error(&probe, &e.to_string(), attempt::<T>))
+}
+
+/// A copy of `value` to name where an error lies ([`error_path`]): its structure, with strings
+/// cut to their first 64 bytes (a field's type fails, not its content), so that it costs next to
+/// nothing beside a part's data (an image, a file) while the value itself is deserialized in
+/// place, not copied.
+pub(crate) fn skeleton(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) if s.len() > 64 => {
+            let mut end = 64;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            Value::String(s[..end].to_owned())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(skeleton).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), skeleton(v))).collect())
+        }
+        other => other.clone(),
+    }
 }
 
 /// `value` without the key or element `step` of the node at `path`.
@@ -575,12 +598,12 @@ fn without(
 /// The error of a configuration section that did not deserialize (not generic: one copy).
 #[inline(never)]
 fn config_error(
-    value: &serde_json::Value,
+    probe: &serde_json::Value,
     error: &str,
     attempt: fn(&serde_json::Value) -> std::result::Result<(), String>,
 ) -> Error {
     Error::InvalidConfig {
-        field: error_path(value, error, attempt),
+        field: error_path(probe, attempt),
         message: crate::error::strip_position(error),
     }
 }
@@ -594,7 +617,7 @@ pub(crate) fn attempt<T: serde::de::DeserializeOwned>(
         .map_err(|e| e.to_string())
 }
 
-/// Where in `value` the error `error` of `attempt` (a deserialization of the whole value) lies,
+/// Where in `value` (a [`skeleton`]) the error of `attempt` (a deserialization of the whole value) lies,
 /// as `a.b[2].c` (`(root)` for the value itself): followed down from the root, at each object or
 /// array the first key or element whose removal lets the value through or leaves only that field
 /// missing, else the first whose removal changes the error (serde stops at the first error, so
@@ -606,12 +629,16 @@ pub(crate) fn attempt<T: serde::de::DeserializeOwned>(
 #[inline(never)]
 pub(crate) fn error_path(
     value: &serde_json::Value,
-    error: &str,
     attempt: fn(&serde_json::Value) -> std::result::Result<(), String>,
 ) -> String {
     use serde_json::Value;
     const ATTEMPTS: usize = 256;
-    let mut attempts = 0;
+    // The error as the skeleton gives it (a message may quote a string the skeleton cut).
+    let Err(error) = attempt(value) else {
+        return "(root)".to_owned();
+    };
+    let error = error.as_str();
+    let mut attempts = 1;
     let mut path: Vec<Result<String, usize>> = Vec::new();
     'down: loop {
         let mut node = value;
@@ -735,10 +762,8 @@ mod tests {
             items: Vec<Item>,
         }
         let path = |json: serde_json::Value| {
-            let e = serde_json::from_value::<List>(json.clone())
-                .unwrap_err()
-                .to_string();
-            error_path(&json, &e, attempt::<List>)
+            assert!(serde_json::from_value::<List>(json.clone()).is_err());
+            error_path(&skeleton(&json), attempt::<List>)
         };
         let ok = serde_json::json!({"name": "a"});
         // A wrong type, and a required field wrong: both found by their own path.

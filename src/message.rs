@@ -754,11 +754,12 @@ fn typed<T: serde::de::DeserializeOwned>(
     map: Map<String, Value>,
 ) -> Result<T> {
     let value = Value::Object(map);
-    serde_json::from_value(value.clone()).map_err(|e| {
+    let probe = crate::config::skeleton(&value);
+    serde_json::from_value(value).map_err(|e| {
         typed_error(
             index,
             prefix,
-            &value,
+            &probe,
             &e.to_string(),
             crate::config::attempt::<T>,
         )
@@ -770,11 +771,11 @@ fn typed<T: serde::de::DeserializeOwned>(
 fn typed_error(
     index: usize,
     prefix: &str,
-    value: &Value,
+    probe: &Value,
     error: &str,
     attempt: fn(&Value) -> std::result::Result<(), String>,
 ) -> Error {
-    let inner = crate::config::error_path(value, error, attempt);
+    let inner = crate::config::error_path(probe, attempt);
     let message = crate::error::strip_position(error);
     // A missing field has no path of its own: take its name from the message.
     let field = match (inner.as_str(), missing_field(&message)) {

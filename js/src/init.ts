@@ -161,8 +161,9 @@ export async function compileTokenizer(name: string, json: string | BufferSource
  * core carries none of that parsing.
  */
 async function compile(name: string, text: string): Promise<Uint8Array> {
-  const o200k = rankLoader ? await fetchData('o200k_base') : o200kGiven;
-  if (!o200k) {
+  // o200k_base's data goes to the compiler once (it keeps it; empty bytes after).
+  const o200k = compilerHasBase ? undefined : rankLoader ? await fetchData('o200k_base') : o200kGiven;
+  if (!compilerHasBase && !o200k) {
     throw new CompactorError(
       'encoding_not_loaded',
       "context-compactor/lite: a tokenizer's data refers to o200k_base's tokens; load it first: `await loadEncoding('o200k_base', ranks)`",
@@ -170,9 +171,14 @@ async function compile(name: string, text: string): Promise<Uint8Array> {
     );
   }
   const compiler = await compilerGlue();
-  const ranks = await rankBytes('o200k_base', o200k);
-  return core(() => compiler.tokenizerData(name, text, ranks));
+  const ranks = o200k ? await rankBytes('o200k_base', o200k) : new Uint8Array(0);
+  const data = core(() => compiler.tokenizerData(name, text, ranks));
+  compilerHasBase = true;
+  return data;
 }
+
+/** Whether the compiler holds o200k_base (after its first successful call). */
+let compilerHasBase = false;
 
 let compilerReady: Promise<typeof import('./compiler/compiler.js')> | undefined;
 

@@ -99,9 +99,18 @@ function copyDist(leave = '\0') {
   return dir;
 }
 
-test('lite: prebuilt data refers to o200k_base\'s tokens; before o200k it says what to load', async () => {
-  const dir = copyDist();
+/** Runs `body(dir)` on a fresh copy of the package (less `leave`), then removes the copy. */
+async function withCopy(leave, body) {
+  const dir = copyDist(leave);
   try {
+    await body(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('lite: prebuilt data refers to o200k_base\'s tokens; before o200k it says what to load', async () => {
+  await withCopy(undefined, async (dir) => {
     const lite = await import(pathToFileURL(join(dir, 'entry/node-lite.js')).href);
     await lite.init();
     await assert.rejects(lite.loadEncoding('qwen3', data('qwen3')), (e) => {
@@ -112,14 +121,11 @@ test('lite: prebuilt data refers to o200k_base\'s tokens; before o200k it says w
     await lite.loadEncoding('o200k_base', data('o200k_base'));
     await lite.loadEncoding('qwen3', await WebAssembly.compile(data('qwen3')));
     assert.deepEqual(mismatches('qwen3', lite), []);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('a package copy missing a tokenizer\'s data file says which file, typed', async () => {
-  const dir = copyDist('deepseek_v3.wasm');
-  try {
+  await withCopy('deepseek_v3.wasm', async (dir) => {
     assert.equal(existsSync(join(dir, 'ranks/deepseek_v3.wasm')), false);
     const copy = await import(pathToFileURL(join(dir, 'entry/node.js')).href);
     await copy.init();
@@ -132,9 +138,7 @@ test('a package copy missing a tokenizer\'s data file says which file, typed', a
     await assert.rejects(copy.createCompactor({ model: 'deepseek-chat' }), (e) => e.code === 'encoding_not_loaded');
     await copy.loadEncoding('qwen2_5');
     assert.equal(copy.countTokens('123456', 'qwen2_5'), 6);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('compileTokenizer makes the same compact data from a user\'s tokenizer.json (Llama 3.1 here)', async () => {
@@ -157,8 +161,7 @@ test('compileTokenizer makes the same compact data from a user\'s tokenizer.json
 const tokenizerJson = (family) => readFileSync(new URL(`../../.tools/tokenizers/${family}/tokenizer.json`, import.meta.url), 'utf8');
 
 test('lite: loadTokenizer compiles with the o200k_base data it was handed, and says so before', async () => {
-  const dir = copyDist();
-  try {
+  await withCopy(undefined, async (dir) => {
     const lite = await import(pathToFileURL(join(dir, 'entry/node-lite.js')).href);
     await lite.init();
     await assert.rejects(lite.loadTokenizer('qwen3', tokenizerJson('qwen3')), (e) => {
@@ -170,14 +173,11 @@ test('lite: loadTokenizer compiles with the o200k_base data it was handed, and s
     const info = await lite.loadTokenizer('qwen3', tokenizerJson('qwen3'));
     assert.equal(info.name, 'qwen3');
     assert.deepEqual(mismatches('qwen3', lite), []);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('the tokenizer compiler is its own module: a copy without it counts and plans, and loadTokenizer says what is missing', async () => {
-  const dir = copyDist('compiler_bg.wasm');
-  try {
+  await withCopy('compiler_bg.wasm', async (dir) => {
     assert.equal(existsSync(join(dir, 'compiler/compiler_bg.wasm')), false);
     const copy = await import(pathToFileURL(join(dir, 'entry/node.js')).href);
     await copy.init({ encodings: ['qwen3'] });
@@ -188,7 +188,5 @@ test('the tokenizer compiler is its own module: a copy without it counts and pla
       return true;
     });
     await assert.rejects(copy.compileTokenizer('mine', tokenizerJson('qwen3')), (e) => e.code === 'not_initialized');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });

@@ -10,7 +10,7 @@ use super::json;
 
 /// The prebuilt data (`CCH1`) of the tokenizer `name` from its `tokenizer.json` or tekken file.
 /// The data refers to o200k_base's tokens: `o200k` is its rank data (`CCR4`), loaded into this
-/// module on the first call.
+/// module on the first call (later calls may pass it empty: it is not read once loaded).
 #[wasm_bindgen(js_name = tokenizerData)]
 pub fn tokenizer_data(name: &str, json: &str, o200k: Vec<u8>) -> Result<Vec<u8>, JsValue> {
     crate::counting::hf::set_nfc(host_nfc);
