@@ -4,6 +4,7 @@
 //
 //   node bench/arena/run.mjs [--sessions a,b] [--windows 128000,32000] [--contenders x,y]
 //                            [--scale 1] [--out bench/arena/out] [--check] [--help]
+//                            [--compactor-options '{"compaction":{"targetFraction":0.35}}']
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -53,6 +54,7 @@ async function main() {
       scale: { type: 'string', default: '1' },
       out: { type: 'string', default: join(dirname(fileURLToPath(import.meta.url)), 'out') },
       check: { type: 'boolean', default: false },
+      'compactor-options': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -68,6 +70,8 @@ async function main() {
         '  --scale s          scale the generated sessions\' turns (default 1)',
         '  --out dir          where results.md and results.json go (default bench/arena/out)',
         '  --check            fail on the CI margins (lib/check.mjs)',
+        '  --compactor-options json   createCompactor options for every context-compactor contender',
+        '                     (a sweep: \'{"compaction":{"targetFraction":0.35}}\'), recorded in results.json',
       ].join('\n'),
     );
     return;
@@ -79,6 +83,12 @@ async function main() {
   const contenders = wanted ? CONTENDERS.filter((c) => wanted.includes(c.name)) : CONTENDERS;
   const windows = values.windows.split(',').map(Number);
   const scale = Number(values.scale);
+  let compactorOptions;
+  try {
+    compactorOptions = values['compactor-options'] === undefined ? undefined : JSON.parse(values['compactor-options']);
+  } catch (error) {
+    throw new Error(`--compactor-options: not JSON (${error.message})`);
+  }
   const results = [];
   const sessions = [];
   for (const name of values.sessions.split(',')) {
@@ -86,14 +96,14 @@ async function main() {
     sessions.push({ name, description: session.description, messages: session.messages.length, needles: session.needles.length, ...(session.source ? { source: session.source } : { scale }) });
     for (const window of windows) {
       for (const contender of contenders) {
-        const r = await runOne(contender, session, window);
+        const r = await runOne(contender, session, window, { compactorOptions });
         results.push(r);
         console.error(r.error ? `${name} ${window} ${contender.name}: ERROR ${r.error}` : `${name} ${window} ${contender.name}: ${r.calls} calls, ${r.inputTokens} input tokens, cost ${r.cost}, over ${r.overWindow}, needles ${r.needlesInPrompt}+${r.needlesRecoverable}/${r.needles}, ${r.wallMs} ms`);
       }
       clearCounts();
     }
   }
-  const report = { date: new Date().toISOString(), node: process.version, build: measured, sessions, contenders: contenders.map(({ name, via }) => ({ name, via })), results };
+  const report = { date: new Date().toISOString(), node: process.version, build: measured, ...(compactorOptions ? { compactorOptions } : {}), sessions, contenders: contenders.map(({ name, via }) => ({ name, via })), results };
   await mkdir(values.out, { recursive: true });
   await writeFile(join(values.out, 'results.json'), JSON.stringify(report, null, 2) + '\n');
   const md = markdown(report);

@@ -18,6 +18,12 @@ const TARGETS = [
     ranks: true,
   },
   {
+    name: 'context-compactor/tokens (counting only)',
+    entry: () => ({ js: `export * from '${join(DIST, 'entry/browser-tokens.js')}';`, wasm: [join(DIST, 'counter/counter_bg.wasm')] }),
+    ranks: true,
+    sets: { none: [], ...SETS },
+  },
+  {
     name: 'context-compactor/lite (no ranks)',
     entry: () => ({ js: `export * from '${join(DIST, 'entry/browser-lite.js')}';`, wasm: [join(DIST, 'wasm/context_compactor_bg.wasm')] }),
     sets: { none: [] },

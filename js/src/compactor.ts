@@ -1,7 +1,8 @@
 import { decode, encode, restoreStored, stringify, type Encoded } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core } from './errors.js';
-import { init, loadEncoding, loadModelTokenizer } from './init.js';
+import { init, loadEncoding, loadModelTokenizer } from './core.js';
+import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
 import { DEFAULT_STATE_PATH, conversationHashes, isStale, leasePath, leasedSummary, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
@@ -178,7 +179,7 @@ export interface CompactorOptions {
    * definitions (`{name, description, inputSchema}`), or an AI SDK tool set (`{name: tool({...})}`),
    * whose schemas are read from `inputSchema.jsonSchema` (AI SDK `jsonSchema()`/`zodSchema()`) or
    * taken as plain JSON schemas. */
-  tools?: ToolDefinition[] | Record<string, { description?: unknown; inputSchema?: unknown; parameters?: unknown }>;
+  tools?: ToolSetLike;
   /** Starting point for every threshold: `simple`, `smart` (the defaults) or `aggressive`. */
   preset?: 'simple' | 'smart' | 'aggressive';
   compaction?: CompactionOptions;
@@ -873,27 +874,6 @@ export class Compactor {
   dispose(): void {
     this.#core.free();
   }
-}
-
-/** A tool as the model sees it. */
-export interface ToolDefinition {
-  name: string;
-  description?: string;
-  inputSchema?: unknown;
-}
-
-/** JSON tool definitions from either accepted shape. */
-export function toolDefinitions(tools: NonNullable<CompactorOptions['tools']>): ToolDefinition[] {
-  if (Array.isArray(tools)) return tools;
-  return Object.entries(tools).map(([name, tool]) => {
-    const schema = tool?.inputSchema ?? tool?.parameters;
-    const json = schema && typeof schema === 'object' && 'jsonSchema' in schema ? (schema as { jsonSchema: unknown }).jsonSchema : schema;
-    // A schema object we cannot read as JSON (e.g. a raw zod schema) counts by name and
-    // description only; pass `zodSchema(...)` or JSON to count it exactly.
-    const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
-    // AI SDK 7 allows a description function (of the call's context): counted by name and schema.
-    return { name, ...(typeof tool?.description === 'string' && tool.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
-  });
 }
 
 /** A plan as the core hands it over: its JSON, and its summary request's prompt as UTF-8. */

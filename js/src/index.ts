@@ -1,12 +1,12 @@
 // The public API, shared by every runtime entry (entry/*.ts add only how the .wasm is loaded).
 export { createCompactor, Compactor, loadState, DEFAULT_STATE_PATH } from './compactor.js';
-export type { CompactorOptions, OffloadOptions, CompactionOptions, CacheOptions, HistoryOptions, Summarizer, PrepareStepInput, ToolDefinition, OverflowOptions, RecoverResult } from './compactor.js';
+export type { CompactorOptions, OffloadOptions, CompactionOptions, CacheOptions, HistoryOptions, Summarizer, PrepareStepInput, OverflowOptions, RecoverResult } from './compactor.js';
 export { parseOverflow, isOverflowError } from './overflow.js';
 export type { OverflowInfo } from './overflow.js';
 export { loopContext, recoverySegment, memorySegment, withMemory } from './loop.js';
 export type { LoopConfig, Iteration, LoopState, LoopSummaryRequest, LoopStep } from './loop.js';
-export { countTokens, countBreakdown, warmUp } from './tokens.js';
-export type { TokenBreakdown, PartTokens } from './tokens.js';
+export { countTokens, countBreakdown, warmUp } from './core.js';
+export type { TokenBreakdown, PartTokens, ToolDefinition, ToolSetLike } from './tokens.js';
 export { MemoryStore, checkPath, checkPrefix, MAX_PATH_LENGTH, MAX_SEGMENT_BYTES } from './store.js';
 export { KvStore } from './stores/kv.js';
 export type { KeyValueBackend, CloudflareKvNamespace, R2BucketLike, KvStoreOptions } from './stores/kv.js';
@@ -26,7 +26,7 @@ export type {
 export type { FileStore } from './store.js';
 export { CompactorError } from './errors.js';
 export type { CompactorErrorCode } from './errors.js';
-export { init, isInitialized, loadEncoding, loadTokenizer, compileTokenizer, isEncodingLoaded } from './init.js';
+export { init, isInitialized, loadEncoding, loadTokenizer, compileTokenizer, isEncodingLoaded } from './core.js';
 export type { WasmSource, RankSource, InitOptions, TokenizerInfo } from './init.js';
 export type * from './types.js';
 /** Which runtime entry was loaded (set by each entry module). */

@@ -1,12 +1,27 @@
-// One idempotent initialization shared by every entrypoint. Each runtime entry registers how it
-// loads the core .wasm (read a file, fetch a URL, import a compiled module) and, in the full
-// entries, how it loads an encoding's ranks (the same way: each encoding is a data-only .wasm).
-// `init()` loads the core and o200k_base once (plus `init({ encodings })`); others on first need.
-// The open-weight tokenizers with prebuilt data (qwen3, deepseek_v3, ...) travel the same way.
+// One idempotent initialization per wasm module: the core (`context-compactor`, `/lite`) and
+// the counting-only module (`context-compactor/tokens`) each have a `Runtime` (core.ts,
+// counter.ts), so an app that imports both entries has two independent modules. Each runtime
+// entry registers how it loads its .wasm (read a file, fetch a URL, import a compiled module)
+// and, in the entries with data, how it loads an encoding's ranks (the same way: each encoding is
+// a data-only .wasm). `init()` loads the module and o200k_base once (plus `init({ encodings })`);
+// others on first need. The open-weight tokenizers with prebuilt data (qwen3, deepseek_v3, ...)
+// travel the same way.
 
-import { initSync, loadEncoding as coreLoadEncoding, tokenizerInfo, encodingLoaded } from './wasm/context_compactor.js';
 import { CompactorError, core } from './errors.js';
-import type { EncodingName, PrebuiltTokenizerName } from './types.js';
+import { encode } from './codec.js';
+import { toolDefinitions, type TokenBreakdown, type ToolSetLike } from './tokens.js';
+import type { EncodingName, MessageLike, PrebuiltTokenizerName } from './types.js';
+
+/** The counting exports both wasm modules have (wasm-bindgen glue, src/bindings/counting.rs). */
+export interface CountingGlue {
+  initSync(module: { module: WebAssembly.Module | BufferSource }): unknown;
+  loadEncoding(encoding: string, data: Uint8Array): void;
+  tokenizerInfo(name: string): string;
+  encodingLoaded(encoding: string): boolean;
+  countTokens(text: string, encoding: string): number;
+  countBreakdown(messagesJson: string, toolsJson: string, encoding: string): string;
+  warmUp(encoding: string): void;
+}
 
 /** What a caller may hand to `init`: a compiled module (Edge, workerd) or the bytes. */
 export type WasmSource = WebAssembly.Module | BufferSource;
@@ -39,21 +54,13 @@ export interface InitOptions {
 type Loader = () => WasmSource | Promise<WasmSource>;
 type RankLoader = (name: DataName) => RankSource | Promise<RankSource>;
 
-let loader: Loader | undefined;
+// Shared by every runtime: the data files and the tokenizer compiler are the same files.
 let rankLoader: RankLoader | undefined;
 let compilerLoader: Loader | undefined;
 /** The o200k_base data a lite entry was handed (the tokenizer compiler needs it too). */
 let o200kGiven: RankSource | undefined;
-let ready: Promise<void> | undefined;
-let initialized = false;
-const loading = new Map<string, Promise<void>>();
 
-/** Called once by each runtime entry module. */
-export function setLoader(load: Loader): void {
-  loader = load;
-}
-
-/** Called by the full entries: how this runtime fetches an encoding's ranks. */
+/** Called by the entries with data: how this runtime fetches an encoding's ranks. */
 export function setRankLoader(load: RankLoader): void {
   rankLoader = load;
 }
@@ -61,56 +68,6 @@ export function setRankLoader(load: RankLoader): void {
 /** Called by each runtime entry: how it loads the tokenizer compiler's `.wasm`. */
 export function setCompilerLoader(load: Loader): void {
   compilerLoader = load;
-}
-
-/**
- * Loads and instantiates the core, then o200k_base (full entries) or the `encodings` given. Safe
- * to call many times and concurrently; the core loads once, and each later call loads only the
- * encodings it names that are not loaded yet. Pass a `WebAssembly.Module` or bytes (or
- * `{ wasm }`) to bypass the runtime's default loading.
- */
-export async function init(options?: WasmSource | InitOptions): Promise<void> {
-  const { wasm, encodings } = initOptions(options);
-  if (!initialized) {
-    ready ??= (async () => {
-      const module = wasm ?? (await loader?.());
-      if (!module) {
-        throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
-      }
-      initSync({ module });
-      if (rankLoader) await loadRanks('o200k_base');
-      initialized = true;
-    })().catch((error: unknown) => {
-      ready = undefined; // let a later call retry
-      throw error;
-    });
-    await ready;
-  }
-  if (encodings) await Promise.all(encodings.map((name) => loadRanks(name)));
-}
-
-function initOptions(options: WasmSource | InitOptions | undefined): InitOptions {
-  if (options === undefined) return {};
-  // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM) is a source.
-  const isOptions = typeof options === 'object' && options !== null && ('encodings' in options || 'wasm' in options);
-  if (!isOptions) return { wasm: options as WasmSource };
-  const { wasm, encodings } = options as InitOptions;
-  if (encodings !== undefined && !Array.isArray(encodings)) {
-    throw new TypeError('init: options.encodings must be an array of encoding names');
-  }
-  return { wasm, encodings };
-}
-
-/**
- * Makes an encoding, or a tokenizer the package ships prebuilt data for (`'qwen3'`,
- * `'deepseek_v3'`, ...), available for counting. The full entries find the data themselves; with
- * `context-compactor/lite`, pass it: the package's `ranks/<name>.wasm` (as a compiled module or
- * bytes) or the raw data. Any other name needs its data: what `compileTokenizer` made. Idempotent
- * and safe to call concurrently.
- */
-export async function loadEncoding(name: DataName | (string & {}) = 'o200k_base', source?: RankSource): Promise<void> {
-  await init();
-  await loadRanks(name, source);
 }
 
 /** What `loadTokenizer` built. */
@@ -124,35 +81,187 @@ export interface TokenizerInfo {
 }
 
 /**
- * Builds an exact counter from a Hugging Face `tokenizer.json` (the file beside a model's
- * weights): Llama 3.x, Qwen 2.5 / 3, DeepSeek V3, Gemma 3 (and so Gemini 2.x / 3 text); or
- * from Mistral's `tekken_*.json` (mistral-common). Afterwards
- * `countTokens(text, name)` counts as the `tokenizers` library's `encode(text,
- * add_special_tokens=False)`. `json` is the file's text, its bytes or the parsed object. A file
- * this package cannot count exactly (another pre-tokenizer, WordPiece, Unigram, ...) is
- * `CompactorError('invalid_rank_data')` saying what. Loading a loaded name keeps the first.
+ * One wasm module's initialization, data and counting (core.ts and counter.ts document each
+ * function as their entry exports it).
  */
-export async function loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo> {
-  await init();
-  const text = tokenizerText('loadTokenizer', name, json);
-  if (!core(() => encodingLoaded(name))) {
-    const data = await compile(name, text);
-    core(() => coreLoadEncoding(name, data));
-  }
-  return JSON.parse(core(() => tokenizerInfo(name))) as TokenizerInfo;
+export interface Runtime {
+  /** Called once by each runtime entry: how it loads this module's `.wasm`. */
+  setLoader(load: Loader): void;
+  init(options?: WasmSource | InitOptions): Promise<void>;
+  loadEncoding(name?: DataName | (string & {}), source?: RankSource): Promise<void>;
+  loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo>;
+  compileTokenizer(name: string, json: string | BufferSource | object): Promise<Uint8Array>;
+  isEncodingLoaded(name: EncodingName | (string & {})): boolean;
+  isInitialized(): boolean;
+  assertInitialized(what: string): void;
+  loadModelTokenizer(tokenizer: string | null): Promise<boolean>;
+  countTokens(text: string, encoding?: EncodingName | (string & {})): number;
+  countBreakdown(messages: MessageLike[], options?: { tools?: ToolSetLike; encoding?: EncodingName | (string & {}) }): TokenBreakdown;
+  warmUp(encoding?: EncodingName): void;
 }
 
-/**
- * The compact data the package ships for Qwen, DeepSeek and Mistral (`CCH1`), made from any
- * `tokenizer.json` or tekken file `loadTokenizer` accepts: for a vocabulary you may redistribute
- * (Llama 3.x, Gemma 3 under their licences), make it once, host it, and load it with
- * `loadEncoding(name, data)` — 3–6× smaller gzipped than the file and 3–6× faster to load. Like
- * the shipped data it refers to o200k_base's tokens: load o200k_base first (`init()` does in the
- * full entries). Errors as `loadTokenizer`.
- */
-export async function compileTokenizer(name: string, json: string | BufferSource | object): Promise<Uint8Array> {
-  await init();
-  return compile(name, tokenizerText('compileTokenizer', name, json));
+/** The runtime of the wasm module whose glue is `glue`; `file` names it in errors. */
+export function createRuntime(glue: CountingGlue, file: string): Runtime {
+  let loader: Loader | undefined;
+  let ready: Promise<void> | undefined;
+  let initialized = false;
+  const loading = new Map<string, Promise<void>>();
+
+  async function init(options?: WasmSource | InitOptions): Promise<void> {
+    const { wasm, encodings } = initOptions(options);
+    if (!initialized) {
+      ready ??= (async () => {
+        let module: WasmSource | undefined;
+        try {
+          module = wasm ?? (await loader?.());
+        } catch (error) {
+          throw new CompactorError('not_initialized', `context-compactor: ${file} could not be loaded: ${error instanceof Error ? error.message : String(error)}`);
+        }
+        if (!module) {
+          throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
+        }
+        glue.initSync({ module });
+        if (rankLoader) await loadRanks('o200k_base');
+        initialized = true;
+      })().catch((error: unknown) => {
+        ready = undefined; // let a later call retry
+        throw error;
+      });
+      await ready;
+    }
+    if (encodings) await Promise.all(encodings.map((name) => loadRanks(name)));
+  }
+
+  async function loadEncoding(name: DataName | (string & {}) = 'o200k_base', source?: RankSource): Promise<void> {
+    await init();
+    await loadRanks(name, source);
+  }
+
+  async function loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo> {
+    await init();
+    const text = tokenizerText('loadTokenizer', name, json);
+    if (!core(() => glue.encodingLoaded(name))) {
+      const data = await compile(name, text);
+      core(() => glue.loadEncoding(name, data));
+    }
+    return JSON.parse(core(() => glue.tokenizerInfo(name))) as TokenizerInfo;
+  }
+
+  async function compileTokenizer(name: string, json: string | BufferSource | object): Promise<Uint8Array> {
+    await init();
+    return compile(name, tokenizerText('compileTokenizer', name, json));
+  }
+
+  function isEncodingLoaded(name: EncodingName | (string & {})): boolean {
+    return initialized && core(() => glue.encodingLoaded(name));
+  }
+
+  async function loadModelTokenizer(tokenizer: string | null): Promise<boolean> {
+    if (tokenizer === null || !PREBUILT.includes(tokenizer) || !rankLoader || isEncodingLoaded(tokenizer)) return false;
+    await loadRanks(tokenizer as PrebuiltTokenizerName);
+    return true;
+  }
+
+  function loadRanks(name: DataName | (string & {}), source?: RankSource): Promise<void> {
+    if (typeof name !== 'string' || (!ENCODINGS.includes(name) && !PREBUILT.includes(name) && source === undefined)) {
+      const given = String(name);
+      throw new CompactorError(
+        'unknown_encoding',
+        `context-compactor: no data for "${given}": the package ships ${[...ENCODINGS, ...PREBUILT].join(', ')}; ` +
+          `other tokenizers (Llama 3.x, Gemma 3, ...) load from the model's own tokenizer.json: \`await loadTokenizer('${given}', json)\``,
+        { name: given },
+      );
+    }
+    if (core(() => glue.encodingLoaded(name))) return Promise.resolve();
+    let pending = loading.get(name);
+    if (!pending) {
+      pending = (async () => {
+        const ranks = source ?? (await fetchData(name));
+        if (name === 'o200k_base' && source !== undefined) o200kGiven = source;
+        if (!ranks) {
+          throw new CompactorError(
+            'encoding_not_loaded',
+            `context-compactor/lite: encoding "${name}" is not loaded; pass its ranks: \`await loadEncoding('${name}', ranks)\` with the package's ranks/${name}.wasm`,
+            { name },
+          );
+        }
+        const bytes = await rankBytes(name, ranks);
+        try {
+          core(() => glue.loadEncoding(name, bytes));
+        } catch (error) {
+          // cl100k_base's ranks are stored by reference to o200k_base's tokens (data/README.md).
+          const missing = (error as CompactorError).details?.name;
+          if ((error as CompactorError).code === 'encoding_not_loaded' && missing !== undefined && missing !== name) {
+            throw new CompactorError(
+              'encoding_not_loaded',
+              `context-compactor: the ${name} ranks are stored by reference to ${String(missing)}'s tokens; load ${String(missing)} first: \`await loadEncoding('${String(missing)}', ranks)\``,
+              { name: missing },
+            );
+          }
+          throw error;
+        }
+      })().finally(() => loading.delete(name));
+      loading.set(name, pending);
+    }
+    return pending;
+  }
+
+  function assertInitialized(what: string): void {
+    if (!initialized) {
+      throw new CompactorError(
+        'not_initialized',
+        `context-compactor: ${what} needs the core loaded: \`await init()\`${file.startsWith('wasm/') ? ' (or `await createCompactor()`)' : ''} first`,
+      );
+    }
+  }
+
+  function countTokens(text: string, encoding: EncodingName | (string & {}) = 'o200k_base'): number {
+    assertInitialized('countTokens');
+    if (typeof text !== 'string') throw new TypeError('countTokens: text must be a string');
+    return core(() => glue.countTokens(text, encoding));
+  }
+
+  function countBreakdown(messages: MessageLike[], options: { tools?: ToolSetLike; encoding?: EncodingName | (string & {}) } = {}): TokenBreakdown {
+    assertInitialized('countBreakdown');
+    if (!Array.isArray(messages)) throw new TypeError('countBreakdown: messages must be an array');
+    const tools = options.tools === undefined ? [] : toolDefinitions(options.tools);
+    const { json } = encode(messages);
+    return JSON.parse(core(() => glue.countBreakdown(json, JSON.stringify(tools), options.encoding ?? 'o200k_base'))) as TokenBreakdown;
+  }
+
+  function warmUp(encoding: EncodingName = 'o200k_base'): void {
+    assertInitialized('warmUp');
+    core(() => glue.warmUp(encoding));
+  }
+
+  return {
+    setLoader: (load) => {
+      loader = load;
+    },
+    init,
+    loadEncoding,
+    loadTokenizer,
+    compileTokenizer,
+    isEncodingLoaded,
+    isInitialized: () => initialized,
+    assertInitialized,
+    loadModelTokenizer,
+    countTokens,
+    countBreakdown,
+    warmUp,
+  };
+}
+
+function initOptions(options: WasmSource | InitOptions | undefined): InitOptions {
+  if (options === undefined) return {};
+  // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM) is a source.
+  const isOptions = typeof options === 'object' && options !== null && ('encodings' in options || 'wasm' in options);
+  if (!isOptions) return { wasm: options as WasmSource };
+  const { wasm, encodings } = options as InitOptions;
+  if (encodings !== undefined && !Array.isArray(encodings)) {
+    throw new TypeError('init: options.encodings must be an array of encoding names');
+  }
+  return { wasm, encodings };
 }
 
 /**
@@ -213,65 +322,6 @@ function tokenizerText(what: string, name: string, json: string | BufferSource |
   throw new TypeError(`${what}: json must be the tokenizer.json text, bytes or object`);
 }
 
-/** Whether `name` (an encoding or a loaded tokenizer) can count now (synchronously). */
-export function isEncodingLoaded(name: EncodingName | (string & {})): boolean {
-  return initialized && core(() => encodingLoaded(name));
-}
-
-/**
- * Loads the prebuilt data of the tokenizer `tokenizer` (a model's `model.tokenizer`) when the
- * package ships it, this entry can find it, and it is not loaded yet; says whether it did.
- */
-export async function loadModelTokenizer(tokenizer: string | null): Promise<boolean> {
-  if (tokenizer === null || !PREBUILT.includes(tokenizer) || !rankLoader || isEncodingLoaded(tokenizer)) return false;
-  await loadRanks(tokenizer as PrebuiltTokenizerName);
-  return true;
-}
-
-function loadRanks(name: DataName | (string & {}), source?: RankSource): Promise<void> {
-  if (typeof name !== 'string' || (!ENCODINGS.includes(name) && !PREBUILT.includes(name) && source === undefined)) {
-    const given = String(name);
-    throw new CompactorError(
-      'unknown_encoding',
-      `context-compactor: no data for "${given}": the package ships ${[...ENCODINGS, ...PREBUILT].join(', ')}; ` +
-        `other tokenizers (Llama 3.x, Gemma 3, ...) load from the model's own tokenizer.json: \`await loadTokenizer('${given}', json)\``,
-      { name: given },
-    );
-  }
-  if (core(() => encodingLoaded(name))) return Promise.resolve();
-  let pending = loading.get(name);
-  if (!pending) {
-    pending = (async () => {
-      const ranks = source ?? (await fetchData(name));
-      if (name === 'o200k_base' && source !== undefined) o200kGiven = source;
-      if (!ranks) {
-        throw new CompactorError(
-          'encoding_not_loaded',
-          `context-compactor/lite: encoding "${name}" is not loaded; pass its ranks: \`await loadEncoding('${name}', ranks)\` with the package's ranks/${name}.wasm`,
-          { name },
-        );
-      }
-      const bytes = await rankBytes(name, ranks);
-      try {
-        core(() => coreLoadEncoding(name, bytes));
-      } catch (error) {
-        // cl100k_base's ranks are stored by reference to o200k_base's tokens (data/README.md).
-        const missing = (error as CompactorError).details?.name;
-        if ((error as CompactorError).code === 'encoding_not_loaded' && missing !== undefined && missing !== name) {
-          throw new CompactorError(
-            'encoding_not_loaded',
-            `context-compactor: the ${name} ranks are stored by reference to ${String(missing)}'s tokens; load ${String(missing)} first: \`await loadEncoding('${String(missing)}', ranks)\``,
-            { name: missing },
-          );
-        }
-        throw error;
-      }
-    })().finally(() => loading.delete(name));
-    loading.set(name, pending);
-  }
-  return pending;
-}
-
 /** The entry's loader, its failure (a missing or unreadable file) a typed error naming the data. */
 async function fetchData(name: DataName | (string & {})): Promise<RankSource | undefined> {
   if (!rankLoader) return undefined;
@@ -310,17 +360,4 @@ async function rankBytes(name: string, source: RankSource): Promise<Uint8Array> 
     throw new CompactorError('invalid_rank_data', 'rank module: expected exports `data` (memory) and `length`', {});
   }
   return new Uint8Array(data.buffer, 0, Number(length.value));
-}
-
-export function isInitialized(): boolean {
-  return initialized;
-}
-
-export function assertInitialized(what: string): void {
-  if (!initialized) {
-    throw new CompactorError(
-      'not_initialized',
-      `context-compactor: ${what} needs the core loaded: \`await init()\` (or \`await createCompactor()\`) first`,
-    );
-  }
 }

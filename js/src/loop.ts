@@ -13,7 +13,7 @@ import {
 } from './wasm/context_compactor.js';
 import { stringify } from './codec.js';
 import { core } from './errors.js';
-import { assertInitialized } from './init.js';
+import { assertInitialized } from './core.js';
 import type { SummaryRequest } from './types.js';
 
 /** Loop settings (defaults from seed 003). */

@@ -5,8 +5,7 @@
 import { renderReport as coreRenderReport, renderReportChart as coreRenderChart } from './wasm/context_compactor.js';
 import type { Compactor, PrepareStepInput } from './compactor.js';
 import { CompactorError, core } from './errors.js';
-import { assertInitialized } from './init.js';
-import { countTokens } from './tokens.js';
+import { assertInitialized, countTokens } from './core.js';
 import type { CompactionEvent, ManageResult, MessageLike, Plan, Strategy } from './types.js';
 
 /** Everything a session report shows (the CLI's `report --json` prints the same shape). */

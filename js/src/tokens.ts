@@ -1,19 +1,17 @@
-import { countTokens as coreCount, countBreakdown as coreBreakdown, warmUp as coreWarmUp } from './wasm/context_compactor.js';
-import { encode } from './codec.js';
-import { toolDefinitions, type CompactorOptions } from './compactor.js';
-import { core } from './errors.js';
-import { assertInitialized } from './init.js';
-import type { EncodingName, MessageLike } from './types.js';
+// What counting takes and returns, shared by both entries' runtimes (init.ts): the breakdown's
+// shape and the tool definitions read from an AI SDK tool set.
+import type { MessageLike } from './types.js';
 
-/**
- * Exact token count: an encoding (identical to the official tiktoken) or a tokenizer loaded with
- * `loadTokenizer` (identical to Hugging Face `tokenizers`). Synchronous once `init()` resolved.
- */
-export function countTokens(text: string, encoding: EncodingName | (string & {}) = 'o200k_base'): number {
-  assertInitialized('countTokens');
-  if (typeof text !== 'string') throw new TypeError('countTokens: text must be a string');
-  return core(() => coreCount(text, encoding));
+/** A tool as the model sees it. */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  inputSchema?: unknown;
 }
+
+/** Tool definitions (`{name, description, inputSchema}`), or an AI SDK tool set
+ * (`{name: tool({...})}`). */
+export type ToolSetLike = ToolDefinition[] | Record<string, { description?: unknown; inputSchema?: unknown; parameters?: unknown }>;
 
 /** One part's tokens in a `TokenBreakdown`. */
 export interface PartTokens {
@@ -39,25 +37,16 @@ export interface TokenBreakdown {
   };
 }
 
-/**
- * Counts an AI SDK `ModelMessage[]` and a tool set (or tool definitions), broken down per
- * message, part and tool definition, so a UI can show where the tokens are. Counts are the ones
- * the compactor plans with: exact text in `encoding` (an encoding or a loaded tokenizer's name),
- * the documented framing, image and file estimates. Synchronous once `init()` resolved.
- */
-export function countBreakdown(
-  messages: MessageLike[],
-  options: { tools?: CompactorOptions['tools']; encoding?: EncodingName | (string & {}) } = {},
-): TokenBreakdown {
-  assertInitialized('countBreakdown');
-  if (!Array.isArray(messages)) throw new TypeError('countBreakdown: messages must be an array');
-  const tools = options.tools === undefined ? [] : toolDefinitions(options.tools);
-  const { json } = encode(messages);
-  return JSON.parse(core(() => coreBreakdown(json, JSON.stringify(tools), options.encoding ?? 'o200k_base'))) as TokenBreakdown;
-}
-
-/** Loads an encoding's tables now, so the first real count is fast. */
-export function warmUp(encoding: EncodingName = 'o200k_base'): void {
-  assertInitialized('warmUp');
-  core(() => coreWarmUp(encoding));
+/** JSON tool definitions from either accepted shape. */
+export function toolDefinitions(tools: ToolSetLike): ToolDefinition[] {
+  if (Array.isArray(tools)) return tools;
+  return Object.entries(tools).map(([name, tool]) => {
+    const schema = tool?.inputSchema ?? tool?.parameters;
+    const json = schema && typeof schema === 'object' && 'jsonSchema' in schema ? (schema as { jsonSchema: unknown }).jsonSchema : schema;
+    // A schema object we cannot read as JSON (e.g. a raw zod schema) counts by name and
+    // description only; pass `zodSchema(...)` or JSON to count it exactly.
+    const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
+    // AI SDK 7 allows a description function (of the call's context): counted by name and schema.
+    return { name, ...(typeof tool?.description === 'string' && tool.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
+  });
 }

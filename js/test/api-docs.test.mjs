@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as main from '../dist/entry/node.js';
+import * as tokens from '../dist/entry/node-tokens.js';
 import * as nodeStores from '../dist/stores/node.js';
 import * as browserStores from '../dist/stores/browser.js';
 import * as unstorageStores from '../dist/stores/unstorage.js';
@@ -24,6 +25,17 @@ test('every value export has a section, and every section is an export', () => {
     ...[...dts('stores/deno.d.ts').matchAll(/^export declare class (\w+)/gm)].map((m) => m[1])]);
   for (const name of values) assert.ok(headings.has(name), `docs/API.md has no "### ${name}"`);
   for (const heading of headings) assert.ok(values.has(heading), `docs/API.md documents "${heading}", which is not exported`);
+});
+
+test('the tokens entry exports only what the main entry exports, each listed in its section', () => {
+  const section = docs.slice(docs.indexOf('## Counting only'), docs.indexOf('## The compactor'));
+  for (const name of Object.keys(tokens)) {
+    assert.ok(name in main, `context-compactor/tokens exports ${name}, which the main entry does not`);
+    assert.ok(section.includes(`\`${name}\``), `the tokens section of docs/API.md does not list ${name}`);
+  }
+  for (const name of [...dts('counter.d.ts').matchAll(/export type \{([^}]+)\}/g)].flatMap((m) => m[1].split(',').map((s) => s.trim()).filter(Boolean))) {
+    assert.ok(typeNames.has(name), `context-compactor/tokens exports type ${name}, which the main entry does not`);
+  }
 });
 
 test('every exported type is named in the reference', () => {

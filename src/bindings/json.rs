@@ -85,7 +85,7 @@ fn encoding_name(name: &str) -> Error {
 }
 
 /// `{"name","kind","tokens"}` of the loaded tokenizer `name` as JSON.
-#[cfg(any(feature = "wasm", feature = "component"))]
+#[cfg(any(feature = "wasm", feature = "component", feature = "counter"))]
 pub(crate) fn tokenizer_info(name: &str) -> Result<String> {
     if name.parse::<crate::Encoding>().is_ok() {
         return Err(encoding_name(name));

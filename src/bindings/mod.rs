@@ -6,9 +6,16 @@ mod compiler;
 #[cfg(feature = "component")]
 #[allow(unsafe_code)] // wit-bindgen's generated glue only: see component/mod.rs
 mod component;
-#[cfg(any(feature = "wasm", feature = "compiler"))]
+#[cfg(any(feature = "wasm", feature = "counter"))]
+mod counting;
+#[cfg(any(feature = "wasm", feature = "compiler", feature = "counter"))]
 mod host;
-#[cfg(any(feature = "wasm", feature = "component", feature = "compiler"))]
+#[cfg(any(
+    feature = "wasm",
+    feature = "component",
+    feature = "compiler",
+    feature = "counter"
+))]
 mod json;
 #[cfg(feature = "wasm")]
 mod wasm;

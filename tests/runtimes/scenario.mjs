@@ -5,6 +5,7 @@
 // runScenario(cc, fixture, { expectedEntry }) -> [{ name, ok, detail }]
 
 import { statelessRouteHandler } from './stateless.mjs';
+import { tokensScenario } from './tokens.mjs';
 
 export const CONTEXT_WINDOW = 16000;
 export const BIG_TEXT_MIN_TOKENS = 100000;
@@ -412,6 +413,7 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
       second instanceof cc.CompactorError && second.code === 'context_overflow' && second.cause === overflow && passed === other,
       short({ code: second?.code, message: second?.message, passed: passed?.message }));
   });
+  await tokensScenario(cc, fixture, { check, step, timings, expectedEntry, now, short });
   return finish();
 
   function finish() {

@@ -68,11 +68,13 @@ export class Recorder {
 }
 
 /** Runs one contender on one session at one window. */
-export async function runOne(contender, session, window) {
+export async function runOne(contender, session, window, { compactorOptions } = {}) {
   const recorder = new Recorder(session, window);
   const t0 = performance.now();
   try {
-    const { stored } = await contender.run(session, { window, recorder });
+    // `compactorOptions` (run.mjs --compactor-options, a sweep) reach every context-compactor
+    // contender's createCompactor; the peers take no options.
+    const { stored } = await contender.run(session, { window, recorder, ...(compactorOptions ? { options: compactorOptions } : {}) });
     const wallMs = performance.now() - t0 - recorder.ms;
     return { contender: contender.name, session: session.name, window, ...recorder.scorer.result(stored), wallMs: Math.round(wallMs) };
   } catch (error) {

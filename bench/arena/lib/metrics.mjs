@@ -71,6 +71,7 @@ export class Scorer {
   #over = 0;
   #orphaned = 0;
   #breaks = 0;
+  #breakCalls = [];
   #largest = 0;
   #calls = 0;
   #summaries = 0;
@@ -94,7 +95,10 @@ export class Scorer {
     this.#cost += CACHE_READ * m.cached + CACHE_WRITE * (m.tokens - m.cached);
     if (m.tokens > this.window) this.#over++;
     if (orphans(prompt) > 0) this.#orphaned++;
-    if (!m.extendsPrevious) this.#breaks++;
+    if (!m.extendsPrevious) {
+      this.#breaks++;
+      this.#breakCalls.push({ call: this.#calls, tokens: m.tokens, cached: m.cached });
+    }
     this.lastBroke = !m.extendsPrevious;
     this.#largest = Math.max(this.#largest, m.tokens);
     this.#digests.push(createHash('sha1').update(m.pieces.join('\u0000')).digest('hex').slice(0, 12));
@@ -146,6 +150,7 @@ export class Scorer {
       summarizerCost: Math.round(this.#summaryCost),
       cost: Math.round(this.#cost),
       prefixBreaks: this.#breaks,
+      breakCalls: this.#breakCalls,
       needles: this.#needles.length,
       needlesInPrompt: this.#needles.filter((n) => n.inPrompt).length,
       needlesRecoverable: this.#needles.length - lost.length - this.#needles.filter((n) => n.inPrompt).length,

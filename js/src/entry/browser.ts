@@ -1,16 +1,7 @@
-// Browsers and bundlers: each encoding's ranks and each prebuilt tokenizer's data are fetched on
-// first need (static URLs, so bundlers emit them as assets).
+// Browsers and bundlers: the core, then each encoding's ranks and each prebuilt tokenizer's data
+// on first need.
 import { setRankLoader } from '../init.js';
-import { compileUrl } from './fetch-wasm.js';
+import { ranks } from './browser-data.js';
 
-const urls = {
-  o200k_base: () => new URL('../ranks/o200k_base.wasm', import.meta.url),
-  cl100k_base: () => new URL('../ranks/cl100k_base.wasm', import.meta.url),
-  qwen3: () => new URL('../ranks/qwen3.wasm', import.meta.url),
-  qwen2_5: () => new URL('../ranks/qwen2_5.wasm', import.meta.url),
-  deepseek_v3: () => new URL('../ranks/deepseek_v3.wasm', import.meta.url),
-  mistral_tekken_240718: () => new URL('../ranks/mistral_tekken_240718.wasm', import.meta.url),
-  mistral_tekken_240911: () => new URL('../ranks/mistral_tekken_240911.wasm', import.meta.url),
-};
-setRankLoader((name) => compileUrl(urls[name]()));
+setRankLoader(ranks);
 export * from './browser-lite.js';

@@ -1,8 +1,9 @@
 // Deno: read the .wasm next to this file (needs --allow-read for it).
-import { setCompilerLoader, setLoader } from '../init.js';
+import { setLoader } from '../core.js';
+import { setCompilerLoader } from '../init.js';
+import { compiler, read } from './deno-data.js';
 
-declare const Deno: { readFile(path: URL): Promise<Uint8Array> };
-setLoader(() => Deno.readFile(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));
-setCompilerLoader(() => Deno.readFile(new URL('../compiler/compiler_bg.wasm', import.meta.url)));
+setLoader(() => read('../wasm/context_compactor_bg.wasm'));
+setCompilerLoader(compiler);
 export const runtimeEntry = 'deno';
 export * from '../index.js';

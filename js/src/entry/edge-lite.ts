@@ -1,7 +1,8 @@
 // Vercel Edge: compiling from bytes is forbidden, so the bundler provides a compiled module
 // through the `?module` import suffix.
 import wasmModule from '../wasm/context_compactor_bg.wasm?module';
-import { setCompilerLoader, setLoader } from '../init.js';
+import { setLoader } from '../core.js';
+import { setCompilerLoader } from '../init.js';
 
 setLoader(() => wasmModule);
 // The tokenizer compiler, imported only when loadTokenizer / compileTokenizer first run.

@@ -1,17 +1,7 @@
-// Vercel Edge: the rank .wasm files come precompiled through `?module`, like the core; the
-// prebuilt tokenizers' data too, imported only when loaded.
-import o200k from '../ranks/o200k_base.wasm?module';
-import cl100k from '../ranks/cl100k_base.wasm?module';
+// Vercel Edge: the core, the encodings' ranks and the prebuilt tokenizers' data precompiled
+// through `?module` (edge-data.ts).
 import { setRankLoader } from '../init.js';
+import { ranks } from './edge-data.js';
 
-const tokenizers = {
-  qwen3: () => import('../ranks/qwen3.wasm?module'),
-  qwen2_5: () => import('../ranks/qwen2_5.wasm?module'),
-  deepseek_v3: () => import('../ranks/deepseek_v3.wasm?module'),
-  mistral_tekken_240718: () => import('../ranks/mistral_tekken_240718.wasm?module'),
-  mistral_tekken_240911: () => import('../ranks/mistral_tekken_240911.wasm?module'),
-};
-setRankLoader(async (name) =>
-  name === 'o200k_base' ? o200k : name === 'cl100k_base' ? cl100k : (await tokenizers[name]()).default,
-);
+setRankLoader(ranks);
 export * from './edge-lite.js';

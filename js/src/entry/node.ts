@@ -1,7 +1,7 @@
 // Node and Bun: the core, each encoding's ranks and each prebuilt tokenizer's data are .wasm
 // files next to this package.
-import { readFile } from 'node:fs/promises';
 import { setRankLoader } from '../init.js';
+import { ranks } from './node-data.js';
 
-setRankLoader((name) => readFile(new URL(`../ranks/${name}.wasm`, import.meta.url)));
+setRankLoader(ranks);
 export * from './node-lite.js';

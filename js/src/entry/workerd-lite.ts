@@ -1,6 +1,7 @@
 // Cloudflare Workers (workerd): the .wasm is imported as a compiled module by wrangler/esbuild.
 import wasmModule from '../wasm/context_compactor_bg.wasm';
-import { setCompilerLoader, setLoader } from '../init.js';
+import { setLoader } from '../core.js';
+import { setCompilerLoader } from '../init.js';
 
 setLoader(() => wasmModule);
 // The tokenizer compiler, imported only when loadTokenizer / compileTokenizer first run.

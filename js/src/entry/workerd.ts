@@ -1,18 +1,7 @@
-// Cloudflare Workers (workerd): the rank .wasm files are imported as compiled modules, like the
-// core; instantiating one runs no code. The prebuilt tokenizers' data is imported only when
-// loaded (dynamic imports, so a Worker that never counts Qwen does not wait for its data).
-import o200k from '../ranks/o200k_base.wasm';
-import cl100k from '../ranks/cl100k_base.wasm';
+// Cloudflare Workers (workerd): the core, the encodings' ranks and the prebuilt tokenizers' data
+// as compiled modules (workerd-data.ts).
 import { setRankLoader } from '../init.js';
+import { ranks } from './workerd-data.js';
 
-const tokenizers = {
-  qwen3: () => import('../ranks/qwen3.wasm'),
-  qwen2_5: () => import('../ranks/qwen2_5.wasm'),
-  deepseek_v3: () => import('../ranks/deepseek_v3.wasm'),
-  mistral_tekken_240718: () => import('../ranks/mistral_tekken_240718.wasm'),
-  mistral_tekken_240911: () => import('../ranks/mistral_tekken_240911.wasm'),
-};
-setRankLoader(async (name) =>
-  name === 'o200k_base' ? o200k : name === 'cl100k_base' ? cl100k : (await tokenizers[name]()).default,
-);
+setRankLoader(ranks);
 export * from './workerd-lite.js';

@@ -67,6 +67,8 @@ try {
   const entry = await realpath(await resolveForBrowser('context-compactor'));
   if (!entry.startsWith(pkgRoot + sep)) throw new Error(`resolved entry ${entry} is outside the package ${pkgRoot}`);
   const entryUrl = '/pkg/' + relative(pkgRoot, entry).split(sep).join('/');
+  const tokensEntry = await realpath(await resolveForBrowser('context-compactor/tokens'));
+  const tokensUrl = '/pkg/' + relative(pkgRoot, tokensEntry).split(sep).join('/');
   const fixtureInfo = await loadFixtureInfo(process.argv[2]);
   // Second variant: an esbuild browser bundle (named imports), served next to the entry.
   const bundleOut = await build({
@@ -79,7 +81,7 @@ try {
   const htmlBundled = `<!doctype html><meta charset="utf-8"><title>context-compactor (bundle)</title>
 <script type="module" src="${bundleUrl}"></script>`;
   const html = `<!doctype html><meta charset="utf-8"><title>context-compactor</title>
-<script type="importmap">${JSON.stringify({ imports: { 'context-compactor': entryUrl } })}</script>
+<script type="importmap">${JSON.stringify({ imports: { 'context-compactor': entryUrl, 'context-compactor/tokens': tokensUrl } })}</script>
 <script type="module" src="/runtimes/runners/bundled/page.mjs"></script>`;
   const requested = [];
 

@@ -39,7 +39,7 @@ export function externalWasmPlugin(outdir, seen = []) {
         const src = fileURLToPath(new URL(args.path, 'file://' + args.resolveDir + '/'));
         await mkdir(outdir, { recursive: true });
         await copyFile(src, `${outdir}/${basename(src)}`);
-        seen.push(src);
+        if (!seen.includes(src)) seen.push(src); // two entries may import one file (the compiler)
         return { path: './' + basename(src), external: true };
       });
     },
@@ -102,6 +102,8 @@ export async function answerJson(res, entry, what) {
 
 /** Every .wasm a bundle of the full entry imports (the tokenizers' by dynamic import). */
 export const BUNDLED_WASM = ['context_compactor_bg', 'compiler_bg', 'o200k_base', 'cl100k_base', 'qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'];
+/** …and a bundle of both entries (the runtimes' workers import `context-compactor/tokens` too). */
+const BOTH_ENTRIES_WASM = [...BUNDLED_WASM, 'counter_bg'];
 
 /**
  * The report of a bundled runtime: the main scenario's checks, preceded by the two packaging
@@ -117,9 +119,14 @@ export function bundledReport({ expectedEntry, probe, main, wasmCheck, runtime, 
       detail: `runtimeEntry=${JSON.stringify(probe.json.runtimeEntry)}`,
     },
     {
+      name: `'context-compactor/tokens' resolves to the '${expectedEntry}' entry (separate probe bundle)`,
+      ok: probe.json.tokensEntry === expectedEntry,
+      detail: `runtimeEntry=${JSON.stringify(probe.json.tokensEntry)}`,
+    },
+    {
       name: wasmCheck,
-      // the core plus the two encodings' and the prebuilt tokenizers' data-only modules
-      ok: main.keptWasmImports.length === BUNDLED_WASM.length && BUNDLED_WASM.every((n) => main.keptWasmImports.some((f) => f.endsWith(`/${n}.wasm`))),
+      // the core, the counting-only module, the two encodings' and the prebuilt tokenizers' data-only modules
+      ok: main.keptWasmImports.length === BOTH_ENTRIES_WASM.length && BOTH_ENTRIES_WASM.every((n) => main.keptWasmImports.some((f) => f.endsWith(`/${n}.wasm`))),
       detail: main.keptWasmImports.join(', ') ||
         `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
     },

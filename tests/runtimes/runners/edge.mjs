@@ -95,7 +95,7 @@ try {
     expectedEntry: 'edge',
     probe,
     main,
-    wasmCheck: 'bundle (named imports) imports the core, tokenizer compiler and rank .wasm files as precompiled WebAssembly.Modules (?module)',
+    wasmCheck: 'bundle (named imports) imports the core, counting-only module, tokenizer compiler and rank .wasm files as precompiled WebAssembly.Modules (?module)',
     runtime: `edge-runtime ${await pkgVersion('edge-runtime')}`,
     timings: { bundleMs: main.bundleMs, compileMs: main.compileMs, fetchMs: main.fetchMs },
   });

@@ -2,8 +2,9 @@
 // reports which entry the runtime's export conditions selected. Works as a module worker
 // (workerd) and as a fetch-event script (Edge).
 import { runtimeEntry } from 'context-compactor';
+import { runtimeEntry as tokensEntry } from 'context-compactor/tokens';
 
-const answer = () => Response.json({ runtimeEntry });
+const answer = () => Response.json({ runtimeEntry, tokensEntry });
 if (typeof addEventListener === 'function' && typeof globalThis.EdgeRuntime === 'string') {
   addEventListener('fetch', (event) => event.respondWith(answer()));
 }

@@ -1,0 +1,16 @@
+// Browsers and bundlers: each encoding's ranks and each prebuilt tokenizer's data are fetched on
+// first need, like the tokenizer compiler (static URLs, so bundlers emit them as assets).
+import type { PrebuiltTokenizerName, EncodingName } from '../types.js';
+import { compileUrl } from './fetch-wasm.js';
+
+const urls = {
+  o200k_base: () => new URL('../ranks/o200k_base.wasm', import.meta.url),
+  cl100k_base: () => new URL('../ranks/cl100k_base.wasm', import.meta.url),
+  qwen3: () => new URL('../ranks/qwen3.wasm', import.meta.url),
+  qwen2_5: () => new URL('../ranks/qwen2_5.wasm', import.meta.url),
+  deepseek_v3: () => new URL('../ranks/deepseek_v3.wasm', import.meta.url),
+  mistral_tekken_240718: () => new URL('../ranks/mistral_tekken_240718.wasm', import.meta.url),
+  mistral_tekken_240911: () => new URL('../ranks/mistral_tekken_240911.wasm', import.meta.url),
+};
+export const ranks = (name: EncodingName | PrebuiltTokenizerName) => compileUrl(urls[name]());
+export const compiler = () => compileUrl(new URL('../compiler/compiler_bg.wasm', import.meta.url));
