@@ -6,6 +6,7 @@
 // Medians, and each run's figures. Build each version into its own copy of js/dist first:
 //   bash scripts/build.sh && cp -r js/dist /tmp/dist-now
 //   node bench/tokenizers/compare-builds.mjs 7 /tmp/dist-before /tmp/dist-now
+// One process's cold start: node bench/tokenizers/compare-builds.mjs --cold js/dist [entry/node-tokens.js]
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -36,8 +37,9 @@ if (mode === '--count') {
   glue.loadEncoding('o200k_base', ranks);
   console.log(JSON.stringify({ loadMs: cpu(t) }));
 } else if (mode === '--cold') {
+  // `--cold DIST [ENTRY]`: ENTRY `entry/node-tokens.js` times `context-compactor/tokens`.
   const t = process.cpuUsage();
-  const m = await import(url(args[0], 'entry/node.js'));
+  const m = await import(url(args[0], args[1] ?? 'entry/node.js'));
   await m.init();
   m.countTokens("Hello, world! Let's count tokens: naïve café 日本語 🦀");
   console.log(JSON.stringify({ coldMs: cpu(t) }));
