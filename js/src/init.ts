@@ -120,7 +120,12 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
         if (!module) {
           throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
         }
-        glue.initSync({ module });
+        try {
+          glue.initSync({ module });
+        } catch (error) {
+          // Wrong bytes, another module, or a module compiled in another realm: say which file.
+          throw new CompactorError('not_initialized', `context-compactor: ${file} could not be instantiated: ${error instanceof Error ? error.message : String(error)}`);
+        }
         if (rankLoader) await loadRanks('o200k_base');
         initialized = true;
       })().catch((error: unknown) => {

@@ -9,6 +9,12 @@ const dist = new URL('../dist/', import.meta.url);
 const fixture = JSON.parse(await readFile(new URL('../../tests/fixtures/token-counts.json', import.meta.url), 'utf8'));
 const rejectsWith = (promise, code) => assert.rejects(promise, (e) => e.code === code || assert.fail(`${e.code}: ${e.message}`));
 
+test('lite: bytes that are not the core are a typed error naming the file, and init can be retried', async () => {
+  await rejectsWith(lite.init(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 255])), 'not_initialized');
+  await assert.rejects(lite.init({ wasm: new Uint8Array(8) }), (e) => /wasm\/context_compactor_bg\.wasm could not be instantiated/.test(e.message));
+  assert.equal(lite.isInitialized(), false);
+});
+
 test('lite: init loads no encoding, and counting says what to load', async () => {
   await lite.init();
   assert.equal(lite.isEncodingLoaded('o200k_base'), false);

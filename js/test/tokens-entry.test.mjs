@@ -29,6 +29,17 @@ test('tokens: nothing counts before init, with a typed error naming the call', (
   assert.equal(tokens.isEncodingLoaded('o200k_base'), false);
 });
 
+test('tokens: bytes that are not the counting module, or a loader that fails, are typed errors; init can be retried', async () => {
+  await assert.rejects(tokens.init(new Uint8Array([0, 97, 115, 109, 9, 9])), (e) => e.code === 'not_initialized' && /counter\/counter_bg\.wasm could not be instantiated/.test(e.message));
+  assert.equal(tokens.isInitialized(), false);
+  // A runtime of its own for the loader (the entry's loader reads the real file).
+  const { createRuntime } = await import('../dist/init.js');
+  const runtime = createRuntime(await import('../dist/counter/counter.js'), 'counter/counter_bg.wasm');
+  runtime.setLoader(() => { throw new Error('ENOENT: no such file'); });
+  await assert.rejects(runtime.init(), (e) => e.code === 'not_initialized' && /counter_bg\.wasm could not be loaded: ENOENT/.test(e.message));
+  assert.equal(runtime.isInitialized(), false);
+});
+
 test('tokens: exposes counting only (no compactor, stores or AI SDK kit)', () => {
   for (const name of ['createCompactor', 'MemoryStore', 'loopContext', 'summarizer', 'recoveryTools', 'setLoader']) {
     assert.equal(name in tokens, false, name);
@@ -79,3 +90,4 @@ test('tokens: beside the main entry, two independent modules that count alike', 
   assert.throws(() => tokens.countBreakdown([{ role: 'robot', content: 'x' }]), (e) => e instanceof tokens.CompactorError && e.code === 'invalid_message');
   assert.throws(() => tokens.countBreakdown(messages, { encoding: 'nope' }), (e) => e.code === 'unknown_encoding');
 });
+
