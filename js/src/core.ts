@@ -11,6 +11,10 @@ const core = createRuntime(glue, 'wasm/context_compactor_bg.wasm');
 
 /** Called once by each runtime entry: how it loads the core's `.wasm`. */
 export const setLoader = core.setLoader;
+/** Called by the full entries: how they fetch an encoding's ranks. */
+export const setRankLoader = core.setRankLoader;
+/** Called by each runtime entry: how it loads the tokenizer compiler's `.wasm`. */
+export const setCompilerLoader = core.setCompilerLoader;
 
 /** Whether `init()` has loaded the core. */
 export function isInitialized(): boolean {

@@ -39,36 +39,21 @@ type DataName = EncodingName | PrebuiltTokenizerName;
 const PREBUILT: readonly string[] = ['qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'] satisfies PrebuiltTokenizerName[];
 const ENCODINGS: readonly string[] = ['o200k_base', 'cl100k_base'] satisfies EncodingName[];
 
-/** `init`'s options: the core module (as `init(source)`), and the encodings to have ready. */
+/** `init`'s options: the entry's module (as `init(source)`), and the encodings to have ready. */
 export interface InitOptions {
-  /** The core `.wasm` (bytes or a compiled module); the runtime's default loading otherwise. */
+  /** The entry's `.wasm` (bytes or a compiled module): the core's, or the counting module's in
+   * `context-compactor/tokens`; the runtime's default loading otherwise. */
   wasm?: WasmSource;
   /**
    * The encodings and prebuilt tokenizers (`'qwen3'`, `'deepseek_v3'`, ...) `countTokens` can use
-   * synchronously once `init` resolves. Default `['o200k_base']` in the full entries, none in
-   * `context-compactor/lite`.
+   * synchronously once `init` resolves. Default `['o200k_base']` in the main and tokens entries,
+   * none in `context-compactor/lite`.
    */
   encodings?: DataName[];
 }
 
 type Loader = () => WasmSource | Promise<WasmSource>;
 type RankLoader = (name: DataName) => RankSource | Promise<RankSource>;
-
-// Shared by every runtime: the data files and the tokenizer compiler are the same files.
-let rankLoader: RankLoader | undefined;
-let compilerLoader: Loader | undefined;
-/** The o200k_base data a lite entry was handed (the tokenizer compiler needs it too). */
-let o200kGiven: RankSource | undefined;
-
-/** Called by the entries with data: how this runtime fetches an encoding's ranks. */
-export function setRankLoader(load: RankLoader): void {
-  rankLoader = load;
-}
-
-/** Called by each runtime entry: how it loads the tokenizer compiler's `.wasm`. */
-export function setCompilerLoader(load: Loader): void {
-  compilerLoader = load;
-}
 
 /** What `loadTokenizer` built. */
 export interface TokenizerInfo {
@@ -87,6 +72,11 @@ export interface TokenizerInfo {
 export interface Runtime {
   /** Called once by each runtime entry: how it loads this module's `.wasm`. */
   setLoader(load: Loader): void;
+  /** Called by the entries with data: how this runtime fetches an encoding's ranks (none in
+   * `context-compactor/lite`, whose `init` loads no encoding). */
+  setRankLoader(load: RankLoader): void;
+  /** Called by each runtime entry: how it loads the tokenizer compiler's `.wasm`. */
+  setCompilerLoader(load: Loader): void;
   init(options?: WasmSource | InitOptions): Promise<void>;
   loadEncoding(name?: DataName | (string & {}), source?: RankSource): Promise<void>;
   loadTokenizer(name: string, json: string | BufferSource | object): Promise<TokenizerInfo>;
@@ -102,7 +92,13 @@ export interface Runtime {
 
 /** The runtime of the wasm module whose glue is `glue`; `file` names it in errors. */
 export function createRuntime(glue: CountingGlue, file: string): Runtime {
+  // Each runtime its own loaders: an app that imports the lite entry and the tokens entry keeps
+  // the lite entry's "nothing loaded for you".
   let loader: Loader | undefined;
+  let rankLoader: RankLoader | undefined;
+  let compilerLoader: Loader | undefined;
+  /** The o200k_base data a lite entry was handed (the tokenizer compiler needs it too). */
+  let o200kGiven: RankSource | undefined;
   let ready: Promise<void> | undefined;
   let initialized = false;
   const loading = new Map<string, Promise<void>>();
@@ -146,7 +142,7 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
     await init();
     const text = tokenizerText('loadTokenizer', name, json);
     if (!core(() => glue.encodingLoaded(name))) {
-      const data = await compile(name, text);
+      const data = await compile(name, text, compilerInput());
       core(() => glue.loadEncoding(name, data));
     }
     return JSON.parse(core(() => glue.tokenizerInfo(name))) as TokenizerInfo;
@@ -154,7 +150,13 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
 
   async function compileTokenizer(name: string, json: string | BufferSource | object): Promise<Uint8Array> {
     await init();
-    return compile(name, tokenizerText('compileTokenizer', name, json));
+    return compile(name, tokenizerText('compileTokenizer', name, json), compilerInput());
+  }
+
+  /** What the tokenizer compiler needs from this runtime: its loader, and o200k_base's data (this
+   * runtime's file, or what a lite entry was handed). */
+  function compilerInput() {
+    return { compilerLoader, o200k: async () => (rankLoader ? fetchData(rankLoader, 'o200k_base') : o200kGiven) };
   }
 
   function isEncodingLoaded(name: EncodingName | (string & {})): boolean {
@@ -181,12 +183,12 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
     let pending = loading.get(name);
     if (!pending) {
       pending = (async () => {
-        const ranks = source ?? (await fetchData(name));
+        const ranks = source ?? (rankLoader ? await fetchData(rankLoader, name) : undefined);
         if (name === 'o200k_base' && source !== undefined) o200kGiven = source;
         if (!ranks) {
           throw new CompactorError(
             'encoding_not_loaded',
-            `context-compactor/lite: encoding "${name}" is not loaded; pass its ranks: \`await loadEncoding('${name}', ranks)\` with the package's ranks/${name}.wasm`,
+            `context-compactor: encoding "${name}" is not loaded (this entry has no data files: context-compactor/lite); pass its ranks: \`await loadEncoding('${name}', ranks)\` with the package's ranks/${name}.wasm`,
             { name },
           );
         }
@@ -213,9 +215,10 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
 
   function assertInitialized(what: string): void {
     if (!initialized) {
+      const core = file.startsWith('wasm/');
       throw new CompactorError(
         'not_initialized',
-        `context-compactor: ${what} needs the core loaded: \`await init()\`${file.startsWith('wasm/') ? ' (or `await createCompactor()`)' : ''} first`,
+        `context-compactor: ${what} needs the ${core ? 'core' : 'counting module'} loaded: \`await init()\`${core ? ' (or `await createCompactor()`)' : ''} first`,
       );
     }
   }
@@ -242,6 +245,12 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
   return {
     setLoader: (load) => {
       loader = load;
+    },
+    setRankLoader: (load) => {
+      rankLoader = load;
+    },
+    setCompilerLoader: (load) => {
+      compilerLoader = load;
     },
     init,
     loadEncoding,
@@ -274,17 +283,21 @@ function initOptions(options: WasmSource | InitOptions | undefined): InitOptions
  * compiler: a second module (`dist/compiler/`), loaded and instantiated on first use, so that the
  * core carries none of that parsing.
  */
-async function compile(name: string, text: string): Promise<Uint8Array> {
+async function compile(
+  name: string,
+  text: string,
+  from: { compilerLoader: Loader | undefined; o200k: () => Promise<RankSource | undefined> },
+): Promise<Uint8Array> {
   // o200k_base's data goes to the compiler once (it keeps it; empty bytes after).
-  const o200k = compilerHasBase ? undefined : rankLoader ? await fetchData('o200k_base') : o200kGiven;
+  const o200k = compilerHasBase ? undefined : await from.o200k();
   if (!compilerHasBase && !o200k) {
     throw new CompactorError(
       'encoding_not_loaded',
-      "context-compactor/lite: a tokenizer's data refers to o200k_base's tokens; load it first: `await loadEncoding('o200k_base', ranks)`",
+      "context-compactor: a tokenizer's data refers to o200k_base's tokens; load it first: `await loadEncoding('o200k_base', ranks)`",
       { name: 'o200k_base' },
     );
   }
-  const compiler = await compilerGlue();
+  const compiler = await compilerGlue(from.compilerLoader);
   const ranks = o200k ? await rankBytes('o200k_base', o200k) : new Uint8Array(0);
   const data = core(() => compiler.tokenizerData(name, text, ranks));
   compilerHasBase = true;
@@ -296,8 +309,8 @@ let compilerHasBase = false;
 
 let compilerReady: Promise<typeof import('./compiler/compiler.js')> | undefined;
 
-/** The compiler, instantiated once (its glue holds the instance). */
-function compilerGlue(): Promise<typeof import('./compiler/compiler.js')> {
+/** The compiler, instantiated once (its glue holds the instance), shared by the runtimes. */
+function compilerGlue(compilerLoader: Loader | undefined): Promise<typeof import('./compiler/compiler.js')> {
   compilerReady ??= (async () => {
     let module: WasmSource | undefined;
     try {
@@ -328,8 +341,7 @@ function tokenizerText(what: string, name: string, json: string | BufferSource |
 }
 
 /** The entry's loader, its failure (a missing or unreadable file) a typed error naming the data. */
-async function fetchData(name: DataName | (string & {})): Promise<RankSource | undefined> {
-  if (!rankLoader) return undefined;
+async function fetchData(rankLoader: RankLoader, name: DataName | (string & {})): Promise<RankSource | undefined> {
   try {
     return await rankLoader(name as DataName); // checked in loadRanks: a name the package ships
   } catch (error) {

@@ -4,6 +4,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import * as lite from '../dist/entry/node-lite.js';
+// Imported beside it on purpose: its data loader must not become the lite entry's.
+import * as tokens from '../dist/entry/node-tokens.js';
 
 const dist = new URL('../dist/', import.meta.url);
 const fixture = JSON.parse(await readFile(new URL('../../tests/fixtures/token-counts.json', import.meta.url), 'utf8'));
@@ -15,7 +17,9 @@ test('lite: bytes that are not the core are a typed error naming the file, and i
   assert.equal(lite.isInitialized(), false);
 });
 
-test('lite: init loads no encoding, and counting says what to load', async () => {
+test('lite: init loads no encoding, and counting says what to load (the tokens entry imported beside it loads its own)', async () => {
+  await tokens.init();
+  assert.equal(tokens.countTokens('hello world'), 2);
   await lite.init();
   assert.equal(lite.isEncodingLoaded('o200k_base'), false);
   assert.throws(() => lite.countTokens('hello'), (e) => e.code === 'encoding_not_loaded' && /loadEncoding/.test(e.message));

@@ -1,11 +1,12 @@
 // `context-compactor/tokens` (counting only, its own wasm module) in the runtime under test: the
-// runner hands its module namespace (or its named imports) in as `cc.tokens`. Runtime-agnostic
-// like scenario.mjs. The main scenario has loaded the main entry first, so this also checks that
-// the two entries' modules stay independent in one app.
+// runner hands in `cc.loadTokens()`, which imports it (a dynamic import, after the main scenario
+// has run on the main entry alone) or returns its named imports (a bundle). Runtime-agnostic like
+// scenario.mjs. The main entry is loaded by then, so this also checks that the two entries'
+// modules stay independent in one app.
 
 /** Checks through `check(name, ok, detail)`; `step(name, fn)` turns a throw into a failed check. */
 export async function tokensScenario(cc, fixture, { check, step, timings, expectedEntry, now, short }) {
-  const tc = cc.tokens;
+  const tc = await step("import 'context-compactor/tokens'", () => cc.loadTokens());
   if (!check("import 'context-compactor/tokens'", !!tc && typeof tc.countTokens === 'function', tc ? Object.keys(tc).join(',') : 'not handed in')) return;
   if (expectedEntry !== undefined) {
     check(`'context-compactor/tokens' resolves to the '${expectedEntry}' entry`, tc.runtimeEntry === expectedEntry, `runtimeEntry=${JSON.stringify(tc.runtimeEntry)}`);
@@ -21,16 +22,20 @@ export async function tokensScenario(cc, fixture, { check, step, timings, expect
   });
   timings.tokensInitMs = Math.round(now() - t0);
   if (!check('tokens: init({ encodings }) loads the counting module, both encodings and prebuilt qwen3', ok === true, `${timings.tokensInitMs} ms`)) return;
-  const cases = fixture?.cases ?? [];
-  const bad = cases.filter((c) => tc.countTokens(c.text) !== c.o200k_base || tc.countTokens(c.text, 'cl100k_base') !== c.cl100k_base).map((c) => c.name);
-  const prebuilt = fixture?.prebuilt ?? [];
-  const badQwen = prebuilt.filter((c) => tc.countTokens(c.text, 'qwen3') !== c.qwen3).map((c) => c.name);
-  check('tokens: counts match tiktoken (o200k, cl100k) and Python tokenizers (qwen3)', cases.length > 0 && prebuilt.length > 0 && bad.length === 0 && badQwen.length === 0,
-    bad.length || badQwen.length ? short({ bad, badQwen }) : `${cases.length} + ${prebuilt.length} cases`);
+  await step('tokens: counts', () => {
+    const cases = fixture?.cases ?? [];
+    const bad = cases.filter((c) => tc.countTokens(c.text) !== c.o200k_base || tc.countTokens(c.text, 'cl100k_base') !== c.cl100k_base).map((c) => c.name);
+    const prebuilt = fixture?.prebuilt ?? [];
+    const badQwen = prebuilt.filter((c) => tc.countTokens(c.text, 'qwen3') !== c.qwen3).map((c) => c.name);
+    check('tokens: counts match tiktoken (o200k, cl100k) and Python tokenizers (qwen3)', cases.length > 0 && prebuilt.length > 0 && bad.length === 0 && badQwen.length === 0,
+      bad.length || badQwen.length ? short({ bad, badQwen }) : `${cases.length} + ${prebuilt.length} cases`);
+  });
   if (fixture?.hf) {
     const loaded = await step('tokens: loadTokenizer(gemma3) through the tokenizer compiler', () => tc.loadTokenizer('gemma3_tokens', fixture.hf.tokenizer));
-    const badHf = loaded ? fixture.hf.cases.filter((c) => tc.countTokens(c.text, 'gemma3_tokens') !== c.count).map((c) => c.name) : ['not loaded'];
-    check('tokens: a tokenizer.json (Gemma 3, Gemini\'s vocabulary) counts exactly', badHf.length === 0, short(badHf));
+    await step('tokens: gemma3 counts', () => {
+      const badHf = loaded ? fixture.hf.cases.filter((c) => tc.countTokens(c.text, 'gemma3_tokens') !== c.count).map((c) => c.name) : ['not loaded'];
+      check('tokens: a tokenizer.json (Gemma 3, Gemini\'s vocabulary) counts exactly', badHf.length === 0, short(badHf));
+    });
   } else {
     check('tokens: a tokenizer.json (Gemma 3) counts exactly', false, 'fixture has no hf tokenizer (scripts/fetch-tokenizers.sh)');
   }
@@ -42,9 +47,9 @@ export async function tokensScenario(cc, fixture, { check, step, timings, expect
   const tools = { grep: { description: 'Search files.', inputSchema: { jsonSchema: { type: 'object', properties: { pattern: { type: 'string' } } } } } };
   await step('tokens: countBreakdown', () => {
     const ours = tc.countBreakdown(messages, { tools });
-    const theirs = cc.countBreakdown ? cc.countBreakdown(messages, { tools }) : undefined;
+    const theirs = cc.countBreakdown(messages, { tools });
     check('tokens: countBreakdown adds up and equals the main entry\'s', ours.total === ours.replyPriming + ours.messages.reduce((n, m) => n + m.total, 0) + ours.tools.total &&
-      (theirs === undefined || JSON.stringify(theirs) === JSON.stringify(ours)), short({ total: ours.total, main: theirs?.total }));
+      JSON.stringify(theirs) === JSON.stringify(ours), short({ total: ours.total, main: theirs?.total }));
   });
   let bad2;
   try { tc.countBreakdown([{ role: 'robot', content: 'x' }]); } catch (e) { bad2 = e; }

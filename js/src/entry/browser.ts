@@ -1,6 +1,6 @@
 // Browsers and bundlers: the core, then each encoding's ranks and each prebuilt tokenizer's data
 // on first need.
-import { setRankLoader } from '../init.js';
+import { setRankLoader } from '../core.js';
 import { ranks } from './browser-data.js';
 
 setRankLoader(ranks);

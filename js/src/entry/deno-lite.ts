@@ -1,6 +1,5 @@
 // Deno: read the .wasm next to this file (needs --allow-read for it).
-import { setLoader } from '../core.js';
-import { setCompilerLoader } from '../init.js';
+import { setCompilerLoader, setLoader } from '../core.js';
 import { compiler, read } from './deno-data.js';
 
 setLoader(() => read('../wasm/context_compactor_bg.wasm'));

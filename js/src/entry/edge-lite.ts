@@ -1,8 +1,7 @@
 // Vercel Edge: compiling from bytes is forbidden, so the bundler provides a compiled module
 // through the `?module` import suffix.
 import wasmModule from '../wasm/context_compactor_bg.wasm?module';
-import { setLoader } from '../core.js';
-import { setCompilerLoader } from '../init.js';
+import { setCompilerLoader, setLoader } from '../core.js';
 
 setLoader(() => wasmModule);
 // The tokenizer compiler, imported only when loadTokenizer / compileTokenizer first run.

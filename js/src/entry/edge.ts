@@ -1,6 +1,6 @@
 // Vercel Edge: the core, the encodings' ranks and the prebuilt tokenizers' data precompiled
 // through `?module` (edge-data.ts).
-import { setRankLoader } from '../init.js';
+import { setRankLoader } from '../core.js';
 import { ranks } from './edge-data.js';
 
 setRankLoader(ranks);

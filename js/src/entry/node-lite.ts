@@ -1,7 +1,6 @@
 // Node and Bun: read the .wasm next to this file.
 import { readFile } from 'node:fs/promises';
-import { setLoader } from '../core.js';
-import { setCompilerLoader } from '../init.js';
+import { setCompilerLoader, setLoader } from '../core.js';
 import { compiler } from './node-data.js';
 
 setLoader(() => readFile(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));

@@ -1,6 +1,6 @@
 // Node and Bun: the core, each encoding's ranks and each prebuilt tokenizer's data are .wasm
 // files next to this package.
-import { setRankLoader } from '../init.js';
+import { setRankLoader } from '../core.js';
 import { ranks } from './node-data.js';
 
 setRankLoader(ranks);

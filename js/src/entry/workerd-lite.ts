@@ -1,7 +1,6 @@
 // Cloudflare Workers (workerd): the .wasm is imported as a compiled module by wrangler/esbuild.
 import wasmModule from '../wasm/context_compactor_bg.wasm';
-import { setLoader } from '../core.js';
-import { setCompilerLoader } from '../init.js';
+import { setCompilerLoader, setLoader } from '../core.js';
 
 setLoader(() => wasmModule);
 // The tokenizer compiler, imported only when loadTokenizer / compileTokenizer first run.

@@ -1,6 +1,6 @@
 // Cloudflare Workers (workerd): the core, the encodings' ranks and the prebuilt tokenizers' data
 // as compiled modules (workerd-data.ts).
-import { setRankLoader } from '../init.js';
+import { setRankLoader } from '../core.js';
 import { ranks } from './workerd-data.js';
 
 setRankLoader(ranks);

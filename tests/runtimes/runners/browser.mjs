@@ -71,13 +71,16 @@ try {
   const tokensUrl = '/pkg/' + relative(pkgRoot, tokensEntry).split(sep).join('/');
   const fixtureInfo = await loadFixtureInfo(process.argv[2]);
   // Second variant: an esbuild browser bundle (named imports), served next to the entry.
-  const bundleOut = await build({
-    entryPoints: [join(runtimesDir, 'runners/bundled/page-bundle.mjs')],
+  const browserBundle = async (entry) => (await build({
+    entryPoints: [join(runtimesDir, entry)],
     bundle: true, write: false, platform: 'browser', format: 'esm', target: 'es2022',
     conditions: ['browser'], absWorkingDir: runtimesDir, logLevel: 'error',
-  });
-  const bundleJs = bundleOut.outputFiles[0].text;
+  })).outputFiles[0].text;
+  const bundleJs = await browserBundle('runners/bundled/page-bundle.mjs');
   const bundleUrl = entryUrl.replace(/[^/]*$/, '__cc_test_bundle__.js');
+  // Third variant: an app that imports `context-compactor/tokens` alone.
+  const tokensJs = await browserBundle('runners/bundled/tokens-page.mjs');
+  const tokensBundleUrl = entryUrl.replace(/[^/]*$/, '__cc_tokens_bundle__.js');
   const htmlBundled = `<!doctype html><meta charset="utf-8"><title>context-compactor (bundle)</title>
 <script type="module" src="${bundleUrl}"></script>`;
   const html = `<!doctype html><meta charset="utf-8"><title>context-compactor</title>
@@ -91,6 +94,8 @@ try {
     if (path === '/') { res.writeHead(200, { 'content-type': TYPES['.html'] }); return res.end(html); }
     if (path === '/bundled') { res.writeHead(200, { 'content-type': TYPES['.html'] }); return res.end(htmlBundled); }
     if (path === bundleUrl) { res.writeHead(200, { 'content-type': TYPES['.js'] }); return res.end(bundleJs); }
+    if (path === '/tokens-only') { res.writeHead(200, { 'content-type': TYPES['.html'] }); return res.end(`<!doctype html><meta charset="utf-8"><title>tokens only</title><script type="module" src="${tokensBundleUrl}"></script>`); }
+    if (path === tokensBundleUrl) { res.writeHead(200, { 'content-type': TYPES['.js'] }); return res.end(tokensJs); }
     if (path === '/favicon.ico') { res.writeHead(204); return res.end(); }
     if (path === '/fixture-info.json') { res.writeHead(200, { 'content-type': TYPES['.json'] }); return res.end(JSON.stringify(fixtureInfo)); }
     if (path.startsWith('/pkg/')) return serveFile(res, pkgRoot, path.slice(4));
@@ -138,6 +143,26 @@ try {
   const errors2 = pageLog.filter((l) => !l.startsWith('console.warning'));
   report.checks.push({ name: 'esbuild bundle: no page errors, console errors or failed requests', ok: errors2.length === 0, detail: pageLog.slice(0, 10).join(' | ') });
   const bundleMs = Date.now() - t2;
+
+  // The tokens-only bundle, in a fresh page: which .wasm files it fetches, and its counts.
+  pageLog.length = 0;
+  requested.length = 0;
+  const page3 = await context.newPage();
+  page3.on('pageerror', (e) => pageLog.push(`pageerror: ${e.message}`));
+  page3.on('response', (r) => { if (r.status() >= 400) pageLog.push(`http error: ${r.status()} ${r.url()}`); });
+  await page3.goto(origin + '/tokens-only', { waitUntil: 'load', timeout: 30000 });
+  await page3.waitForFunction(() => window.__ccTokens, null, { timeout: 60000 });
+  const tokensOnly = await page3.evaluate(() => window.__ccTokens);
+  const fetched = requested.filter((p) => p.endsWith('.wasm')).map((p) => p.split('/').pop());
+  report.checks.push(
+    { name: "'context-compactor/tokens' alone resolves to the 'browser' entry", ok: tokensOnly.runtimeEntry === 'browser', detail: `runtimeEntry=${JSON.stringify(tokensOnly.runtimeEntry)}` },
+    {
+      name: "a page bundling 'context-compactor/tokens' alone fetches the counting module and the data, not the compactor's core",
+      ok: fetched.includes('counter_bg.wasm') && fetched.includes('o200k_base.wasm') && !fetched.includes('context_compactor_bg.wasm') && !tokensJs.includes('context_compactor_bg.wasm'),
+      detail: fetched.join(', '),
+    },
+    { name: 'that page counts the fixture exactly in both encodings', ok: tokensOnly.cases > 0 && tokensOnly.bad?.length === 0 && tokensOnly.total > 0 && pageLog.length === 0, detail: JSON.stringify(tokensOnly).slice(0, 400) + pageLog.slice(0, 5).join(' | ') },
+  );
   report.timings = { ...report.timings, launchMs, pageMs, bundledPageMs: bundleMs };
 } catch (e) {
   report = {

@@ -106,12 +106,17 @@ export const BUNDLED_WASM = ['context_compactor_bg', 'compiler_bg', 'o200k_base'
 const BOTH_ENTRIES_WASM = [...BUNDLED_WASM, 'counter_bg'];
 
 /**
- * The report of a bundled runtime: the main scenario's checks, preceded by the two packaging
- * checks (the export condition picked `expectedEntry`, checked in a separate probe bundle so it
- * cannot keep the entry alive in the main one; the main bundle kept its .wasm import).
+ * The report of a bundled runtime: the main scenario's checks, preceded by the packaging checks
+ * (the export condition picked `expectedEntry`, checked in a separate probe bundle of the main
+ * entry alone so it cannot keep the entry alive in the main one, and that bundle has no counting
+ * module; the main bundle kept its .wasm imports) and followed by the tokens-only bundle's (an app
+ * that imports `context-compactor/tokens` alone gets its entry, the counting module and the data,
+ * not the core, and counts exactly).
  */
-export function bundledReport({ expectedEntry, probe, main, wasmCheck, runtime, timings }) {
+export function bundledReport({ expectedEntry, probe, main, tokensOnly, wasmCheck, runtime, timings }) {
   const report = main.json;
+  const probeWasm = probe.keptWasmImports.map((f) => f.split('/').pop());
+  const tokensWasm = tokensOnly.keptWasmImports.map((f) => f.split('/').pop());
   report.checks.unshift(
     {
       name: `export condition resolves to the '${expectedEntry}' entry (separate probe bundle)`,
@@ -119,9 +124,9 @@ export function bundledReport({ expectedEntry, probe, main, wasmCheck, runtime, 
       detail: `runtimeEntry=${JSON.stringify(probe.json.runtimeEntry)}`,
     },
     {
-      name: `'context-compactor/tokens' resolves to the '${expectedEntry}' entry (separate probe bundle)`,
-      ok: probe.json.tokensEntry === expectedEntry,
-      detail: `runtimeEntry=${JSON.stringify(probe.json.tokensEntry)}`,
+      name: 'a bundle of the main entry alone has the core and not the counting module',
+      ok: probeWasm.includes('context_compactor_bg.wasm') && !probeWasm.includes('counter_bg.wasm'),
+      detail: probeWasm.join(', '),
     },
     {
       name: wasmCheck,
@@ -129,6 +134,23 @@ export function bundledReport({ expectedEntry, probe, main, wasmCheck, runtime, 
       ok: main.keptWasmImports.length === BOTH_ENTRIES_WASM.length && BOTH_ENTRIES_WASM.every((n) => main.keptWasmImports.some((f) => f.endsWith(`/${n}.wasm`))),
       detail: main.keptWasmImports.join(', ') ||
         `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
+    },
+  );
+  report.checks.push(
+    {
+      name: `'context-compactor/tokens' alone resolves to the '${expectedEntry}' entry`,
+      ok: tokensOnly.json.runtimeEntry === expectedEntry,
+      detail: `runtimeEntry=${JSON.stringify(tokensOnly.json.runtimeEntry)}`,
+    },
+    {
+      name: "a bundle of 'context-compactor/tokens' alone keeps the counting module and the data, not the compactor's core",
+      ok: tokensWasm.includes('counter_bg.wasm') && tokensWasm.includes('o200k_base.wasm') && !tokensWasm.includes('context_compactor_bg.wasm'),
+      detail: tokensWasm.join(', '),
+    },
+    {
+      name: 'that bundle counts the fixture exactly in both encodings',
+      ok: tokensOnly.json.cases > 0 && tokensOnly.json.bad?.length === 0 && tokensOnly.json.total > 0,
+      detail: JSON.stringify(tokensOnly.json).slice(0, 600),
     },
   );
   report.runtime = runtime;

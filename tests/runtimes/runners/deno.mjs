@@ -6,7 +6,7 @@ import { parseFixture, runReport, printReport } from './common.mjs';
 
 const fixturePath = Deno.args[0] || new URL('../../fixtures/token-counts.json', import.meta.url).pathname;
 const text = await Deno.readTextFile(fixturePath).catch(() => null);
-const report = await runReport(`deno ${Deno.version.deno}`, 'deno', async () => ({ ...(await import('context-compactor')), tokens: await import('context-compactor/tokens') }),
+const report = await runReport(`deno ${Deno.version.deno}`, 'deno', async () => ({ ...(await import('context-compactor')), loadTokens: () => import('context-compactor/tokens') }),
   parseFixture(text, fixturePath), runScenario);
 const ok = printReport(report);
 Deno.exit(ok ? 0 : 1);

@@ -91,10 +91,12 @@ try {
   const fixtureInfo = await loadFixtureInfo(process.argv[2]);
   const probe = await runEdge('runners/bundled/probe.mjs', fixtureInfo);
   const main = await runEdge('runners/bundled/edge-worker.mjs', fixtureInfo);
+  const tokensOnly = await runEdge('runners/bundled/tokens-worker.mjs', fixtureInfo);
   report = bundledReport({
     expectedEntry: 'edge',
     probe,
     main,
+    tokensOnly,
     wasmCheck: 'bundle (named imports) imports the core, counting-only module, tokenizer compiler and rank .wasm files as precompiled WebAssembly.Modules (?module)',
     runtime: `edge-runtime ${await pkgVersion('edge-runtime')}`,
     timings: { bundleMs: main.bundleMs, compileMs: main.compileMs, fetchMs: main.fetchMs },

@@ -9,5 +9,5 @@ import { parseFixture, runReport, printReport } from './common.mjs';
 const runtime = globalThis.Bun ? `bun ${Bun.version}` : `node ${process.version}`;
 const fixturePath = process.argv[2] || fileURLToPath(new URL('../../fixtures/token-counts.json', import.meta.url));
 const text = await readFile(fixturePath, 'utf8').catch(() => null);
-const report = await runReport(runtime, 'node', async () => ({ ...(await import('context-compactor')), tokens: await import('context-compactor/tokens') }), parseFixture(text, fixturePath), runScenario);
+const report = await runReport(runtime, 'node', async () => ({ ...(await import('context-compactor')), loadTokens: () => import('context-compactor/tokens') }), parseFixture(text, fixturePath), runScenario);
 process.exitCode = printReport(report) ? 0 : 1;

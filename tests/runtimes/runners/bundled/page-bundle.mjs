@@ -9,7 +9,7 @@ import { runReport, errString } from '../common.mjs';
 
 try {
   const fixtureInfo = await (await fetch('/fixture-info.json')).json();
-  const cc = { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError, countBreakdown, tokens: { init: tokensInit, loadEncoding: tokensLoadEncoding, loadTokenizer: tokensLoadTokenizer, isEncodingLoaded: tokensIsEncodingLoaded, countTokens: tokensCountTokens, countBreakdown: tokensCountBreakdown, CompactorError: TokensError } };
+  const cc = { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError, countBreakdown, loadTokens: async () => ({ init: tokensInit, loadEncoding: tokensLoadEncoding, loadTokenizer: tokensLoadTokenizer, isEncodingLoaded: tokensIsEncodingLoaded, countTokens: tokensCountTokens, countBreakdown: tokensCountBreakdown, CompactorError: TokensError }) };
   window.__ccReport = await runReport('chromium (esbuild bundle)', undefined, async () => cc, fixtureInfo, runScenario);
 } catch (e) {
   window.__ccReport = { runtime: 'chromium (esbuild bundle)', checks: [{ name: 'bundled page ran', ok: false, detail: errString(e) }], timings: {} };

@@ -6,7 +6,7 @@ import { runReport, errString } from '/runtimes/runners/common.mjs';
 try {
   const fixtureInfo = await (await fetch('/fixture-info.json')).json();
   window.__ccReport = await runReport(`chromium ${navigator.userAgent.match(/Chrome\/([\d.]+)/)?.[1] ?? '?'}`,
-    'browser', async () => ({ ...(await import('context-compactor')), tokens: await import('context-compactor/tokens') }), fixtureInfo, runScenario);
+    'browser', async () => ({ ...(await import('context-compactor')), loadTokens: () => import('context-compactor/tokens') }), fixtureInfo, runScenario);
 } catch (e) {
   window.__ccReport = { runtime: 'chromium', checks: [{ name: 'test page ran', ok: false, detail: errString(e) }], timings: {} };
 }

@@ -2,9 +2,8 @@
 // reports which entry the runtime's export conditions selected. Works as a module worker
 // (workerd) and as a fetch-event script (Edge).
 import { runtimeEntry } from 'context-compactor';
-import { runtimeEntry as tokensEntry } from 'context-compactor/tokens';
 
-const answer = () => Response.json({ runtimeEntry, tokensEntry });
+const answer = () => Response.json({ runtimeEntry });
 if (typeof addEventListener === 'function' && typeof globalThis.EdgeRuntime === 'string') {
   addEventListener('fetch', (event) => event.respondWith(answer()));
 }
