@@ -19,10 +19,11 @@ const url = (dist, path) => pathToFileURL(resolve(dist, path)).href;
 const cpu = (from) => { const u = process.cpuUsage(from); return (u.user + u.system) / 1000; };
 
 if (mode === '--count') {
-  const [dist, encoding] = args;
+  // `--count DIST ENCODING [ENTRY]`: ENTRY `entry/node-tokens.js` counts with `context-compactor/tokens`.
+  const [dist, encoding, entry = 'entry/node.js'] = args;
   const texts = JSON.parse(readFileSync(`${HERE}corpus/chunks.json`, 'utf8')).map((c) => c.text);
   const mb = texts.reduce((a, t) => a + Buffer.byteLength(t), 0) / 1e6;
-  const m = await import(url(dist, 'entry/node.js'));
+  const m = await import(url(dist, entry));
   await m.init({ encodings: [encoding] });
   const pass = () => { const t = process.cpuUsage(); for (const s of texts) m.countTokens(s, encoding); return mb / (cpu(t) / 1000); };
   const first = pass();
