@@ -95,7 +95,10 @@ pub use message::{
     ApprovalResponse, Content, FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall,
     ToolOutput, ToolResult, MAX_NESTING,
 };
-pub use models::{lookup as lookup_model, Family, ModelInfo, CLAUDE_47_RATIO};
+pub use models::{
+    count_for_model, info as model_info, lookup as lookup_model, Family, ModelCount, ModelInfo,
+    CLAUDE_47_RATIO,
+};
 pub use plan::{
     Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,
     Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,

@@ -290,6 +290,57 @@ pub fn lookup(name: &str) -> Option<ModelInfo> {
     })
 }
 
+/// The registry's entry for `name`, or [`unknown`]'s defaults when it knows none.
+pub fn info(name: &str) -> ModelInfo {
+    lookup(name).unwrap_or_else(|| unknown(name))
+}
+
+/// A text's tokens for a model ([`count_for_model`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCount {
+    /// The tokens: exact, or the estimate (the encoding's count times `ratio`, rounded up).
+    pub tokens: u32,
+    /// Whether the model's own tokenizer counted them: an OpenAI model's encoding, or the
+    /// model's Hugging Face tokenizer once loaded.
+    pub exact: bool,
+    /// What counted: the encoding or the loaded tokenizer's name.
+    pub counter: String,
+    /// The factor applied to the counter's tokens (1 when exact).
+    pub ratio: f64,
+}
+
+/// `text`'s tokens for the model `name`, as the compactor counts them before any calibration by
+/// the provider's usage: with the model's Hugging Face tokenizer when it is loaded, else with its
+/// encoding times the family's factor (exact for OpenAI models). `encoding_not_loaded` when the
+/// encoding is not.
+pub fn count_for_model(text: &str, name: &str) -> Result<ModelCount, crate::Error> {
+    use crate::counting::TokenCounter;
+    let model = info(name);
+    let saturate = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    if let Some(tokenizer) = model.loaded_tokenizer() {
+        return Ok(ModelCount {
+            tokens: saturate(tokenizer.count(text)),
+            exact: true,
+            counter: model.tokenizer.unwrap_or_default(),
+            ratio: 1.0,
+        });
+    }
+    let raw = saturate(crate::counting::count_tokens(text, model.encoding)?);
+    let exact = model.family == Family::Openai && model.matched.is_some();
+    let ratio = if exact { 1.0 } else { model.token_ratio };
+    Ok(ModelCount {
+        tokens: if ratio == 1.0 {
+            raw
+        } else {
+            (f64::from(raw) * ratio).ceil() as u32
+        },
+        exact,
+        counter: model.encoding.as_str().to_owned(),
+        ratio,
+    })
+}
+
 /// The entry used for a model the registry does not know.
 pub fn unknown(name: &str) -> ModelInfo {
     ModelInfo {
@@ -307,6 +358,32 @@ pub fn unknown(name: &str) -> ModelInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_for_a_model_exact_or_by_its_factor() {
+        let text = "fn main() { println!(\"héllo, wörld\"); } // 日本語";
+        let raw = crate::count_tokens(text, Encoding::O200kBase).unwrap() as u32;
+        let gpt = count_for_model(text, "openai/gpt-4o").unwrap();
+        assert_eq!(
+            (gpt.tokens, gpt.exact, gpt.counter.as_str(), gpt.ratio),
+            (raw, true, "o200k_base", 1.0)
+        );
+        let claude = count_for_model(text, "claude-sonnet-4-5").unwrap();
+        let factor = info("claude-sonnet-4-5").token_ratio;
+        assert!(factor > 1.0);
+        assert_eq!(
+            (claude.tokens, claude.exact, claude.ratio),
+            ((f64::from(raw) * factor).ceil() as u32, false, factor)
+        );
+        // A model whose tokenizer is public but not loaded: its encoding times its factor.
+        let qwen = count_for_model(text, "qwen3-32b").unwrap();
+        assert_eq!((qwen.exact, qwen.counter.as_str()), (false, "o200k_base"));
+        assert_eq!(info("qwen3-32b").tokenizer.as_deref(), Some("qwen3"));
+        // Unknown: the defaults, never exact.
+        let other = count_for_model(text, "my-local-model").unwrap();
+        assert_eq!((other.exact, info("my-local-model").matched), (false, None));
+        assert_eq!(count_for_model("", "gpt-4o").unwrap().tokens, 0);
+    }
 
     #[test]
     fn exact_and_prefix_matches() {

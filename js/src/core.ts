@@ -2,8 +2,8 @@
 // `context-compactor/lite`, its data and its counting, as the package exports them.
 import * as glue from './wasm/context_compactor.js';
 import { createRuntime, type InitOptions, type RankSource, type TokenizerInfo, type WasmSource } from './init.js';
-import type { TokenBreakdown, ToolSetLike } from './tokens.js';
-import type { EncodingName, MessageLike, PrebuiltTokenizerName } from './types.js';
+import type { ModelCount, TokenBreakdown, ToolSetLike } from './tokens.js';
+import type { EncodingName, MessageLike, ModelInfo, PrebuiltTokenizerName } from './types.js';
 
 type DataName = EncodingName | PrebuiltTokenizerName;
 
@@ -106,4 +106,26 @@ export function countBreakdown(messages: MessageLike[], options: { tools?: ToolS
 /** Loads an encoding's tables now, so the first real count is fast. */
 export function warmUp(encoding: EncodingName = 'o200k_base'): void {
   core.warmUp(encoding);
+}
+
+/**
+ * The model registry's entry for `model` (the name the app gives its provider: `gpt-4o`,
+ * `claude-sonnet-4-5`, `qwen/qwen3-32b`, `meta-llama/Llama-3.1-8B-Instruct`, `qwen2.5-coder:7b`):
+ * context window, encoding, the Hugging Face tokenizer that counts it exactly (`tokenizer`: load
+ * it with `loadEncoding` when the package ships it, `loadTokenizer` otherwise), family and
+ * `tokenRatio`. An unknown model gets the defaults (8,192 tokens) with `matched: null`.
+ * Synchronous once `init()` resolved.
+ */
+export function modelInfo(model: string): ModelInfo {
+  return core.modelInfo(model);
+}
+
+/**
+ * `text`'s tokens for `model`, as the compactor counts them before calibration: exact with the
+ * model's own tokenizer (an OpenAI model's encoding, or its Hugging Face tokenizer once loaded),
+ * else its encoding's count times the family's factor (`exact: false`, `ratio`). Synchronous once
+ * `init()` resolved; `encoding_not_loaded` for a cl100k model before `loadEncoding('cl100k_base')`.
+ */
+export function countModelTokens(text: string, model: string): ModelCount {
+  return core.countModelTokens(text, model);
 }

@@ -18,15 +18,19 @@ export const compileTokenizer = counter.compileTokenizer;
 export const isEncodingLoaded = counter.isEncodingLoaded;
 /** Exact token count of a text: see `countTokens` in `context-compactor`. */
 export const countTokens = counter.countTokens;
+/** The model registry's entry for a model: see `modelInfo` in `context-compactor`. */
+export const modelInfo = counter.modelInfo;
+/** A text's tokens for a model, exact or by its family's factor: see `countModelTokens` in `context-compactor`. */
+export const countModelTokens = counter.countModelTokens;
 /** An AI SDK request's tokens per message, part and tool: see `countBreakdown` in `context-compactor`. */
 export const countBreakdown = counter.countBreakdown;
 /** Loads an encoding's tables now, so the first real count is fast. */
 export const warmUp = counter.warmUp;
 
-export type { TokenBreakdown, PartTokens, ToolDefinition, ToolSetLike } from './tokens.js';
+export type { TokenBreakdown, PartTokens, ToolDefinition, ToolSetLike, ModelCount } from './tokens.js';
 export type { WasmSource, RankSource, InitOptions, TokenizerInfo } from './init.js';
 export { CompactorError } from './errors.js';
 export type { CompactorErrorCode } from './errors.js';
-export type { EncodingName, PrebuiltTokenizerName, MessageLike } from './types.js';
+export type { EncodingName, PrebuiltTokenizerName, MessageLike, ModelInfo, ModelFamily } from './types.js';
 /** Which runtime entry was loaded (set by each entry module). */
 export declare const runtimeEntry: 'node' | 'deno' | 'browser' | 'workerd' | 'edge';

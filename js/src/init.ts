@@ -9,8 +9,8 @@
 
 import { CompactorError, core } from './errors.js';
 import { encode } from './codec.js';
-import { toolDefinitions, type TokenBreakdown, type ToolSetLike } from './tokens.js';
-import type { EncodingName, MessageLike, PrebuiltTokenizerName } from './types.js';
+import { toolDefinitions, type ModelCount, type TokenBreakdown, type ToolSetLike } from './tokens.js';
+import type { EncodingName, MessageLike, ModelInfo, PrebuiltTokenizerName } from './types.js';
 
 /** The counting exports both wasm modules have (wasm-bindgen glue, src/bindings/counting.rs). */
 export interface CountingGlue {
@@ -20,6 +20,8 @@ export interface CountingGlue {
   encodingLoaded(encoding: string): boolean;
   countTokens(text: string, encoding: string): number;
   countBreakdown(messagesJson: string, toolsJson: string, encoding: string): string;
+  modelInfo(model: string): string;
+  countModelTokens(text: string, model: string): string;
   warmUp(encoding: string): void;
 }
 
@@ -86,6 +88,8 @@ export interface Runtime {
   assertInitialized(what: string): void;
   loadModelTokenizer(tokenizer: string | null): Promise<boolean>;
   countTokens(text: string, encoding?: EncodingName | (string & {})): number;
+  modelInfo(model: string): ModelInfo;
+  countModelTokens(text: string, model: string): ModelCount;
   countBreakdown(messages: MessageLike[], options?: { tools?: ToolSetLike; encoding?: EncodingName | (string & {}) }): TokenBreakdown;
   warmUp(encoding?: EncodingName): void;
 }
@@ -229,6 +233,19 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
     return core(() => glue.countTokens(text, encoding));
   }
 
+  function modelInfo(model: string): ModelInfo {
+    assertInitialized('modelInfo');
+    if (typeof model !== 'string') throw new TypeError('modelInfo: model must be a string');
+    return JSON.parse(glue.modelInfo(model)) as ModelInfo;
+  }
+
+  function countModelTokens(text: string, model: string): ModelCount {
+    assertInitialized('countModelTokens');
+    if (typeof text !== 'string') throw new TypeError('countModelTokens: text must be a string');
+    if (typeof model !== 'string') throw new TypeError('countModelTokens: model must be a string');
+    return JSON.parse(core(() => glue.countModelTokens(text, model))) as ModelCount;
+  }
+
   function countBreakdown(messages: MessageLike[], options: { tools?: ToolSetLike; encoding?: EncodingName | (string & {}) } = {}): TokenBreakdown {
     assertInitialized('countBreakdown');
     if (!Array.isArray(messages)) throw new TypeError('countBreakdown: messages must be an array');
@@ -261,6 +278,8 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
     assertInitialized,
     loadModelTokenizer,
     countTokens,
+    modelInfo,
+    countModelTokens,
     countBreakdown,
     warmUp,
   };

@@ -2,6 +2,19 @@
 // shape and the tool definitions read from an AI SDK tool set.
 import type { MessageLike } from './types.js';
 
+/** A text's tokens for a model (`countModelTokens`). */
+export interface ModelCount {
+  /** Exact, or the estimate: the counter's tokens times `ratio`, rounded up. */
+  tokens: number;
+  /** Whether the model's own tokenizer counted them: an OpenAI model's encoding, or the model's
+   * Hugging Face tokenizer once loaded. */
+  exact: boolean;
+  /** What counted: the encoding or the loaded tokenizer's name. */
+  counter: string;
+  /** The factor applied to the counter's tokens (1 when exact). */
+  ratio: number;
+}
+
 /** A tool as the model sees it. */
 export interface ToolDefinition {
   name: string;

@@ -91,3 +91,31 @@ test('tokens: beside the main entry, two independent modules that count alike', 
   assert.throws(() => tokens.countBreakdown(messages, { encoding: 'nope' }), (e) => e.code === 'unknown_encoding');
 });
 
+
+test('tokens and main: modelInfo and countModelTokens, exact with the model tokenizer once loaded, else by the family factor', async () => {
+  await main.init();
+  const text = 'fn main() { println!("héllo, wörld"); } // 日本語 and some prose to count.';
+  for (const entry of [tokens, main]) {
+    const gpt = entry.countModelTokens(text, 'openai/gpt-4o');
+    assert.deepEqual(gpt, { tokens: entry.countTokens(text), exact: true, counter: 'o200k_base', ratio: 1 });
+    const claude = entry.modelInfo('claude-sonnet-4-5');
+    assert.equal(claude.tokenizer, null);
+    assert.ok(claude.tokenRatio > 1);
+    const estimate = entry.countModelTokens(text, 'claude-sonnet-4-5');
+    assert.deepEqual(estimate, { tokens: Math.ceil(entry.countTokens(text) * claude.tokenRatio), exact: false, counter: 'o200k_base', ratio: claude.tokenRatio });
+    assert.equal(entry.modelInfo('totally-unknown-model').matched, null);
+    assert.equal(entry.countModelTokens(text, 'totally-unknown-model').exact, false);
+    assert.throws(() => entry.countModelTokens(42, 'gpt-4o'), TypeError);
+  }
+  // qwen3: loaded into the tokens module (an earlier test), not into the main one.
+  const qwen = tokens.modelInfo('qwen/qwen3-32b');
+  assert.equal(qwen.tokenizer, 'qwen3');
+  assert.deepEqual(tokens.countModelTokens(text, 'qwen/qwen3-32b'), { tokens: tokens.countTokens(text, 'qwen3'), exact: true, counter: 'qwen3', ratio: 1 });
+  assert.equal(main.countModelTokens(text, 'qwen/qwen3-32b').exact, false);
+  await main.loadEncoding(qwen.tokenizer);
+  assert.deepEqual(main.countModelTokens(text, 'qwen/qwen3-32b'), tokens.countModelTokens(text, 'qwen/qwen3-32b'));
+  // The compactor for that model starts from the same count.
+  const compactor = await main.createCompactor({ model: 'qwen/qwen3-32b' });
+  assert.equal(compactor.model.tokenizer, 'qwen3');
+  assert.equal(compactor.model.tokenRatio, 1);
+});

@@ -50,3 +50,17 @@ pub fn encoding_loaded(encoding: &str) -> JsResult<bool> {
 pub fn warm_up(encoding: &str) -> JsResult<()> {
     count_tokens("warm", encoding).map(|_| ())
 }
+
+/// The registry's entry for a model (`ModelInfo` as JSON): context window, encoding, the Hugging
+/// Face tokenizer that counts it exactly, family and factor; an unknown model gets the defaults.
+#[wasm_bindgen(js_name = modelInfo)]
+pub fn model_info(model: &str) -> String {
+    json::model_info(model)
+}
+
+/// `text`'s tokens for a model (`ModelCount` as JSON): exact with its tokenizer when loaded, else
+/// its encoding's count times the family factor.
+#[wasm_bindgen(js_name = countModelTokens)]
+pub fn count_model_tokens(text: &str, model: &str) -> JsResult<String> {
+    json::count_model_tokens(text, model).map_err(throw)
+}

@@ -66,6 +66,18 @@ pub(crate) fn count_tokens(text: &str, encoding: &str) -> Result<u32> {
     Ok(u32::try_from(crate::count_tokens_named(text, encoding)?).unwrap_or(u32::MAX))
 }
 
+/// The registry's entry for a model (`ModelInfo`) as JSON; an unknown model gets the defaults.
+#[cfg(any(feature = "wasm", feature = "counter"))]
+pub(crate) fn model_info(name: &str) -> String {
+    to_json(&crate::model_info(name))
+}
+
+/// `text`'s tokens for a model (`ModelCount`) as JSON.
+#[cfg(any(feature = "wasm", feature = "counter"))]
+pub(crate) fn count_model_tokens(text: &str, model: &str) -> Result<String> {
+    Ok(to_json(&crate::count_for_model(text, model)?))
+}
+
 /// Builds a tokenizer from a Hugging Face `tokenizer.json` under `name`; returns
 /// `{"name","kind","tokens"}` as JSON. Loading a loaded name keeps the first.
 #[cfg(feature = "component")]

@@ -39,6 +39,16 @@ export async function tokensScenario(cc, fixture, { check, step, timings, expect
   } else {
     check('tokens: a tokenizer.json (Gemma 3) counts exactly', false, 'fixture has no hf tokenizer (scripts/fetch-tokenizers.sh)');
   }
+  await step('tokens: countModelTokens', () => {
+    const text = 'Count me for a model: 日本語, naïve café.';
+    const gpt = tc.countModelTokens(text, 'openai/gpt-4o');
+    const qwen = tc.countModelTokens(text, 'qwen/qwen3-32b');
+    const claude = tc.countModelTokens(text, 'claude-sonnet-4-5');
+    check('tokens: countModelTokens is exact for gpt-4o and Qwen 3 (loaded), an estimate by the factor for Claude',
+      gpt.exact && gpt.tokens === tc.countTokens(text) && qwen.exact && qwen.counter === 'qwen3' && qwen.tokens === tc.countTokens(text, 'qwen3') &&
+        !claude.exact && claude.ratio === tc.modelInfo('claude-sonnet-4-5').tokenRatio && claude.tokens === Math.ceil(gpt.tokens * claude.ratio),
+      short({ gpt, qwen, claude }));
+  });
   const messages = [
     { role: 'user', content: 'Find the slow requests.' },
     { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'grep', input: { pattern: 'slow' } }] },

@@ -4,14 +4,14 @@
 // bugs that users hit. `runtimeEntry` is checked by a separate bundle (probe.mjs) for that reason.
 // `virtual:fixture` is the token-count fixture, embedded at bundle time.
 import { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError, countBreakdown } from 'context-compactor';
-import { init as tokensInit, loadEncoding as tokensLoadEncoding, loadTokenizer as tokensLoadTokenizer, isEncodingLoaded as tokensIsEncodingLoaded, countTokens as tokensCountTokens, countBreakdown as tokensCountBreakdown, CompactorError as TokensError } from 'context-compactor/tokens';
+import { init as tokensInit, loadEncoding as tokensLoadEncoding, loadTokenizer as tokensLoadTokenizer, isEncodingLoaded as tokensIsEncodingLoaded, countTokens as tokensCountTokens, countBreakdown as tokensCountBreakdown, modelInfo as tokensModelInfo, countModelTokens as tokensCountModelTokens, CompactorError as TokensError } from 'context-compactor/tokens';
 import fixtureInfo from 'virtual:fixture';
 import { runScenario } from '../../scenario.mjs';
 import { runReport } from '../common.mjs';
 
 export default {
   async fetch() {
-    const cc = { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError, countBreakdown, loadTokens: async () => ({ init: tokensInit, loadEncoding: tokensLoadEncoding, loadTokenizer: tokensLoadTokenizer, isEncodingLoaded: tokensIsEncodingLoaded, countTokens: tokensCountTokens, countBreakdown: tokensCountBreakdown, CompactorError: TokensError }) };
+    const cc = { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError, countBreakdown, loadTokens: async () => ({ init: tokensInit, loadEncoding: tokensLoadEncoding, loadTokenizer: tokensLoadTokenizer, isEncodingLoaded: tokensIsEncodingLoaded, countTokens: tokensCountTokens, countBreakdown: tokensCountBreakdown, modelInfo: tokensModelInfo, countModelTokens: tokensCountModelTokens, CompactorError: TokensError }) };
     const report = await runReport('workerd', undefined, async () => cc, fixtureInfo, runScenario);
     return Response.json(report);
   },
