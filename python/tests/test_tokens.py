@@ -5,6 +5,7 @@ encodings."""
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -38,3 +39,21 @@ def test_unknown_encoding_and_non_text_are_typed_errors() -> None:
 def test_lone_surrogates_count_as_replacement_characters() -> None:
     # tiktoken replaces a lone surrogate with U+FFFD before encoding; so does the core.
     assert count_tokens("a\ud83d b") == count_tokens("a\ufffd b")
+
+
+def test_model_info_and_count_model_tokens_exact_or_by_the_family_factor() -> None:
+    from context_compactor import count_model_tokens, model_info
+
+    text = "Count me for a model: 日本語, naïve café."
+    gpt = count_model_tokens(text, "openai/gpt-4o")
+    assert gpt == {"tokens": count_tokens(text), "exact": True, "counter": "o200k_base", "ratio": 1.0}
+    claude = model_info("claude-sonnet-4-5")
+    assert claude["tokenizer"] is None and claude["tokenRatio"] > 1
+    estimate = count_model_tokens(text, "claude-sonnet-4-5")
+    assert estimate["exact"] is False and estimate["ratio"] == claude["tokenRatio"]
+    assert estimate["tokens"] == math.ceil(count_tokens(text) * claude["tokenRatio"])
+    assert model_info("qwen/qwen3-32b")["tokenizer"] == "qwen3"
+    assert model_info("nothing-like-it")["matched"] is None
+    assert count_model_tokens("a\ud83d b", "gpt-4o")["tokens"] == count_tokens("a\ufffd b")
+    with pytest.raises(InvalidMessageError):
+        count_model_tokens(7, "gpt-4o")  # type: ignore[arg-type]

@@ -67,13 +67,13 @@ pub(crate) fn count_tokens(text: &str, encoding: &str) -> Result<u32> {
 }
 
 /// The registry's entry for a model (`ModelInfo`) as JSON; an unknown model gets the defaults.
-#[cfg(any(feature = "wasm", feature = "counter"))]
+#[cfg(any(feature = "wasm", feature = "component", feature = "counter"))]
 pub(crate) fn model_info(name: &str) -> String {
     to_json(&crate::model_info(name))
 }
 
 /// `text`'s tokens for a model (`ModelCount`) as JSON.
-#[cfg(any(feature = "wasm", feature = "counter"))]
+#[cfg(any(feature = "wasm", feature = "component", feature = "counter"))]
 pub(crate) fn count_model_tokens(text: &str, model: &str) -> Result<String> {
     Ok(to_json(&crate::count_for_model(text, model)?))
 }

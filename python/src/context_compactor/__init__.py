@@ -10,7 +10,8 @@ by ``wasmtime``.
 
 from __future__ import annotations
 
-from typing import Optional
+import json
+from typing import Any, Dict, Optional, cast
 
 from . import _core, loop
 from .compactor import (
@@ -43,12 +44,39 @@ def count_tokens(text: str, encoding: str = "o200k_base") -> int:
     tiktoken's ``encode_ordinary`` counts."""
     if not isinstance(text, str):
         raise InvalidMessageError("invalid_messages", f"count_tokens: text must be a str, got {type(text).__name__}")
+    return int(_core.call("count-tokens", _well_formed(text), encoding))
+
+
+def _well_formed(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (a split pair joined), as tiktoken
+    itself does."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        # Lone surrogates: replaced by U+FFFD (a split pair joined), as tiktoken itself does.
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return int(_core.call("count-tokens", text, encoding))
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def model_info(model: str) -> Dict[str, Any]:
+    """The model registry's entry for ``model`` (``gpt-4o``, ``claude-sonnet-4-5``,
+    ``qwen/qwen3-32b``, ...): ``contextWindow``, ``encoding``, ``tokenizer`` (the Hugging Face
+    tokenizer that counts it exactly, or None), ``family``, ``tokenRatio``. An unknown model gets
+    the defaults, with ``matched`` None."""
+    if not isinstance(model, str):
+        raise InvalidConfigError("invalid_config", f"model_info: model must be a str, got {type(model).__name__}")
+    return cast(Dict[str, Any], json.loads(_core.call("model-info", model)))
+
+
+def count_model_tokens(text: str, model: str) -> Dict[str, Any]:
+    """``text``'s tokens for ``model``, as the compactor counts them before calibration:
+    ``{"tokens", "exact", "counter", "ratio"}`` — exact with the model's own tokenizer (an OpenAI
+    encoding, or its Hugging Face tokenizer once loaded), else its encoding's count times the
+    family's factor."""
+    if not isinstance(text, str):
+        raise InvalidMessageError("invalid_messages", f"count_model_tokens: text must be a str, got {type(text).__name__}")
+    if not isinstance(model, str):
+        raise InvalidConfigError("invalid_config", f"count_model_tokens: model must be a str, got {type(model).__name__}")
+    return cast(Dict[str, Any], json.loads(_core.call("count-model-tokens", _well_formed(text), model)))
 
 
 def recovery_segment(offload_prefix: str = "/tool_outputs/", history_prefix: str = "/conversation_history/") -> str:
@@ -63,6 +91,8 @@ def with_memory(system: str, agents_md: Optional[str]) -> str:
 
 
 __all__ = [
+    "count_model_tokens",
+    "model_info",
     "AGENTS_MD_PATH",
     "DEFAULT_STATE_PATH",
     "Compactor",

@@ -65,6 +65,14 @@ impl api::Guest for Component {
         json::count_breakdown(&messages, &tools, &encoding).map_err(error)
     }
 
+    fn model_info(model: String) -> String {
+        json::model_info(&model)
+    }
+
+    fn count_model_tokens(text: String, model: String) -> Result<String, api::Error> {
+        json::count_model_tokens(&text, &model).map_err(error)
+    }
+
     fn loop_new(goal: String, start_unix_ms: u64) -> String {
         json::loop_new(&goal, start_unix_ms)
     }
