@@ -154,6 +154,8 @@ const REGISTRY: &[Entry] = &[
     e("gpt-4o", 128_000, 16_384, O2, Openai),
     e("gpt-4o-mini", 128_000, 16_384, O2, Openai),
     e("chatgpt-4o", 128_000, 16_384, O2, Openai),
+    // GPT-4.5 (preview) uses o200k, not GPT-4's cl100k its name would match.
+    e("gpt-4.5", 128_000, 16_384, O2, Openai),
     e("gpt-4-turbo", 128_000, 4_096, CL, Openai),
     e("gpt-4", 8_192, 8_192, CL, Openai),
     e("gpt-4-32k", 32_768, 8_192, CL, Openai),
@@ -290,9 +292,15 @@ pub fn lookup(name: &str) -> Option<ModelInfo> {
     })
 }
 
-/// The registry's entry for `name`, or [`unknown`]'s defaults when it knows none.
+/// The registry's entry for `name`, or [`unknown`]'s defaults when it knows none; `token_ratio`
+/// is 1 once the model's Hugging Face tokenizer is loaded (then it counts exactly), as in a
+/// compactor for that model.
 pub fn info(name: &str) -> ModelInfo {
-    lookup(name).unwrap_or_else(|| unknown(name))
+    let mut model = lookup(name).unwrap_or_else(|| unknown(name));
+    if model.loaded_tokenizer().is_some() {
+        model.token_ratio = 1.0;
+    }
+    model
 }
 
 /// A text's tokens for a model ([`count_for_model`]).
@@ -310,10 +318,12 @@ pub struct ModelCount {
     pub ratio: f64,
 }
 
-/// `text`'s tokens for the model `name`, as the compactor counts them before any calibration by
-/// the provider's usage: with the model's Hugging Face tokenizer when it is loaded, else with its
-/// encoding times the family's factor (exact for OpenAI models). `encoding_not_loaded` when the
-/// encoding is not.
+/// `text`'s tokens for the model `name`, as a compactor for that model counts them before any
+/// calibration by the provider's usage: with the model's Hugging Face tokenizer when it is
+/// loaded, else with its encoding times the family's factor (exact for OpenAI models). (A
+/// compactor for an unknown model given only a context window counts with o200k exactly, factor
+/// 1; here an unknown model gets the default factor.) `encoding_not_loaded` when the encoding is
+/// not loaded.
 pub fn count_for_model(text: &str, name: &str) -> Result<ModelCount, crate::Error> {
     use crate::counting::TokenCounter;
     let model = info(name);
@@ -383,6 +393,17 @@ mod tests {
         let other = count_for_model(text, "my-local-model").unwrap();
         assert_eq!((other.exact, info("my-local-model").matched), (false, None));
         assert_eq!(count_for_model("", "gpt-4o").unwrap().tokens, 0);
+        // GPT-4 counts with cl100k; GPT-4.5 with o200k (not GPT-4's prefix).
+        let gpt4 = count_for_model(text, "gpt-4").unwrap();
+        assert_eq!((gpt4.exact, gpt4.counter.as_str()), (true, "cl100k_base"));
+        assert_eq!(
+            count_for_model(text, "gpt-4.5-preview").unwrap().counter,
+            "o200k_base"
+        );
+        // Claude Opus 4.7's tokenizer generation has its own factor.
+        let opus = count_for_model(text, "claude-opus-4-7").unwrap();
+        assert_eq!(opus.ratio, CLAUDE_47_RATIO);
+        assert!(opus.ratio > claude.ratio);
     }
 
     #[test]

@@ -113,7 +113,8 @@ export function warmUp(encoding: EncodingName = 'o200k_base'): void {
  * `claude-sonnet-4-5`, `qwen/qwen3-32b`, `meta-llama/Llama-3.1-8B-Instruct`, `qwen2.5-coder:7b`):
  * context window, encoding, the Hugging Face tokenizer that counts it exactly (`tokenizer`: load
  * it with `loadEncoding` when the package ships it, `loadTokenizer` otherwise), family and
- * `tokenRatio`. An unknown model gets the defaults (8,192 tokens) with `matched: null`.
+ * `tokenRatio` (1 once its tokenizer is loaded). An unknown model gets the defaults (8,192 tokens)
+ * with `matched: null`.
  * Synchronous once `init()` resolved.
  */
 export function modelInfo(model: string): ModelInfo {
@@ -121,10 +122,12 @@ export function modelInfo(model: string): ModelInfo {
 }
 
 /**
- * `text`'s tokens for `model`, as the compactor counts them before calibration: exact with the
- * model's own tokenizer (an OpenAI model's encoding, or its Hugging Face tokenizer once loaded),
- * else its encoding's count times the family's factor (`exact: false`, `ratio`). Synchronous once
- * `init()` resolved; `encoding_not_loaded` for a cl100k model before `loadEncoding('cl100k_base')`.
+ * `text`'s tokens for `model`, as a compactor for that model counts them before calibration:
+ * exact with the model's own tokenizer (an OpenAI model's encoding, or its Hugging Face tokenizer
+ * once loaded), else its encoding's count times the family's factor (`exact: false`, `ratio`).
+ * (A compactor for an unknown model given only `contextWindow` counts with o200k exactly; here an
+ * unknown model gets the default factor.) Synchronous once `init()` resolved;
+ * `encoding_not_loaded` for a cl100k model (`gpt-4`) before `loadEncoding('cl100k_base')`.
  */
 export function countModelTokens(text: string, model: string): ModelCount {
   return core.countModelTokens(text, model);

@@ -107,13 +107,23 @@ test('tokens and main: modelInfo and countModelTokens, exact with the model toke
     assert.equal(entry.countModelTokens(text, 'totally-unknown-model').exact, false);
     assert.throws(() => entry.countModelTokens(42, 'gpt-4o'), TypeError);
   }
-  // qwen3: loaded into the tokens module (an earlier test), not into the main one.
+  // qwen3: loaded into the tokens module (an earlier test), not into the main one; its factor
+  // is 1 where it is loaded.
   const qwen = tokens.modelInfo('qwen/qwen3-32b');
   assert.equal(qwen.tokenizer, 'qwen3');
+  assert.equal(qwen.tokenRatio, 1);
+  assert.ok(main.modelInfo('qwen/qwen3-32b').tokenRatio > 1);
   assert.deepEqual(tokens.countModelTokens(text, 'qwen/qwen3-32b'), { tokens: tokens.countTokens(text, 'qwen3'), exact: true, counter: 'qwen3', ratio: 1 });
   assert.equal(main.countModelTokens(text, 'qwen/qwen3-32b').exact, false);
   await main.loadEncoding(qwen.tokenizer);
   assert.deepEqual(main.countModelTokens(text, 'qwen/qwen3-32b'), tokens.countModelTokens(text, 'qwen/qwen3-32b'));
+  assert.equal(main.modelInfo('qwen/qwen3-32b').tokenRatio, 1);
+  // A cl100k model (gpt-4) needs cl100k_base; GPT-4.5 counts with o200k.
+  assert.equal(main.isEncodingLoaded('cl100k_base'), false);
+  assert.throws(() => main.countModelTokens(text, 'gpt-4'), (e) => e.code === 'encoding_not_loaded');
+  await main.loadEncoding('cl100k_base');
+  assert.deepEqual(main.countModelTokens(text, 'gpt-4'), { tokens: main.countTokens(text, 'cl100k_base'), exact: true, counter: 'cl100k_base', ratio: 1 });
+  assert.equal(main.countModelTokens(text, 'gpt-4.5-preview').counter, 'o200k_base');
   // The compactor for that model starts from the same count.
   const compactor = await main.createCompactor({ model: 'qwen/qwen3-32b' });
   assert.equal(compactor.model.tokenizer, 'qwen3');

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from context_compactor import EncodingError, InvalidMessageError, count_tokens
+from context_compactor import EncodingError, InvalidConfigError, InvalidMessageError, count_tokens
 
 from conftest import REPO
 
@@ -52,8 +52,16 @@ def test_model_info_and_count_model_tokens_exact_or_by_the_family_factor() -> No
     estimate = count_model_tokens(text, "claude-sonnet-4-5")
     assert estimate["exact"] is False and estimate["ratio"] == claude["tokenRatio"]
     assert estimate["tokens"] == math.ceil(count_tokens(text) * claude["tokenRatio"])
-    assert model_info("qwen/qwen3-32b")["tokenizer"] == "qwen3"
+    qwen = model_info("qwen/qwen3-32b")
+    assert qwen["tokenizer"] == "qwen3"
+    # No Hugging Face tokenizer loads in this package: Qwen is an estimate; GPT-4 (cl100k) exact.
+    assert count_model_tokens(text, "qwen/qwen3-32b") == {"tokens": math.ceil(count_tokens(text) * qwen["tokenRatio"]), "exact": False, "counter": "o200k_base", "ratio": qwen["tokenRatio"]}
+    assert count_model_tokens(text, "gpt-4") == {"tokens": count_tokens(text, "cl100k_base"), "exact": True, "counter": "cl100k_base", "ratio": 1.0}
     assert model_info("nothing-like-it")["matched"] is None
     assert count_model_tokens("a\ud83d b", "gpt-4o")["tokens"] == count_tokens("a\ufffd b")
     with pytest.raises(InvalidMessageError):
         count_model_tokens(7, "gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError) as e:
+        model_info(None)  # type: ignore[arg-type]
+    assert e.value.field == "model"
+    assert model_info("claude-\ud83d")["family"] == "anthropic"

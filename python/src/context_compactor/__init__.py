@@ -60,23 +60,26 @@ def _well_formed(text: str) -> str:
 def model_info(model: str) -> Dict[str, Any]:
     """The model registry's entry for ``model`` (``gpt-4o``, ``claude-sonnet-4-5``,
     ``qwen/qwen3-32b``, ...): ``contextWindow``, ``encoding``, ``tokenizer`` (the Hugging Face
-    tokenizer that counts it exactly, or None), ``family``, ``tokenRatio``. An unknown model gets
-    the defaults, with ``matched`` None."""
-    if not isinstance(model, str):
-        raise InvalidConfigError("invalid_config", f"model_info: model must be a str, got {type(model).__name__}")
-    return cast(Dict[str, Any], json.loads(_core.call("model-info", model)))
+    tokenizer that would count it exactly, or None), ``family``, ``tokenRatio``. An unknown model
+    gets the defaults, with ``matched`` None."""
+    return cast(Dict[str, Any], json.loads(_core.call("model-info", _model_name("model_info", model))))
 
 
 def count_model_tokens(text: str, model: str) -> Dict[str, Any]:
-    """``text``'s tokens for ``model``, as the compactor counts them before calibration:
-    ``{"tokens", "exact", "counter", "ratio"}`` — exact with the model's own tokenizer (an OpenAI
-    encoding, or its Hugging Face tokenizer once loaded), else its encoding's count times the
-    family's factor."""
+    """``text``'s tokens for ``model``, as a compactor for that model counts them before
+    calibration: ``{"tokens", "exact", "counter", "ratio"}``. Exact for OpenAI models (both
+    encodings are built in); the others are their encoding's count times the family's factor
+    (this package loads no Hugging Face tokenizer)."""
     if not isinstance(text, str):
         raise InvalidMessageError("invalid_messages", f"count_model_tokens: text must be a str, got {type(text).__name__}")
+    name = _model_name("count_model_tokens", model)
+    return cast(Dict[str, Any], json.loads(_core.call("count-model-tokens", _well_formed(text), name)))
+
+
+def _model_name(what: str, model: object) -> str:
     if not isinstance(model, str):
-        raise InvalidConfigError("invalid_config", f"count_model_tokens: model must be a str, got {type(model).__name__}")
-    return cast(Dict[str, Any], json.loads(_core.call("count-model-tokens", _well_formed(text), model)))
+        raise InvalidConfigError("invalid_config", f"{what}: model must be a str, got {type(model).__name__}", {"field": "model"})
+    return _well_formed(model)
 
 
 def recovery_segment(offload_prefix: str = "/tool_outputs/", history_prefix: str = "/conversation_history/") -> str:
