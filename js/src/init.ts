@@ -120,11 +120,28 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
         if (!module) {
           throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
         }
+        const failed = (error: unknown) =>
+          new CompactorError('not_initialized', `context-compactor: ${file} could not be instantiated: ${error instanceof Error ? error.message : String(error)}`);
+        let compiled: WebAssembly.Module;
         try {
-          glue.initSync({ module });
+          // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM).
+          compiled = Object.prototype.toString.call(module) === '[object WebAssembly.Module]' ? (module as WebAssembly.Module) : new WebAssembly.Module(module as BufferSource);
         } catch (error) {
-          // Wrong bytes, another module, or a module compiled in another realm: say which file.
-          throw new CompactorError('not_initialized', `context-compactor: ${file} could not be instantiated: ${error instanceof Error ? error.message : String(error)}`);
+          throw failed(error); // not a wasm module at all
+        }
+        // Another valid module would instantiate, fail in its start function and leave the glue
+        // holding it (a retry could not replace it): check it is one of ours first.
+        let exported: string[] | undefined;
+        try {
+          exported = WebAssembly.Module.exports(compiled).map((e) => e.name);
+        } catch {
+          exported = undefined; // a Module of another realm: instantiating will tell
+        }
+        if (exported && !exported.includes('countTokens')) throw failed(new Error('not a context-compactor module (it exports no countTokens)'));
+        try {
+          glue.initSync({ module: compiled });
+        } catch (error) {
+          throw failed(error);
         }
         if (rankLoader) await loadRanks('o200k_base');
         initialized = true;

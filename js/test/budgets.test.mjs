@@ -19,8 +19,9 @@ test('shipped sizes stay within budget (gzip -9)', () => {
   // 350 kB before the tokenizer.json loaders (issue 21, +40 kB) and that round's planner (+16 kB):
   // 422 kB at opt-level 3; 351 kB since the wasm build uses opt-level "s" (scripts/build.sh).
   assert.ok(core < 380_000, `core wasm ${kB(core)} (budget 380 kB)`);
-  // The counting-only module of `context-compactor/tokens` (feature `counter`): 128 kB, the
-  // issue's 200 kB for a module without ranks, less the JS (7 kB) and a margin.
+  // The counting-only module of `context-compactor/tokens` (feature `counter`): 135 kB here
+  // (130 by the gzip CLI); the issue's 200 kB for a module without ranks, less the JS (7 kB)
+  // and a margin.
   const counter = gz('counter/counter_bg.wasm');
   assert.ok(counter < 175_000, `counting-only wasm ${kB(counter)} (budget 175 kB)`);
   // Rank format version 4 (data/README.md: each token a pair of lower ranks, the ranks as symbol

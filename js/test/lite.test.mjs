@@ -14,6 +14,11 @@ const rejectsWith = (promise, code) => assert.rejects(promise, (e) => e.code ===
 test('lite: bytes that are not the core are a typed error naming the file, and init can be retried', async () => {
   await rejectsWith(lite.init(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 255])), 'not_initialized');
   await assert.rejects(lite.init({ wasm: new Uint8Array(8) }), (e) => /wasm\/context_compactor_bg\.wasm could not be instantiated/.test(e.message));
+  // A valid module that is not ours (here the empty one) would break the glue for good if it
+  // were instantiated: refused before.
+  await assert.rejects(lite.init(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])), (e) => e.code === 'not_initialized' && /not a context-compactor module/.test(e.message));
+  const data = await readFile(new URL('ranks/o200k_base.wasm', dist));
+  await assert.rejects(lite.init(await WebAssembly.compile(data)), (e) => e.code === 'not_initialized' && /exports no countTokens/.test(e.message));
   assert.equal(lite.isInitialized(), false);
 });
 
