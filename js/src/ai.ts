@@ -4,7 +4,7 @@
 // recovery tools' schemas are typed as the installed SDK's own `Schema` (see `AiSdkSchema`); the
 // middleware and `prepareStep` are generic, so they fit any version's types without it.
 import { overflowError, type Compactor } from './compactor.js';
-import { CompactorError } from './errors.js';
+import { CompactorError, errorMessage } from './errors.js';
 import { isOverflowResult, parseOverflow } from './overflow.js';
 import { checkPath, checkPrefix, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
@@ -109,7 +109,7 @@ export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {
     try {
       return await run();
     } catch (error) {
-      return `Error: ${error instanceof Error ? error.message : String(error)}`;
+      return `Error: ${errorMessage(error)}`;
     }
   };
   return {

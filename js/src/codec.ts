@@ -25,7 +25,7 @@
 // refuses) is a typed `invalid_message` naming the message index and the field, found by an
 // iterative walk that only runs once JSON.stringify has failed.
 
-import { CompactorError } from './errors.js';
+import { CompactorError, errorMessage } from './errors.js';
 
 const REF_KEY = '$ccRef';
 
@@ -376,7 +376,7 @@ function unserializable(value: unknown, index: number | undefined, cause: unknow
         todo.push({ holder: value as Record<string | number, unknown>, key, path: [...path, key] });
       }
     } catch (error) {
-      return fail(path, `reading it threw: ${error instanceof Error ? error.message : String(error)}`);
+      return fail(path, `reading it threw: ${errorMessage(error)}`);
     }
   }
   return fail([], `cannot be serialized as JSON: ${reason}`);

@@ -1,6 +1,6 @@
 import { decode, encode, restoreStored, stringify, type Encoded } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
-import { CompactorError, core } from './errors.js';
+import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, type FileStore } from './store.js';
@@ -596,7 +596,7 @@ export class Compactor {
           for (const [path, content] of writesOf(action)) await this.store.write(path, content);
           return { type: 'written', id: action.id };
         } catch (error) {
-          return { type: 'failed', id: action.id, error: message(error) };
+          return { type: 'failed', id: action.id, error: errorMessage(error) };
         }
       }),
     );
@@ -655,7 +655,7 @@ export class Compactor {
       if (typeof text !== 'string') throw new TypeError(`summarize returned ${typeof text}, not a string`);
       return { type: 'summarized', id: action.id, text };
     } catch (error) {
-      return { type: 'failed', id: action.id, error: `summarizer failed: ${message(error)}` };
+      return { type: 'failed', id: action.id, error: `summarizer failed: ${errorMessage(error)}` };
     } finally {
       clearTimeout(timer);
     }
@@ -856,7 +856,7 @@ export class Compactor {
     try {
       if (!(await this.#saveStateIf())) result.conflict = true;
     } catch (error) {
-      result.stateError = `state not saved to ${this.#statePath}: ${message(error)}`;
+      result.stateError = `state not saved to ${this.#statePath}: ${errorMessage(error)}`;
     }
     return result;
   }
@@ -977,10 +977,6 @@ export function overflowError(message: string, overflow: OverflowInfo & { attemp
 
 function isAsyncIterable(value: unknown): boolean {
   return value !== null && typeof value === 'object' && Symbol.asyncIterator in value;
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** AI SDK `instructions` (string | system message | system message[]) as system messages. */

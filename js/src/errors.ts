@@ -54,6 +54,11 @@ export function fromCore(thrown: unknown): CompactorError {
   return new CompactorError('internal', `context-compactor core failed: ${message}`);
 }
 
+/** What a thrown value says: an Error's message, else the value as text. */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Runs a core call, converting what it throws. */
 export function core<T>(call: () => T): T {
   try {

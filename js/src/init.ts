@@ -7,7 +7,7 @@
 // others on first need. The open-weight tokenizers with prebuilt data (qwen3, deepseek_v3, ...)
 // travel the same way.
 
-import { CompactorError, core } from './errors.js';
+import { CompactorError, core, errorMessage } from './errors.js';
 import { encode } from './codec.js';
 import { toolDefinitions, type ModelCount, type TokenBreakdown, type ToolSetLike } from './tokens.js';
 import type { EncodingName, MessageLike, ModelInfo, PrebuiltTokenizerName } from './types.js';
@@ -115,13 +115,13 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
         try {
           module = wasm ?? (await loader?.());
         } catch (error) {
-          throw new CompactorError('not_initialized', `context-compactor: ${file} could not be loaded: ${error instanceof Error ? error.message : String(error)}`);
+          throw new CompactorError('not_initialized', `context-compactor: ${file} could not be loaded: ${errorMessage(error)}`);
         }
         if (!module) {
           throw new CompactorError('not_initialized', 'context-compactor: no wasm loader for this runtime; call init(module)');
         }
         const failed = (error: unknown) =>
-          new CompactorError('not_initialized', `context-compactor: ${file} could not be instantiated: ${error instanceof Error ? error.message : String(error)}`);
+          new CompactorError('not_initialized', `context-compactor: ${file} could not be instantiated: ${errorMessage(error)}`);
         let compiled: WebAssembly.Module;
         try {
           // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM).
@@ -354,7 +354,7 @@ function compilerGlue(compilerLoader: Loader | undefined): Promise<typeof import
     } catch (error) {
       throw new CompactorError(
         'not_initialized',
-        `context-compactor: the tokenizer compiler (compiler/compiler_bg.wasm) could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
+        `context-compactor: the tokenizer compiler (compiler/compiler_bg.wasm) could not be loaded: ${errorMessage(error)}`,
       );
     }
     if (!module) throw new CompactorError('not_initialized', 'context-compactor: no loader for the tokenizer compiler in this runtime');
@@ -383,7 +383,7 @@ async function fetchData(rankLoader: RankLoader, name: DataName | (string & {}))
   } catch (error) {
     throw new CompactorError(
       'encoding_not_loaded',
-      `context-compactor: the data for "${name}" (ranks/${name}.wasm) could not be loaded: ${error instanceof Error ? error.message : String(error)}`,
+      `context-compactor: the data for "${name}" (ranks/${name}.wasm) could not be loaded: ${errorMessage(error)}`,
       { name },
     );
   }
@@ -406,7 +406,7 @@ async function rankBytes(name: string, source: RankSource): Promise<Uint8Array> 
     }
     instance = await WebAssembly.instantiate(module);
   } catch (error) {
-    throw new CompactorError('invalid_rank_data', `data for "${name}": not a data-only module: ${error instanceof Error ? error.message : String(error)}`, { encoding: name });
+    throw new CompactorError('invalid_rank_data', `data for "${name}": not a data-only module: ${errorMessage(error)}`, { encoding: name });
   }
   const { data, length } = instance.exports as { data?: WebAssembly.Memory; length?: WebAssembly.Global };
   if (!(data instanceof WebAssembly.Memory) || !length) {

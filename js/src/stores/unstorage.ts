@@ -13,7 +13,7 @@
 //   Redis backend stores UTF-8, which has no lone surrogates. A text that could be misread is
 //   stored as `cc:` + its JSON string (ASCII-safe); every other text is stored verbatim, so the
 //   files of a file-system driver stay readable.
-import { CompactorError } from '../errors.js';
+import { CompactorError, errorMessage } from '../errors.js';
 import { checkPath, checkPrefix, type FileStore } from '../store.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -227,7 +227,7 @@ export class UnstorageStore implements FileStore {
       return await run();
     } catch (error) {
       if (error instanceof CompactorError) throw error;
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = errorMessage(error);
       const typed = new CompactorError('store_failed', `unstorage ${op} of ${JSON.stringify(path)} failed: ${reason}`, { path, op });
       Object.defineProperty(typed, 'cause', { value: error, enumerable: false, configurable: true, writable: true });
       throw typed;
