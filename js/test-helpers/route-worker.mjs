@@ -4,7 +4,7 @@
 // it loads the state from Redis, compacts `history`, saves, and answers with the prompt.
 // Faults: `kill` stops before the state save (after the offloads), telling the test, which
 // terminates this thread; store errors (a dropped Redis connection) answer 503.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createStorage } from 'unstorage';
 import redisDriver from 'unstorage/drivers/redis';
@@ -17,9 +17,12 @@ const client = storage.getMount('').driver.getInstance();
 client.on('error', () => {}); // the test drops connections on purpose; ioredis reconnects
 
 /** The scripted summarizer (the same text for the same span in every instance); each call is
- * counted in Redis under a hash of its prompt: one key per span. */
+ * counted in Redis under a hash of its prompt: one key per span, a set of call ids. A set, not
+ * INCR: ioredis re-sends a command whose reply a dropped connection lost, and an INCR the server
+ * had already applied would then count one call twice (the test failed so about one run in
+ * four); adding the same call id again changes nothing. */
 async function summarize(request) {
-  await client.incr(`summaries:${createHash('sha1').update(request.prompt).digest('hex')}`);
+  await client.sadd(`summaries:${createHash('sha1').update(request.prompt).digest('hex')}`, randomUUID());
   return `## Session Intent\nScripted summary ${request.prompt.length}.`;
 }
 

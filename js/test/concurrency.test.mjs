@@ -173,7 +173,7 @@ test(`${INSTANCES} instances, one ${TURNS}-turn conversation over Redis: overlap
     const good = late.filter((x) => x.response.status === 200);
     const sameAsReference = good.filter((x) => JSON.stringify(x.response.prompt) === JSON.stringify(expected[x.t])).length;
     // Summarizer calls per span (the worker counts them under a hash of the span's prompt).
-    const perSpan = await admin.keys('summaries:*').then((keys) => Promise.all(keys.map(async (k) => Number(await admin.get(k)))));
+    const perSpan = await admin.keys('summaries:*').then((keys) => Promise.all(keys.map((k) => admin.scard(k))));
     const summaryCalls = perSpan.reduce((a, b) => a + b, 0);
     const transcripts = (await store.list('/conversation_history/')).length;
     const lostSaves = late.reduce((n, x) => n + (x.response.lostSaves ?? 0), 0);
