@@ -21,12 +21,37 @@ export interface FileStore {
 }
 
 /** `store.writeIf` where the store has it; otherwise read, compare, write (not atomic: a write
- * landing between the read and the write is lost). */
+ * landing between the read and the write is lost).
+ *
+ * A conditional write whose reply is lost can be applied and still say it was not: a client
+ * that re-sends it after a dropped connection (ioredis does) sees the condition fail on its own
+ * write, and one that does not throws. Either way `path` then holds `text`, so a refused or
+ * failed `store.writeIf` is checked by reading `path` back: holding `text`, the write is ours.
+ * (Every text written this way is unique to its writer — a state's revision and conversation,
+ * a lease's owner — or the same content, for which it does not matter who wrote it.) */
 export async function writeIf(store: FileStore, path: string, expected: string | null, text: string): Promise<boolean> {
-  if (typeof store.writeIf === 'function') return store.writeIf(path, expected, text);
+  if (typeof store.writeIf === 'function') {
+    let done: boolean;
+    try {
+      done = await store.writeIf(path, expected, text);
+    } catch (error) {
+      if (await holds(store, path, text)) return true;
+      throw error;
+    }
+    return done || (await holds(store, path, text));
+  }
   if (((await store.read(path)) ?? null) !== expected) return false;
   await store.write(path, text);
   return true;
+}
+
+/** Whether `path` holds `text` now (false when it cannot be read). */
+async function holds(store: FileStore, path: string, text: string): Promise<boolean> {
+  try {
+    return ((await store.read(path)) ?? null) === text;
+  } catch {
+    return false;
+  }
 }
 
 /** Longest path a store accepts (UTF-16 code units; generous for content hashes). */

@@ -82,3 +82,44 @@ test('a lost save runs the call again without asking the summarizer twice; a sta
   await other.manage(changed);
   assert.equal(JSON.parse(await store.read(PATH)).revision, 2);
 });
+
+test('a conditional write applied but reported lost (a re-sent command refused by its own write, a dropped reply) counts as written: no state_conflict, no wait on its own lease', { timeout: 30_000 }, async () => {
+  for (const lost of ['refused', 'thrown']) {
+    const store = new MemoryStore();
+    const real = store.writeIf.bind(store);
+    let lies = 0;
+    store.writeIf = async (...args) => {
+      if (!(await real(...args))) return false;
+      lies += 1;
+      if (lost === 'thrown') throw new Error('connection reset');
+      return false;
+    };
+    let summaries = 0;
+    const summarize = (request) => (summaries++, `## Session Intent\nSummary ${request.prompt.length}.`);
+    // Waiting on its own lease would take summarizeTimeoutMs: past this test's timeout.
+    const options = { contextWindow: 8_000, store, statePath: PATH, summarize, summarizeTimeoutMs: 120_000 };
+    const raw = chat(30);
+    const result = await (await createCompactor(options)).manage(raw);
+    assert.equal(result.stateError, undefined, lost);
+    assert.ok(result.events.some((e) => e.strategy === 'summarize' && e.status === 'applied'), lost);
+    assert.equal(summaries, 1, lost);
+    assert.ok(lies >= 3, `${lost}: the lease, its summary and the state went through writeIf (${lies})`);
+    assert.equal(JSON.parse(await store.read(PATH)).revision, 1, lost);
+    const again = await (await createCompactor(options)).manage(raw);
+    assert.deepEqual(again.messages, result.messages, lost);
+    assert.equal(summaries, 1, `${lost}: the saved state replays the summary`);
+  }
+});
+
+test('a conditional write that fails without writing still fails', async () => {
+  const store = new MemoryStore();
+  store.writeIf = async () => {
+    throw new Error('connection refused');
+  };
+  const compactor = await createCompactor({ contextWindow: 32_000, store, statePath: PATH });
+  const result = await compactor.manage([...start, ...turn('c1', 'x')]).catch((error) => ({ thrown: error }));
+  const error = result.thrown ?? result.stateError;
+  assert.ok(error, 'the failed save is reported');
+  assert.match(String(error.message ?? error), /connection refused/);
+  assert.equal(await store.read(PATH), null);
+});
