@@ -3,6 +3,6 @@
 # (no API key), printing the plan, tokens before/after and where the content went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --no-browser
+bash scripts/setup.sh --demo
 bash scripts/build.sh
 exec node examples/demo/demo.mjs

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything the demo and the tests need, on a fresh machine. Idempotent: every step
 # checks first and skips what is already there. Needs: rustup/cargo, Node 20+ with npm, and
-# root (or sudo-less apt) for Debian packages. Usage: bash scripts/setup.sh [--no-browser]
+# root (or sudo-less apt) for Debian packages. Usage: bash scripts/setup.sh [--no-browser|--demo]
+#   --no-browser  everything but Chromium
+#   --demo        only what the build and the demo need: the wasm toolchain, the package's npm
+#                 packages, the tokenizer files (no Chromium, Python, Redis or test packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-all}
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 mkdir -p .tools
 
@@ -48,7 +52,9 @@ fi
 
 # 3. npm packages: the host's build tools, the examples and AI SDK tests, the runtimes, the arena,
 #    jco for the Component (tests/component).
-for dir in js . tests/runtimes bench/arena tests/component; do
+dirs="js . tests/runtimes bench/arena tests/component"
+[ "$mode" = --demo ] && dirs="js ."  # the demo imports the package by name (the workspace links it)
+for dir in $dirs; do
   [ -f "$dir/package.json" ] || continue
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
     log "npm ci in $dir"
@@ -56,8 +62,15 @@ for dir in js . tests/runtimes bench/arena tests/component; do
   fi
 done
 
+# The tokenizer.json files (step 7) are data the build makes the shipped tokenizers from.
+if [ "$mode" = --demo ]; then
+  bash scripts/fetch-tokenizers.sh
+  log "ready for the demo (wasm route: $route)"
+  exit 0
+fi
+
 # 4. Chromium for the browser tests (Debian's package: npm's browser downloads cannot run here).
-if [ "${1:-}" != "--no-browser" ] && ! command -v chromium >/dev/null 2>&1; then
+if [ "$mode" != "--no-browser" ] && ! command -v chromium >/dev/null 2>&1; then
   log "installing Debian's chromium"
   apt_install chromium
 fi

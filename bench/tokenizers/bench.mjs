@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { allContenders, ENCODINGS, OURS } from './contenders.mjs';
+import { corpusFile } from './corpus.mjs';
 
 process.chdir(new URL('.', import.meta.url).pathname);
 const opt = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')).map(([k, v]) => [k, v ?? 'true']));
@@ -27,10 +28,7 @@ const results = {
   machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version, loadavg: os.loadavg() },
   startedAt: new Date().toISOString(),
 };
-if (!existsSync('corpus/chunks.json')) {
-  log('generating the corpus (seed 42)');
-  execFileSync('node', ['gen-corpus.mjs', '--out', 'corpus'], { stdio: 'inherit' });
-}
+corpusFile('chunks.json');
 
 // ------------------------------------------------------------------ cold start
 if (!SKIP.has('init')) {

@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { corpusFile } from './corpus.mjs';
 
 const HERE = new URL('.', import.meta.url).pathname;
 const [mode, ...args] = process.argv.slice(2);
@@ -21,7 +22,7 @@ const cpu = (from) => { const u = process.cpuUsage(from); return (u.user + u.sys
 if (mode === '--count') {
   // `--count DIST ENCODING [ENTRY]`: ENTRY `entry/node-tokens.js` counts with `context-compactor/tokens`.
   const [dist, encoding, entry = 'entry/node.js'] = args;
-  const texts = JSON.parse(readFileSync(`${HERE}corpus/chunks.json`, 'utf8')).map((c) => c.text);
+  const texts = JSON.parse(readFileSync(corpusFile('chunks.json'), 'utf8')).map((c) => c.text);
   const mb = texts.reduce((a, t) => a + Buffer.byteLength(t), 0) / 1e6;
   const m = await import(url(dist, entry));
   await m.init({ encodings: [encoding] });

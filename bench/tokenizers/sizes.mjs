@@ -3,7 +3,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
+const { build } = await import('esbuild').catch(() => {
+  console.error('sizes.mjs bundles with esbuild, one of the benchmark packages: run `(cd bench/tokenizers && npm ci)` once (npm run bench does)');
+  process.exit(1);
+});
 
 const HERE = new URL('.', import.meta.url).pathname;
 const DIST = join(HERE, '../../js/dist');

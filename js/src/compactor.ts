@@ -183,7 +183,7 @@ export interface CompactorOptions {
   /** Starting point for every threshold: `simple`, `smart` (the defaults) or `aggressive`. */
   preset?: 'simple' | 'smart' | 'aggressive';
   compaction?: CompactionOptions;
-  /** The prompt-cache cost model (see docs/API.md, "Prompt cache"). */
+  /** The prompt-cache cost model (see docs/API.md, "The compaction record and the prompt cache"). */
   cache?: CacheOptions;
   history?: HistoryOptions;
   /** Writes summaries (tier 3). Without it, the heuristic summary is used. */
@@ -690,8 +690,9 @@ export class Compactor {
 
   /**
    * Feeds the provider's reported input tokens for the prompt `manage` (or `compact`) last
-   * returned back, for calibration of estimated (non-OpenAI) counts; a second report for the same
-   * prompt is ignored. `prepareStep` does this by itself from the previous step's usage,
+   * returned back, for calibration: our count scaled to the provider's, for every family (an
+   * estimate for Claude or Gemini; for an exact encoding, the provider's framing of messages and
+   * tools); a second report for the same prompt is ignored. `prepareStep` does this by itself from the previous step's usage,
    * `onStepFinish` from every step's (the last step of a turn included), and `middleware()` from
    * each call's result. Takes a step's usage (`inputTokens` a number) or a provider's (AI SDK 6+:
    * `inputTokens.total`).
