@@ -75,7 +75,11 @@ pub enum Error {
     },
 
     /// An encoding name the counter does not know.
-    #[error("unknown encoding \"{name}\" (expected \"o200k_base\" or \"cl100k_base\")")]
+    #[error(
+        "unknown encoding \"{name}\": the encodings are o200k_base and cl100k_base, the prebuilt \
+         tokenizers {}; any other Hugging Face tokenizer loads from its tokenizer.json (loadTokenizer)",
+        crate::counting::prebuilt::SHIPPED.map(|(n, ..)| n).join(", ")
+    )]
     UnknownEncoding {
         /// The name given.
         name: String,
@@ -83,7 +87,10 @@ pub enum Error {
 
     /// The build has no embedded rank data for this encoding and none was loaded (the lite
     /// package: call `loadEncoding`).
-    #[error("encoding \"{name}\" is not loaded: this build has no embedded ranks; load them first (loadEncoding)")]
+    #[error(
+        "encoding \"{name}\" is not loaded yet: load its data first (loadEncoding(\"{name}\"), or in the npm \
+         package init({{ encodings: [\"{name}\"] }}))"
+    )]
     EncodingNotLoaded {
         /// The encoding (`o200k_base` or `cl100k_base`).
         name: String,
