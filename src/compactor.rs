@@ -450,8 +450,17 @@ impl Compactor {
 
         // What no tier can shrink. Above the lossy trigger, a lossy step cannot get under it and
         // would repeat at every call: it waits until the request would not fit at all.
-        let pinned_raw = lossy::pinned_raw(messages, history, &self.counter, total);
-        let fixed = self.scale(self.fixed_raw(messages, pinned_raw, total));
+        // Counted after the planned edits: a pinned call whose result is offloaded in this plan
+        // takes what is left of it, not what it took before.
+        let mut saved = vec![0u32; if actions.is_empty() { 0 } else { messages.len() }];
+        for action in &actions {
+            if let Some(edit) = action.store_edit() {
+                saved[edit.message_index] += self.raw_saving(messages, counts, action);
+            }
+        }
+        let after_edits = |i: usize| total(i).saturating_sub(saved.get(i).copied().unwrap_or(0));
+        let pinned_raw = lossy::pinned_raw(messages, history, &self.counter, after_edits);
+        let fixed = self.scale(self.fixed_raw(messages, pinned_raw, after_edits));
         let hopeless = fixed > summarize_at;
         // The lossy tier: past its own trigger, when tier 2 could not reach the target, or
         // (with tier 2 off) past the compaction trigger.
@@ -475,14 +484,11 @@ impl Compactor {
                     }
                 })
                 .collect();
-            let mut edited = original.clone();
-            for action in &actions {
-                if let Some(edit) = action.store_edit() {
-                    edited[edit.message_index] -= self
-                        .raw_saving(messages, counts, action)
-                        .min(edited[edit.message_index]);
-                }
-            }
+            let edited: Vec<u32> = original
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| t.saturating_sub(saved.get(i).copied().unwrap_or(0)))
+                .collect();
             let inputs = lossy::Inputs {
                 messages,
                 original: &original,
@@ -803,7 +809,8 @@ impl Compactor {
                                 0,
                             )
                         } else {
-                            let summary = lossy::summary_message(s, text);
+                            let text = self.capped_summary(text, s.request.max_tokens);
+                            let summary = lossy::summary_message(s, &text);
                             let after = self.scale(self.counter.message(&summary));
                             if s.end > messages.len()
                                 || s.keep.iter().any(|k| !(s.start..s.end).contains(k))
@@ -1159,6 +1166,35 @@ impl Compactor {
             return raw;
         }
         (f64::from(raw) * ratio).ceil() as u32
+    }
+
+    /// A summary over the `max_tokens` it was asked for (a summarizer that does not honour it)
+    /// cut there, at a line or word end, with a note: the plan counted on that size. The cap is
+    /// in the family's fixed ratio, not calibration, so every host cuts the same text.
+    fn capped_summary<'t>(&self, text: &'t str, max_tokens: u32) -> std::borrow::Cow<'t, str> {
+        let ratio = self.model.token_ratio;
+        let cap = (f64::from(max_tokens) / ratio).floor() as u32;
+        if self.counter.text(text) <= cap {
+            return std::borrow::Cow::Borrowed(text);
+        }
+        let note = format!("\n[… summary cut at {max_tokens} tokens]");
+        let budget = cap.saturating_sub(self.counter.text(&note));
+        let ends: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+        // The longest prefix within the budget (counts grow with the prefix, near enough).
+        let (mut lo, mut hi) = (0usize, ends.len());
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2;
+            if self.counter.text(&text[..ends[mid - 1]]) <= budget {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let mut prefix = if lo == 0 { "" } else { &text[..ends[lo - 1]] };
+        if let Some(at) = prefix.rfind(['\n', ' ']).filter(|&at| at >= prefix.len() * 4 / 5) {
+            prefix = &prefix[..at];
+        }
+        std::borrow::Cow::Owned(format!("{}{note}", prefix.trim_end()))
     }
 
     /// `raw` scaled by the model family's fixed ratio, ignoring calibration: for counts shown in

@@ -375,11 +375,13 @@ impl Record {
             }
         }
         // Edits inside the removed messages are moot: the span's hash names the original
-        // content. Kept messages keep theirs.
+        // content. Kept messages keep theirs, and so does the first message: `first` is its
+        // sketch as edited (a user text offloaded in the same plan has another length), which a
+        // raw history's message matches only with those edits put back (see `replay`).
         let removed = span
             .iter()
             .enumerate()
-            .filter(|(i, _)| !keep.contains(&(*i as u32)))
+            .filter(|(i, _)| *i > 0 && !keep.contains(&(*i as u32)))
             .map(|(_, m)| m);
         let mut ids: HashSet<&str> = HashSet::new();
         let mut texts: HashSet<Fingerprint> = HashSet::new();

@@ -1,7 +1,13 @@
 // Messages cross the wasm boundary as JSON. AI SDK messages may hold values JSON cannot carry
 // (Uint8Array / ArrayBuffer / Buffer image and file data, URL objects, Dates): those are swapped
-// for `{"$ccRef": n}` placeholders on the way in and restored on the way out, so nothing is lost
-// or mangled (JSON.stringify would turn a Uint8Array into an object of indices).
+// for `{"$ccRef": "<kind>:<hash>"}` placeholders on the way in and restored on the way out, so
+// nothing is lost or mangled (JSON.stringify would turn a Uint8Array into an object of
+// indices). A placeholder names its value by content (its type and a 64-bit hash of its bytes,
+// URL or date), never by the order the host met it: the core fingerprints and names what it
+// stores from what it is given, and every host shape — a long-lived compactor, a new one per
+// request, fresh objects each call — must give it the same. In what is written to the store (a
+// transcript, an offloaded JSON output) each placeholder becomes the value's JSON form (bytes as
+// base64, a URL as its string), so the store holds the data itself.
 //
 // Lone UTF-16 surrogates (a string cut in the middle of an emoji by `slice`, a truncated tool
 // output) are the other thing a Rust string cannot hold. `JSON.stringify` writes them as `\ud83d`
@@ -35,9 +41,12 @@ const REF_KEY = '$ccRef';
  * `JSON.stringify` itself cannot serialize. */
 export const MAX_NESTING = 127;
 
+/** The values behind a conversation's placeholders, by key. */
+export type Refs = Map<string, unknown>;
+
 export interface Encoded {
   json: string;
-  refs: unknown[];
+  refs: Refs;
 }
 
 /** What the host keeps of a conversation's strings holding lone surrogates (see above), per
@@ -52,7 +61,7 @@ interface Kept {
   /** Strings that held a real U+FFFD: their form is no lone surrogate's to restore. */
   real: Set<string>;
 }
-const originals = new WeakMap<unknown[], Kept>();
+const originals = new WeakMap<Refs, Kept>();
 
 function needsRef(value: unknown): boolean {
   return (
@@ -64,20 +73,18 @@ function needsRef(value: unknown): boolean {
   );
 }
 
-/** `refs`: placeholders continue this list (a conversation synced in pieces shares one).
+/** `refs`: the placeholders' values join this map (a conversation synced in pieces shares one).
  * `first`: the index of the first message, for errors (a conversation synced from message k). */
-export function encode(messages: unknown, refs: unknown[] = [], first = 0): Encoded {
-  const start = refs.length;
+export function encode(messages: unknown, refs: Refs = new Map(), first = 0): Encoded {
+  const added: string[] = [];
   let json: string | undefined;
   try {
     // A replacer takes JSON.stringify off its fast path (measured on the 2,000-message benchmark
     // conversation: 3.4 ms against 2.1, 12.6 against 7.1 on a fresh process's first call): it
     // is only passed when a value needs a placeholder.
-    json = mayNeedRefs(messages)
-      ? JSON.stringify(messages, placeholders(() => refs.push(undefined) - 1, refs))
-      : JSON.stringify(messages);
+    json = mayNeedRefs(messages) ? JSON.stringify(messages, placeholders(refs, added)) : JSON.stringify(messages);
   } catch (error) {
-    refs.length = start;
+    for (const key of added) refs.delete(key);
     throw Array.isArray(messages) ? failing(messages, first, error) : unserializable(messages, undefined, error);
   }
   if (json === undefined) throw new CompactorError('invalid_messages', `messages: expected an array of messages, got ${typeof messages}`);
@@ -91,10 +98,9 @@ export function encode(messages: unknown, refs: unknown[] = [], first = 0): Enco
   if (Array.isArray(messages) && (lone || real)) {
     let kept = originals.get(refs);
     if (!kept) originals.set(refs, (kept = { messages: new Map(), strings: new Map(), real: new Set() }));
-    let next = start;
-    const numbered = placeholders(() => next++);
+    const same = placeholders(); // the same placeholders again (they name content)
     for (const message of messages) {
-      const text = JSON.stringify(message, numbered);
+      const text = JSON.stringify(message, same);
       if (text?.includes('\\ud')) keepOriginals(text, message, kept);
       else if (text?.includes('\ufffd')) keepMessage(kept, text, message);
     }
@@ -128,22 +134,58 @@ function refsBelow(value: unknown, depth: number): boolean {
   return false;
 }
 
-/** A JSON.stringify replacer swapping ref values for placeholders numbered by `slot` (which
- * stores them in `refs`, when given). */
-function placeholders(slot: () => number, refs?: unknown[]) {
+/** A JSON.stringify replacer swapping ref values for placeholders named by their content (see
+ * the top of this file), keeping each value in `refs` (and its new keys in `added`) when given.
+ * Two values of the same type and content share a key and come back as the first one met. */
+function placeholders(refs?: Refs, added?: string[]) {
   return function (this: Record<string, unknown>, key: string, value: unknown): unknown {
     // `this[key]` is the value before toJSON() ran (URL, Date and Buffer define toJSON).
     const original = key === '' ? value : this[key];
     if (!needsRef(original)) return value;
-    const index = slot();
-    if (refs) refs[index] = original;
-    return { [REF_KEY]: index };
+    const name = refKey(original);
+    if (refs && !refs.has(name)) {
+      refs.set(name, original);
+      added?.push(name);
+    }
+    return { [REF_KEY]: name };
   };
+}
+
+/** A ref value's key: its type and a 64-bit FNV-1a hash of its bytes (a URL's string, a date's
+ * time), with the byte length. */
+function refKey(value: unknown): string {
+  if (value instanceof URL) return `url:${hash64(new TextEncoder().encode(value.href))}`;
+  if (value instanceof Date) return `date:${Number.isNaN(value.getTime()) ? 'invalid' : value.toISOString()}`;
+  const view = value instanceof ArrayBuffer ? new Uint8Array(value) : new Uint8Array((value as ArrayBufferView).buffer, (value as ArrayBufferView).byteOffset, (value as ArrayBufferView).byteLength);
+  const kind = value instanceof ArrayBuffer ? 'ArrayBuffer' : (Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null)?.constructor?.name || 'bytes';
+  return `${kind}:${view.byteLength}:${hash64(view)}`;
+}
+
+/** FNV-1a over `bytes` in two 32-bit lanes (different bases), as 16 hex digits. */
+function hash64(bytes: Uint8Array): string {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ bytes.length;
+  for (let i = 0; i < bytes.length; i++) {
+    a = Math.imul(a ^ bytes[i]!, 0x01000193);
+    b = Math.imul(b ^ bytes[i]!, 0x01000193) ^ (b >>> 13);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
+/** A ref value as JSON can carry it, for the store: bytes as base64 (what the AI SDK accepts for
+ * image and file data), a URL as its string, a date as ISO text. */
+function storable(value: unknown): string {
+  if (value instanceof URL) return value.href;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
+  const view = value instanceof ArrayBuffer ? new Uint8Array(value) : new Uint8Array((value as ArrayBufferView).buffer, (value as ArrayBufferView).byteOffset, (value as ArrayBufferView).byteLength);
+  let binary = '';
+  for (let i = 0; i < view.length; i += 0x8000) binary += String.fromCharCode(...view.subarray(i, i + 0x8000));
+  return btoa(binary);
 }
 
 /** The typed error naming the first message JSON.stringify refuses. */
 function failing(messages: unknown[], first: number, cause: unknown): CompactorError {
-  const plain = placeholders(() => 0);
+  const plain = placeholders();
   for (let i = 0; i < messages.length; i++) {
     try {
       JSON.stringify(messages[i], plain);
@@ -164,7 +206,7 @@ export function stringify(value: unknown): string {
   return json.replace(/(\\*)\\u(d[89a-f][0-9a-f]{2})/g, (match, backslashes: string) => (backslashes.length % 2 === 0 ? `${backslashes}\ufffd` : match));
 }
 
-export function decode<T>(json: string, refs: unknown[]): T {
+export function decode<T>(json: string, refs: Refs): T {
   const kept = originals.get(refs);
   if (!kept) return parse<T>(json, refs);
   // A message the core did not change is written back exactly as it came in, lone surrogates
@@ -199,23 +241,25 @@ function messagesOf(value: unknown): unknown[] | undefined {
   return Array.isArray(messages) ? messages : undefined;
 }
 
-function parse<T>(json: string, refs: unknown[]): T {
-  if (refs.length === 0) return JSON.parse(json) as T;
+function parse<T>(json: string, refs: Refs): T {
+  if (refs.size === 0) return JSON.parse(json) as T;
   return JSON.parse(json, (_key, value: unknown) => {
     if (value !== null && typeof value === 'object' && REF_KEY in value) {
       const keys = Object.keys(value);
-      const index = (value as Record<string, unknown>)[REF_KEY];
-      if (keys.length === 1 && typeof index === 'number' && index < refs.length) return refs[index];
+      const name = (value as Record<string, unknown>)[REF_KEY];
+      if (keys.length === 1 && typeof name === 'string' && refs.has(name)) return refs.get(name);
     }
     return value;
   }) as T;
 }
 
-/** The content of a store write with the original strings of the conversation (`refs`) back:
- * JSON files (`.json`: offloaded JSON outputs, transcripts) string by string, text files whole
- * (an offloaded text output) or, for text joined from several strings (a `content` output's
- * items, a Markdown transcript), each original in place of its U+FFFD form. */
-export function restoreStored(path: string, content: string, refs: unknown[]): string {
+/** The content of a store write with the conversation's originals (`refs`) back: each
+ * placeholder as its value's JSON form (see `storable`), and the original strings — JSON files
+ * (`.json`: offloaded JSON outputs, transcripts) string by string, text files whole (an
+ * offloaded text output) or, for text joined from several strings (a `content` output's items,
+ * a Markdown transcript), each original in place of its U+FFFD form. */
+export function restoreStored(path: string, content: string, refs: Refs): string {
+  if (refs.size > 0 && content.includes(REF_KEY)) content = withStorable(content, refs);
   const kept = originals.get(refs)?.strings;
   if (!kept || !content.includes('\ufffd')) return content;
   if (path.endsWith('.json')) return restoreJson(content, kept);
@@ -226,6 +270,12 @@ export function restoreStored(path: string, content: string, refs: unknown[]): s
     if (content.includes(wellFormed)) content = content.split(wellFormed).join(original);
   }
   return content;
+}
+
+/** `content` with each placeholder of a known value (compact or pretty-printed JSON) as the
+ * JSON string of its storable form. */
+function withStorable(content: string, refs: Refs): string {
+  return content.replace(/\{\s*"\$ccRef"\s*:\s*"([^"\\]+)"\s*\}/g, (match, name: string) => (refs.has(name) ? JSON.stringify(storable(refs.get(name))) : match));
 }
 
 /** `String.prototype.toWellFormed` (each lone surrogate → U+FFFD), where the engine lacks it. */

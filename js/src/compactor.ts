@@ -1,4 +1,4 @@
-import { decode, encode, restoreStored, stringify, type Encoded } from './codec.js';
+import { decode, encode, restoreStored, stringify, type Encoded, type Refs } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
@@ -313,7 +313,7 @@ export class Compactor {
   #lastRawCount: number | undefined;
   /** The conversation the core holds: the message objects last synced, a mark of each (see
    * `mark`), and the binary values their JSON refers to. */
-  #held: { messages: unknown[]; marks: number[]; refs: unknown[] } = { messages: [], marks: [], refs: [] };
+  #held: { messages: unknown[]; marks: number[]; refs: Refs } = { messages: [], marks: [], refs: new Map() };
   /** The last compaction's input and output: a later conversation that still starts with that
    * input continues from the output (see `#rebase`). */
   #last: { input: unknown[]; marks: number[]; output: unknown[] } | undefined;
@@ -381,7 +381,7 @@ export class Compactor {
    */
   #sync(messages: readonly MessageLike[], fresh = false): void {
     if (!Array.isArray(messages)) {
-      this.#held = { messages: [], marks: [], refs: [] };
+      this.#held = { messages: [], marks: [], refs: new Map() };
       core(() => this.#core.sync(0, encode(messages).json));
       return;
     }
@@ -393,9 +393,9 @@ export class Compactor {
       while (keep < max && messages[keep] === held.messages[keep] && marks[keep] === held.marks[keep]) keep++;
       if (keep === messages.length && keep === held.messages.length) return;
     }
-    const refs = keep === 0 ? [] : held.refs;
+    const refs: Refs = keep === 0 ? new Map() : held.refs;
     const appended = encode(keep === 0 ? messages : messages.slice(keep), refs, keep).json;
-    this.#held = { messages: [], marks: [], refs: [] };
+    this.#held = { messages: [], marks: [], refs: new Map() };
     core(() => this.#core.sync(keep, appended));
     this.#held = { messages: [...messages], marks, refs };
   }
@@ -410,7 +410,7 @@ export class Compactor {
   /** A plan as the core sends it, with its bulk restored on demand: a summary request's
    * `prompt` (and `messages`) decode when first read, a transcript's `json` and `markdown`
    * render from `messages` when first read (the host reads them to write them). */
-  #hydrate(planned: CorePlan, messages: readonly MessageLike[], refs: unknown[] = this.#held.refs): Plan {
+  #hydrate(planned: CorePlan, messages: readonly MessageLike[], refs: Refs = this.#held.refs): Plan {
     const plan = JSON.parse(planned.json) as Plan;
     for (const action of plan.actions) {
       if (action.type === 'summarize') {
@@ -536,7 +536,7 @@ export class Compactor {
     this.#core.free();
     this.#core = fresh;
     this.#stored = stored;
-    this.#held = { messages: [], marks: [], refs: [] };
+    this.#held = { messages: [], marks: [], refs: new Map() };
     this.#last = undefined;
     this.#stateDirty = false;
     return stored;
@@ -666,7 +666,7 @@ export class Compactor {
   #applyHeld<M extends MessageLike>(messages: readonly M[], planJson: string, plan: Plan, outcomes: Outcome[], stamp: Stamp): ManageResult<M> {
     this.#sync(messages);
     const { refs } = this.#held;
-    this.#held = { messages: [], marks: [], refs: [] };
+    this.#held = { messages: [], marks: [], refs: new Map() };
     const result = this.#applied<M>(core(() => this.#core.apply(undefined, planJson, stringify(outcomes))), refs, plan, stamp);
     this.#held = { messages: [...result.messages], marks: result.messages.map(mark), refs };
     return result;
@@ -676,7 +676,7 @@ export class Compactor {
     return this.#applied<M>(core(() => this.#core.apply(encoded.json, planJson, stringify(outcomes))), encoded.refs, plan);
   }
 
-  #applied<M extends MessageLike>(appliedJson: string, refs: unknown[], plan: Plan, stamp: Stamp = {}): ManageResult<M> {
+  #applied<M extends MessageLike>(appliedJson: string, refs: Refs, plan: Plan, stamp: Stamp = {}): ManageResult<M> {
     const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(appliedJson, refs);
     if (applied.events.length > 0) this.#stateDirty = true;
     for (const event of applied.events) {

@@ -221,6 +221,35 @@ def test_binary_values_cross_untouched() -> None:
     assert compactor.usage([looked])["tokens"] > 1_000  # an image counts (1,600 by default)
 
 
+def test_binary_values_in_a_summarized_span_reach_the_transcript_and_name_it_by_content() -> None:
+    """Bytes in a truncated span: the transcript holds them (base64), not a placeholder, and a
+    compactor made anew each call with the saved state names and sends what a long-lived one
+    does (placeholders are named by content, not by the order a host met them)."""
+    import base64
+
+    image = bytes(range(200)) * 3
+    store, shared = MemoryStore(), MemoryStore()
+    long_lived = Compactor(context_window=4_000, store=store, history={"strategy": "truncate"})
+    raw: List[Dict[str, Any]] = [{"role": "system", "content": "You are an agent."}]
+    transcripts = 0
+    for t in range(30):
+        if t % 8 == 0:
+            raw.append({"role": "user", "content": [{"type": "text", "text": f"look {t}"}, {"type": "image", "image": bytes(image), "mediaType": "image/png"}]})
+        else:
+            raw.append({"role": "user", "content": f"Q {t}: " + " ".join(f"w{(i * 7 + t) % 101}" for i in range(120))})
+        a = long_lived.manage(raw)
+        fresh = Compactor(context_window=4_000, store=shared, state_path="/state/c.json", history={"strategy": "truncate"})
+        b = fresh.manage([dict(m) for m in raw])
+        assert json.dumps(a.messages, default=repr) == json.dumps(b.messages, default=repr), f"turn {t}"
+        for action in a.plan["actions"]:
+            if action["type"] == "save-transcript":
+                text = store.read(action["path"])
+                assert "$ccRef" not in text and shared.read(action["path"]) == text
+                transcripts += 1 if base64.b64encode(image).decode() in text else 0
+        raw.append({"role": "assistant", "content": f"Answer {t}: " + " ".join(f"w{(i * 7 + t + 5) % 101}" for i in range(120))})
+    assert transcripts >= 1, "a transcript held the image"
+
+
 def test_system_prompt_names_the_recovery_paths_and_the_memory_file() -> None:
     store = MemoryStore()
     compactor = Compactor(store=store)

@@ -412,6 +412,10 @@ fn render(index: usize, message: &Message, cap: Option<usize>) -> String {
     out
 }
 
+/// How far past its cap a cut text may run to keep a path whole (a store path is at most
+/// 1,024 characters, ours under 100).
+const PATH_SLACK: usize = 256;
+
 /// `text` cut to `cap` characters (see [`push_cut`]).
 fn cut(text: &str, cap: Option<usize>) -> String {
     let mut out = String::new();
@@ -419,10 +423,31 @@ fn cut(text: &str, cap: Option<usize>) -> String {
     out
 }
 
-/// Appends `text` cut to `cap` characters (on a char boundary), saying how much was cut.
+/// Appends `text` cut to `cap` characters (on a char boundary), saying how much was cut. A
+/// path (a run of path characters holding a `/`, at most 1,024 long: a store path the agent may
+/// read back) is not cut in two: the cut moves to its end (up to [`PATH_SLACK`] bytes further)
+/// or else to its start.
 fn push_cut(out: &mut String, text: &str, cap: Option<usize>) {
     match cap.and_then(|cap| text.char_indices().nth(cap)) {
         Some((at, _)) => {
+            let path_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '.');
+            let start = text[..at]
+                .rfind(|c: char| !path_char(c))
+                .map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+            let end = text[at..]
+                .find(|c: char| !path_char(c))
+                .map_or(text.len(), |i| at + i);
+            let run = &text[start..end];
+            let path = start < at && run.contains('/') && run.len() <= 1_024;
+            let at = match path {
+                true if end - at <= PATH_SLACK => end,
+                true => start,
+                false => at,
+            };
+            if at == text.len() {
+                out.push_str(text);
+                return;
+            }
             out.push_str(&text[..at]);
             let _ = write!(
                 out,
@@ -975,4 +1000,35 @@ fn score(messages: &[Message], config: &ImportanceConfig) -> f64 {
             }
         })
         .fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut;
+
+    #[test]
+    fn a_cut_never_splits_a_store_path() {
+        let path = "/conversation_history/conversation_c592fa0123456789.json";
+        let text = format!("The full conversation is saved at {path}. More text follows here.");
+        let inside = text.find(path).unwrap() + 20;
+        // The cut moves to the path's end (a period after it counts as a path character).
+        let kept = cut(&text, Some(inside));
+        assert!(kept.starts_with(&format!("The full conversation is saved at {path}.")), "{kept}");
+        // A JSON blob without spaces is no path: cut where it was.
+        let json = format!("{{\"url\":\"https://example.com/a\",\"v\":\"{}\"}}", "x".repeat(300));
+        assert!(cut(&json, Some(200)).starts_with(&json[..200]));
+        assert!(kept.ends_with("chars in the transcript]"), "{kept}");
+        // A cut before the path or after it is where it was.
+        assert_eq!(cut(&text, Some(10)), format!("The full c …[+{} chars in the transcript]", text.chars().count() - 10));
+        assert_eq!(cut(&text, Some(1_000)), text);
+        // A path too long to keep goes whole: the cut moves to its start.
+        let long = format!("see /{} end", "a".repeat(600));
+        assert!(cut(&long, Some(100)).starts_with("see  …[+"), "{}", cut(&long, Some(100)));
+        // Past 1,024 characters it is no path: cut where it was.
+        let huge = format!("see /{} end", "a".repeat(2_000));
+        assert!(cut(&huge, Some(100)).starts_with(&huge[..100]));
+        // Multi-byte text around the cut stays on char boundaries.
+        let wide = format!("é{}", "ü".repeat(50));
+        assert!(cut(&wide, Some(10)).starts_with(&format!("é{}", "ü".repeat(9))));
+    }
 }

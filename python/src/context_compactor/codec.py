@@ -1,6 +1,11 @@
 """Messages cross to the core as JSON. Values JSON cannot carry (``bytes``, ``bytearray``,
-``memoryview`` image and file data) are swapped for ``{"$ccRef": n}`` placeholders on the way in
-and restored on the way out, as the npm host does, so they come back as the same objects.
+``memoryview`` image and file data) are swapped for ``{"$ccRef": "<type>:<length>:<hash>"}``
+placeholders on the way in and restored on the way out, as the npm host does, so they come back
+as the same objects. A placeholder names its value by content, never by the order it was met:
+the core fingerprints and names stored files from what it is given, and a compactor made anew
+each request must give it what a long-lived one does. In what goes to the store (a transcript,
+an offloaded JSON output) each placeholder becomes the bytes in base64, so the store holds the
+data itself.
 
 A ``str`` holding lone surrogates (``"\\ud83d"``, e.g. from ``surrogateescape``) cannot cross as
 UTF-8: it is written as a JSON ``\\udXXX`` escape, which the core reads as U+FFFD (what tiktoken
@@ -8,7 +13,10 @@ counts). Unlike the npm host, the original is not put back in a message the core
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 from typing import Any, Dict, List, Tuple
 
 from .errors import CompactorError, InvalidMessageError
@@ -16,30 +24,60 @@ from .errors import CompactorError, InvalidMessageError
 REF_KEY = "$ccRef"
 
 
-def encode(value: Any, refs: List[Any]) -> str:
-    """``value`` as JSON, its binary values appended to ``refs`` and replaced by placeholders."""
+Refs = Dict[str, Any]
+"""The values behind a conversation's placeholders, by key."""
+
+
+def _ref_key(obj: Any) -> str:
+    data = bytes(obj)
+    return f"{type(obj).__name__}:{len(data)}:{hashlib.blake2b(data, digest_size=8).hexdigest()}"
+
+
+def encode(value: Any, refs: Refs) -> str:
+    """``value`` as JSON, its binary values kept in ``refs`` and replaced by placeholders."""
+    added: List[str] = []
 
     def placeholder(obj: Any) -> Any:
         if isinstance(obj, (bytes, bytearray, memoryview)):
-            refs.append(obj)
-            return {REF_KEY: len(refs) - 1}
+            key = _ref_key(obj)
+            if key not in refs:
+                refs[key] = obj
+                added.append(key)
+            return {REF_KEY: key}
         if isinstance(obj, (tuple, set, frozenset)):
             return list(obj)
         raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
-    start = len(refs)
     try:
         text = _dumps(value, placeholder, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as e:
-        del refs[start:]
+        for key in added:
+            del refs[key]
         raise _unserializable(value, e) from None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates: escaped (ASCII), so the core reads each as U+FFFD.
-        del refs[start:]
         text = _dumps(value, placeholder, ensure_ascii=True)
     return text
+
+
+_PLACEHOLDER = re.compile(r'\{\s*"\$ccRef"\s*:\s*"([^"\\]+)"\s*\}')
+
+
+def storable(content: str, refs: Refs) -> str:
+    """``content`` for the store: each placeholder of a known value as the JSON string of its
+    bytes in base64 (what the AI SDK accepts for image and file data)."""
+    if not refs or REF_KEY not in content:
+        return content
+
+    def value(match: "re.Match[str]") -> str:
+        obj = refs.get(match.group(1))
+        if obj is None:
+            return match.group(0)
+        return json.dumps(base64.b64encode(bytes(obj)).decode("ascii"))
+
+    return _PLACEHOLDER.sub(value, content)
 
 
 def _dumps(value: Any, default: Any, ensure_ascii: bool) -> str:
@@ -66,16 +104,16 @@ def _refuse(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
-def decode(text: str, refs: List[Any]) -> Any:
+def decode(text: str, refs: Refs) -> Any:
     """The core's JSON with placeholders restored to the original binary values."""
     if not refs:
         return json.loads(text)
 
     def restore(obj: Dict[str, Any]) -> Any:
         if len(obj) == 1 and REF_KEY in obj:
-            n = obj[REF_KEY]
-            if isinstance(n, int) and 0 <= n < len(refs):
-                return refs[n]
+            key = obj[REF_KEY]
+            if isinstance(key, str) and key in refs:
+                return refs[key]
         return obj
 
     return json.loads(text, object_hook=restore)
@@ -86,6 +124,6 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def encoded(value: Any) -> Tuple[str, List[Any]]:
-    refs: List[Any] = []
+def encoded(value: Any) -> Tuple[str, Refs]:
+    refs: Refs = {}
     return encode(value, refs), refs

@@ -31,7 +31,7 @@ from typing import (
 )
 
 from . import _core
-from .codec import decode, dumps, encode
+from .codec import Refs, decode, dumps, encode, storable
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
 from .stores import FileStore, MemoryStore, check_path
 
@@ -143,7 +143,7 @@ class ManageResult:
 class _Held:
     messages: List[Any] = field(default_factory=list)
     marks: List[Any] = field(default_factory=list)
-    refs: List[Any] = field(default_factory=list)
+    refs: Refs = field(default_factory=dict)
 
 
 class Compactor:
@@ -377,23 +377,25 @@ class Compactor:
             {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": {}}]},
             {"role": "tool", "content": [{"type": "tool-result", "toolCallId": tool_call_id, "toolName": tool_name, "output": value}]},
         ]
-        refs: List[Any] = []
+        refs: Refs = {}
         messages_json = encode(messages, refs)
         plan_json = str(self._core.call("plan", messages_json, dumps({"offloadOnly": True})))
         plan: Plan = decode(plan_json, refs)
         if not plan["actions"]:
             return output
-        outcomes = yield from self._execute(plan)
+        outcomes = yield from self._execute(plan, refs)
         applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
         if not any(e["status"] == "applied" for e in applied["events"]):
             return output
         part = applied["messages"][1]["content"][0]["output"]
         return str(part["value"]) if part["type"] == "text" else output
 
-    def _execute(self, plan: Plan) -> _Steps[List[Dict[str, Any]]]:
+    def _execute(self, plan: Plan, refs: Optional[Refs] = None) -> _Steps[List[Dict[str, Any]]]:
         """Every store write (a failure is an outcome, never an exception), then each summary
         — only once its transcript is stored, so no LLM call is wasted on a summary that could
-        not be applied."""
+        not be applied. ``refs``: the binary values of the planned conversation (the held one's
+        by default), written out in place of their placeholders."""
+        values = self._held.refs if refs is None else refs
         outcomes: List[Dict[str, Any]] = []
         for action in plan["actions"]:
             writes = _writes(action)
@@ -401,7 +403,7 @@ class Compactor:
                 continue
             try:
                 for path, content in writes:
-                    yield ("write", self.store, path, content)
+                    yield ("write", self.store, path, storable(content, values))
                 outcomes.append({"type": "written", "id": action["id"]})
             except Exception as e:
                 outcomes.append({"type": "failed", "id": action["id"], "error": _message(e)})
@@ -449,7 +451,7 @@ class Compactor:
         one message sends one message). ``fresh`` sends everything."""
         if not isinstance(messages, (list, tuple)):
             self._held = _Held()
-            self._core.call("sync", 0, encode(messages, []))
+            self._core.call("sync", 0, encode(messages, {}))
             return
         held = self._held
         marks = [_mark(m) for m in messages]
@@ -460,7 +462,7 @@ class Compactor:
                 keep += 1
             if keep == len(messages) == len(held.messages):
                 return
-        refs = held.refs if keep else []
+        refs = held.refs if keep else {}
         appended = encode(list(messages[keep:]), refs)
         self._held = _Held()
         self._core.call("sync", keep, appended)

@@ -1,0 +1,108 @@
+// Found by fuzzing the public API with generated conversations across host shapes (a long-lived
+// compactor, fresh message objects each call, a new compactor per call with the saved state):
+// each test failed before its fix.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+
+await init();
+const words = (n, seed) => Array.from({ length: n }, (_, i) => `w${(i * 7 + seed) % 101}`).join(' ');
+const copy = (messages) =>
+  messages.map((m) => ({ ...m, content: Array.isArray(m.content) ? m.content.map((p) => (p.type === 'image' ? { ...p, image: p.image instanceof URL ? new URL(p.image.href) : new Uint8Array(p.image) } : { ...p })) : m.content }));
+
+for (const kind of ['bytes', 'url']) {
+  test(`an image (${kind}) in a dropped span is in its transcript, and every host shape names that transcript alike`, async () => {
+    const image = () => (kind === 'url' ? new URL('https://example.com/cat.png') : new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10, 1, 2, 3]));
+    const config = { contextWindow: 4_000, history: { strategy: 'truncate' } };
+    const longLived = await createCompactor(config);
+    const fresh = await createCompactor(config); // fresh objects each call
+    const shared = new MemoryStore();
+    const raw = [{ role: 'system', content: 'You are an agent.' }];
+    let checked = 0;
+    let shown = 0;
+    for (let t = 0; t < 30; t++) {
+      raw.push({ role: 'user', content: t % 8 === 0 ? [{ type: 'text', text: `look ${t}` }, { type: 'image', image: image(), mediaType: 'image/png' }] : `Q ${t}: ${words(120, t)}` });
+      const a = await longLived.manage(raw);
+      const b = await fresh.manage(copy(raw));
+      const perCall = await createCompactor({ ...config, store: shared, statePath: '/state.json' });
+      const c = await perCall.manage(copy(raw));
+      perCall.dispose();
+      assert.equal(JSON.stringify(b.messages), JSON.stringify(a.messages), `turn ${t}: fresh objects`);
+      assert.equal(JSON.stringify(c.messages), JSON.stringify(a.messages), `turn ${t}: a new compactor with the state`);
+      // The images still in the prompt come back as the app's values (not placeholders or strings).
+      for (const part of a.messages.flatMap((m) => (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image') : []))) {
+        assert.ok(kind === 'url' ? part.image instanceof URL : part.image instanceof Uint8Array, `turn ${t}`);
+        shown += 1;
+      }
+      const saved = a.plan.actions.find((x) => x.type === 'save-transcript');
+      if (saved) {
+        const text = await longLived.store.read(saved.path);
+        assert.ok(!text.includes('$ccRef'), `turn ${t}: the transcript holds a placeholder`);
+        const images = JSON.parse(text).flatMap((m) => (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image') : []));
+        for (const part of images) assert.equal(part.image, kind === 'url' ? 'https://example.com/cat.png' : Buffer.from(image()).toString('base64'));
+        checked += images.length;
+        assert.equal(await shared.read(saved.path), text, `turn ${t}: the same transcript`);
+      }
+      raw.push({ role: 'assistant', content: `Answer ${t}: ${words(120, t + 5)}` });
+    }
+    assert.ok(checked >= 2, `images checked in transcripts: ${checked}`);
+    assert.ok(shown > 0, 'images stayed in some prompts');
+  });
+}
+
+for (const strategy of ['summarize', 'truncate']) {
+  test(`a ${strategy}d span whose first message was a user paste offloaded in the same plan is recognised on replay`, async () => {
+    const calls = { longLived: 0, fresh: 0, stateless: 0 };
+    const with_ = (who) => (strategy === 'summarize' ? { summarize: async (r) => (calls[who]++, `Summary of ${r.prompt.length} chars.`) } : {});
+    const config = { contextWindow: 3_000, history: { strategy } };
+    const longLived = await createCompactor({ ...config, ...with_('longLived') });
+    const fresh = await createCompactor({ ...config, ...with_('fresh') });
+    const store = new MemoryStore();
+    const raw = [{ role: 'system', content: 'You are an agent.' }];
+    let spans = 0;
+    for (let t = 0; t < 12; t++) {
+      // Turn 0 pastes a log over the user-text offload threshold (25 % of the window).
+      raw.push({ role: 'user', content: t === 0 ? Array.from({ length: 400 }, (_, i) => `log line ${i} ${words(6, i)}`).join('\n') : `Question ${t}: ${words(60, t)}` });
+      const a = await longLived.manage(raw);
+      const b = await fresh.manage(structuredClone(raw));
+      const perCall = await createCompactor({ ...config, ...with_('stateless'), store, statePath: '/s.json' });
+      const c = await perCall.manage(structuredClone(raw));
+      perCall.dispose();
+      spans = Math.max(spans, b.plan.replayed.spans);
+      assert.equal(JSON.stringify(b.messages), JSON.stringify(a.messages), `turn ${t}: fresh objects`);
+      assert.equal(JSON.stringify(c.messages), JSON.stringify(a.messages), `turn ${t}: a new compactor with the state`);
+      raw.push({ role: 'assistant', content: `Answer ${t}: ${words(60, t + 3)}` });
+    }
+    assert.ok(spans >= 1, 'the span was replayed');
+    if (strategy === 'summarize') assert.deepEqual(calls, { longLived: 1, fresh: 1, stateless: 1 });
+  });
+}
+
+test('a pinned call whose result is offloaded in the same plan counts at its size after the offload (one call does all, a re-plan does nothing)', async () => {
+  const messages = [{ role: 'system', content: 'You are an agent.' }];
+  for (let t = 0; t < 7; t++) messages.push({ role: 'user', content: `Q ${t}: ${words(500, t)}` }, { role: 'assistant', content: `A ${t}: ${words(500, t + 1)}` });
+  messages.push(
+    { role: 'user', content: 'read the file' },
+    { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'read_logs', input: { path: '/var/log/x' }, providerOptions: { contextCompactor: { pin: true } } }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_logs', output: { type: 'text', value: Array.from({ length: 4_000 }, (_, i) => `log ${i} ${words(4, i)}`).join('\n') } }] },
+  );
+  const compactor = await createCompactor({ contextWindow: 16_000, summarize: async () => 'Summary.' });
+  const first = await compactor.manage(messages);
+  assert.ok(!first.plan.notes.some((n) => n.type === 'fixed-over-trigger'), JSON.stringify(first.plan.notes.map((n) => n.type)));
+  assert.ok(compactor.usage(first.messages).tokens <= first.plan.trigger.summarizeAt);
+  assert.deepEqual(compactor.plan(first.messages).actions, []);
+});
+
+test('a summary over the maxTokens it was asked for is cut there, with a note: the prompt fits as planned', async () => {
+  const messages = [{ role: 'system', content: 'You are an agent.' }];
+  for (let t = 0; t < 20; t++) messages.push({ role: 'user', content: `Q ${t}: ${words(80, t)}` }, { role: 'assistant', content: `A ${t}: ${words(80, t + 1)}` });
+  let asked;
+  const compactor = await createCompactor({ contextWindow: 2_000, summarize: async (r) => ((asked = r.maxTokens), 'detail '.repeat(r.maxTokens * 10)) });
+  const result = await compactor.manage(messages);
+  assert.ok(asked > 0);
+  assert.ok(compactor.usage(result.messages).tokens <= result.plan.tokensAfter, `${compactor.usage(result.messages).tokens} > predicted ${result.plan.tokensAfter}`);
+  assert.match(JSON.stringify(result.messages), new RegExp(`summary cut at ${asked} tokens`));
+});
+
+// The automatic (no-LLM) summary's cuts keep store paths whole: `a_cut_never_splits_a_store_path`
+// in src/tiers/lossy.rs.
