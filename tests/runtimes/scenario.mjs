@@ -355,10 +355,13 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
   });
   await hostileInput(cc, check, step, timings);
   await step('stateless route handler', async () => {
-    const r = await statelessRouteHandler(cc, { turns: 24 });
+    const r = await statelessRouteHandler(cc, { turns: 24, images: true });
     check('a stateless route handler (new compactor per request, state in a store, raw history) sends what a long-lived compactor and fresh objects send',
       r.identical && r.summaries[0] >= 2 && r.summaries.every((n) => n === r.summaries[0]) && r.breaks.every((n) => n === r.breaks[0]) && r.stateBytes > 0,
       short(r));
+    check('screenshots (bytes) of summarized turns are in their transcripts as base64, and name them alike in every shape',
+      r.identical && r.transcriptImages >= 1 && r.placeholders === 0,
+      { transcriptImages: r.transcriptImages, placeholders: r.placeholders });
   });
   await step('overflow recovery', async () => {
     // The middleware as the AI SDK drives it (transformParams, then wrapGenerate), with a fake

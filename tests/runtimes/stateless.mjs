@@ -37,7 +37,7 @@ function keepsPrefix(previous, next) {
  * @returns {Promise<{ calls: number, identical: boolean, firstDifference: number | null,
  *   summaries: number[], breaks: number[], stateBytes: number, stored: number, calibrated: number }>}
  */
-export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_000, calibrate = false } = {}) {
+export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_000, calibrate = false, images = false } = {}) {
   const model = calibrate ? { model: 'claude-sonnet-4-5' } : {};
   const probe = calibrate ? await cc.createCompactor({ ...model, contextWindow }) : undefined;
   const report = (compactor, prompt) => {
@@ -58,16 +58,19 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
   let identical = true;
   let firstDifference = null;
   for (let t = 0; t < turns; t++) {
-    raw.push({ role: 'user', content: `Turn ${t}: ${prose(t, 30)}` });
+    // With `images`, every seventh turn shows a screenshot (bytes): the shapes get copies, as
+    // they would from a store or the wire.
+    const text = `Turn ${t}: ${prose(t, 30)}`;
+    raw.push({ role: 'user', content: images && t % 7 === 3 ? [{ type: 'text', text }, { type: 'image', image: screenshot(t), mediaType: 'image/png' }] : text });
     // One model call per turn; its reply joins the raw history the app saves.
     const a = await longLived.manage(raw);
     report(longLived, a.messages);
     const handler = await cc.createCompactor({ ...model, contextWindow, store, statePath, summarize: summarizer(1) });
-    const b = await handler.manage(JSON.parse(JSON.stringify(raw)));
+    const b = await handler.manage(structuredClone(raw));
     report(handler, b.messages);
     if (probe) await handler.saveState();
     handler.dispose();
-    const c = await freshObjects.manage(JSON.parse(JSON.stringify(raw)));
+    const c = await freshObjects.manage(structuredClone(raw));
     report(freshObjects, c.messages);
     const prompts = [a.messages, b.messages, c.messages];
     const texts = prompts.map((p) => JSON.stringify(p));
@@ -84,6 +87,27 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
   probe?.dispose();
   const calibrated = longLived.state().calibration?.samples ?? 0;
   const saved = await store.read(statePath);
-  const stored = (await store.list('/')).length;
-  return { calls: turns, identical, firstDifference, summaries, breaks, stateBytes: saved ? saved.length : 0, stored, calibrated };
+  const paths = await store.list('/');
+  // The screenshots of summarized turns are in the transcripts, as base64, never as placeholders.
+  let transcriptImages = 0;
+  let placeholders = 0;
+  for (const path of paths.filter((p) => p.startsWith('/conversation_history/') && p.endsWith('.json'))) {
+    const text = await store.read(path);
+    placeholders += text.split('$ccRef').length - 1;
+    for (const message of JSON.parse(text)) {
+      for (const part of Array.isArray(message.content) ? message.content : []) {
+        if (part.type === 'image' && typeof part.image === 'string' && part.image === toBase64(screenshot(Number(/Turn (\d+)/.exec(message.content[0].text)?.[1])))) transcriptImages += 1;
+      }
+    }
+  }
+  return { calls: turns, identical, firstDifference, summaries, breaks, stateBytes: saved ? saved.length : 0, stored: paths.length, calibrated, transcriptImages, placeholders };
+}
+
+/** A deterministic 'PNG' of 64 bytes for turn `t`. */
+function screenshot(t) {
+  return Uint8Array.from({ length: 64 }, (_, i) => (i < 8 ? [137, 80, 78, 71, 13, 10, 26, 10][i] : (t * 31 + i * 7) % 256));
+}
+
+function toBase64(bytes) {
+  return btoa(String.fromCharCode(...bytes));
 }
