@@ -361,7 +361,7 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
       short(r));
     check('screenshots (bytes) of summarized turns are in their transcripts as base64, and name them alike in every shape',
       r.identical && r.transcriptImages >= 1 && r.placeholders === 0,
-      { transcriptImages: r.transcriptImages, placeholders: r.placeholders });
+      JSON.stringify({ transcriptImages: r.transcriptImages, placeholders: r.placeholders }));
   });
   await step('overflow recovery', async () => {
     // The middleware as the AI SDK drives it (transformParams, then wrapGenerate), with a fake
