@@ -124,18 +124,48 @@ pub struct FilePart {
 }
 
 impl FilePart {
-    /// The file's text, for a textual media type (`text/*`, JSON, XML, YAML, JavaScript, CSV)
-    /// whose data is a base64 string or a base64 `data:` URL of valid UTF-8: what a provider
-    /// reads as text. `None` for binary types, URLs, bytes the host kept (binary values do not
-    /// cross the wasm boundary) and anything that does not decode.
+    /// The file's text, for a textual media type (`text`, `text/*`, JSON, XML, YAML,
+    /// JavaScript, CSV) whose data is a base64 string or a base64 `data:` URL of valid UTF-8 —
+    /// bare (AI SDK 5 and 6) or tagged `{type: 'data', data}` (AI SDK 7) — or inline text
+    /// (`{type: 'text', text}`, any media type): what a provider reads as text. `None` for
+    /// binary types, URLs, provider references, bytes the host kept (binary values do not cross
+    /// the wasm boundary) and anything that does not decode.
     pub fn text(&self) -> Option<String> {
-        use base64::Engine as _;
-        let media = self.media_type.to_ascii_lowercase();
-        let textual = media.starts_with("text/")
+        file_text(&self.data, &self.media_type)
+    }
+
+    /// Whether the file is an image (`image` or `image/*`: AI SDK 7 sends images as files).
+    pub fn is_image(&self) -> bool {
+        is_image(&self.media_type)
+    }
+}
+
+/// Whether a media type is an image's (`image`, `image/*`).
+pub(crate) fn is_image(media_type: &str) -> bool {
+    let media = media_type.trim().to_ascii_lowercase();
+    media == "image" || media.starts_with("image/")
+}
+
+/// The text of file `data` of `media_type` (see [`FilePart::text`]); also what a tool result's
+/// `file` / `file-data` content item holds.
+pub(crate) fn file_text(data: &Value, media_type: &str) -> Option<String> {
+    use base64::Engine as _;
+    let data = match data {
+        Value::Object(tagged) => match tagged.get("type").and_then(Value::as_str) {
+            Some("text") => return tagged.get("text").and_then(Value::as_str).map(str::to_owned),
+            Some("data") => tagged.get("data")?,
+            _ => return None,
+        },
+        data => data,
+    };
+    {
+        let media = media_type.trim().to_ascii_lowercase();
+        let textual = media == "text"
+            || media.starts_with("text/")
             || ["json", "xml", "yaml", "javascript", "csv", "markdown"]
                 .iter()
                 .any(|t| media.starts_with("application/") && media.contains(t));
-        let Value::String(data) = &self.data else {
+        let Value::String(data) = data else {
             return None;
         };
         if !textual {

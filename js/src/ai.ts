@@ -93,6 +93,10 @@ export interface RecoveryToolOptions {
   maxLineChars?: number;
   /** `grep` stops after this many matching lines. Default 100. */
   maxMatches?: number;
+  /** A `read_file` page ends before it passes this many characters (at least one line), so one
+   * page cannot fill a small window. Default: unbounded here; `compactor.tools()` sets 10 % of
+   * the window (4 characters a token). */
+  maxPageChars?: number;
 }
 
 /**
@@ -104,6 +108,7 @@ export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {
   const defaultLimit = options.defaultLimit ?? 500;
   const maxLineChars = options.maxLineChars ?? 2_000;
   const maxMatches = options.maxMatches ?? 100;
+  const maxPageChars = options.maxPageChars ?? Infinity;
   const cut = (line: string) => (line.length > maxLineChars ? `${line.slice(0, maxLineChars)}… [line cut at ${maxLineChars} characters]` : line);
   const guard = async (run: () => Promise<string>): Promise<string> => {
     try {
@@ -134,7 +139,16 @@ export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {
           if (offset >= lines.length && lines.length > 0 && offset > 0) return `Error: offset ${offset} is past the end (${lines.length} lines).`;
           const page = lines.slice(offset, offset + limit);
           const width = String(offset + page.length).length;
-          const body = page.map((line, i) => `${String(offset + i + 1).padStart(width)}\t${cut(line)}`).join('\n');
+          const numbered: string[] = [];
+          let chars = 0;
+          for (const [i, line] of page.entries()) {
+            const text = `${String(offset + i + 1).padStart(width)}\t${cut(line)}`;
+            if (numbered.length > 0 && chars + text.length + 1 > maxPageChars) break;
+            numbered.push(text);
+            chars += text.length + 1;
+          }
+          page.length = numbered.length;
+          const body = numbered.join('\n');
           const rest = lines.length - offset - page.length;
           return rest > 0 ? `${body}\n… ${rest} more lines: read_file with offset=${offset + page.length}` : body;
         }),
@@ -201,8 +215,10 @@ export interface ExecutableTool {
  * model gets a preview naming its path. Tools with their own `toModelOutput` and streaming
  * tools (async iterables) are left as they are. */
 export function wrapTools<T extends Record<string, ExecutableTool>>(compactor: Compactor, tools: T): T {
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) throw new TypeError('wrapTools: tools must be a tool set (an object of tools)');
   const wrapped: Record<string, ExecutableTool> = {};
   for (const [name, tool] of Object.entries(tools)) {
+    if (tool === null || typeof tool !== 'object') throw new TypeError(`wrapTools: tools.${name} must be a tool (an object), got ${tool === null ? 'null' : typeof tool}`);
     const execute = tool.execute as ((input: unknown, options?: { toolCallId?: string }) => unknown) | undefined;
     if (typeof execute !== 'function' || tool.toModelOutput !== undefined) {
       wrapped[name] = tool;

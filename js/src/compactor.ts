@@ -254,6 +254,7 @@ export interface PrepareStepInput<M extends MessageLike = MessageLike> {
 
 /** Creates a compactor; loads the core first if needed. */
 export async function createCompactor(options: CompactorOptions = {}): Promise<Compactor> {
+  checkOptions(options);
   await init();
   if (options.statePath !== undefined && options.state === undefined && options.store) {
     const stored = await readState(options.store, options.statePath);
@@ -273,6 +274,31 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
   if (!(await loadModelTokenizer(compactor.model.tokenizer))) return compactor;
   compactor.dispose();
   return new Compactor(options);
+}
+
+/** What JSON cannot say about the options, checked before they cross as JSON: an options value
+ * that is not an object, a callback that is not a function, a tool set that is neither an object
+ * nor a list, an unknown `overflow` key, and a number that is not finite (JSON writes NaN and
+ * Infinity as null, which would read as "unset"). */
+function checkOptions(options: unknown): asserts options is CompactorOptions {
+  const invalid = (field: string, message: string) => new CompactorError('invalid_config', `${field}: ${message}`, { field });
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalid('options', `expected an object of options, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`);
+  const o = options as Record<string, unknown>;
+  for (const field of ['onEvent', 'summarize', 'onPreCompact']) {
+    if (o[field] !== undefined && typeof o[field] !== 'function') throw invalid(field, `expected a function, got ${typeof o[field]}`);
+  }
+  if (o.tools !== undefined && (o.tools === null || typeof o.tools !== 'object')) throw invalid('tools', 'expected a tool set (an object of tools) or a list of tool definitions');
+  if (o.overflow !== undefined) {
+    if (o.overflow === null || typeof o.overflow !== 'object' || Array.isArray(o.overflow)) throw invalid('overflow', 'expected an object ({ retries })');
+    for (const key of Object.keys(o.overflow)) if (key !== 'retries') throw invalid(`overflow.${key}`, 'unknown option (overflow takes retries)');
+  }
+  const walk = (value: unknown, path: string, depth: number): void => {
+    if (typeof value === 'number' && !Number.isFinite(value)) throw invalid(path, `expected a finite number, got ${value}`);
+    if (depth > 8 || value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return;
+    if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${path}[${i}]`, depth + 1));
+    else if (Object.getPrototypeOf(value) === Object.prototype) for (const [key, item] of Object.entries(value)) walk(item, `${path}.${key}`, depth + 1);
+  };
+  for (const [key, value] of Object.entries(o)) if (!HOST_ONLY.has(key) || key === 'overflow' || key === 'summarizeTimeoutMs') walk(value, key, 0);
 }
 
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.
@@ -326,6 +352,7 @@ export class Compactor {
   #system: { instructions: unknown; messages: MessageLike[] } | undefined;
 
   constructor(options: CompactorOptions = {}) {
+    checkOptions(options);
     const config = Object.fromEntries(Object.entries(options).filter(([key]) => !HOST_ONLY.has(key)));
     if (options.tools !== undefined) config.tools = toolDefinitions(options.tools);
     this.store = options.store ?? new MemoryStore();
@@ -698,6 +725,7 @@ export class Compactor {
    * `inputTokens.total`).
    */
   observeUsage(usage: { inputTokens?: number | { total?: number | undefined } | undefined }): void {
+    if (usage === null || typeof usage !== 'object') throw new TypeError('observeUsage: usage must be an object ({ inputTokens })');
     const input = usage.inputTokens;
     const actual = typeof input === 'object' && input !== null ? input.total : input;
     if (this.#lastRawCount === undefined || typeof actual !== 'number' || !Number.isFinite(actual)) return;
@@ -756,6 +784,9 @@ export class Compactor {
    * (in AI SDK 7 they persist into later steps).
    */
   readonly prepareStep = async <M extends MessageLike>(input: PrepareStepInput<M>): Promise<{ messages: M[] }> => {
+    if (input === null || typeof input !== 'object' || !Array.isArray(input.messages)) {
+      throw new CompactorError('invalid_messages', 'prepareStep: expected the AI SDK step options, with messages an array');
+    }
     const lastUsage = input.steps?.at(-1)?.usage;
     if (lastUsage) this.observeUsage(lastUsage);
     let cached = this.#system;
@@ -818,9 +849,10 @@ export class Compactor {
     return wrapTools(this, tools);
   }
 
-  /** AI SDK tools `read_file`, `grep`, `ls` over this compactor's store. */
+  /** AI SDK tools `read_file`, `grep`, `ls` over this compactor's store; a `read_file` page is
+   * at most 10 % of the window (`maxPageChars`). */
   tools(options?: RecoveryToolOptions): RecoveryToolSet {
-    return recoveryTools(this.store, options);
+    return recoveryTools(this.store, { maxPageChars: Math.max(2_000, Math.floor(this.model.contextWindow * 0.4)), ...options });
   }
 
   /** Writes the state (stats, calibration, the compaction record) to the store;

@@ -90,7 +90,7 @@ const TABLE: Row[] = [
   },
   {
     provider: 'mistral',
-    pattern: /prompt contains ([\d,]+) tokens.*?too large for model with ([\d,]+) maximum context length/i,
+    pattern: /prompt contains ([\d,]+) tokens.{0,200}?too large for model with ([\d,]+) maximum context length/i,
     read: (m) => ({ reportedTokens: int(m[1]), limit: int(m[2]) }),
   },
   {
@@ -113,19 +113,24 @@ const NOT_OVERFLOW = /rate limit|too many requests|throttl|quota/i;
 
 /** The texts an error carries: its message, an `APICallError`'s response body and data, and
  * the same for its `cause`, `lastError` (AI SDK `RetryError`) and `errors`. */
+/** How much of each text an error carries is read: a provider's overflow message is short, and
+ * a huge response body (an echoed prompt) must not make every failed call slow. */
+const TEXT_LIMIT = 16_384;
+
 function texts(error: unknown, depth = 0, out: string[] = []): string[] {
   if (error === null || error === undefined || depth > 4) return out;
+  const push = (text: string) => out.push(text.length > TEXT_LIMIT ? text.slice(0, TEXT_LIMIT) : text);
   if (typeof error === 'string') {
-    out.push(error);
+    push(error);
     return out;
   }
   if (typeof error !== 'object') return out;
   const e = error as Record<string, unknown>;
-  if (typeof e.message === 'string') out.push(e.message);
-  if (typeof e.responseBody === 'string') out.push(e.responseBody);
+  if (typeof e.message === 'string') push(e.message);
+  if (typeof e.responseBody === 'string') push(e.responseBody);
   if (e.data !== undefined && typeof e.data === 'object') {
     try {
-      out.push(JSON.stringify(e.data));
+      push(JSON.stringify(e.data));
     } catch {
       // unserializable data: the message is enough
     }

@@ -106,3 +106,75 @@ test('a summary over the maxTokens it was asked for is cut there, with a note: t
 
 // The automatic (no-LLM) summary's cuts keep store paths whole: `a_cut_never_splits_a_store_path`
 // in src/tiers/lossy.rs.
+
+// Found by fuzzing the AI SDK paths (prepareStep, middleware, overflow, bad input).
+
+test('AI SDK 7 file data (tagged { type: data | text }) counts as its text and is offloaded; a file item in a tool result counts as a file', async () => {
+  const { countTokens } = await import('../dist/entry/node.js');
+  const log = Array.from({ length: 6_000 }, (_, i) => `line ${i}: request ${i * 7} ok`).join('\n');
+  const b64 = Buffer.from(log).toString('base64');
+  const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 16_000 });
+  const usage = (part) => compactor.usage([{ role: 'user', content: [part] }]).tokens;
+  const bare = usage({ type: 'file', mediaType: 'text/plain', data: b64 });
+  assert.ok(bare > countTokens(log), `${bare}`);
+  assert.equal(usage({ type: 'file', mediaType: 'text/plain', data: { type: 'data', data: b64 } }), bare);
+  assert.equal(usage({ type: 'file', mediaType: 'text/plain', data: { type: 'text', text: log } }), bare);
+  assert.equal(usage({ type: 'file', mediaType: 'text', data: { type: 'text', text: log } }), bare, 'a top-level media type');
+  const image = 'iVBORw0KGgo'.repeat(50);
+  const inTool = (item) =>
+    compactor.usage([
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'a', toolName: 'shot', input: {} }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'shot', output: { type: 'content', value: [item] } }] },
+    ]).tokens;
+  const imageData = inTool({ type: 'image-data', data: image, mediaType: 'image/png' });
+  assert.equal(inTool({ type: 'file', mediaType: 'image/png', data: { type: 'data', data: image } }), imageData);
+  assert.equal(inTool({ type: 'file-data', mediaType: 'image/png', data: image }), imageData);
+  const managed = await compactor.manage([{ role: 'user', content: [{ type: 'text', text: 'What failed?' }, { type: 'file', mediaType: 'text/plain', data: { type: 'data', data: b64 } }] }]);
+  assert.deepEqual(managed.events.map((e) => [e.strategy, e.status]), [['offload', 'applied']]);
+  assert.ok(compactor.usage(managed.messages).tokens < 16_000);
+  assert.equal(await compactor.store.read(managed.events[0].path), log);
+});
+
+test('options JSON cannot carry are typed errors naming the field', async () => {
+  for (const [options, field] of [
+    [{ contextWindow: Number.NaN }, 'contextWindow'],
+    [{ maxOutputTokens: Infinity }, 'maxOutputTokens'],
+    [{ compaction: { triggerFraction: Number.NaN } }, 'compaction.triggerFraction'],
+    [{ overflow: { retry: 2 } }, 'overflow.retry'],
+    [{ tools: 'x' }, 'tools'],
+    [{ onEvent: 5 }, 'onEvent'],
+    [null, 'options'],
+  ]) {
+    await assert.rejects(createCompactor(options), (e) => e.code === 'invalid_config' && e.field === field, JSON.stringify(options));
+  }
+  const compactor = await createCompactor();
+  assert.throws(() => compactor.wrapTools(null), /wrapTools: tools must be a tool set/);
+  assert.throws(() => compactor.wrapTools({ a: null }), /tools\.a must be a tool/);
+  assert.throws(() => compactor.observeUsage(null), /observeUsage: usage must be an object/);
+  await assert.rejects(compactor.prepareStep({ messages: null }), (e) => e.code === 'invalid_messages');
+});
+
+test("compactor.tools(): one read_file page is at most 10 % of the window; the rest pages on", async () => {
+  const compactor = await createCompactor({ contextWindow: 8_000 });
+  await compactor.store.write('/tool_outputs/big.txt', Array.from({ length: 3_000 }, (_, i) => `row ${i} ${'x'.repeat(120)}`).join('\n'));
+  const { read_file } = compactor.tools();
+  const page = await read_file.execute({ path: '/tool_outputs/big.txt' }, { toolCallId: 'r', messages: [] });
+  assert.ok(page.length <= 3_300, `${page.length} characters`);
+  const next = Number(/offset=(\d+)/.exec(page)?.[1]);
+  assert.ok(next > 0 && next < 500, `next page at ${next}`);
+  const second = await read_file.execute({ path: '/tool_outputs/big.txt', offset: next }, { toolCallId: 'r2', messages: [] });
+  assert.match(second, new RegExp(`^\\s*${next + 1}\\trow ${next} `));
+});
+
+// Not a regression test: the reader now reads the first 16 kB of each text (it took seconds on a
+// body like this one, quadratic in it); this holds what it still finds.
+test('an overflow error with a huge echoed body is still read from its message', async () => {
+  const { parseOverflow } = await import('../dist/entry/node.js');
+  const error = Object.assign(new Error("This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens."), {
+    statusCode: 400,
+    responseBody: 'prompt contains 1 tokens; '.repeat(40_000),
+  });
+  const info = parseOverflow(error);
+  assert.equal(info?.limit, 128_000);
+  assert.equal(info?.reportedTokens, 130_512);
+});

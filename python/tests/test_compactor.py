@@ -250,6 +250,24 @@ def test_binary_values_in_a_summarized_span_reach_the_transcript_and_name_it_by_
     assert transcripts >= 1, "a transcript held the image"
 
 
+def test_options_json_cannot_carry_are_typed_errors_naming_the_field() -> None:
+    import math
+
+    from context_compactor import CompactorError
+
+    for kwargs, field in (
+        ({"context_window": math.nan}, "contextWindow"),
+        ({"compaction": {"trigger_fraction": math.inf}}, "compaction.triggerFraction"),
+        ({"on_event": 5}, "on_event"),
+    ):
+        with pytest.raises(CompactorError) as caught:
+            Compactor(**kwargs)
+        assert caught.value.code == "invalid_config" and caught.value.field == field, (kwargs, caught.value)
+    with pytest.raises(CompactorError) as caught:
+        Compactor("gpt-4o")  # type: ignore[arg-type]
+    assert caught.value.code == "invalid_config" and caught.value.field == "config"
+
+
 def test_system_prompt_names_the_recovery_paths_and_the_memory_file() -> None:
     store = MemoryStore()
     compactor = Compactor(store=store)

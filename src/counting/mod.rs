@@ -315,20 +315,24 @@ impl CachedCounter {
             Part::Image(_) => self.image_tokens,
             // A text file counts as its text (a provider reads it as text); other files by the
             // documented estimate.
-            Part::File(file) => match &file.data {
-                serde_json::Value::String(data) => {
-                    // Keyed by the encoded data (a different key space from plain texts).
-                    let key = crate::hash::content_hash(data.as_bytes()) ^ 0x6669_6c65;
-                    match file.text() {
-                        Some(text) => self.cached(key, || text.into()),
-                        None => self.file_tokens,
-                    }
-                }
-                _ => self.file_tokens,
-            },
+            Part::File(file) => self.file(&file.data, &file.media_type),
             Part::ToolCall(_) | Part::ToolResult(_) => self.part_counts(part).1,
             Part::ToolApprovalRequest(_) | Part::ToolApprovalResponse(_) => TOOL_PART_OVERHEAD,
             Part::Unknown(map) => self.text(&serde_json::to_string(map).unwrap_or_default()),
+        }
+    }
+
+    /// Tokens of a file: its text when a provider reads it as text (a text file, bare or tagged
+    /// base64, or inline text), else the image or file estimate.
+    fn file(&self, data: &serde_json::Value, media_type: &str) -> u32 {
+        match crate::message::file_text(data, media_type) {
+            Some(text) => {
+                // Keyed by the text's hash in a key space apart from plain texts.
+                let key = crate::hash::content_hash(text.as_bytes()) ^ 0x6669_6c65;
+                self.cached(key, || text.into())
+            }
+            None if crate::message::is_image(media_type) => self.image_tokens,
+            None => self.file_tokens,
         }
     }
 
@@ -365,7 +369,15 @@ impl CachedCounter {
                     Some("text") => {
                         self.text(item.get("text").and_then(|t| t.as_str()).unwrap_or(""))
                     }
-                    Some("media") | Some("image-data") | Some("image-url") => self.image_tokens,
+                    Some("media") | Some("image-data") | Some("image-url") | Some("image-file-id")
+                    | Some("image-file-reference") => self.image_tokens,
+                    // A file item (AI SDK 7 `file` with tagged data, 5/6 `file-data`,
+                    // `file-url`, `file-id`, `file-reference`) counts as a file part.
+                    Some("file" | "file-data" | "file-url" | "file-id" | "file-reference") => {
+                        let data = item.get("data").or_else(|| item.get("url"));
+                        let media = item.get("mediaType").and_then(|m| m.as_str()).unwrap_or("");
+                        self.file(data.unwrap_or(&serde_json::Value::Null), media)
+                    }
                     _ => self.text(&item.to_string()),
                 })
                 .sum(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import (
@@ -175,9 +176,18 @@ class Compactor:
         on_event: Optional[Callable[[Event], None]] = None,
         **options: Any,
     ) -> None:
+        if config is not None and not isinstance(config, Mapping):
+            raise InvalidConfigError(
+                "invalid_config",
+                f"config must be a mapping of options (or pass them as keywords), got {type(config).__name__}",
+                {"field": "config"},
+            )
         core_config: Dict[str, Any] = dict(config or {})
         for key, value in options.items():
             core_config[_camel(key)] = _option_value(key, value)
+        bad = _non_finite(core_config, "")
+        if bad is not None:
+            raise InvalidConfigError("invalid_config", f"{bad}: expected a finite number", {"field": bad})
         if "tools" in core_config:
             core_config["tools"] = _tool_definitions(core_config["tools"])
         if store is None:
@@ -205,6 +215,10 @@ class Compactor:
         if summarize is not None and not callable(summarize):
             raise InvalidConfigError(
                 "invalid_config", "summarize must be callable", {"field": "summarize"}
+            )
+        if on_event is not None and not callable(on_event):
+            raise InvalidConfigError(
+                "invalid_config", "on_event must be callable", {"field": "on_event"}
             )
         self.store: FileStore = store
         self._summarize = summarize
@@ -669,6 +683,25 @@ def _tool_definitions(tools: Any) -> Any:
             definition["inputSchema"] = dict(schema)
         out.append(definition)
     return out
+
+
+def _non_finite(value: Any, path: str, depth: int = 0) -> Optional[str]:
+    """The path of the first NaN or infinite number in an options value (JSON cannot carry them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "config"
+    if depth > 8:
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _non_finite(item, f"{path}.{key}" if path else str(key), depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _non_finite(item, f"{path}[{i}]", depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 def _writes(action: Plan) -> List[Tuple[str, str]]:
