@@ -281,7 +281,9 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
     pending = inputTokens(usage) ?? pending;
   };
   return {
-    async transformParams<P extends { prompt: unknown }>({ params }: { params: P }): Promise<P> {
+    async transformParams<P extends { prompt: unknown }>(options: { params: P }): Promise<P> {
+      const params = options?.params;
+      if (params === null || typeof params !== 'object') throw new TypeError('transformParams: expected the AI SDK call options ({ params })');
       if (!compact || !Array.isArray(params.prompt)) return params;
       if (pending !== undefined) compactor.observeUsage({ inputTokens: pending });
       pending = undefined;
@@ -413,6 +415,7 @@ export function summarizer(model: LanguageModelLike | string, options: Summarize
   if (typeof model === 'string' && !options.generateText) {
     throw new CompactorError('invalid_config', 'summarizer(modelId) needs options.generateText (from "ai") to resolve a string model id; or pass a model object', { field: 'summarizer' });
   }
+  if (typeof model !== 'string' && (model === null || typeof model !== 'object')) throw new TypeError('summarizer: model must be a language model or a model id');
   const modelId = typeof model === 'string' ? model : model.modelId;
   return async (request, { signal, model: agentModel }) => {
     const maxOutputTokens = Math.min(request.maxTokens, options.maxOutputTokens ?? Infinity);
@@ -514,6 +517,7 @@ export function anthropicCacheControl<M extends MessageLike>(
   messages: readonly M[],
   options: { maxBreakpoints?: number; ttl?: '5m' | '1h' } = {},
 ): M[] {
+  if (!Array.isArray(messages)) throw new TypeError('anthropicCacheControl: messages must be an array');
   const max = Math.min(options.maxBreakpoints ?? ANTHROPIC_MAX_BREAKPOINTS, ANTHROPIC_MAX_BREAKPOINTS);
   const cacheControl = { type: 'ephemeral', ...(options.ttl ? { ttl: options.ttl } : {}) };
   const out = messages.map((m) => m as WithProviderOptions) as WithProviderOptions[];

@@ -152,6 +152,10 @@ test('options JSON cannot carry are typed errors naming the field', async () => 
   assert.throws(() => compactor.wrapTools({ a: null }), /tools\.a must be a tool/);
   assert.throws(() => compactor.observeUsage(null), /observeUsage: usage must be an object/);
   await assert.rejects(compactor.prepareStep({ messages: null }), (e) => e.code === 'invalid_messages');
+  const { anthropicCacheControl, summarizer } = await import('../dist/entry/node.js');
+  await assert.rejects(compactor.middleware().transformParams({}), /transformParams: expected the AI SDK call options/);
+  assert.throws(() => summarizer(null), /summarizer: model must be a language model/);
+  assert.throws(() => anthropicCacheControl(null), /anthropicCacheControl: messages must be an array/);
 });
 
 test("compactor.tools(): one read_file page is at most 10 % of the window; the rest pages on", async () => {
