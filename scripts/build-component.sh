@@ -10,7 +10,7 @@ log() { printf '\033[1m[component]\033[0m %s\n' "$*" >&2; }
 
 out=target/wasm32-wasip2/release/context_compactor.wasm
 log "cargo build (wasm32-wasip2, release, features component + embedded-ranks + nfc)"
-cargo build -q --release --target wasm32-wasip2 --no-default-features --features component,embedded-ranks,nfc --lib
+CARGO_PROFILE_RELEASE_PANIC=abort cargo build -q --release --target wasm32-wasip2 --no-default-features --features component,embedded-ranks,nfc --lib
 # A Component starts with the layer-1 preamble 00 61 73 6d 0d 00 01 00 (a core module: 01 00 00 00).
 magic=$(head -c 8 "$out" | od -An -tx1 | tr -d ' \n')
 [ "$magic" = 0061736d0d000100 ] || { log "$out is not a Component (preamble $magic)"; exit 1; }

@@ -18,6 +18,8 @@ fi
 # Cargo.toml's 3 (most of the core is serde code), counting within ~8 % of it on the bench corpus.
 # Native builds (the CLI, cargo bench, the Python component) keep opt-level 3.
 export CARGO_PROFILE_RELEASE_OPT_LEVEL=s
+# A panic in the wasm core traps (the host turns it into a typed `internal` error): no unwinding code.
+export CARGO_PROFILE_RELEASE_PANIC=abort
 # wasm_module FEATURE OUT_DIR OUT_NAME: one wasm module of the package, built with wasm-pack
 # (release, --lib, wasm32) and its name and producers sections stripped.
 wasm_module() {
