@@ -452,7 +452,14 @@ impl Compactor {
         // would repeat at every call: it waits until the request would not fit at all.
         // Counted after the planned edits: a pinned call whose result is offloaded in this plan
         // takes what is left of it, not what it took before.
-        let mut saved = vec![0u32; if actions.is_empty() { 0 } else { messages.len() }];
+        let mut saved = vec![
+            0u32;
+            if actions.is_empty() {
+                0
+            } else {
+                messages.len()
+            }
+        ];
         for action in &actions {
             if let Some(edit) = action.store_edit() {
                 saved[edit.message_index] += self.raw_saving(messages, counts, action);
@@ -1191,7 +1198,10 @@ impl Compactor {
             }
         }
         let mut prefix = if lo == 0 { "" } else { &text[..ends[lo - 1]] };
-        if let Some(at) = prefix.rfind(['\n', ' ']).filter(|&at| at >= prefix.len() * 4 / 5) {
+        if let Some(at) = prefix
+            .rfind(['\n', ' '])
+            .filter(|&at| at >= prefix.len() * 4 / 5)
+        {
             prefix = &prefix[..at];
         }
         std::borrow::Cow::Owned(format!("{}{note}", prefix.trim_end()))

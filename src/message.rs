@@ -133,14 +133,9 @@ impl FilePart {
     pub fn text(&self) -> Option<String> {
         file_text(&self.data, &self.media_type)
     }
-
-    /// Whether the file is an image (`image` or `image/*`: AI SDK 7 sends images as files).
-    pub fn is_image(&self) -> bool {
-        is_image(&self.media_type)
-    }
 }
 
-/// Whether a media type is an image's (`image`, `image/*`).
+/// Whether a media type is an image's (`image`, `image/*`: AI SDK 7 sends images as files).
 pub(crate) fn is_image(media_type: &str) -> bool {
     let media = media_type.trim().to_ascii_lowercase();
     media == "image" || media.starts_with("image/")
@@ -152,35 +147,38 @@ pub(crate) fn file_text(data: &Value, media_type: &str) -> Option<String> {
     use base64::Engine as _;
     let data = match data {
         Value::Object(tagged) => match tagged.get("type").and_then(Value::as_str) {
-            Some("text") => return tagged.get("text").and_then(Value::as_str).map(str::to_owned),
+            Some("text") => {
+                return tagged
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            }
             Some("data") => tagged.get("data")?,
             _ => return None,
         },
         data => data,
     };
-    {
-        let media = media_type.trim().to_ascii_lowercase();
-        let textual = media == "text"
-            || media.starts_with("text/")
-            || ["json", "xml", "yaml", "javascript", "csv", "markdown"]
-                .iter()
-                .any(|t| media.starts_with("application/") && media.contains(t));
-        let Value::String(data) = data else {
-            return None;
-        };
-        if !textual {
-            return None;
-        }
-        let encoded = match data.strip_prefix("data:") {
-            Some(url) => url.split_once(";base64,")?.1,
-            None if data.contains("://") => return None,
-            None => data.as_str(),
-        };
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded.trim())
-            .ok()?;
-        String::from_utf8(bytes).ok()
+    let media = media_type.trim().to_ascii_lowercase();
+    let textual = media == "text"
+        || media.starts_with("text/")
+        || ["json", "xml", "yaml", "javascript", "csv", "markdown"]
+            .iter()
+            .any(|t| media.starts_with("application/") && media.contains(t));
+    let Value::String(data) = data else {
+        return None;
+    };
+    if !textual {
+        return None;
     }
+    let encoded = match data.strip_prefix("data:") {
+        Some(url) => url.split_once(";base64,")?.1,
+        None if data.contains("://") => return None,
+        None => data.as_str(),
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// A tool call the model made.

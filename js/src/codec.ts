@@ -156,9 +156,16 @@ function placeholders(refs?: Refs, added?: string[]) {
 function refKey(value: unknown): string {
   if (value instanceof URL) return `url:${hash64(new TextEncoder().encode(value.href))}`;
   if (value instanceof Date) return `date:${Number.isNaN(value.getTime()) ? 'invalid' : value.toISOString()}`;
-  const view = value instanceof ArrayBuffer ? new Uint8Array(value) : new Uint8Array((value as ArrayBufferView).buffer, (value as ArrayBufferView).byteOffset, (value as ArrayBufferView).byteLength);
+  const view = bytesOf(value);
   const kind = value instanceof ArrayBuffer ? 'ArrayBuffer' : (Object.getPrototypeOf(value) as { constructor?: { name?: string } } | null)?.constructor?.name || 'bytes';
   return `${kind}:${view.byteLength}:${hash64(view)}`;
+}
+
+/** The bytes of an ArrayBuffer or a view on one (a typed array, a Buffer, a DataView). */
+function bytesOf(value: unknown): Uint8Array {
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  const view = value as ArrayBufferView;
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
 /** FNV-1a over `bytes` in two 32-bit lanes (different bases), as 16 hex digits. */
@@ -177,7 +184,7 @@ function hash64(bytes: Uint8Array): string {
 function storable(value: unknown): string {
   if (value instanceof URL) return value.href;
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
-  const view = value instanceof ArrayBuffer ? new Uint8Array(value) : new Uint8Array((value as ArrayBufferView).buffer, (value as ArrayBufferView).byteOffset, (value as ArrayBufferView).byteLength);
+  const view = bytesOf(value);
   let binary = '';
   for (let i = 0; i < view.length; i += 0x8000) binary += String.fromCharCode(...view.subarray(i, i + 0x8000));
   return btoa(binary);

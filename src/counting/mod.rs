@@ -369,7 +369,10 @@ impl CachedCounter {
                     Some("text") => {
                         self.text(item.get("text").and_then(|t| t.as_str()).unwrap_or(""))
                     }
-                    Some("media") | Some("image-data") | Some("image-url") | Some("image-file-id")
+                    Some("media")
+                    | Some("image-data")
+                    | Some("image-url")
+                    | Some("image-file-id")
                     | Some("image-file-reference") => self.image_tokens,
                     // A file item (AI SDK 7 `file` with tagged data, 5/6 `file-data`,
                     // `file-url`, `file-id`, `file-reference`) counts as a file part.

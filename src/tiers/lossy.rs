@@ -430,10 +430,11 @@ fn cut(text: &str, cap: Option<usize>) -> String {
 fn push_cut(out: &mut String, text: &str, cap: Option<usize>) {
     match cap.and_then(|cap| text.char_indices().nth(cap)) {
         Some((at, _)) => {
-            let path_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '.');
-            let start = text[..at]
-                .rfind(|c: char| !path_char(c))
-                .map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+            let path_char =
+                |c: char| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '.');
+            let start = text[..at].rfind(|c: char| !path_char(c)).map_or(0, |i| {
+                i + text[i..].chars().next().map_or(1, char::len_utf8)
+            });
             let end = text[at..]
                 .find(|c: char| !path_char(c))
                 .map_or(text.len(), |i| at + i);
@@ -1013,17 +1014,33 @@ mod tests {
         let inside = text.find(path).unwrap() + 20;
         // The cut moves to the path's end (a period after it counts as a path character).
         let kept = cut(&text, Some(inside));
-        assert!(kept.starts_with(&format!("The full conversation is saved at {path}.")), "{kept}");
+        assert!(
+            kept.starts_with(&format!("The full conversation is saved at {path}.")),
+            "{kept}"
+        );
         // A JSON blob without spaces is no path: cut where it was.
-        let json = format!("{{\"url\":\"https://example.com/a\",\"v\":\"{}\"}}", "x".repeat(300));
+        let json = format!(
+            "{{\"url\":\"https://example.com/a\",\"v\":\"{}\"}}",
+            "x".repeat(300)
+        );
         assert!(cut(&json, Some(200)).starts_with(&json[..200]));
         assert!(kept.ends_with("chars in the transcript]"), "{kept}");
         // A cut before the path or after it is where it was.
-        assert_eq!(cut(&text, Some(10)), format!("The full c …[+{} chars in the transcript]", text.chars().count() - 10));
+        assert_eq!(
+            cut(&text, Some(10)),
+            format!(
+                "The full c …[+{} chars in the transcript]",
+                text.chars().count() - 10
+            )
+        );
         assert_eq!(cut(&text, Some(1_000)), text);
         // A path too long to keep goes whole: the cut moves to its start.
         let long = format!("see /{} end", "a".repeat(600));
-        assert!(cut(&long, Some(100)).starts_with("see  …[+"), "{}", cut(&long, Some(100)));
+        assert!(
+            cut(&long, Some(100)).starts_with("see  …[+"),
+            "{}",
+            cut(&long, Some(100))
+        );
         // Past 1,024 characters it is no path: cut where it was.
         let huge = format!("see /{} end", "a".repeat(2_000));
         assert!(cut(&huge, Some(100)).starts_with(&huge[..100]));
