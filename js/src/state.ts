@@ -116,13 +116,34 @@ const parseLease = (text: string | null): Lease | undefined => {
   }
 };
 
+/** What a lease store call that has not answered in time rejects with. */
+class LeaseTimeout extends Error {}
+
+/** `op()` (a store call; a synchronous throw rejects), or a rejection once `ms` have passed. A
+ * call left running is not awaited again: its late rejection is caught here. */
+function bounded<T>(op: () => T | PromiseLike<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const call = new Promise<T>((resolve) => resolve(op()));
+  call.catch(() => undefined);
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new LeaseTimeout(`no answer from the store within ${ms} ms`)), ms);
+  });
+  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
+}
+
 /**
  * Summarizes a span once across the requests of one conversation. The first request to take the
  * lease (a conditional write of `{owner, until}`) calls `summarize` and leaves the summary in
  * the lease; a request that finds another's lease waits for that summary (polling every
  * `pollMs`), and takes the lease over when it expires unfulfilled (a killed request), or asks
- * itself once `waitMs` have passed. A summarizer failure releases the lease. Store errors never
- * fail the summary: it is then asked directly.
+ * itself once `waitMs` have passed. A summarizer failure releases the lease.
+ *
+ * Store errors never fail the summary, and never make a request wait: a lease read or write that
+ * fails (rejects or throws) or has not answered by the end of the wait (`waitMs` from the start,
+ * at least `pollMs` a call) settles like any failed write — the summary is asked directly and
+ * returned. Only a conditional write the store refused (another request took the lease first)
+ * is waited on, `pollMs` between reads, `waitMs` in all. The summary left in the lease gets
+ * `waitMs` too; then it is left to the store.
  */
 export async function leasedSummary(
   store: FileStore,
@@ -133,34 +154,41 @@ export async function leasedSummary(
   const owner = Math.random().toString(36).slice(2) + Date.now().toString(36);
   const started = Date.now();
   const pollMs = options.pollMs ?? 50;
+  const deadline = started + options.waitMs;
+  const remaining = (): number => Math.max(deadline - Date.now(), pollMs);
+  const direct = async (): Promise<{ text?: string; ok: boolean; shared: boolean }> => ({ ...(await summarize()), shared: false });
   for (;;) {
     let current: string | null;
     try {
-      current = (await store.read(path)) ?? null;
+      current = (await bounded(() => store.read(path), remaining())) ?? null;
     } catch {
-      return { ...(await summarize()), shared: false };
+      return direct();
     }
     const lease = parseLease(current);
     if (typeof lease?.summary === 'string') return { text: lease.summary, ok: true, shared: true };
     const expired = !lease || !(typeof lease.until === 'number' && lease.until > Date.now());
-    if (expired || Date.now() - started > options.waitMs) {
+    const waited = Date.now() >= deadline;
+    if (!expired && waited) return direct(); // waited long enough for another request's summary
+    if (expired) {
       const mine = JSON.stringify({ owner, until: Date.now() + options.leaseMs });
-      let taken = false;
+      let taken: boolean;
       try {
-        taken = expired ? await writeIf(store, path, current, mine) : false;
+        taken = await bounded(() => writeIf(store, path, current, mine), remaining());
       } catch {
-        taken = false;
+        return direct(); // a failed lease write, not another request's lease
       }
-      if (!taken && !expired) return { ...(await summarize()), shared: false }; // waited long enough
-      if (!taken) continue; // another request took it first: wait for its summary
-      const result = await summarize();
-      try {
-        await writeIf(store, path, mine, JSON.stringify(result.ok ? { summary: result.text } : { owner, until: 0 }));
-      } catch {
-        // The summary is applied all the same; a racing request asks again.
+      if (taken) {
+        const result = await summarize();
+        try {
+          await bounded(() => writeIf(store, path, mine, JSON.stringify(result.ok ? { summary: result.text } : { owner, until: 0 })), options.waitMs);
+        } catch {
+          // The summary is applied all the same; a racing request asks again.
+        }
+        return { ...result, shared: false };
       }
-      return { ...result, shared: false };
+      // Another request took it first: wait for its summary, within the wait.
+      if (waited) return direct();
     }
-    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(pollMs, deadline - Date.now()))));
   }
 }
