@@ -38,6 +38,9 @@ wasm_module() {
   # What `wasm-bindgen --remove-name-section --remove-producers-section` did; wasm-pack has no way
   # to pass those flags, so the two custom sections come off afterwards.
   node scripts/strip-wasm.mjs "$2/$3_bg.wasm"
+  # Two edits to the glue (another realm's compiled module; no second copy of the .wasm for
+  # bundlers to emit): scripts/patch-glue.mjs.
+  node scripts/patch-glue.mjs "$2/$3.js"
 }
 
 log "wasm-pack build --target web (wasm32, release, opt-level $CARGO_PROFILE_RELEASE_OPT_LEVEL, route: $WASM_ROUTE)"

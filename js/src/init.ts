@@ -52,6 +52,13 @@ export interface InitOptions {
    * none in `context-compactor/lite`.
    */
   encodings?: DataName[];
+  /**
+   * The tokenizer compiler's `.wasm` (bytes or a compiled module), for `loadTokenizer` and
+   * `compileTokenizer` in the Workers and Edge entries, which do not bundle it:
+   * `import compiler from 'context-compactor/compiler.wasm'` (Workers; `?module` on Vercel Edge).
+   * The other entries find it themselves.
+   */
+  compiler?: WasmSource;
 }
 
 type Loader = () => WasmSource | Promise<WasmSource>;
@@ -108,7 +115,8 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
   const loading = new Map<string, Promise<void>>();
 
   async function init(options?: WasmSource | InitOptions): Promise<void> {
-    const { wasm, encodings } = initOptions(options);
+    const { wasm, encodings, compiler } = initOptions(options);
+    if (compiler !== undefined) compilerLoader = () => compiler;
     if (!initialized) {
       ready ??= (async () => {
         let module: WasmSource | undefined;
@@ -125,7 +133,7 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
         let compiled: WebAssembly.Module;
         try {
           // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM).
-          compiled = Object.prototype.toString.call(module) === '[object WebAssembly.Module]' ? (module as WebAssembly.Module) : new WebAssembly.Module(module as BufferSource);
+          compiled = isTagged(module, 'Module') ? (module as WebAssembly.Module) : new WebAssembly.Module(module as BufferSource);
         } catch (error) {
           throw failed(error); // not a wasm module at all
         }
@@ -305,13 +313,13 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
 function initOptions(options: WasmSource | InitOptions | undefined): InitOptions {
   if (options === undefined) return {};
   // By shape, not `instanceof`: a Module compiled in another realm (Vercel Edge's VM) is a source.
-  const isOptions = typeof options === 'object' && options !== null && ('encodings' in options || 'wasm' in options);
+  const isOptions = typeof options === 'object' && options !== null && ('encodings' in options || 'wasm' in options || 'compiler' in options);
   if (!isOptions) return { wasm: options as WasmSource };
-  const { wasm, encodings } = options as InitOptions;
+  const { wasm, encodings, compiler } = options as InitOptions;
   if (encodings !== undefined && !Array.isArray(encodings)) {
     throw new TypeError('init: options.encodings must be an array of encoding names');
   }
-  return { wasm, encodings };
+  return { wasm, encodings, compiler };
 }
 
 /**
@@ -352,6 +360,7 @@ function compilerGlue(compilerLoader: Loader | undefined): Promise<typeof import
     try {
       module = await compilerLoader?.();
     } catch (error) {
+      if (error instanceof CompactorError) throw error; // the entry's own word (bundled-data.ts)
       throw new CompactorError(
         'not_initialized',
         `context-compactor: the tokenizer compiler (compiler/compiler_bg.wasm) could not be loaded: ${errorMessage(error)}`,
@@ -381,6 +390,7 @@ async function fetchData(rankLoader: RankLoader, name: DataName | (string & {}))
   try {
     return await rankLoader(name as DataName); // checked in loadRanks: a name the package ships
   } catch (error) {
+    if (error instanceof CompactorError) throw error; // the entry's own word (bundled-data.ts)
     throw new CompactorError(
       'encoding_not_loaded',
       `context-compactor: the data for "${name}" (ranks/${name}.wasm) could not be loaded: ${errorMessage(error)}`,
@@ -394,23 +404,66 @@ async function rankBytes(name: string, source: RankSource): Promise<Uint8Array> 
   let module: WebAssembly.Module | undefined;
   let instance: WebAssembly.Instance;
   try {
-    if (source instanceof WebAssembly.Module) {
-      module = source;
+    // By tag, not `instanceof`: a Module compiled in another realm (a Next.js Edge route's `?module`).
+    if (isTagged(source, 'Module')) {
+      module = source as WebAssembly.Module;
     } else {
       const bytes = ArrayBuffer.isView(source)
         ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength)
-        : new Uint8Array(source);
+        : new Uint8Array(source as ArrayBuffer);
       const isWasm = bytes[0] === 0 && bytes[1] === 0x61 && bytes[2] === 0x73 && bytes[3] === 0x6d;
       if (!isWasm) return bytes;
-      module = await WebAssembly.compile(bytes);
+      // The package's data-only modules are read, not compiled: Workers and Edge forbid compiling
+      // bytes, and rank data fetched from an app's static assets arrives as bytes.
+      const data = dataSegment(bytes);
+      if (data) return data;
+      module = await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
     }
     instance = await WebAssembly.instantiate(module);
   } catch (error) {
     throw new CompactorError('invalid_rank_data', `data for "${name}": not a data-only module: ${errorMessage(error)}`, { encoding: name });
   }
   const { data, length } = instance.exports as { data?: WebAssembly.Memory; length?: WebAssembly.Global };
-  if (!(data instanceof WebAssembly.Memory) || !length) {
+  if (!isTagged(data, 'Memory') || !length) {
     throw new CompactorError('invalid_rank_data', 'rank module: expected exports `data` (memory) and `length`', {});
   }
-  return new Uint8Array(data.buffer, 0, Number(length.value));
+  return new Uint8Array((data as WebAssembly.Memory).buffer, 0, Number(length.value));
+}
+
+/** Whether `value` is a `WebAssembly.<kind>` of any realm. */
+const isTagged = (value: unknown, kind: 'Module' | 'Memory'): boolean => Object.prototype.toString.call(value) === `[object WebAssembly.${kind}]`;
+
+/**
+ * The bytes of a data-only module as scripts/rank-wasm.mjs writes it (one active data segment at
+ * offset 0 of memory 0), read straight from the module's bytes; undefined for any other module.
+ */
+export function dataSegment(bytes: Uint8Array): Uint8Array | undefined {
+  let at = 8;
+  const leb = (): number => {
+    let value = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      const byte = bytes[at++];
+      if (byte === undefined) return -1;
+      value += (byte & 0x7f) * 2 ** shift;
+      if (!(byte & 0x80)) return value;
+    }
+    return -1;
+  };
+  if (bytes[4] !== 1 || bytes[5] !== 0 || bytes[6] !== 0 || bytes[7] !== 0) return undefined;
+  while (at < bytes.length) {
+    const id = bytes[at++];
+    const size = leb();
+    if (size < 0 || at + size > bytes.length) return undefined;
+    if (id !== 11) {
+      if (id === 1 || id === 3 || id === 10) return undefined; // code: not a data-only module
+      at += size;
+      continue;
+    }
+    const end = at + size;
+    if (leb() !== 1 || bytes[at] !== 0 || bytes[at + 1] !== 0x41 || bytes[at + 2] !== 0 || bytes[at + 3] !== 0x0b) return undefined;
+    at += 4;
+    const length = leb();
+    return length >= 0 && at + length === end ? bytes.subarray(at, end) : undefined;
+  }
+  return undefined;
 }

@@ -1,16 +1,7 @@
-// Vercel Edge: the rank .wasm files come precompiled through `?module`, like the core; the
-// prebuilt tokenizers' data and the tokenizer compiler too, imported only when loaded.
+// Vercel Edge: o200k_base's data precompiled through `?module`, like the core. The rest is not
+// bundled (bundled-data.ts).
 import o200k from '../ranks/o200k_base.wasm?module';
-import cl100k from '../ranks/cl100k_base.wasm?module';
 import type { PrebuiltTokenizerName, EncodingName } from '../types.js';
+import { notBundled } from './bundled-data.js';
 
-const tokenizers = {
-  qwen3: () => import('../ranks/qwen3.wasm?module'),
-  qwen2_5: () => import('../ranks/qwen2_5.wasm?module'),
-  deepseek_v3: () => import('../ranks/deepseek_v3.wasm?module'),
-  mistral_tekken_240718: () => import('../ranks/mistral_tekken_240718.wasm?module'),
-  mistral_tekken_240911: () => import('../ranks/mistral_tekken_240911.wasm?module'),
-};
-export const ranks = async (name: EncodingName | PrebuiltTokenizerName) =>
-  name === 'o200k_base' ? o200k : name === 'cl100k_base' ? cl100k : (await tokenizers[name]()).default;
-export const compiler = async () => (await import('../compiler/compiler_bg.wasm?module')).default;
+export const ranks = (name: EncodingName | PrebuiltTokenizerName) => (name === 'o200k_base' ? o200k : notBundled('edge', name));

@@ -1,9 +1,9 @@
 // Node and Bun: read the .wasm next to this file.
-import { readFile } from 'node:fs/promises';
 import { setCompilerLoader, setLoader } from '../core.js';
 import { compiler } from './node-data.js';
+import { readWasm } from './node-file.js';
 
-setLoader(() => readFile(new URL('../wasm/context_compactor_bg.wasm', import.meta.url)));
+setLoader(() => readWasm(new URL('../wasm/context_compactor_bg.wasm', import.meta.url), '../wasm/context_compactor_bg.wasm'));
 setCompilerLoader(compiler);
 export const runtimeEntry = 'node';
 export * from '../index.js';

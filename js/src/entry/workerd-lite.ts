@@ -1,9 +1,10 @@
 // Cloudflare Workers (workerd): the .wasm is imported as a compiled module by wrangler/esbuild.
+// The tokenizer compiler is not bundled (bundled-data.ts): `init({ compiler })`.
 import wasmModule from '../wasm/context_compactor_bg.wasm';
 import { setCompilerLoader, setLoader } from '../core.js';
+import { notBundled } from './bundled-data.js';
 
 setLoader(() => wasmModule);
-// The tokenizer compiler, imported only when loadTokenizer / compileTokenizer first run.
-setCompilerLoader(async () => (await import('../compiler/compiler_bg.wasm')).default);
+setCompilerLoader(() => notBundled('workerd', 'compiler'));
 export const runtimeEntry = 'workerd';
 export * from '../index.js';

@@ -1,10 +1,11 @@
 // Cloudflare Workers (workerd), counting only: the counting module and the data as compiled modules.
 import wasmModule from '../counter/counter_bg.wasm';
 import { counter } from '../counter-runtime.js';
-import { compiler, ranks } from './workerd-data.js';
+import { ranks } from './workerd-data.js';
+import { notBundled } from './bundled-data.js';
 
 counter.setLoader(() => wasmModule);
 counter.setRankLoader(ranks);
-counter.setCompilerLoader(compiler);
+counter.setCompilerLoader(() => notBundled('workerd', 'compiler'));
 export const runtimeEntry = 'workerd';
 export * from '../counter.js';
