@@ -96,8 +96,8 @@ pub use message::{
     ToolOutput, ToolResult, MAX_NESTING,
 };
 pub use models::{
-    count_for_model, info as model_info, lookup as lookup_model, Family, ModelCount, ModelInfo,
-    CLAUDE_47_RATIO,
+    count_for_model, info as model_info, lookup as lookup_model, nearest as nearest_models, Family,
+    ModelCount, ModelInfo, CLAUDE_47_RATIO,
 };
 pub use plan::{
     Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,

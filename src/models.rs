@@ -351,6 +351,52 @@ pub fn count_for_model(text: &str, name: &str) -> Result<ModelCount, crate::Erro
     })
 }
 
+/// The registry's names nearest to `name` (a model it does not know), best first, at most `n`:
+/// what to suggest when a name is refused. Entries match by prefix, so each is ranked by its
+/// edit distance (Levenshtein) to the closest start of the name (lowercased, without its
+/// provider prefix: `gpt4o-mini-2024` is one edit from `gpt-4o`), relative to the entry's
+/// length; then by the longest common prefix, then in registry order.
+pub fn nearest(name: &str, n: usize) -> Vec<&'static str> {
+    let bare: Vec<char> = name
+        .rsplit('/')
+        .next()
+        .unwrap_or(name)
+        .to_lowercase()
+        .chars()
+        .collect();
+    let mut ranked: Vec<(usize, std::cmp::Reverse<usize>, usize, &'static str)> = REGISTRY
+        .iter()
+        .enumerate()
+        .map(|(order, entry)| {
+            let prefix: Vec<char> = entry.prefix.chars().collect();
+            let distance = prefix_distance(&prefix, &bare);
+            let common = bare.iter().zip(&prefix).take_while(|(a, b)| a == b).count();
+            let relative = distance * 1_000 / prefix.len().max(1);
+            (relative, std::cmp::Reverse(common), order, entry.prefix)
+        })
+        .collect();
+    ranked.sort();
+    ranked.into_iter().take(n).map(|r| r.3).collect()
+}
+
+/// The fewest edits (Levenshtein) that turn `prefix` into some start of `text`.
+fn prefix_distance(prefix: &[char], text: &[char]) -> usize {
+    // row[j]: the distance from prefix[..i] to text[..j]; the last row's minimum is the answer.
+    let mut row: Vec<usize> = (0..=text.len()).collect();
+    for (i, p) in prefix.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, t) in text.iter().enumerate() {
+            let next = (diagonal + usize::from(p != t))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row.into_iter().min().unwrap_or(0)
+}
+
 /// The entry used for a model the registry does not know.
 pub fn unknown(name: &str) -> ModelInfo {
     ModelInfo {
@@ -404,6 +450,20 @@ mod tests {
         let opus = count_for_model(text, "claude-opus-4-7").unwrap();
         assert_eq!(opus.ratio, CLAUDE_47_RATIO);
         assert!(opus.ratio > claude.ratio);
+    }
+
+    #[test]
+    fn nearest_names_for_an_unknown_model() {
+        assert_eq!(nearest("gpt4o", 1), ["gpt-4o"]);
+        assert_eq!(nearest("openai/GPT4o-mini", 1), ["gpt-4o-mini"]);
+        assert_eq!(nearest("claud-sonet-4", 1), ["claude-sonnet-4"]);
+        assert_eq!(nearest("lama-3.1-8b", 1), ["llama-3.1"]);
+        assert_eq!(nearest("claud-sonet-4-5", 1), ["claude-sonnet-4"]);
+        assert_eq!(nearest("sonnet", 1), ["claude-sonnet-4"]);
+        let three = nearest("gpt-4x", 3);
+        assert_eq!(three.len(), 3);
+        assert!(three.contains(&"gpt-4"), "{three:?}");
+        assert_eq!(nearest("", 5).len(), 5);
     }
 
     #[test]

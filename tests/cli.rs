@@ -188,13 +188,139 @@ fn plan_report_names_every_path_and_the_token_counts() {
     assert!(text.contains("re-plan   no new actions"), "{text}");
 }
 
+/// The command line of `command` on the fixture: `report` needs somewhere to write.
+fn args<'a>(command: &'a str, fixture: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![command, fixture];
+    args.extend_from_slice(rest);
+    if command == "report" {
+        args.push("--json");
+    }
+    args
+}
+
+/// Exit 2 with nothing on stdout; stderr.
+fn refused(output: &Output) -> String {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "stdout: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(output.stdout.is_empty());
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[test]
-fn unknown_model_and_small_window_are_noted() {
-    let text = stdout(&run(&["plan", &fixture()]));
+fn no_model_is_refused_not_guessed() {
+    // Issue 35 (8): without --model every command planned against an 8,192-token window and
+    // another encoding, without a word.
+    let fixture = fixture();
+    for command in ["plan", "stats", "report"] {
+        for rest in [
+            &[][..],
+            &["--window", "8192"],
+            &["--encoding", "cl100k_base"],
+        ] {
+            let stderr = refused(&run(&args(command, &fixture, rest)));
+            assert!(
+                stderr.contains("no model given")
+                    && stderr.contains("--model")
+                    && stderr.contains("--window N with --encoding"),
+                "{command} {rest:?}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unknown_model_is_refused_with_the_registrys_nearest_names() {
+    let fixture = fixture();
+    for command in ["plan", "stats", "report"] {
+        for (model, nearest) in [
+            ("gpt4o", "gpt-4o"),
+            ("claud-sonnet-4-5", "claude-sonnet-4"),
+            ("sonnet", "claude-sonnet-4"),
+        ] {
+            let stderr = refused(&run(&args(command, &fixture, &["--model", model])));
+            assert!(
+                stderr.contains(&format!("unknown model \"{model}\" (--model)"))
+                    && stderr.contains(&format!("nearest names are {nearest}")),
+                "{command} {model}: {stderr}"
+            );
+        }
+    }
+    // A model named by the session file or the config is checked the same way.
+    let session: Value = serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    let named = TempFile::new(
+        "named.json",
+        &serde_json::json!({"model": "gpt-4o-mini", "messages": session["messages"]}).to_string(),
+    );
+    let typo = TempFile::new(
+        "typo.json",
+        &serde_json::json!({"model": "gpt4o-mini", "messages": session["messages"]}).to_string(),
+    );
+    let text = stdout(&run(&["stats", named.path()]));
     assert!(
-        text.contains("unknown model") && text.contains("8,192"),
+        text.contains("model     gpt-4o-mini (registry entry gpt-4o-mini), window 128,000"),
         "{text}"
     );
+    let stderr = refused(&run(&["stats", typo.path()]));
+    assert!(
+        stderr.contains("unknown model \"gpt4o-mini\" (the session's `model`)")
+            && stderr.contains("nearest names are gpt-4o-mini"),
+        "{stderr}"
+    );
+    let config = TempFile::new("model-config.json", r#"{"model": "gtp-4o"}"#);
+    let stderr = refused(&run(&["plan", &fixture, "--config", config.path()]));
+    assert!(stderr.contains("(the config's `model`)"), "{stderr}");
+}
+
+#[test]
+fn a_window_with_an_encoding_plans_a_model_the_registry_does_not_know() {
+    let fixture = fixture();
+    let described: [(&[&str], &str); 3] = [
+        (
+            &["--window", "8192", "--encoding", "cl100k_base"],
+            "(none given) (not in the registry), window 8,192, encoding cl100k_base",
+        ),
+        (
+            &[
+                "--model",
+                "my-local-model",
+                "--window",
+                "32000",
+                "--encoding",
+                "o200k_base",
+            ],
+            "my-local-model (not in the registry), window 32,000, encoding o200k_base",
+        ),
+        // --encoding overrides a known model's too.
+        (
+            &["--model", "gpt-4o", "--encoding", "cl100k_base"],
+            "gpt-4o (registry entry gpt-4o), window 128,000, encoding cl100k_base",
+        ),
+    ];
+    for (rest, model_line) in described {
+        for command in ["plan", "stats"] {
+            let text = stdout(&run(&args(command, &fixture, rest)));
+            assert!(text.contains(model_line), "{command} {rest:?}: {text}");
+        }
+        stdout(&run(&args("report", &fixture, rest)));
+    }
+    // An encoding the crate has not is clap's usage error.
+    let output = run(&[
+        "plan",
+        &fixture,
+        "--model",
+        "gpt-4o",
+        "--encoding",
+        "p50k_base",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_small_window_is_noted() {
     // At 500 tokens only a summary fits: the transcript is saved first, the CLI (no LLM) uses
     // the heuristic summary, and the result is what was predicted.
     let report = json(&run(&[

@@ -45,6 +45,9 @@ def native_plans(tmp_path) -> Dict[str, Any]:
         session.write_text(json.dumps(messages), encoding="utf-8")
         config_file.write_text(json.dumps(config), encoding="utf-8")
         args = [cli, "plan", str(session), "--config", str(config_file), "--json"] + (["--manual"] if manual else [])
+        if "model" not in config:
+            # The CLI does not guess: a window without a model needs its encoding (the hosts' default).
+            args += ["--encoding", "o200k_base"]
         plans[name] = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     return plans
 

@@ -1,16 +1,22 @@
 //! `context-compactor`: the native CLI over the sans-IO core.
 //!
 //! ```text
-//! context-compactor plan  session.json [--model M] [--window N] [--config config.json] [--json]
-//! context-compactor stats session.json [--model M] [--window N] [--config config.json] [--json]
-//! context-compactor report session.json [--model M] [--window N] [--preset P] --out report.html [--json]
+//! context-compactor plan  session.json --model M [--window N] [--config config.json] [--json]
+//! context-compactor stats session.json --model M [--window N] [--config config.json] [--json]
+//! context-compactor report session.json --model M [--window N] [--preset P] --out report.html [--json]
+//! context-compactor plan  session.json --window N --encoding o200k_base   (a model the registry does not know)
 //! ```
 //!
 //! `session.json` is a JSON array of AI SDK `ModelMessage`s or an object with a `messages` array
 //! (and optionally a `model` string, used when neither `--model` nor the config names one, a
 //! `system` string, put first as the system message, and `tools`, the tool definitions sent with
 //! every request: an array or an object by name, as the quality arena's sessions have them); `-`
-//! reads standard input. `plan` prints the plan, then runs the crate's host loop against an
+//! reads standard input.
+//!
+//! The CLI never guesses the model: it needs a model the registry knows (`--model`, or the
+//! config's or the session's `model`), or the window and the encoding given together
+//! (`--window` with `--encoding`, or in the config). A model the registry does not know is
+//! refused with the registry's nearest names, unless `--window` and `--encoding` describe it. `plan` prints the plan, then runs the crate's host loop against an
 //! in-memory store (every write succeeds), applies the outcomes and re-plans. `stats` breaks the
 //! token count down by message, role, tool and part. `report` replays the session one model call
 //! at a time as an agent host would (`context_compactor::report::replay`) and writes one
@@ -30,8 +36,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use context_compactor::report::thousands;
 use context_compactor::{
-    messages_from_value, report, Action, CachedCounter, Compactor, Config, Content, Error, Message,
-    Note, Outcome, Part, Plan, PlanOptions, Role, Strategy, ToolDefinition, TriggerKind,
+    lookup_model, messages_from_value, nearest_models, report, Action, CachedCounter, Compactor,
+    Config, Content, Encoding, Error, Message, Note, Outcome, Part, Plan, PlanOptions, Role,
+    Strategy, ToolDefinition, TriggerKind,
 };
 use serde_json::{json, Value};
 
@@ -77,12 +84,17 @@ struct ReportOpts {
 struct Opts {
     /// A JSON array of AI SDK ModelMessages, or {"messages": [...]}; `-` reads stdin.
     session: String,
-    /// Model name, looked up in the registry (e.g. gpt-4o, claude-sonnet-4-5).
+    /// Model name, looked up in the registry (e.g. gpt-4o, claude-sonnet-4-5). Required unless
+    /// the config or the session names one, or --window and --encoding are both given.
     #[arg(long)]
     model: Option<String>,
     /// Context window in tokens (overrides the registry).
     #[arg(long)]
     window: Option<u32>,
+    /// Encoding counts are made with, o200k_base or cl100k_base (overrides the registry). With
+    /// --window, plans for a model the registry does not know.
+    #[arg(long, value_parser = ["o200k_base", "cl100k_base"])]
+    encoding: Option<String>,
     /// A JSON configuration file (the crate's `Config`); --model and --window override it.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -232,42 +244,59 @@ fn load_session_file(path: &str) -> Result<Session, Failure> {
 }
 
 fn compactor(opts: &Opts, session_model: Option<String>) -> Result<Compactor, Failure> {
-    let config = config(
-        &opts.config,
-        &opts.preset,
-        &opts.model,
-        opts.window,
-        session_model,
-    )?;
-    Ok(Compactor::new(config)?)
+    Ok(Compactor::new(config(opts, session_model)?)?)
 }
 
-/// The configuration: the file, the preset, then --model (or the session's model) and --window.
-fn config(
-    file: &Option<PathBuf>,
-    preset: &Option<String>,
-    model: &Option<String>,
-    window: Option<u32>,
-    session_model: Option<String>,
-) -> Result<Config, Failure> {
-    let mut config: Value = match file {
+/// The configuration: the file, the preset, then --model (or the session's model), --window and
+/// --encoding; refused when it leaves the model to a guess (see [`check_model`]).
+fn config(opts: &Opts, session_model: Option<String>) -> Result<Config, Failure> {
+    let mut config: Value = match &opts.config {
         Some(path) => serde_json::from_str(&read_text(&path.to_string_lossy())?)
             .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?,
         None => json!({}),
     };
-    if let (Some(preset), Value::Object(map)) = (preset, &mut config) {
+    if let (Some(preset), Value::Object(map)) = (&opts.preset, &mut config) {
         map.insert("preset".into(), Value::String(preset.clone()));
     }
     let mut config = Config::from_value(config)?;
-    if model.is_some() {
-        config.model = model.clone();
-    } else if config.model.is_none() {
+    let source = if opts.model.is_some() {
+        config.model = opts.model.clone();
+        "--model"
+    } else if config.model.is_some() {
+        "the config's `model`"
+    } else {
         config.model = session_model;
+        "the session's `model`"
+    };
+    if opts.window.is_some() {
+        config.context_window = opts.window;
     }
-    if window.is_some() {
-        config.context_window = window;
+    if let Some(encoding) = &opts.encoding {
+        config.encoding = Some(encoding.parse::<Encoding>()?);
     }
+    check_model(&config, source)?;
     Ok(config)
+}
+
+/// The CLI does not guess: a model the registry does not know (or none) would be planned against
+/// an 8,192-token window and counted with another encoding, without a word. It needs a model
+/// the registry knows, or the window and the encoding given together; an unknown name is refused
+/// with the registry's nearest names.
+fn check_model(config: &Config, source: &str) -> Result<(), Failure> {
+    const DESCRIBE: &str =
+        "--window N with --encoding o200k_base|cl100k_base for a model the registry does not know";
+    let described = config.context_window.is_some() && config.encoding.is_some();
+    match config.model.as_deref().filter(|name| !name.trim().is_empty()) {
+        Some(name) if lookup_model(name).is_some() || described => Ok(()),
+        Some(name) => Err(Failure::Io(format!(
+            "unknown model \"{name}\" ({source}): the registry's nearest names are {}; pass one of them with --model, or {DESCRIBE}",
+            nearest_models(name, 5).join(", "),
+        ))),
+        None if described => Ok(()),
+        None => Err(Failure::Io(format!(
+            "no model given: pass --model NAME (a registry name such as gpt-4o or claude-sonnet-4-5), or {DESCRIBE}",
+        ))),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,13 +310,7 @@ fn run_report(args: &ReportOpts) -> Result<String, Failure> {
         ));
     }
     let session = load_session_file(&opts.session)?;
-    let mut config = config(
-        &opts.config,
-        &opts.preset,
-        &opts.model,
-        opts.window,
-        session.model,
-    )?;
+    let mut config = config(opts, session.model)?;
     if config.tools.is_empty() {
         config.tools = session.tools;
     }
