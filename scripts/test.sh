@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 bash scripts/build.sh || { echo "build failed"; exit 1; }
 
-suites=${SUITES:-"rust host hf-oracle ai-sdk demo runtimes examples arena python"}
+suites=${SUITES:-"rust host hf-oracle ai-sdk demo runtimes frameworks examples arena python"}
 passed=0; failed=0; failed_names=()
 run() {
   local name=$1; shift
@@ -26,6 +26,9 @@ run hf-oracle bash -c 'bash scripts/oracle/regen-hf.sh --generated && cargo test
 run ai-sdk    node --test tests/ai-sdk/
 run demo      node examples/demo/demo.mjs
 run runtimes  node tests/runtimes/run-all.mjs
+# The apps people build: the packed tarball in Next.js (Turbopack, webpack; Node, Edge routes),
+# Vite + Chromium, wrangler + workerd, Nuxt, plain Node 22 / Deno / Bun (tests/frameworks).
+run frameworks node tests/frameworks/run.mjs
 run examples  node examples/run.mjs
 # The quality arena's harness tests, then its smallest session at both windows with wide margins.
 run arena     bash -c 'node --test bench/arena/test/ bench/arena/sessions/ && node --max-old-space-size=8192 bench/arena/run.mjs --sessions long-chat --check --out bench/arena/out/ci'
