@@ -256,23 +256,29 @@ const suites = {
 
   async nuxt(tarball) {
     const dir = prepare('nuxt', tarball, 'server');
-    const base = { framework: 'Nuxt 4', bundler: 'Nitro (Rollup), node-server', route: 'server route' };
-    try {
-      rmSync(join(dir, '.output'), { recursive: true, force: true });
-      run(join(dir, 'node_modules/.bin/nuxt'), ['build'], dir);
-    } catch (error) {
-      return fail(base, error);
-    }
-    const p = port++;
-    let server;
-    try {
-      server = await serve(join(node22, 'node'), ['.output/server/index.mjs'], dir, `http://127.0.0.1:${p}/`, { PORT: String(p), HOST: '127.0.0.1' });
-      const size = sizeOf(join(dir, '.output/server'), (f) => f.endsWith('.wasm'));
-      await request({ ...base, build: true, size, sizeNote: 'wasm files in .output/server' }, `http://127.0.0.1:${p}/api/chat`);
-    } catch (error) {
-      fail({ ...base, build: true }, error);
-    } finally {
-      server?.stop();
+    for (const preset of ['node-server', 'cloudflare-module']) {
+      const base = { framework: 'Nuxt 4', bundler: `Nitro (Rollup), ${preset}`, route: preset === 'node-server' ? 'server route (Node)' : 'server route (workerd, wrangler dev)' };
+      try {
+        rmSync(join(dir, '.output'), { recursive: true, force: true });
+        run(join(dir, 'node_modules/.bin/nuxt'), ['build'], dir, { extraEnv: { NITRO_PRESET: preset } });
+      } catch (error) {
+        fail(base, error);
+        continue;
+      }
+      const p = port++;
+      let server;
+      try {
+        const size = sizeOf(join(dir, '.output/server'), (f) => f.endsWith('.wasm'));
+        server = preset === 'node-server'
+          ? await serve(join(node22, 'node'), ['.output/server/index.mjs'], dir, `http://127.0.0.1:${p}/`, { PORT: String(p), HOST: '127.0.0.1' })
+          // What .output/nitro.json's preview command runs.
+          : await serve(join(dir, 'node_modules/.bin/wrangler'), ['dev', 'server/index.mjs', '--assets', 'public', '--compatibility-date', '2026-11-01', '--compatibility-flags', 'nodejs_compat', '--port', String(p), '--ip', '127.0.0.1'], join(dir, '.output'), `http://127.0.0.1:${p}/favicon.ico`);
+        await request({ ...base, build: true, size, sizeNote: 'wasm files in .output/server' }, `http://127.0.0.1:${p}/api/chat`);
+      } catch (error) {
+        fail({ ...base, build: true }, error);
+      } finally {
+        server?.stop();
+      }
     }
   },
 };
