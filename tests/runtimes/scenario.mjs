@@ -2,10 +2,17 @@
 // through the package under test. Each runner loads `context-compactor` its own way and passes
 // the module namespace in as `cc`.
 //
-// runScenario(cc, fixture, { expectedEntry }) -> [{ name, ok, detail }]
+// runScenario(cc, fixture, { expectedEntry, data }) -> [{ name, ok, detail }]
+//
+// `data` (Workers and Edge only; not-bundled.mjs): what their entries do not carry, imported by
+// the app's bundle — cl100k_base, qwen3 and deepseek_v3's data and the tokenizer compiler. With
+// it the scenario first checks that the package asks for it (a typed error giving the import
+// line), then hands it over (loadEncoding(name, data), init({ compiler })). Without it (Node,
+// Deno, Bun, Chromium) the entry finds all of it by itself.
 
 import { statelessRouteHandler } from './stateless.mjs';
 import { tokensScenario } from './tokens.mjs';
+import { notBundledCheck, thrownBy } from './not-bundled.mjs';
 
 export const CONTEXT_WINDOW = 16000;
 export const BIG_TEXT_MIN_TOKENS = 100000;
@@ -87,7 +94,7 @@ function toolResultPart(messages) {
   return undefined;
 }
 
-export async function runScenario(cc, fixture, { expectedEntry } = {}) {
+export async function runScenario(cc, fixture, { expectedEntry, data } = {}) {
   const results = [];
   const check = (name, ok, detail = '') => { results.push({ name, ok: !!ok, detail: ok ? detail : (detail || 'failed') }); return !!ok; };
   // Runs fn; a throw becomes a failed check instead of aborting the whole scenario.
@@ -120,12 +127,14 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
   let notLoaded;
   try { cc.countTokens('hi', 'cl100k_base'); } catch (e) { notLoaded = e; }
   check('countTokens(cl100k_base) before loading is a typed encoding_not_loaded', notLoaded?.code === 'encoding_not_loaded', notLoaded?.message);
+  if (data) notBundledCheck(cc, check, data, "loadEncoding('cl100k_base')", await thrownBy(() => cc.loadEncoding('cl100k_base')), 'cl100k_base');
   t0 = now();
   const cl100kOk = await step('loadEncoding(cl100k_base) resolves', async () => {
-    await Promise.all([cc.loadEncoding('cl100k_base'), cc.loadEncoding('cl100k_base')]);
+    const source = data?.ranks.cl100k_base; // none: the entry's own loading
+    await Promise.all([cc.loadEncoding('cl100k_base', source), cc.loadEncoding('cl100k_base', source)]);
     return cc.isEncodingLoaded('cl100k_base');
   });
-  check('loadEncoding(cl100k_base) loads it (concurrent calls share one load)', cl100kOk === true, `${Math.round(now() - t0)} ms`);
+  check(`loadEncoding(cl100k_base${data ? ", the app's import" : ''}) loads it (concurrent calls share one load)`, cl100kOk === true, `${Math.round(now() - t0)} ms`);
 
   // (b) exact token counts from the fixture
   const cases = Array.isArray(fixture?.cases) ? fixture.cases : [];
@@ -150,6 +159,10 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
   // of Gemini 2.x / 3, counted as Hugging Face `tokenizers` counts it
   const hf = fixture?.hf;
   if (check('fixture carries a tokenizer.json (scripts/fetch-tokenizers.sh)', typeof hf?.tokenizer === 'string')) {
+    if (data) {
+      notBundledCheck(cc, check, data, `loadTokenizer('${hf.name}')`, await thrownBy(() => cc.loadTokenizer(hf.name, hf.tokenizer)), 'compiler');
+      await step('init({ compiler })', () => cc.init({ compiler: data.compiler }));
+    }
     t0 = now();
     const info = await step(`loadTokenizer(${hf.name}) resolves`, () => cc.loadTokenizer(hf.name, hf.tokenizer));
     timings.loadTokenizerMs = Math.round(now() - t0);
@@ -165,8 +178,10 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
   // data-only .wasm: Qwen 3 by init({ encodings }), DeepSeek V3 by createCompactor for its model
   const prebuilt = Array.isArray(fixture?.prebuilt) ? fixture.prebuilt : [];
   if (check('fixture carries the prebuilt tokenizers\' counts', prebuilt.length >= 70, `${prebuilt.length} cases`)) {
+    if (data) notBundledCheck(cc, check, data, "init({ encodings: ['qwen3'] })", await thrownBy(() => cc.init({ encodings: ['qwen3'] })), 'qwen3');
     t0 = now();
-    const qwenOk = await step("init({ encodings: ['qwen3'] }) resolves", async () => {
+    const qwenOk = await step(`${data ? "loadEncoding('qwen3', the app's import), then " : ''}init({ encodings: ['qwen3'] }) resolves`, async () => {
+      if (data) await cc.loadEncoding('qwen3', data.ranks.qwen3);
       await cc.init({ encodings: ['qwen3'] });
       return cc.isEncodingLoaded('qwen3');
     });
@@ -177,9 +192,15 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
       check('countTokens(qwen3), prebuilt data, matches Python tokenizers', bad.length === 0,
         bad.length ? short(bad.slice(0, 8).join('; '), 800) : `${prebuilt.length} cases, loaded in ${timings.loadQwen3Ms} ms`);
     }
+    if (data) {
+      const error = await thrownBy(() => cc.createCompactor({ model: 'deepseek-chat', store: new cc.MemoryStore() }));
+      notBundledCheck(cc, check, data, "createCompactor({ model: 'deepseek-chat' })", error, 'deepseek_v3');
+    }
     t0 = now();
-    const deepseek = await step("createCompactor({ model: 'deepseek-chat' }) loads deepseek_v3", () =>
-      cc.createCompactor({ model: 'deepseek-chat', store: new cc.MemoryStore() }));
+    const deepseek = await step(`${data ? "loadEncoding('deepseek_v3', the app's import), then " : ''}createCompactor({ model: 'deepseek-chat' }) loads deepseek_v3`, async () => {
+      if (data) await cc.loadEncoding('deepseek_v3', data.ranks.deepseek_v3);
+      return cc.createCompactor({ model: 'deepseek-chat', store: new cc.MemoryStore() });
+    });
     timings.loadDeepseekMs = Math.round(now() - t0);
     if (deepseek) {
       const bad = prebuilt.filter((c) => cc.countTokens(c.text, 'deepseek_v3') !== c.deepseek_v3)
@@ -416,7 +437,7 @@ export async function runScenario(cc, fixture, { expectedEntry } = {}) {
       second instanceof cc.CompactorError && second.code === 'context_overflow' && second.cause === overflow && passed === other,
       short({ code: second?.code, message: second?.message, passed: passed?.message }));
   });
-  await tokensScenario(cc, fixture, { check, step, timings, expectedEntry, now, short });
+  await tokensScenario(cc, fixture, { check, step, timings, expectedEntry, now, short, data });
   return finish();
 
   function finish() {

@@ -2,10 +2,12 @@
 // runner hands in `cc.loadTokens()`, which imports it (a dynamic import, after the main scenario
 // has run on the main entry alone) or returns its named imports (a bundle). Runtime-agnostic like
 // scenario.mjs. The main entry is loaded by then, so this also checks that the two entries'
-// modules stay independent in one app.
+// modules stay independent in one app. `data` (Workers and Edge): as in scenario.mjs, the data
+// and the compiler the app imports, since those entries do not carry them.
+import { notBundledCheck, thrownBy } from './not-bundled.mjs';
 
 /** Checks through `check(name, ok, detail)`; `step(name, fn)` turns a throw into a failed check. */
-export async function tokensScenario(cc, fixture, { check, step, timings, expectedEntry, now, short }) {
+export async function tokensScenario(cc, fixture, { check, step, timings, expectedEntry, now, short, data }) {
   const tc = await step("import 'context-compactor/tokens'", () => cc.loadTokens());
   if (!check("import 'context-compactor/tokens'", !!tc && typeof tc.countTokens === 'function', tc ? Object.keys(tc).join(',') : 'not handed in')) return;
   if (expectedEntry !== undefined) {
@@ -15,13 +17,18 @@ export async function tokensScenario(cc, fixture, { check, step, timings, expect
   try { tc.countTokens('hi'); } catch (e) { early = e; }
   check('tokens: countTokens before its own init() is a typed not_initialized (the main entry\'s init does not load it)',
     early instanceof tc.CompactorError && early.code === 'not_initialized', early?.message);
+  if (data) notBundledCheck(tc, check, data, "tokens: loadEncoding('cl100k_base')", await thrownBy(() => tc.loadEncoding('cl100k_base')), 'cl100k_base');
   const t0 = now();
   const ok = await step('tokens: init() resolves', async () => {
+    if (data) {
+      await tc.init({ compiler: data.compiler });
+      await Promise.all([tc.loadEncoding('cl100k_base', data.ranks.cl100k_base), tc.loadEncoding('qwen3', data.ranks.qwen3)]);
+    }
     await tc.init({ encodings: ['o200k_base', 'cl100k_base', 'qwen3'] });
     return tc.isEncodingLoaded('o200k_base') && tc.isEncodingLoaded('cl100k_base') && tc.isEncodingLoaded('qwen3');
   });
   timings.tokensInitMs = Math.round(now() - t0);
-  if (!check('tokens: init({ encodings }) loads the counting module, both encodings and prebuilt qwen3', ok === true, `${timings.tokensInitMs} ms`)) return;
+  if (!check(`tokens: init({ encodings }) loads the counting module, both encodings and prebuilt qwen3${data ? " (cl100k_base, qwen3 and the compiler from the app's imports)" : ''}`, ok === true, `${timings.tokensInitMs} ms`)) return;
   await step('tokens: counts', () => {
     const cases = fixture?.cases ?? [];
     const bad = cases.filter((c) => tc.countTokens(c.text) !== c.o200k_base || tc.countTokens(c.text, 'cl100k_base') !== c.cl100k_base).map((c) => c.name);

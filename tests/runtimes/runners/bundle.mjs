@@ -2,6 +2,7 @@
 import { readFile, copyFile, mkdir } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { parseFixture } from './common.mjs';
 
 export const runtimesDir = fileURLToPath(new URL('..', import.meta.url));
@@ -27,6 +28,18 @@ export function fixturePlugin(fixtureInfo) {
 }
 
 /**
+ * The file a `.wasm` import names, found by esbuild's own resolver: a relative path inside the
+ * package, or a subpath of the package (`context-compactor/ranks/cl100k_base.wasm`) through its
+ * `exports`, as wrangler and Vercel resolve them. `pluginData.wasmFile` marks the inner lookup,
+ * which the wasm plugins leave alone.
+ */
+export async function resolveWasm(build, path, args) {
+  const found = await build.resolve(path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: { wasmFile: true } });
+  if (found.errors.length) throw new Error(`cannot resolve ${path} from ${args.importer}: ${found.errors.map((e) => e.text).join('; ')}`);
+  return found.path;
+}
+
+/**
  * Plain `.wasm` imports stay imports: the file is copied next to the bundle and the import is
  * kept external, so the host (workerd) loads it as its own CompiledWasm module. Records the
  * resolved source paths in `seen`.
@@ -36,10 +49,11 @@ export function externalWasmPlugin(outdir, seen = []) {
     name: 'external-wasm',
     setup(build) {
       build.onResolve({ filter: /\.wasm$/ }, async (args) => {
-        const src = fileURLToPath(new URL(args.path, 'file://' + args.resolveDir + '/'));
+        if (args.pluginData?.wasmFile) return undefined;
+        const src = await resolveWasm(build, args.path, args);
         await mkdir(outdir, { recursive: true });
         await copyFile(src, `${outdir}/${basename(src)}`);
-        if (!seen.includes(src)) seen.push(src); // two entries may import one file (the compiler)
+        if (!seen.includes(src)) seen.push(src); // two entries may import one file (o200k_base)
         return { path: './' + basename(src), external: true };
       });
     },
@@ -100,23 +114,50 @@ export async function answerJson(res, entry, what) {
   }
 }
 
-/** Every .wasm a bundle of the full entry imports (the tokenizers' by dynamic import). */
-export const BUNDLED_WASM = ['context_compactor_bg', 'compiler_bg', 'o200k_base', 'cl100k_base', 'qwen3', 'qwen2_5', 'deepseek_v3', 'mistral_tekken_240718', 'mistral_tekken_240911'];
-/** …and a bundle of both entries (the runtimes' workers import `context-compactor/tokens` too). */
-const BOTH_ENTRIES_WASM = [...BUNDLED_WASM, 'counter_bg'];
+/**
+ * The .wasm files a Workers / Edge bundle carries: the main entry's (the core and o200k_base's
+ * data: nothing else, to fit the platforms' size limits), the tokens entry's, and what the test
+ * apps import themselves (runners/bundled/worker.mjs, edge-worker.mjs, tokens-*worker.mjs).
+ */
+export const MAIN_ENTRY_WASM = ['context_compactor_bg', 'o200k_base'];
+const TOKENS_ENTRY_WASM = ['counter_bg', 'o200k_base'];
+const SCENARIO_APP_WASM = ['cl100k_base', 'qwen3', 'deepseek_v3', 'compiler_bg'];
+const TOKENS_APP_WASM = ['cl100k_base'];
+
+/** Whether the bundle's .wasm files (paths) are exactly `names`, each once. */
+const exactly = (files, names) => {
+  const got = files.map((f) => f.split('/').pop()).sort();
+  const want = [...new Set(names)].map((n) => `${n}.wasm`).sort();
+  return got.length === want.length && got.every((f, i) => f === want[i]);
+};
+
+/** Raw and gzip sizes (zlib's default level) of what a deploy uploads: the bundled script
+ * (`code`, named `script`) and the .wasm files it imports (paths), as the platforms' limits count
+ * an upload (after compression). */
+export async function bundleSize(script, code, wasmPaths) {
+  const files = [{ name: script, bytes: Buffer.from(code) }];
+  for (const path of wasmPaths) files.push({ name: basename(path), bytes: await readFile(path) });
+  const rows = files.map(({ name, bytes }) => ({ name, raw: bytes.length, gzip: gzipSync(bytes).length }));
+  const sum = (key) => rows.reduce((n, r) => n + r[key], 0);
+  return { raw: sum('raw'), gzip: sum('gzip'), files: rows };
+}
+
+const kB = (n) => `${(n / 1000).toFixed(1)} kB`;
 
 /**
  * The report of a bundled runtime: the main scenario's checks, preceded by the packaging checks
  * (the export condition picked `expectedEntry`, checked in a separate probe bundle of the main
- * entry alone so it cannot keep the entry alive in the main one, and that bundle has no counting
- * module; the main bundle kept its .wasm imports) and followed by the tokens-only bundle's (an app
- * that imports `context-compactor/tokens` alone gets its entry, the counting module and the data,
- * not the core, and counts exactly).
+ * entry alone so it cannot keep the entry alive in the main one; that bundle carries the core and
+ * o200k_base's data and nothing else, its gzip size recorded and within `sizeLimit`; the main bundle kept its .wasm
+ * imports, the app's own among them and no others) and followed by the tokens-only bundle's (an
+ * app that imports `context-compactor/tokens` alone gets its entry, the counting module and the
+ * data, not the core, and counts exactly).
  */
-export function bundledReport({ expectedEntry, probe, main, tokensOnly, wasmCheck, runtime, timings }) {
+export function bundledReport({ expectedEntry, probe, main, tokensOnly, wasmCheck, sizeLimit, runtime, timings }) {
   const report = main.json;
   const probeWasm = probe.keptWasmImports.map((f) => f.split('/').pop());
   const tokensWasm = tokensOnly.keptWasmImports.map((f) => f.split('/').pop());
+  const size = probe.size;
   report.checks.unshift(
     {
       name: `export condition resolves to the '${expectedEntry}' entry (separate probe bundle)`,
@@ -124,15 +165,23 @@ export function bundledReport({ expectedEntry, probe, main, tokensOnly, wasmChec
       detail: `runtimeEntry=${JSON.stringify(probe.json.runtimeEntry)}`,
     },
     {
-      name: 'a bundle of the main entry alone has the core and not the counting module',
-      ok: probeWasm.includes('context_compactor_bg.wasm') && !probeWasm.includes('counter_bg.wasm'),
-      detail: probeWasm.join(', '),
+      name: 'a bundle of the main entry alone carries exactly the core and o200k_base\'s data (no counting module, no cl100k_base, qwen, deepseek or tekken data, no tokenizer compiler)',
+      ok: exactly(probe.keptWasmImports, MAIN_ENTRY_WASM),
+      detail: `${probeWasm.join(', ')}; gzip ${kB(size.gzip)} (raw ${kB(size.raw)}): ${size.files.map((f) => `${f.name} ${kB(f.gzip)}`).join(', ')}`,
+    },
+    {
+      // What the entries carry only o200k_base for: an app that counts with it alone deploys on
+      // the platform's smallest plan (each file gzipped, decimal MB).
+      name: `that bundle fits ${sizeLimit.plan} (${sizeLimit.bytes / 1e6} MB gzipped)`,
+      ok: size.gzip <= sizeLimit.bytes,
+      detail: `${kB(size.gzip)}, ${kB(sizeLimit.bytes - size.gzip)} to spare`,
     },
     {
       name: wasmCheck,
-      // the core, the counting-only module, the two encodings' and the prebuilt tokenizers' data-only modules
-      ok: main.keptWasmImports.length === BOTH_ENTRIES_WASM.length && BOTH_ENTRIES_WASM.every((n) => main.keptWasmImports.some((f) => f.endsWith(`/${n}.wasm`))),
-      detail: main.keptWasmImports.join(', ') ||
+      // the core, the counting-only module, o200k_base's data (the entries'), and cl100k_base's,
+      // qwen3's, deepseek_v3's data and the tokenizer compiler (the worker's own imports): no other
+      ok: exactly(main.keptWasmImports, [...MAIN_ENTRY_WASM, ...TOKENS_ENTRY_WASM, ...SCENARIO_APP_WASM]),
+      detail: main.keptWasmImports.map((f) => f.split('/').pop()).join(', ') ||
         `the bundle has no .wasm import (resolved: ${main.wasmFiles.join(', ') || 'none'}): wrong entry, or the entry module was tree-shaken`,
     },
   );
@@ -143,8 +192,8 @@ export function bundledReport({ expectedEntry, probe, main, tokensOnly, wasmChec
       detail: `runtimeEntry=${JSON.stringify(tokensOnly.json.runtimeEntry)}`,
     },
     {
-      name: "a bundle of 'context-compactor/tokens' alone keeps the counting module and the data, not the compactor's core",
-      ok: tokensWasm.includes('counter_bg.wasm') && tokensWasm.includes('o200k_base.wasm') && !tokensWasm.includes('context_compactor_bg.wasm'),
+      name: "a bundle of 'context-compactor/tokens' alone keeps the counting module and o200k_base's data (and cl100k_base's, the app's import), not the compactor's core",
+      ok: exactly(tokensOnly.keptWasmImports, [...TOKENS_ENTRY_WASM, ...TOKENS_APP_WASM]),
       detail: tokensWasm.join(', '),
     },
     {
@@ -154,6 +203,6 @@ export function bundledReport({ expectedEntry, probe, main, tokensOnly, wasmChec
     },
   );
   report.runtime = runtime;
-  report.timings = { ...report.timings, ...timings };
+  report.timings = { ...report.timings, ...timings, minimalBundleGzipBytes: size.gzip, minimalBundleRawBytes: size.raw };
   return report;
 }

@@ -16,9 +16,10 @@ export function parseFixture(text, where) {
 
 /**
  * Runs the scenario with a failed check for anything that throws before/around it (import errors
- * included), and returns the report object the runners print.
+ * included), and returns the report object the runners print. `options` go to the scenario with
+ * `expectedEntry` (the Workers and Edge bundles hand in `data`: scenario.mjs).
  */
-export async function runReport(runtime, expectedEntry, loadModule, fixtureInfo, runScenario) {
+export async function runReport(runtime, expectedEntry, loadModule, fixtureInfo, runScenario, options = {}) {
   const t0 = Date.now();
   const checks = [];
   let timings = {};
@@ -32,7 +33,7 @@ export async function runReport(runtime, expectedEntry, loadModule, fixtureInfo,
   }
   if (cc) {
     try {
-      const r = await runScenario(cc, fixtureInfo.fixture, { expectedEntry });
+      const r = await runScenario(cc, fixtureInfo.fixture, { ...options, expectedEntry });
       checks.push(...r);
       timings = r.timings || {};
     } catch (e) {

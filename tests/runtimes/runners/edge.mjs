@@ -6,25 +6,29 @@
 // holds inside the VM — and handed to the bundle as a binding. Then compiling wasm from bytes is
 // switched off inside the VM (as on real Edge: "Wasm code generation disallowed by embedder"),
 // so the test fails if the package tries any path other than the precompiled Module.
+// The Edge entry carries the core and o200k_base only: the scenario's bundle imports the rest by
+// the package's subpaths with `?module` (bundled/edge-worker.mjs); the probe bundle's .wasm and
+// gzip size are the entry's own.
 import { build } from 'esbuild';
 import { EdgeRuntime } from 'edge-runtime';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { printReport, errString } from './common.mjs';
-import { runtimesDir, loadFixtureInfo, fixturePlugin, pkgVersion, answerJson, bundledReport } from './bundle.mjs';
+import { runtimesDir, loadFixtureInfo, fixturePlugin, pkgVersion, answerJson, bundledReport, bundleSize, resolveWasm } from './bundle.mjs';
 
-/** `*.wasm?module` -> `export default globalThis.__CC_WASM_MODULES__[<index>]`; records the file. */
+/** `*.wasm?module` -> `export default globalThis.__CC_WASM_MODULES__[<index>]`; records the file.
+ * The path before `?module` is resolved as Vercel's bundler does: relative, or a package subpath
+ * through its `exports` (`context-compactor/ranks/cl100k_base.wasm?module`). */
 function wasmModulePlugin(seen) {
   return {
     name: 'wasm-module-binding',
     setup(b) {
-      b.onResolve({ filter: /\.wasm\?module$/ }, (args) => {
-        const file = fileURLToPath(new URL(args.path.slice(0, -'?module'.length), 'file://' + args.resolveDir + '/'));
+      b.onResolve({ filter: /\.wasm\?module$/ }, async (args) => {
+        const file = await resolveWasm(b, args.path.slice(0, -'?module'.length), args);
         if (!seen.includes(file)) seen.push(file);
         return { path: String(seen.indexOf(file)), namespace: 'wasm-module-binding' };
       });
-      b.onResolve({ filter: /\.wasm$/ }, (args) => ({
+      b.onResolve({ filter: /\.wasm$/ }, (args) => (args.pluginData?.wasmFile ? undefined : {
         errors: [{ text: `plain .wasm import ${args.path} is not supported on Vercel Edge; use ?module` }],
       }));
       b.onLoad({ filter: /.*/, namespace: 'wasm-module-binding' }, (args) => ({
@@ -68,8 +72,9 @@ async function runEdge(entry, fixtureInfo) {
   });
   const code = out.outputFiles[0].text;
   const bundleMs = Date.now() - t0;
-  // Did the entry's `?module` import survive tree-shaking? (Resolution alone proves nothing.)
-  const keptWasmImports = code.includes('__CC_WASM_MODULES__[') ? wasmFiles : [];
+  // Which `?module` imports survived tree-shaking? (Resolution alone proves nothing.)
+  const keptWasmImports = wasmFiles.filter((f, i) => code.includes(`__CC_WASM_MODULES__[${i}]`));
+  const size = await bundleSize('index.js', code, keptWasmImports);
 
   const t1 = Date.now();
   const runtime = new EdgeRuntime();
@@ -83,7 +88,7 @@ async function runEdge(entry, fixtureInfo) {
   const t2 = Date.now();
   const res = await runtime.dispatchFetch('http://localhost/');
   const json = await answerJson(res, entry, 'edge function');
-  return { json, wasmFiles, keptWasmImports, bundleMs, compileMs, fetchMs: Date.now() - t2 };
+  return { json, wasmFiles, keptWasmImports, size, bundleMs, compileMs, fetchMs: Date.now() - t2 };
 }
 
 let report;
@@ -91,13 +96,14 @@ try {
   const fixtureInfo = await loadFixtureInfo(process.argv[2]);
   const probe = await runEdge('runners/bundled/probe.mjs', fixtureInfo);
   const main = await runEdge('runners/bundled/edge-worker.mjs', fixtureInfo);
-  const tokensOnly = await runEdge('runners/bundled/tokens-worker.mjs', fixtureInfo);
+  const tokensOnly = await runEdge('runners/bundled/tokens-edge-worker.mjs', fixtureInfo);
   report = bundledReport({
     expectedEntry: 'edge',
     probe,
     main,
     tokensOnly,
-    wasmCheck: 'bundle (named imports) imports the core, counting-only module, tokenizer compiler and rank .wasm files as precompiled WebAssembly.Modules (?module)',
+    sizeLimit: { plan: 'Vercel Hobby', bytes: 1e6 },
+    wasmCheck: "bundle (named imports) imports the core, counting-only module and o200k_base's data, and the function's own imports (cl100k_base, qwen3, deepseek_v3, the tokenizer compiler), as precompiled WebAssembly.Modules (?module), and no other .wasm",
     runtime: `edge-runtime ${await pkgVersion('edge-runtime')}`,
     timings: { bundleMs: main.bundleMs, compileMs: main.compileMs, fetchMs: main.fetchMs },
   });

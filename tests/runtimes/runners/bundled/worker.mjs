@@ -1,18 +1,23 @@
 // Cloudflare module worker (bundled by runners/workerd.mjs with the workerd conditions).
-// Named imports, as users write them: with the package's `sideEffects` setting a bundler may
-// tree-shake an entry module whose own exports are unused, so a namespace import here would hide
-// bugs that users hit. `runtimeEntry` is checked by a separate bundle (probe.mjs) for that reason.
+// The Workers entry carries o200k_base's data only (the platform's size limit): the data the
+// scenario uses beyond it (cl100k_base, the prebuilt Qwen 3 and DeepSeek V3) and the tokenizer
+// compiler are imported here the documented way, by the package's subpaths, each a separate
+// CompiledWasm module, and handed to the scenario, which passes them to loadEncoding / init.
 // `virtual:fixture` is the token-count fixture, embedded at bundle time.
-import { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError, countBreakdown } from 'context-compactor';
-import { init as tokensInit, loadEncoding as tokensLoadEncoding, loadTokenizer as tokensLoadTokenizer, isEncodingLoaded as tokensIsEncodingLoaded, countTokens as tokensCountTokens, countBreakdown as tokensCountBreakdown, modelInfo as tokensModelInfo, countModelTokens as tokensCountModelTokens, CompactorError as TokensError } from 'context-compactor/tokens';
+import cl100k_base from 'context-compactor/ranks/cl100k_base.wasm';
+import qwen3 from 'context-compactor/ranks/qwen3.wasm';
+import deepseek_v3 from 'context-compactor/ranks/deepseek_v3.wasm';
+import compiler from 'context-compactor/compiler.wasm';
 import fixtureInfo from 'virtual:fixture';
+import { cc } from './cc.mjs';
 import { runScenario } from '../../scenario.mjs';
 import { runReport } from '../common.mjs';
 
+// `suffix`: what the package's errors must name in the import line (none on Workers).
+const data = { runtime: 'workerd', suffix: '', ranks: { cl100k_base, qwen3, deepseek_v3 }, compiler };
+
 export default {
   async fetch() {
-    const cc = { init, loadEncoding, loadTokenizer, isEncodingLoaded, countTokens, MemoryStore, createCompactor, loopContext, recoverySegment, memorySegment, KvStore, CompositeStore, summarizer, anthropicCacheControl, CompactorError, countBreakdown, loadTokens: async () => ({ init: tokensInit, loadEncoding: tokensLoadEncoding, loadTokenizer: tokensLoadTokenizer, isEncodingLoaded: tokensIsEncodingLoaded, countTokens: tokensCountTokens, countBreakdown: tokensCountBreakdown, modelInfo: tokensModelInfo, countModelTokens: tokensCountModelTokens, CompactorError: TokensError }) };
-    const report = await runReport('workerd', undefined, async () => cc, fixtureInfo, runScenario);
-    return Response.json(report);
+    return Response.json(await runReport('workerd', undefined, async () => cc, fixtureInfo, runScenario, { data }));
   },
 };
