@@ -40,7 +40,7 @@ export async function resolveWasm(build, path, args) {
 }
 
 /**
- * Plain `.wasm` imports stay imports: the file is copied next to the bundle and the import is
+ * `.wasm` (and `.wasm?module`) imports stay imports: the file is copied next to the bundle and the import is
  * kept external, so the host (workerd) loads it as its own CompiledWasm module. Records the
  * resolved source paths in `seen`.
  */
@@ -48,9 +48,10 @@ export function externalWasmPlugin(outdir, seen = []) {
   return {
     name: 'external-wasm',
     setup(build) {
-      build.onResolve({ filter: /\.wasm$/ }, async (args) => {
+      // `?module` too: the Workers entries use it (wrangler's default rules read both as CompiledWasm).
+      build.onResolve({ filter: /\.wasm(\?module)?$/ }, async (args) => {
         if (args.pluginData?.wasmFile) return undefined;
-        const src = await resolveWasm(build, args.path, args);
+        const src = await resolveWasm(build, args.path.replace(/\?module$/, ''), args);
         await mkdir(outdir, { recursive: true });
         await copyFile(src, `${outdir}/${basename(src)}`);
         if (!seen.includes(src)) seen.push(src); // two entries may import one file (o200k_base)
