@@ -169,7 +169,7 @@ const suites = {
         rmSync(join(dir, '.next'), { recursive: true, force: true });
         run(join(dir, 'node_modules/.bin/next'), ['build', ...(bundler === 'webpack' ? ['--webpack'] : [])], dir);
       } catch (error) {
-        for (const route of ['Node route', 'Edge route', 'Edge route, lite']) fail({ ...base, route }, error);
+        for (const route of ['Node route', 'Edge route', 'proxy (middleware)', 'Edge route, lite']) fail({ ...base, route }, error);
         continue;
       }
       const buildMs = Date.now() - t0;
@@ -189,6 +189,7 @@ const suites = {
         await request({ ...base, route: 'Node route', build: true, size: nodeWasm, sizeNote: 'wasm files in .next/server (Node)' }, `http://127.0.0.1:${p}/api/node`);
         const edge = edgeSize('/api/edge/route');
         await request({ ...base, route: 'Edge route', build: true, size: edge?.total, sizeNote: `Edge function, all files (ours: wasm ${kb(edge?.wasm ?? 0)} KiB)`, limit: 'Vercel Pro 2 MB (Hobby: the lite route)', limitBytes: 2_000_000 }, `http://127.0.0.1:${p}/api/edge`);
+        await request({ ...base, route: 'proxy (middleware)', build: true }, `http://127.0.0.1:${p}/proxy/quickstart`);
         const lite = edgeSize('/api/edge-lite/route');
         await request({ ...base, route: 'Edge route, lite', build: true, size: lite?.total, sizeNote: `Edge function, all files (ours: wasm ${kb(lite?.wasm ?? 0)} KiB; ranks from public/)`, limit: 'Vercel Hobby 1 MB', limitBytes: 1_000_000 }, `http://127.0.0.1:${p}/api/edge-lite`);
       } catch (error) {
@@ -201,7 +202,7 @@ const suites = {
 
   async vite(tarball) {
     const dir = prepare('vite', tarball, 'src');
-    const base = { framework: 'Vite 8', bundler: 'Rollup (vite build)', route: 'browser SPA (Chromium)' };
+    const base = { framework: 'Vite 8', bundler: 'Rolldown (vite build)', route: 'browser SPA (Chromium)' };
     try {
       rmSync(join(dir, 'dist'), { recursive: true, force: true });
       run(join(dir, 'node_modules/.bin/vite'), ['build'], dir);
