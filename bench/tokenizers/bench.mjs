@@ -3,10 +3,15 @@
 // root builds the package first; this file assumes js/dist exists.
 //
 //   node bench.mjs [--reps=5] [--init-runs=7] [--skip=init,throughput,sizes,hard,plan] [--quick]
+//                  [--contenders=tiktoken,gpt-tokenizer] [--inputs=spaces,CJK] [--hard-budget=20]
 //
 // Writes out/results.json and out/results.md (also printed). Medians; ratios are ours / peer
-// (speed) or peer / ours (time, size), so > 1 means we are ahead.
-import { execFileSync } from 'node:child_process';
+// (speed) or peer / ours (time, size), so > 1 means we are ahead. Every measurement runs in a
+// child process: a peer that crashes (npm tiktoken's wasm traps on 1 MB of spaces) or runs out
+// of time is recorded as such ("crashed on 1 MB of spaces") and the run goes on; results.json is
+// written after each section. `--contenders` and `--inputs` (hard inputs) narrow a run; ours
+// always runs (the ratios are against it).
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { allContenders, ENCODINGS, OURS } from './contenders.mjs';
@@ -21,8 +26,34 @@ const INIT_RUNS = Number(opt['init-runs'] ?? (QUICK ? 3 : 7));
 const log = (...a) => console.error('[bench]', ...a);
 const median = (a) => { const b = [...a].sort((x, y) => x - y); return b.length % 2 ? b[(b.length - 1) / 2] : (b[b.length / 2 - 1] + b[b.length / 2]) / 2; };
 const f = (x, d = 1) => (x >= 100 ? x.toFixed(0) : x.toFixed(d));
-const contenders = (await allContenders()).filter((c) => !QUICK || !c.slow);
+const ONLY = opt.contenders ? new Set(opt.contenders.split(',')) : undefined;
+const contenders = (await allContenders()).filter((c) => (!QUICK || !c.slow) && (!ONLY || ONLY.has(c.name) || c.name === OURS));
 mkdirSync('out', { recursive: true });
+
+/**
+ * Runs `node args` (one contender's measurement) and parses the JSON it prints. A child that
+ * dies (a wasm trap, an abort, a signal) or prints no JSON is a result, `{ crashed, on }`, and
+ * one that outlives `timeoutS` is `{ timeout }`: the run goes on either way.
+ */
+function measure(args, { on, timeoutS } = {}) {
+  const run = spawnSync('node', args, { encoding: 'utf8', maxBuffer: 1 << 28, ...(timeoutS ? { timeout: timeoutS * 1000 } : {}) });
+  if (timeoutS && run.error?.code === 'ETIMEDOUT') return { timeout: timeoutS };
+  if (run.status === 0) {
+    try {
+      const out = JSON.parse(run.stdout);
+      process.stderr.write(run.stderr); // the child's own progress lines
+      return out;
+    } catch {
+      // no JSON: a crash as well
+    }
+  }
+  const error = run.stderr.split('\n').map((line) => line.trim()).find((line) => /^\w*(Error|Exception)\b/.test(line));
+  const reason = error ?? (run.error ? String(run.error.message) : run.signal ? `killed by ${run.signal}` : run.status ? `exit ${run.status}` : 'no JSON printed');
+  log(`crashed on ${on}: ${reason}`);
+  return { crashed: reason, on };
+}
+const crashed = (r) => r && typeof r === 'object' && 'crashed' in r;
+const save = () => writeFileSync('out/results.json', JSON.stringify(results, null, 1));
 
 const results = {
   machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version, loadavg: os.loadavg() },
@@ -35,11 +66,12 @@ if (!SKIP.has('init')) {
   results.init = {};
   for (let run = 0; run < INIT_RUNS; run++) {
     for (const c of contenders) for (const e of ENCODINGS) {
-      const out = execFileSync('node', ['--expose-gc', 'probe-init.mjs', c.name, e], { encoding: 'utf8' });
-      ((results.init[c.name] ??= {})[e] ??= []).push(JSON.parse(out));
+      const out = measure(['--expose-gc', 'probe-init.mjs', c.name, e], { on: `the cold start (${e})` });
+      ((results.init[c.name] ??= {})[e] ??= []).push(out);
     }
   }
   log('cold start done');
+  save();
 }
 
 // ------------------------------------------------------------------ throughput + exactness
@@ -47,8 +79,8 @@ if (!SKIP.has('throughput')) {
   results.throughput = {};
   for (const c of contenders) for (const e of ENCODINGS) {
     log(`throughput ${c.name} ${e}`);
-    const out = execFileSync('node', ['--expose-gc', 'worker-throughput.mjs', c.name, e, 'corpus', String(c.slow ? 1 : REPS), '0', '30'], { encoding: 'utf8', maxBuffer: 1 << 28 });
-    (results.throughput[c.name] ??= {})[e] = JSON.parse(out);
+    const out = measure(['--expose-gc', 'worker-throughput.mjs', c.name, e, 'corpus', String(c.slow ? 1 : REPS), '0', '30'], { on: `the ${e} corpus` });
+    (results.throughput[c.name] ??= {})[e] = out;
   }
   // Exactness: every contender against tiktoken (the official package) chunk by chunk, message
   // by message and on the whole corpus as one string.
@@ -56,7 +88,7 @@ if (!SKIP.has('throughput')) {
     const ref = results.throughput.tiktoken?.[e];
     for (const [name, byE] of Object.entries(results.throughput)) {
       const r = byE[e];
-      if (!ref) continue;
+      if (!ref || crashed(ref) || crashed(r)) continue;
       r.exact = {
         chunkMismatches: r.chunkCounts.filter((n, i) => n !== ref.chunkCounts[i]).length,
         messageMismatches: r.convCounts.filter((n, i) => n !== ref.convCounts[i]).length,
@@ -65,12 +97,15 @@ if (!SKIP.has('throughput')) {
     }
   }
   for (const byE of Object.values(results.throughput)) for (const r of Object.values(byE)) { delete r.chunkCounts; delete r.convCounts; }
+  save();
 }
 
 // ------------------------------------------------------------------ sizes
 if (!SKIP.has('sizes')) {
   log('sizes');
-  results.sizes = JSON.parse(execFileSync('node', ['sizes.mjs'], { encoding: 'utf8' }));
+  results.sizes = measure(['sizes.mjs'], { on: 'the bundle sizes' });
+  if (crashed(results.sizes)) delete results.sizes;
+  save();
 }
 
 // ------------------------------------------------------------------ hard inputs (linearity)
@@ -82,23 +117,25 @@ if (!SKIP.has('hard')) {
   for (const c of contenders) {
     if (c.slow) continue; // js-tiktoken is quadratic here (the shared RESULTS.md): minutes
     results.hard[c.name] = {};
-    for (const input of Object.keys(hardInputs(10))) {
-      try {
-        Object.assign(results.hard[c.name], JSON.parse(execFileSync('node', ['hard-inputs.mjs', c.name, input], { encoding: 'utf8', timeout: HARD_BUDGET_S * 1000 })));
-      } catch {
-        results.hard[c.name][input] = { timeout: HARD_BUDGET_S };
-      }
+    const inputs = Object.keys(hardInputs(10)).filter((k) => !opt.inputs || opt.inputs.split(',').includes(k));
+    for (const input of inputs) {
+      // The child reports a count that throws itself ({crashed, on: '1 MB of spaces'}); a child
+      // that dies outright is a crash on this input.
+      const out = measure(['hard-inputs.mjs', c.name, input], { on: `100 kB or 1 MB of ${input}`, timeoutS: HARD_BUDGET_S });
+      results.hard[c.name][input] = out.timeout || crashed(out) ? out : out[input];
+      if (crashed(out[input])) log(`${c.name} crashed on ${out[input].on}: ${out[input].crashed}`);
     }
   }
+  save();
 }
 
 // ------------------------------------------------------------------ planning vs trimMessages
 if (!SKIP.has('plan')) {
   log('planning a 2,000-message conversation; LangChain trimMessages on the same');
-  results.plan = JSON.parse(execFileSync('node', ['--expose-gc', 'plan.mjs'], { encoding: 'utf8', maxBuffer: 1 << 24 }));
+  results.plan = measure(['--expose-gc', 'plan.mjs'], { on: 'planning' });
 }
 results.finishedAt = new Date().toISOString();
-writeFileSync('out/results.json', JSON.stringify(results, null, 1));
+save();
 
 // ------------------------------------------------------------------ report
 const md = [];
@@ -110,8 +147,10 @@ if (results.init) {
   md.push(`| encoding | ${contenders.map((c) => c.name).join(' | ')} | ${peers.map((p) => `vs ${p}`).join(' | ')} |`);
   md.push(`|---|${contenders.map(() => '---').join('|')}|${peers.map(() => '---').join('|')}|`);
   for (const e of ENCODINGS) {
-    const ms = Object.fromEntries(contenders.map((c) => [c.name, median(results.init[c.name][e].map((r) => r.totalMs))]));
-    md.push(`| ${e} | ${contenders.map((c) => f(ms[c.name])).join(' | ')} | ${peers.map((p) => `${f(ms[p] / ms[OURS])}×`).join(' | ')} |`);
+    const runs = (name) => results.init[name][e].filter((r) => !crashed(r));
+    const ms = Object.fromEntries(contenders.map((c) => [c.name, runs(c.name).length ? median(runs(c.name).map((r) => r.totalMs)) : undefined]));
+    const cell = (name) => (ms[name] === undefined ? `crashed on ${results.init[name][e][0].on}: ${results.init[name][e][0].crashed}` : f(ms[name]));
+    md.push(`| ${e} | ${contenders.map((c) => cell(c.name)).join(' | ')} | ${peers.map((p) => (ms[p] === undefined || ms[OURS] === undefined ? '–' : `${f(ms[p] / ms[OURS])}×`)).join(' | ')} |`);
   }
   md.push('');
 }
@@ -122,6 +161,10 @@ if (results.throughput) {
   const speed = {};
   for (const c of contenders) for (const e of ENCODINGS) {
     const r = results.throughput[c.name][e];
+    if (crashed(r)) {
+      md.push(`| ${c.name} | ${e} | crashed on ${r.on}: ${r.crashed} | – | – | – | – | – |`);
+      continue;
+    }
     const warm = median(r.corpusMs.map((ms) => r.corpusBytes / 1e3 / ms));
     const first = r.corpusBytes / 1e3 / r.firstCorpusMs;
     const whole = r.wholeMs.length ? median(r.wholeMs.map((ms) => r.wholeBytes / 1e3 / ms)) : r.wholeBytes / 1e3 / r.firstWholeMs;
@@ -133,7 +176,7 @@ if (results.throughput) {
   md.push(`| encoding | pass | ${peers.map((p) => `vs ${p}`).join(' | ')} |`);
   md.push(`|---|---|${peers.map(() => '---').join('|')}|`);
   for (const e of ENCODINGS) for (const pass of ['warm', 'first']) {
-    md.push(`| ${e} | ${pass} | ${peers.map((p) => `${f(speed[OURS][e][pass] / speed[p][e][pass], 2)}×`).join(' | ')} |`);
+    md.push(`| ${e} | ${pass} | ${peers.map((p) => (speed[OURS]?.[e] && speed[p]?.[e] ? `${f(speed[OURS][e][pass] / speed[p][e][pass], 2)}×` : '–')).join(' | ')} |`);
   }
   results.speedRatios = speed;
   md.push('');
@@ -150,11 +193,12 @@ if (results.hard) {
   const kinds = Object.keys(Object.values(results.hard)[0]);
   md.push(`| input | ${Object.keys(results.hard).map((n) => `${n} ratio | ${n} MB/s at 1 MB`).join(' | ')} |`);
   md.push(`|---|${Object.keys(results.hard).map(() => '---|---').join('|')}|`);
-  const cell = (h) => (h.timeout ? `> ${h.timeout} s for 100 kB + 1 MB | –` : `${f(h.ratio, 1)} | ${f(h.mbps1m, 2)}`);
+  const cell = (h) => (!h ? '– | –' : crashed(h) ? `crashed on ${h.on} (${h.crashed}) | –` : h.timeout ? `> ${h.timeout} s for 100 kB + 1 MB | –` : `${f(h.ratio, 1)} | ${f(h.mbps1m, 2)}`);
   for (const k of kinds) md.push(`| ${k} | ${Object.values(results.hard).map((h) => cell(h[k])).join(' | ')} |`);
   md.push('');
 }
-if (results.plan) {
+if (results.plan && crashed(results.plan)) md.push(`### Planning: crashed (${results.plan.crashed})`, '');
+else if (results.plan) {
   const p = results.plan;
   md.push(`### Planning ${p.messages} messages (${p.tokens.toLocaleString('en')} tokens) for a ${p.window.toLocaleString('en')}-token window`, '');
   md.push('| what | ms |', '|---|---|');

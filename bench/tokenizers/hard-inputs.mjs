@@ -2,6 +2,9 @@
 // and 1 MB, and their ratio (10 = linear). Each text is counted once, after a warm-up on a
 // different text of the same kind, so no cache of pieces already seen can hide the work. One contender per run:
 //   node hard-inputs.mjs <contender> [input]   -> JSON { input: { ms100k, ms1m, ratio, mbps1m } }
+// A count that throws (npm tiktoken's wasm traps, `RuntimeError: unreachable`, on 1 MB of
+// spaces) is a result: { input: { crashed: 'RuntimeError: unreachable', on: '1 MB of spaces' } },
+// and the inputs after it are not counted (the contender's state may be broken).
 import { allContenders } from './contenders.mjs';
 
 export function hardInputs(size) {
@@ -39,9 +42,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const time = (s) => timeFirstCount(enc.count, s);
   const out = {};
   for (const k of Object.keys(small).filter((k) => !process.argv[3] || k === process.argv[3])) {
-    const ms100k = time(small[k]);
-    const ms1m = time(large[k]);
-    out[k] = { ms100k, ms1m, ratio: ms1m / ms100k, mbps1m: Buffer.byteLength(large[k]) / 1e3 / ms1m };
+    let on = `100 kB of ${k}`;
+    try {
+      const ms100k = time(small[k]);
+      on = `1 MB of ${k}`;
+      const ms1m = time(large[k]);
+      out[k] = { ms100k, ms1m, ratio: ms1m / ms100k, mbps1m: Buffer.byteLength(large[k]) / 1e3 / ms1m };
+    } catch (error) {
+      out[k] = { crashed: `${error?.name ?? 'Error'}: ${error?.message ?? error}`.trim(), on };
+      break;
+    }
   }
   console.log(JSON.stringify(out));
 }
