@@ -5,7 +5,7 @@
 // middleware and `prepareStep` are generic, so they fit any version's types without it.
 import { overflowError, type Compactor } from './compactor.js';
 import { CompactorError, errorMessage } from './errors.js';
-import { isOverflowResult, parseOverflow } from './overflow.js';
+import { isOverflowResult, parseOverflow, type OverflowInfo } from './overflow.js';
 import { checkPath, checkPrefix, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
 
@@ -247,7 +247,10 @@ export interface CompactorMiddleware {
   /** Overflow recovery around `doGenerate`: a "prompt too long" error (or Anthropic's
    * `model_context_window_exceeded` stop) compacts harder and retries (`overflow.retries`). */
   wrapGenerate<P extends { prompt: unknown }, R>(options: { doGenerate: () => PromiseLike<R>; params: P; model: { doGenerate(options: P): PromiseLike<R> } }): Promise<R>;
-  /** The same around `doStream` (a provider refuses the prompt before it streams). */
+  /** The same around `doStream`: a provider that refuses the prompt before it streams, or
+   * reports the overflow in the stream (an `error` part, a context-window stop) before any
+   * content reached the caller; after content, the stream ends with a typed `context_overflow`
+   * error part. */
   wrapStream<P extends { prompt: unknown }, R>(options: { doStream: () => PromiseLike<R>; params: P; model: { doStream(options: P): PromiseLike<R> } }): Promise<R>;
 }
 
@@ -296,23 +299,13 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
     // The provider's usage calibrates the compactor's counts (prepareStep does it when the
     // middleware only recovers).
     wrapGenerate: async ({ doGenerate, params, model }) => {
-      const result = await recovering(compactor, params, doGenerate, (p) => model.doGenerate(p), true);
+      const { result } = await recovering(compactor, params, doGenerate, (p) => model.doGenerate(p), true);
       if (compact) observe((result as { usage?: unknown } | undefined)?.usage);
       return result;
     },
     wrapStream: async ({ doStream, params, model }) => {
-      const result = await recovering(compactor, params, doStream, (p) => model.doStream(p), false);
-      const stream = (result as { stream?: unknown } | undefined)?.stream;
-      if (!compact || !(stream instanceof ReadableStream)) return result;
-      const watched = stream.pipeThrough(
-        new TransformStream<unknown, unknown>({
-          transform(part, controller) {
-            if ((part as { type?: unknown } | null)?.type === 'finish') observe((part as { usage?: unknown }).usage);
-            controller.enqueue(part);
-          },
-        }),
-      );
-      return { ...result, stream: watched };
+      const call = (p: typeof params) => model.doStream(p);
+      return recoveringStream(compactor, await recovering(compactor, params, doStream, call, false), call, compact ? observe : undefined);
     },
   };
 }
@@ -326,40 +319,196 @@ function inputTokens(usage: unknown): number | undefined {
   return typeof total === 'number' && Number.isFinite(total) ? total : undefined;
 }
 
+/** A model call's result, the call options it answered and the compaction rounds before it. */
+interface Attempted<P, R> {
+  result: R;
+  params: P;
+  attempt: number;
+}
+
 /**
  * Calls the model; on a provider's "prompt too long" error, `compactor.recover`s the refused
  * prompt and calls again with the compacted one, at most `overflow.retries` times. Any other
  * error is rethrown unchanged; an overflow after the last retry is a
  * `CompactorError('context_overflow')` whose `cause` is the provider's error. A generate result
  * that stopped at the context window (`model_context_window_exceeded`) is retried the same way
- * while retries remain, and returned as it is after.
+ * while retries remain, and returned as it is after. `attempt` is the number of compactions
+ * already done for this model call (a stream's overflow retries from there).
  */
 async function recovering<P extends { prompt: unknown }, R>(
   compactor: Compactor,
   params: P,
-  first: () => PromiseLike<R>,
+  first: (() => PromiseLike<R>) | undefined,
   call: (params: P) => PromiseLike<R>,
   checkResult: boolean,
-): Promise<R> {
+  attempt = 0,
+): Promise<Attempted<P, R>> {
   const retries = compactor.overflowRetries;
   let current = params;
-  for (let attempt = 0; ; attempt++) {
+  for (; ; attempt++) {
     let failure: unknown;
     try {
-      const result = await (attempt === 0 ? first() : call(current));
-      if (!(checkResult && attempt < retries && Array.isArray(current.prompt) && isOverflowResult(result))) return result;
+      const pending = first ? first() : call(current);
+      first = undefined;
+      const result = await pending;
+      if (!(checkResult && attempt < retries && Array.isArray(current.prompt) && isOverflowResult(result))) return { result, params: current, attempt };
       failure = new Error('stop_reason: model_context_window_exceeded');
     } catch (error) {
       const info = retries > 0 && Array.isArray(current.prompt) ? parseOverflow(error) : undefined;
       if (!info) throw error;
-      if (attempt >= retries) {
-        throw overflowError(`the provider still refused the prompt as too long after ${attempt} compaction${attempt === 1 ? '' : 's'} and retr${attempt === 1 ? 'y' : 'ies'} (${info.message.slice(0, 200)})`, { ...info, attempt }, error);
-      }
+      if (attempt >= retries) throw stillRefused(info, attempt, error);
       failure = error;
     }
-    const { messages } = await compactor.recover(current.prompt as MessageLike[], failure, { attempt: attempt + 1 });
-    current = { ...current, prompt: messages.map(promptMessage) };
+    current = await compacted(compactor, current, failure, attempt + 1);
   }
+}
+
+function stillRefused(info: OverflowInfo, attempt: number, cause: unknown): CompactorError {
+  return overflowError(`the provider still refused the prompt as too long after ${attempt} compaction${attempt === 1 ? '' : 's'} and retr${attempt === 1 ? 'y' : 'ies'} (${info.message.slice(0, 200)})`, { ...info, attempt }, cause);
+}
+
+/** `params` with the refused prompt compacted harder (`compactor.recover`), for the retry. */
+async function compacted<P extends { prompt: unknown }>(compactor: Compactor, params: P, failure: unknown, attempt: number): Promise<P> {
+  const { messages } = await compactor.recover(params.prompt as MessageLike[], failure, { attempt });
+  return { ...params, prompt: messages.map(promptMessage) };
+}
+
+/** Stream parts that carry no content: held back until content comes, so a stream that reports
+ * an overflow before any content can be replaced by the retry's without the caller seeing two
+ * starts. */
+const PREAMBLE = new Set(['stream-start', 'response-metadata', 'raw', 'ping']);
+
+/**
+ * A stream's overflow reported in the stream: an `error` part whose error is a provider's
+ * overflow, or a `finish` at the context window (`model_context_window_exceeded`). While no
+ * content has reached the caller (only the preamble, held back), the refused stream is
+ * cancelled, the prompt compacted harder and the model called again (`overflow.retries` in all
+ * for this model call, the up-front refusals included): the caller reads the retry's stream as
+ * if it were the first. Once content was delivered, or the retries are spent, the overflow ends
+ * the stream with an `error` part holding the typed `CompactorError('context_overflow')`, whose
+ * `cause` is the provider's error (a context-window finish still follows it, with its usage;
+ * without retries spent that is the only difference from the generate path, which returns a cut
+ * result as it is). Every other part passes through unchanged; `observe` gets the usage of the
+ * finish the caller receives.
+ */
+function recoveringStream<P extends { prompt: unknown }, R>(
+  compactor: Compactor,
+  started: Attempted<P, R>,
+  call: (params: P) => PromiseLike<R>,
+  observe: ((usage: unknown) => void) | undefined,
+): R {
+  const source = (started.result as { stream?: unknown } | undefined)?.stream;
+  const retries = compactor.overflowRetries;
+  if (!(source instanceof ReadableStream) || (retries === 0 && !observe)) return started.result;
+  let reader = (source as ReadableStream<unknown>).getReader();
+  let { params, attempt } = started;
+  let delivered = false;
+  let held: unknown[] = [];
+  let done = false;
+  const stream = new ReadableStream<unknown>({
+    async pull(controller) {
+      const enqueue = (part: unknown): void => {
+        for (const p of held) controller.enqueue(p);
+        held = [];
+        controller.enqueue(part);
+      };
+      const end = (error: unknown): void => {
+        enqueue({ type: 'error', error });
+        done = true;
+        controller.close();
+        reader.cancel().catch(() => undefined);
+      };
+      // Reads until a part reaches the caller (held parts do not count) or the stream ends.
+      while (!done) {
+        let next: ReadableStreamReadResult<unknown>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          // A provider that errors its stream instead of sending an error part.
+          next = { done: false, value: { type: 'error', error, thrown: true } };
+        }
+        if (next.done) {
+          for (const p of held) controller.enqueue(p);
+          held = [];
+          done = true;
+          controller.close();
+          return;
+        }
+        const part = next.value as { type?: unknown; error?: unknown; usage?: unknown; thrown?: boolean } | null;
+        const type = part?.type;
+        let failure: unknown;
+        let info: OverflowInfo | undefined;
+        if (retries > 0 && Array.isArray(params.prompt)) {
+          if (type === 'error') {
+            info = parseOverflow(part!.error);
+            failure = part!.error;
+          } else if (type === 'finish' && isOverflowResult(part)) {
+            failure = new Error('stop_reason: model_context_window_exceeded');
+            info = parseOverflow(failure);
+          }
+        }
+        if (!info) {
+          if (part?.thrown) {
+            for (const p of held) controller.enqueue(p);
+            held = [];
+            done = true;
+            controller.error(part.error);
+            return;
+          }
+          if (typeof type === 'string' && PREAMBLE.has(type) && !delivered) {
+            held.push(part);
+            continue;
+          }
+          if (type === 'finish') observe?.(part!.usage);
+          else delivered = true;
+          enqueue(part);
+          return;
+        }
+        if (delivered) {
+          const typed = overflowError(
+            `the provider reported the prompt as too long after the stream had started (${info.message.slice(0, 200)}); content had reached the caller, so it was not retried`,
+            { ...info, attempt },
+            failure,
+          );
+          if (type !== 'finish') return end(typed);
+          // A cut answer: the typed error, then the finish with its usage.
+          enqueue({ type: 'error', error: typed });
+          observe?.(part!.usage);
+          controller.enqueue(part);
+          return;
+        }
+        if (attempt >= retries) {
+          if (type !== 'finish') return end(stillRefused(info, attempt, failure));
+          // As the generate path: a context-window stop after the last retry is returned as is.
+          observe?.(part!.usage);
+          enqueue(part);
+          return;
+        }
+        // Nothing reached the caller: drop the refused stream and call again on a smaller prompt.
+        reader.cancel().catch(() => undefined);
+        held = [];
+        try {
+          const retried = await recovering(compactor, await compacted(compactor, params, failure, attempt + 1), undefined, call, false, attempt + 1);
+          const next = (retried.result as { stream?: unknown } | undefined)?.stream;
+          if (!(next instanceof ReadableStream)) throw new TypeError('the retried model call returned no stream');
+          ({ params, attempt } = retried);
+          reader = (next as ReadableStream<unknown>).getReader();
+          // The caller cancelled while the retry was under way.
+          if (done) {
+            reader.cancel().catch(() => undefined);
+            return;
+          }
+        } catch (error) {
+          return end(error);
+        }
+      }
+    },
+    cancel(reason) {
+      done = true;
+      return reader.cancel(reason);
+    },
+  });
+  return { ...(started.result as object), stream } as R;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -596,7 +596,9 @@ export class Compactor {
       })) ?? {};
       if (decision.cancel) {
         // No deadlock: past the hard limit the next request would fail, so compaction runs.
-        if (plan.tokensBefore <= plan.trigger.hardLimit) return { messages: [...messages], events: [], plan, cancelled: true };
+        // `tokensBefore` counts the conversation with the record replayed, which is what a
+        // cancel returns: the override is judged on the prompt that would be sent.
+        if (plan.tokensBefore <= plan.trigger.hardLimit) return { messages: this.#replayed(messages, plan), events: [], plan, cancelled: true };
         cancelOverridden = true;
       }
       if (decision.customInstructions?.trim()) {
@@ -611,6 +613,16 @@ export class Compactor {
     result.changed = true;
     await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
+  }
+
+  /** `messages` with the compaction record replayed: what a cancelled compaction returns, the
+   * prompt a long-lived compactor would send (a raw or fresh-object history keeps its earlier
+   * summaries and edits). Nothing new is applied and no state changes. */
+  #replayed<M extends MessageLike>(messages: readonly M[], plan: Plan): M[] {
+    if (plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0) return [...messages];
+    // `onPreCompact` may have planned something else meanwhile (`plan` syncs).
+    this.#sync(messages);
+    return decode<M[]>(core(() => this.#core.plannedPrefix(0xffff_ffff)), this.#held.refs);
   }
 
   /** Runs the plan: every store write (failures become outcomes, never exceptions), then the

@@ -111,8 +111,9 @@ const TABLE: Row[] = [
 /** Never an overflow, whatever else the text says (a throttle that mentions tokens). */
 const NOT_OVERFLOW = /rate limit|too many requests|throttl|quota/i;
 
-/** The texts an error carries: its message, an `APICallError`'s response body and data, and
- * the same for its `cause`, `lastError` (AI SDK `RetryError`) and `errors`. */
+/** The texts an error carries: its message and code, an `APICallError`'s response body and
+ * data, and the same for its `cause`, `lastError` (AI SDK `RetryError`), `errors` and `error` (a
+ * stream's error part carries the provider's event, e.g. `{ error: { type, message } }`). */
 /** How much of each text an error carries is read: a provider's overflow message is short, and
  * a huge response body (an echoed prompt) must not make every failed call slow. */
 const TEXT_LIMIT = 16_384;
@@ -127,6 +128,7 @@ function texts(error: unknown, depth = 0, out: string[] = []): string[] {
   if (typeof error !== 'object') return out;
   const e = error as Record<string, unknown>;
   if (typeof e.message === 'string') push(e.message);
+  if (typeof e.code === 'string') push(e.code);
   if (typeof e.responseBody === 'string') push(e.responseBody);
   if (e.data !== undefined && typeof e.data === 'object') {
     try {
@@ -137,6 +139,7 @@ function texts(error: unknown, depth = 0, out: string[] = []): string[] {
   }
   texts(e.cause, depth + 1, out);
   texts(e.lastError, depth + 1, out);
+  texts(e.error, depth + 1, out);
   if (Array.isArray(e.errors)) for (const inner of e.errors.slice(-2)) texts(inner, depth + 1, out);
   return out;
 }
