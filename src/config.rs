@@ -428,11 +428,15 @@ impl Config {
                     field: "preset".into(),
                     message: format!(
                         "{} (expected \"simple\", \"smart\" or \"aggressive\")",
-                        crate::error::strip_position(&e.to_string())
+                        crate::error::shape_message(&e.to_string())
                     ),
                 })?;
-            let mut base =
-                serde_json::to_value(Config::preset(preset)).expect("a config serializes");
+            // Through its text, not `to_value`: with numbers kept as written
+            // (`arbitrary_precision`), `to_value` costs a number-aware value serializer for every
+            // field type in the wasm core.
+            let text = serde_json::to_string(&Config::preset(preset)).expect("a config serializes");
+            let mut base: serde_json::Value =
+                serde_json::from_str(&text).expect("a config serializes as JSON");
             merge(&mut base, std::mem::take(&mut value));
             value = base;
         }
@@ -604,7 +608,7 @@ fn config_error(
 ) -> Error {
     Error::InvalidConfig {
         field: error_path(probe, attempt),
-        message: crate::error::strip_position(error),
+        message: crate::error::shape_message(error),
     }
 }
 

@@ -125,5 +125,20 @@ pub(crate) fn strip_position(message: &str) -> String {
     }
 }
 
+/// [`strip_position`] for a value of the wrong shape (not malformed JSON). serde_json keeps each
+/// number's text (`arbitrary_precision`: numbers come back and are stored as written), and a
+/// number that does not fit the integer it is read into (a sign, a fraction, an exponent, too
+/// many digits) fails as a bare "invalid number": say what fits (every integer the core reads is
+/// unsigned).
+pub(crate) fn shape_message(message: &str) -> String {
+    let message = strip_position(message);
+    if message == "invalid number" {
+        return "invalid number: expected a whole number from 0 (no sign, fraction or exponent) \
+                small enough for the field"
+            .to_owned();
+    }
+    message
+}
+
 /// `std::result::Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

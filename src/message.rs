@@ -4,6 +4,11 @@
 //! (`providerOptions`, provider metadata, anything newer than this crate) are preserved as JSON
 //! and written back unchanged. Parsing goes through [`parse_messages`] / [`messages_from_value`],
 //! which name the message index and the field of every error.
+//!
+//! Numbers keep their JSON text (serde_json's `arbitrary_precision`): a tool output, an input or
+//! any other field is written back, counted and stored with each number as the host wrote it
+//! (`-113.71428571428571`, `18446744073709552000`, `1e+21`; only an exponent's `E` becomes
+//! `e`), not as the nearest double printed anew.
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -804,7 +809,7 @@ fn typed_error(
     attempt: fn(&Value) -> std::result::Result<(), String>,
 ) -> Error {
     let inner = crate::config::error_path(probe, attempt);
-    let message = crate::error::strip_position(error);
+    let message = crate::error::shape_message(error);
     // A missing field has no path of its own: take its name from the message.
     let field = match (inner.as_str(), missing_field(&message)) {
         ("(root)", Some(name)) => format!("{prefix}.{name}"),
@@ -911,18 +916,46 @@ fn part_from_value(index: usize, field: &str, value: Value) -> Result<Part> {
     if KNOWN_PARTS.contains(&ty.as_str()) {
         map.remove("type");
     }
+    // Each part's JSON values (its `extra`, and a call's `input`, an image's or a file's data)
+    // are set aside while serde's derive checks the rest, then put back as they came: see
+    // `set_aside`.
     Ok(match ty.as_str() {
-        "text" => Part::Text(typed(index, field, map)?),
-        "reasoning" => Part::Reasoning(typed(index, field, map)?),
-        "image" => Part::Image(typed(index, field, map)?),
-        "file" => Part::File(typed(index, field, map)?),
-        "tool-call" => Part::ToolCall(typed(index, field, map)?),
+        "text" | "reasoning" => {
+            let aside = set_aside(&mut map, &["text"]);
+            let mut part: TextPart = typed(index, field, map)?;
+            put_back(aside, &mut part.extra, None);
+            if ty == "text" {
+                Part::Text(part)
+            } else {
+                Part::Reasoning(part)
+            }
+        }
+        "image" => {
+            let aside = set_aside(&mut map, &["mediaType"]);
+            let mut part: ImagePart = typed(index, field, map)?;
+            put_back(aside, &mut part.extra, Some(("image", &mut part.image)));
+            Part::Image(part)
+        }
+        "file" => {
+            let aside = set_aside(&mut map, &["mediaType", "filename"]);
+            let mut part: FilePart = typed(index, field, map)?;
+            put_back(aside, &mut part.extra, Some(("data", &mut part.data)));
+            Part::File(part)
+        }
+        "tool-call" => {
+            let aside = set_aside(&mut map, &["toolCallId", "toolName"]);
+            let mut part: ToolCall = typed(index, field, map)?;
+            put_back(aside, &mut part.extra, Some(("input", &mut part.input)));
+            Part::ToolCall(part)
+        }
         "tool-result" => {
             let output = map.remove("output").ok_or_else(|| {
                 invalid(index, format!("{field}.output"), "missing field `output`")
             })?;
             let output = output_from_value(index, &format!("{field}.output"), output)?;
-            let result: ToolResultHead = typed(index, field, map)?;
+            let aside = set_aside(&mut map, &["toolCallId", "toolName"]);
+            let mut result: ToolResultHead = typed(index, field, map)?;
+            put_back(aside, &mut result.extra, None);
             Part::ToolResult(ToolResult {
                 tool_call_id: result.tool_call_id,
                 tool_name: result.tool_name,
@@ -930,10 +963,56 @@ fn part_from_value(index: usize, field: &str, value: Value) -> Result<Part> {
                 extra: result.extra,
             })
         }
-        "tool-approval-request" => Part::ToolApprovalRequest(typed(index, field, map)?),
-        "tool-approval-response" => Part::ToolApprovalResponse(typed(index, field, map)?),
+        "tool-approval-request" => {
+            let aside = set_aside(&mut map, &["approvalId", "toolCallId"]);
+            let mut part: ApprovalRequest = typed(index, field, map)?;
+            put_back(aside, &mut part.extra, None);
+            Part::ToolApprovalRequest(part)
+        }
+        "tool-approval-response" => {
+            let aside = set_aside(&mut map, &["approvalId", "approved"]);
+            let mut part: ApprovalResponse = typed(index, field, map)?;
+            put_back(aside, &mut part.extra, None);
+            Part::ToolApprovalResponse(part)
+        }
         _ => Part::Unknown(map),
     })
+}
+
+/// Takes out of a part's `map` every number, array and object but those of the `typed` fields
+/// (whose type serde's derive checks), leaving null in its place. Numbers keep their text
+/// (`arbitrary_precision`), but a `Value` read from a `Value` through the derive is rebuilt,
+/// number by number, in serde's buffer: there a number gets its shortest form (`0.0000015`
+/// became `1.5e-6`, `-0` became `0`), and one past 64 bits is refused ("invalid type: integer
+/// as u128"). Those values are any JSON anyway: [`put_back`] returns them untouched.
+fn set_aside(map: &mut Map<String, Value>, typed: &[&str]) -> Vec<(String, Value)> {
+    map.iter_mut()
+        .filter(|(key, value)| {
+            !typed.contains(&key.as_str())
+                && matches!(value, Value::Number(_) | Value::Array(_) | Value::Object(_))
+        })
+        .map(|(key, value)| (key.clone(), std::mem::take(value)))
+        .collect()
+}
+
+/// Puts the values [`set_aside`] took back in the part made without them: in its `field` (a
+/// call's `input`, an image's `image`, a file's `data`) or its `extra`, where each key kept its
+/// place.
+fn put_back(
+    aside: Vec<(String, Value)>,
+    extra: &mut Map<String, Value>,
+    mut field: Option<(&str, &mut Value)>,
+) {
+    for (key, value) in aside {
+        match &mut field {
+            Some((name, slot)) if *name == key => **slot = value,
+            _ => {
+                if let Some(slot) = extra.get_mut(&key) {
+                    *slot = value;
+                }
+            }
+        }
+    }
 }
 
 const KNOWN_PARTS: [&str; 8] = [

@@ -13,19 +13,26 @@
 // output) are the other thing a Rust string cannot hold. `JSON.stringify` writes them as `\ud83d`
 // escapes; the core's parser turns each into U+FFFD (src/message.rs `parse_json`), which is what
 // the official tiktoken counts (it replaces them the same way before encoding), so counts stay
-// exact. The originals stay here, host-side, beside the refs of the same conversation, in two
-// forms: each message holding a lone surrogate by its JSON as the core writes it back (U+FFFD in
-// place of each lone surrogate), and each such string by its U+FFFD form. A message the core
-// hands back unchanged is the app's own object again (messages that look alike that way, or
-// hold a real U+FFFD, pair up in order); in a changed message, in a plan's store content and in
-// a transcript, each string gets its original back. So the app sees and stores exactly the
-// strings it passed in.
+// exact. The originals stay here, host-side, beside the refs of the same conversation: each
+// message holding a lone surrogate (or a real U+FFFD beside them), each of its parts, tool
+// outputs, output values and tool-call inputs that holds one, by its JSON as the core writes it
+// back (U+FFFD in place of each lone surrogate); each JSON output's value and tool-call input by
+// its text as a stored copy or a Markdown transcript shows it; each string by its U+FFFD form.
+// What the core did not change it writes back as it came in, so whatever it hands back or stores
+// is matched piece by piece, from the largest: such a message, part, output or input is the app's
+// own object again, an offloaded JSON output is stored as the app's `JSON.stringify(value, null,
+// 2)`, a transcript holds the messages as the app's JSON.stringify writes them. Pieces that look
+// alike that way (a lone surrogate beside a real U+FFFD) are told apart by their order, the
+// core keeping the order of what it does not change; what is left (a string inside a changed
+// message, text joined from several strings) gets each string's original by its U+FFFD form.
 // Why this way rather than a private escape the core would understand: the core stays a plain
 // UTF-8 JSON processor with one documented rule (lone surrogate → U+FFFD) that native callers
 // share; no marker can collide with real text inside the core, and valid input pays one
-// `includes` over the JSON. The limit: outside unchanged messages, strings are recognized by
-// their U+FFFD form, so two that share it (`"a\ud83d"` and `"a\ude00"`, or a real `"a\ufffd"`
-// beside `"a\ud83d"`) both stay in that form rather than risk the wrong original.
+// `includes` over the JSON. The limits: two strings that share a U+FFFD form (`"a\ud83d"` and
+// `"a\ude00"`, or a real `"a\ufffd"` beside `"a\ud83d"`) in pieces that cannot be told apart by
+// their place (a part the core changed, text joined from several strings, or two outputs alike
+// but for them, which the core names and stores as one file) both stay in that form rather than
+// risk the wrong original.
 //
 // Nesting past MAX_NESTING (and cycles, BigInts, throwing getters: everything JSON.stringify
 // refuses) is a typed `invalid_message` naming the message index and the field, found by an
@@ -49,14 +56,21 @@ export interface Encoded {
   refs: Refs;
 }
 
-/** What the host keeps of a conversation's strings holding lone surrogates (see above), per
- * conversation (its refs list): each such message by its JSON as the core will write it back
- * (U+FFFD in place of each lone surrogate), and each such string by its U+FFFD form (null: two
- * originals share it, so neither can be told from it). */
+/** What the host keeps of a conversation's lone surrogates (see above), per conversation (its
+ * refs list). */
 interface Kept {
-  /** In conversation order: identical messages differing only in their lone surrogates share
-   * one key. */
-  messages: Map<string, unknown[]>;
+  /** Each message, part, tool output, output value and tool-call input holding a lone surrogate
+   * or a real U+FFFD, by its JSON as the core writes it back (compact, placeholders in, U+FFFD in
+   * place of each lone surrogate): its originals in conversation order, the JSON of the first,
+   * and whether they all have that JSON (then any of them is the one). */
+  nodes: Map<string, { originals: unknown[]; json: string; alike: boolean }>;
+  /** The JSON of each JSON output's value as an offloaded copy holds it and a Markdown
+   * transcript shows it (pretty-printed), and of each tool-call input as a Markdown transcript
+   * shows it (compact), by its U+FFFD form: the original texts in conversation order, and
+   * whether they are all one text. */
+  blocks: Map<string, { originals: string[]; alike: boolean }>;
+  /** Each string holding a lone surrogate, by its U+FFFD form (null: two originals share it, or
+   * a string with a real U+FFFD has it, so neither can be told from it). */
   strings: Map<string, string | null>;
   /** Strings that held a real U+FFFD: their form is no lone surrogate's to restore. */
   real: Set<string>;
@@ -97,12 +111,13 @@ export function encode(messages: unknown, refs: Refs = new Map(), first = 0): En
   const real = json.includes('\ufffd') && (lone || originals.has(refs));
   if (Array.isArray(messages) && (lone || real)) {
     let kept = originals.get(refs);
-    if (!kept) originals.set(refs, (kept = { messages: new Map(), strings: new Map(), real: new Set() }));
+    if (!kept) originals.set(refs, (kept = { nodes: new Map(), blocks: new Map(), strings: new Map(), real: new Set() }));
     const same = placeholders(); // the same placeholders again (they name content)
     for (const message of messages) {
       const text = JSON.stringify(message, same);
-      if (text?.includes('\\ud')) keepOriginals(text, message, kept);
-      else if (text?.includes('\ufffd')) keepMessage(kept, text, message);
+      if (text === undefined || !(text.includes('\\ud') || text.includes('\ufffd'))) continue;
+      if (text.includes('\\ud')) keepStrings(text, kept);
+      keepNodes(message, text, same, kept);
     }
     // Strings that held a real U+FFFD are set apart from the lone surrogates' U+FFFD forms.
     if (real) keepReal(json, kept);
@@ -209,43 +224,23 @@ function failing(messages: unknown[], first: number, cause: unknown): CompactorE
  * are the host's own inputs to the core, nothing it hands back to the app, so nothing is kept. */
 export function stringify(value: unknown): string {
   const json = JSON.stringify(value) as string;
-  if (!json.includes('\\ud')) return json;
+  return json.includes('\\ud') ? wellFormedJson(json) : json;
+}
+
+/** JSON text as JSON.stringify writes it (each lone surrogate escaped as `\udXXX`, and nothing
+ * else so) with U+FFFD in place of each lone surrogate: the core's form of the same value. */
+function wellFormedJson(json: string): string {
   return json.replace(/(\\*)\\u(d[89a-f][0-9a-f]{2})/g, (match, backslashes: string) => (backslashes.length % 2 === 0 ? `${backslashes}\ufffd` : match));
 }
 
 export function decode<T>(json: string, refs: Refs): T {
   const kept = originals.get(refs);
-  if (!kept) return parse<T>(json, refs);
-  // A message the core did not change is written back exactly as it came in, lone surrogates
-  // as U+FFFD: give back the app's own object. Messages that look the same that way pair up in
-  // order (the core keeps the order of what it does not change) when all of them came back.
-  // The rest gets its strings back one by one.
-  const plain = JSON.parse(json) as unknown;
-  const list = messagesOf(plain);
-  const found = new Map<string, number[]>();
-  list?.forEach((message, i) => {
-    const text = JSON.stringify(message);
-    if (!text.includes('\ufffd') || !kept.messages.has(text)) return;
-    const at = found.get(text);
-    if (at) at.push(i);
-    else found.set(text, [i]);
-  });
-  const same: [number, unknown][] = [];
-  for (const [text, at] of found) {
-    const originals = kept.messages.get(text)!;
-    if (originals.length === at.length) at.forEach((i, n) => same.push([i, originals[n]]));
-  }
-  for (const [i] of same) list![i] = null;
-  const value = parse<T>(restoreJson(JSON.stringify(plain), kept.strings), refs);
-  const restored = messagesOf(value);
-  for (const [i, original] of same) restored![i] = original;
-  return value;
-}
-
-function messagesOf(value: unknown): unknown[] | undefined {
-  if (Array.isArray(value)) return value;
-  const messages = value !== null && typeof value === 'object' ? (value as { messages?: unknown }).messages : undefined;
-  return Array.isArray(messages) ? messages : undefined;
+  if (!kept || !json.includes('\ufffd')) return parse<T>(json, refs);
+  // What the core did not change is written back as it came in, lone surrogates as U+FFFD:
+  // each such message, part, output or input is the app's own object again (see restoreTree);
+  // the rest gets its strings back one by one.
+  const placed = new Set<unknown>();
+  return revive(restoreTree(JSON.parse(json) as unknown, kept, placed), refs, placed) as T;
 }
 
 function parse<T>(json: string, refs: Refs): T {
@@ -261,22 +256,168 @@ function parse<T>(json: string, refs: Refs): T {
 }
 
 /** The content of a store write with the conversation's originals (`refs`) back: each
- * placeholder as its value's JSON form (see `storable`), and the original strings — JSON files
- * (`.json`: offloaded JSON outputs, transcripts) string by string, text files whole (an
- * offloaded text output) or, for text joined from several strings (a `content` output's items,
- * a Markdown transcript), each original in place of its U+FFFD form. */
+ * placeholder as its value's JSON form (see `storable`), and the original lone surrogates. An
+ * offloaded JSON output (or a `wrapTools` one) is its value's JSON as the app's JSON.stringify
+ * writes it; other JSON files (transcripts) get each message, part, output and input the core
+ * did not change back whole, then each other string; text files are a text output's original
+ * whole or, for text joined from several (a Markdown transcript, a `content` output's items),
+ * each JSON output's and tool input's original JSON in place of its U+FFFD form, then each
+ * string's original in place of its U+FFFD form. */
 export function restoreStored(path: string, content: string, refs: Refs): string {
-  if (refs.size > 0 && content.includes(REF_KEY)) content = withStorable(content, refs);
-  const kept = originals.get(refs)?.strings;
-  if (!kept || !content.includes('\ufffd')) return content;
-  if (path.endsWith('.json')) return restoreJson(content, kept);
-  const whole = kept.get(content);
+  const kept = originals.get(refs);
+  if (!kept || !content.includes('\ufffd')) return withRefs(content, refs);
+  const block = kept.blocks.get(content);
+  if (block?.alike) return withRefs(block.originals[0]!, refs);
+  if (path.endsWith('.json')) return withRefs(restoreJsonFile(content, kept) ?? restoreJson(content, kept.strings), refs);
+  const text = withRefs(content, refs);
+  const whole = kept.strings.get(text);
   if (typeof whole === 'string') return whole;
-  const pairs = [...kept].filter((pair): pair is [string, string] => pair[1] !== null).sort((a, b) => b[0].length - a[0].length);
-  for (const [wellFormed, original] of pairs) {
-    if (content.includes(wellFormed)) content = content.split(wellFormed).join(original);
+  // The blocks first (longest first; one text, or as many in the text as were kept, in order),
+  // set apart from the strings' pass.
+  let pieces: { text: string; done: boolean }[] = [{ text: content, done: false }];
+  const blocks = [...kept.blocks].filter(([wellFormed]) => content.includes(wellFormed)).sort((a, b) => b[0].length - a[0].length);
+  for (const [wellFormed, { originals, alike }] of blocks) {
+    const count = pieces.reduce((n, piece) => (piece.done ? n : n + piece.text.split(wellFormed).length - 1), 0);
+    if (!alike && count !== originals.length) continue;
+    let n = 0;
+    pieces = pieces.flatMap((piece) =>
+      piece.done || !piece.text.includes(wellFormed)
+        ? [piece]
+        : piece.text.split(wellFormed).flatMap((rest, i) => (i === 0 ? [{ text: rest, done: false }] : [{ text: originals[alike ? 0 : n++]!, done: true }, { text: rest, done: false }])),
+    );
   }
-  return content;
+  const pairs = [...kept.strings].filter((pair): pair is [string, string] => pair[1] !== null).sort((a, b) => b[0].length - a[0].length);
+  return pieces
+    .map(({ text, done }) => {
+      text = withRefs(text, refs);
+      if (done) return text;
+      for (const [wellFormed, original] of pairs) {
+        if (text.includes(wellFormed)) text = text.split(wellFormed).join(original);
+      }
+      return text;
+    })
+    .join('');
+}
+
+function withRefs(content: string, refs: Refs): string {
+  return refs.size > 0 && content.includes(REF_KEY) ? withStorable(content, refs) : content;
+}
+
+/** A JSON file of the core's (a transcript: the messages pretty-printed) with the originals
+ * back (restoreTree), written as the core writes it; undefined when that is not the core's
+ * text but for lone surrogates (the core wrote a number or a string otherwise than
+ * JSON.stringify does). */
+function restoreJsonFile(content: string, kept: Kept): string | undefined {
+  let tree: unknown;
+  try {
+    tree = JSON.parse(content);
+  } catch {
+    return undefined;
+  }
+  const out = JSON.stringify(restoreTree(tree, kept, new Set()), placeholders(), /^[[{]\n/.test(content) ? 2 : undefined);
+  return out !== undefined && wellFormedJson(out) === content ? out : undefined;
+}
+
+/** A holder of a value in a tree, and its key there. */
+type Slot = [Record<string | number, unknown>, string | number];
+
+/** How deep the nodes kept whole lie: a part's output value in `{messages: [...]}`. */
+const NODE_DEPTH = 6;
+
+/** `root` (the core's JSON, parsed; changed in place) with the originals back, level by level
+ * from the top: a node (down to NODE_DEPTH) whose JSON is a kept node's becomes the app's own
+ * object — the one when all its originals have one JSON, else in order when as many came back
+ * as were kept (the core keeps the order of what it does not change) — and the others are
+ * looked into; a string (or key) whose U+FFFD form is kept becomes its original. The nodes
+ * placed join `placed`. */
+function restoreTree(root: unknown, kept: Kept, placed: Set<unknown>): unknown {
+  const top: Record<string, unknown> = { '': root };
+  let level: Slot[] = [[top, '']];
+  for (let depth = 0; level.length > 0; depth++) {
+    const found = new Map<string, Slot[]>();
+    const next: Slot[] = [];
+    for (const slot of level) {
+      const node = slot[0][slot[1]];
+      if (typeof node === 'string') {
+        const original = node.includes('\ufffd') ? kept.strings.get(node) : undefined;
+        if (typeof original === 'string') set(slot, original);
+        continue;
+      }
+      if (node === null || typeof node !== 'object') continue;
+      if (depth <= NODE_DEPTH) {
+        const text = JSON.stringify(node);
+        if (!text.includes('\ufffd')) continue;
+        if (kept.nodes.has(text)) {
+          const at = found.get(text);
+          if (at) at.push(slot);
+          else found.set(text, [slot]);
+          continue;
+        }
+      }
+      below(node, next, kept);
+    }
+    for (const [text, slots] of found) {
+      const { originals, alike } = kept.nodes.get(text)!;
+      if (alike || originals.length === slots.length) {
+        slots.forEach((slot, n) => {
+          const original = originals[Math.min(n, originals.length - 1)];
+          set(slot, original);
+          placed.add(original);
+        });
+      } else {
+        for (const [holder, key] of slots) below(holder[key] as object, next, kept);
+      }
+    }
+    level = next;
+  }
+  return top[''];
+}
+
+/** Appends the slots of `node`'s children to `next`, each key whose U+FFFD form is kept
+ * restored first (the keys keep their order). */
+function below(node: object, next: Slot[], kept: Kept): void {
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) next.push([node as unknown as Record<number, unknown>, i]);
+    return;
+  }
+  const record = node as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.some((key) => key.includes('\ufffd') && typeof kept.strings.get(key) === 'string')) {
+    const entries = keys.map((key): [string, unknown] => [kept.strings.get(key) ?? key, record[key]]);
+    for (const key of keys) delete record[key];
+    for (const [key, value] of entries) set([record, key], value);
+  }
+  for (const key of Object.keys(record)) next.push([record, key]);
+}
+
+/** Sets a slot's value: as an own property (a JSON key may be `__proto__`). */
+function set([holder, key]: Slot, value: unknown): void {
+  if (Array.isArray(holder)) holder[key as number] = value;
+  else Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
+/** `root` with each placeholder of a known value as that value (what `parse` does), the nodes
+ * in `placed` (the app's own) left as they are. */
+function revive(root: unknown, refs: Refs, placed: Set<unknown>): unknown {
+  if (refs.size === 0) return root;
+  const top: Record<string, unknown> = { '': root };
+  const todo: Slot[] = [[top, '']];
+  while (todo.length > 0) {
+    const slot = todo.pop()!;
+    const node = slot[0][slot[1]];
+    if (node === null || typeof node !== 'object' || placed.has(node)) continue;
+    if (REF_KEY in node) {
+      const keys = Object.keys(node);
+      const name = (node as Record<string, unknown>)[REF_KEY];
+      if (keys.length === 1 && typeof name === 'string' && refs.has(name)) {
+        set(slot, refs.get(name));
+        continue;
+      }
+    }
+    const holder = node as Record<string | number, unknown>;
+    for (const key of Array.isArray(node) ? node.keys() : Object.keys(node)) todo.push([holder, key]);
+  }
+  return top[''];
 }
 
 /** `content` with each placeholder of a known value (compact or pretty-printed JSON) as the
@@ -310,9 +451,8 @@ function tokenAround(json: string, at: number): [number, number] {
   return [start, end === -1 ? json.length - 1 : end];
 }
 
-function keepOriginals(json: string, message: unknown, kept: Kept): void {
-  const wellFormed: string[] = [];
-  let copied = 0;
+/** Keeps each string of a message's JSON (`json`) holding a lone surrogate by its U+FFFD form. */
+function keepStrings(json: string, kept: Kept): void {
   for (let at = json.indexOf('\\ud'); at !== -1; ) {
     if (escaped(json, at)) {
       at = json.indexOf('\\ud', at + 1);
@@ -321,20 +461,55 @@ function keepOriginals(json: string, message: unknown, kept: Kept): void {
     const [start, end] = tokenAround(json, at);
     const original = JSON.parse(json.slice(start, end + 1)) as string;
     const replaced = toWellFormed(original);
-    wellFormed.push(json.slice(copied, start), JSON.stringify(replaced));
-    copied = end + 1;
     if (kept.real.has(replaced)) kept.strings.set(replaced, null);
     else remember(kept.strings, replaced, original);
     at = json.indexOf('\\ud', end + 1);
   }
-  wellFormed.push(json.slice(copied));
-  keepMessage(kept, wellFormed.join(''), message);
 }
 
-function keepMessage(kept: Kept, key: string, message: unknown): void {
-  const same = kept.messages.get(key);
-  if (same) same.push(message);
-  else kept.messages.set(key, [message]);
+/** Keeps a message holding a lone surrogate or a real U+FFFD (`json`: its JSON), and each of its
+ * parts, tool outputs, output values and tool-call inputs that holds one, by their U+FFFD form
+ * (see Kept): what the core did not change comes back, and is stored, as the app's own. */
+function keepNodes(message: unknown, json: string, same: ReturnType<typeof placeholders>, kept: Kept): void {
+  const keep = (node: unknown, text = JSON.stringify(node, same) as string | undefined): void => {
+    if (node === null || typeof node !== 'object' || text === undefined) return;
+    if (!text.includes('\\ud') && !text.includes('\ufffd')) return;
+    const key = wellFormedJson(text);
+    const entry = kept.nodes.get(key);
+    if (!entry) kept.nodes.set(key, { originals: [node], json: text, alike: true });
+    else {
+      entry.originals.push(node);
+      if (entry.json !== text) entry.alike = false;
+    }
+  };
+  const block = (text: string | undefined): void => {
+    if (text === undefined || !(text.includes('\\ud') || text.includes('\ufffd'))) return;
+    const key = wellFormedJson(text);
+    const entry = kept.blocks.get(key);
+    if (!entry) kept.blocks.set(key, { originals: [text], alike: true });
+    else {
+      entry.originals.push(text);
+      if (entry.originals[0] !== text) entry.alike = false;
+    }
+  };
+  keep(message, json);
+  const content = message !== null && typeof message === 'object' ? (message as { content?: unknown }).content : undefined;
+  if (!Array.isArray(content)) return;
+  for (const part of content as unknown[]) {
+    if (part === null || typeof part !== 'object') continue;
+    keep(part);
+    const { input, output } = part as { input?: unknown; output?: unknown };
+    if (input !== undefined) {
+      const text = JSON.stringify(input, same);
+      keep(input, text);
+      block(text);
+    }
+    if (output === null || typeof output !== 'object') continue;
+    keep(output);
+    const { type, value } = output as { type?: unknown; value?: unknown };
+    keep(value);
+    if (type === 'json' || type === 'error-json') block(JSON.stringify(value, same, 2));
+  }
 }
 
 /** Sets apart the strings of `json` holding a real U+FFFD (none of its lone surrogates): a

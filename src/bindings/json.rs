@@ -18,7 +18,10 @@ use crate::{
 /// The error as a JSON object: its fields (`code`, and `field`, `index`, ... by kind) and the
 /// human `message`.
 pub(crate) fn error_json(error: &Error) -> String {
-    let mut value = serde_json::to_value(error).unwrap_or_default();
+    // Through its text, not `to_value` (see `loop_step`).
+    let mut value: serde_json::Value = serde_json::to_string(error)
+        .and_then(|text| serde_json::from_str(&text))
+        .unwrap_or_default();
     if let Some(map) = value.as_object_mut() {
         map.insert("message".into(), error.to_string().into());
     }
@@ -36,7 +39,7 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(what: &str, json: &str) -> R
     serde_json::from_str::<serde_json::Value>(json)
         .and_then(serde_json::from_value)
         .map_err(|e| {
-            let message = crate::error::strip_position(&e.to_string());
+            let message = crate::error::shape_message(&e.to_string());
             if e.is_syntax() || e.is_eof() {
                 Error::json(what, &e)
             } else if matches!(what, "plan" | "outcomes") {
@@ -393,7 +396,15 @@ fn loop_step(
     context: &LoopContext,
     request: Option<&crate::loop_context::SummaryRequest>,
 ) -> String {
-    to_json(&serde_json::json!({ "context": context, "request": request }))
+    // A struct, not `json!` (a `serde_json::Value` built field by field): with numbers kept as
+    // written (`arbitrary_precision`), every type serialized into a `Value` costs a copy of
+    // serde_json's number-aware value serializer in the wasm core.
+    #[derive(serde::Serialize)]
+    struct Step<'a> {
+        context: &'a LoopContext,
+        request: Option<&'a crate::loop_context::SummaryRequest>,
+    }
+    to_json(&Step { context, request })
 }
 
 /// A fresh loop context as JSON.
