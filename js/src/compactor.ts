@@ -3,9 +3,9 @@ import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type Mi
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
-import { MemoryStore, checkPath, type FileStore } from './store.js';
+import { MemoryStore, checkPath, withTimeout, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, conversationHashes, isStale, leasePath, leasedSummary, readState, saveStateIf, stateConflict, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, branchOf, conversationHashes, isStale, leasePath, leasedSummary, readState, saveStateIf, stateConflict, unreadState, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -191,6 +191,12 @@ export interface CompactorOptions {
   /** A summary not written within this many milliseconds is abandoned (its signal aborts) and
    * the heuristic summary used. Default 120,000. */
   summarizeTimeoutMs?: number;
+  /** Every store call the compactor makes (offloads, transcripts, the state at `statePath`, the
+   * summary leases, `systemPrompt`, the recovery tools) that has not answered within this many
+   * milliseconds counts as failed: an offload or transcript is not applied (its content stays in
+   * the conversation, the event says `failed`), a state that cannot be read is planned without,
+   * a save that does not land is a `stateError`. Default 10,000. */
+  storeTimeoutMs?: number;
   /** Keeps the compactor's state (stats, calibration) in `store` at this path: loaded by
    * `createCompactor`, saved at the end of a `manage`/`compact` call that changed it (one write
    * per call: Cloudflare KV allows one write per second per key). Offloads at tool-return time
@@ -218,13 +224,16 @@ export interface RecoverResult<M extends MessageLike = MessageLike> extends Mana
 }
 
 /** Options the core does not see: they stay in the host. */
-const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'onPreCompact', 'overflow']);
+const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'storeTimeoutMs', 'onPreCompact', 'overflow']);
 
 export { DEFAULT_STATE_PATH };
 
-/** How often one call reloads the state and runs again after losing a save to another request
- * before it throws `state_conflict`. */
+/** Rounds one call runs: after losing its save it reloads the state and runs again (see `#run`)
+ * at most this many times in all; a store that refuses this many saves over the very state it
+ * holds throws `state_conflict`. */
 const STATE_ATTEMPTS = 5;
+/** `storeTimeoutMs` by default. */
+const STORE_TIMEOUT_MS = 10_000;
 /** The state read by `createCompactor` (a symbol key: the core never sees it). */
 const STORED = Symbol('stored state');
 
@@ -257,7 +266,13 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
   checkOptions(options);
   await init();
   if (options.statePath !== undefined && options.state === undefined && options.store) {
-    const stored = await readState(options.store, options.statePath);
+    // A read that fails or does not answer in time: plan from the history alone, save only over
+    // nothing (a state that is there after all is found by the save: see `#run`).
+    const path = checkPath(options.statePath);
+    const stored = await readState(withTimeout(options.store, storeTimeout(options)), path).catch((error: unknown) => {
+      if (error instanceof CompactorError && error.code === 'invalid_config') throw error; // not a state
+      return unreadState(error);
+    });
     options = { ...options, ...(stored.state ? { state: stored.state } : {}), [STORED]: stored } as CompactorOptions;
   }
   let compactor: Compactor;
@@ -298,7 +313,14 @@ function checkOptions(options: unknown): asserts options is CompactorOptions {
     if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${path}[${i}]`, depth + 1));
     else if (Object.getPrototypeOf(value) === Object.prototype) for (const [key, item] of Object.entries(value)) walk(item, `${path}.${key}`, depth + 1);
   };
-  for (const [key, value] of Object.entries(o)) if (!HOST_ONLY.has(key) || key === 'overflow' || key === 'summarizeTimeoutMs') walk(value, key, 0);
+  for (const [key, value] of Object.entries(o)) if (!HOST_ONLY.has(key) || key === 'overflow' || key === 'summarizeTimeoutMs' || key === 'storeTimeoutMs') walk(value, key, 0);
+}
+
+/** `options.storeTimeoutMs`, checked. */
+function storeTimeout(options: CompactorOptions): number {
+  const ms = options.storeTimeoutMs ?? STORE_TIMEOUT_MS;
+  if (typeof ms !== 'number' || !(ms > 0)) throw new CompactorError('invalid_config', 'storeTimeoutMs must be a positive number of milliseconds', { field: 'storeTimeoutMs' });
+  return ms;
 }
 
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.
@@ -314,6 +336,8 @@ export async function loadState(store: FileStore, path: string = DEFAULT_STATE_P
  */
 export class Compactor {
   readonly store: FileStore;
+  /** `store` as the compactor calls it: every call bounded by `storeTimeoutMs`. */
+  readonly #io: FileStore;
   #core: WasmCompactor;
   /** The core's config, to build it again on a reloaded state. */
   readonly #config: string;
@@ -324,6 +348,9 @@ export class Compactor {
   /** Summaries written during the running call, by prompt: a call run again after a lost
    * save does not ask the summarizer twice for the same span. */
   #summaries: Map<string, string> | undefined;
+  /** Store writes made during the running call, path → text: a call run again after a lost
+   * save does not write the same content-addressed file twice. */
+  #written: Map<string, string> | undefined;
   readonly #onEvent: ((event: CompactionEvent) => void) | undefined;
   readonly #summarize: Summarizer | undefined;
   readonly #onPreCompact: CompactorOptions['onPreCompact'];
@@ -365,6 +392,7 @@ export class Compactor {
     this.#onPreCompact = options.onPreCompact;
     this.#summarizeTimeoutMs = options.summarizeTimeoutMs ?? 120_000;
     if (!(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
+    this.#io = withTimeout(this.store, storeTimeout(options));
     if (options.statePath !== undefined && !options.store) {
       throw new CompactorError('invalid_config', 'statePath needs a store that outlives the compactor (options.store); the default MemoryStore would lose the state', { field: 'statePath' });
     }
@@ -534,31 +562,62 @@ export class Compactor {
     return [...(last.output as M[]), ...messages.slice(last.input.length)];
   }
 
+  /**
+   * One call: compacts, and with `statePath` saves the state over the one it loaded. A save lost
+   * to another request reloads the state (as read back by the lost save) and looks at whose
+   * conversation it was saved for (`branchOf`):
+   * - this one, an earlier turn of it, or a later one (the same branch): run again on it — its
+   *   recorded edits replay, so the same turn gets the same prompt — and save what is new, if
+   *   anything (a later turn's state already covers this call: nothing);
+   * - another branch (two tabs, a retry that went another way): run again on it once, so that
+   *   its edits and this call's are both kept (the record is keyed by content) and save that;
+   *   lost again, answer from that run and leave the state to the other branches;
+   * - nothing changed (the store refused a save over the very state it holds): run again, and
+   *   after `STATE_ATTEMPTS` such refusals throw `state_conflict`: a store that keeps failing.
+   * No call runs more than `STATE_ATTEMPTS` rounds on others' saves: then it answers from its
+   * last run, unsaved (the saves that landed stand; the next request plans this call's edits
+   * again, with the same renderings). Nothing is refused because other requests saved.
+   */
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const call = ++this.#calls;
     this.#input = input;
     this.#summaries = new Map();
+    this.#written = new Map();
+    let refusals = 0;
+    let merged = false;
     try {
-      for (let attempt = 1; ; attempt++) {
+      for (let round = 1; ; round++) {
         const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow });
         if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
         delete result.changed;
-        if (!result.conflict) return result;
+        const current = result.conflict;
         delete result.conflict;
-        // Another request of this conversation saved first: take its state and run this call
-        // again on it (its recorded edits replay; offloads are content-addressed, so writing one
-        // again is harmless), then save over it.
-        if (attempt === STATE_ATTEMPTS) throw stateConflict(this.#statePath!, attempt, this.#stored!);
-        await this.#reload();
+        if (current === undefined) return this.#unread(result);
+        if (current.text === this.#stored!.text) {
+          if (++refusals === STATE_ATTEMPTS) throw stateConflict(this.#statePath!, refusals, current, 'refused');
+        } else {
+          const branch = branchOf(current, conversationHashes(input));
+          if (round >= STATE_ATTEMPTS || (branch === 'diverged' && merged)) return this.#unread(result);
+          if (branch === 'diverged') merged = true;
+        }
+        this.#rebuild(current);
       }
     } finally {
       this.#summaries = undefined;
+      this.#written = undefined;
     }
   }
 
-  /** Builds the core again on the state stored at `statePath` now. */
-  async #reload(): Promise<StoredState> {
-    const stored = await readState(this.store, this.#statePath!);
+  /** Says on `result` that the state could not be read (when the compactor still plans without
+   * it and nothing else went wrong with the state). */
+  #unread<R extends ManageResult<MessageLike>>(result: R): R {
+    const unread = this.#stored?.unread;
+    if (unread !== undefined && result.stateError === undefined) result.stateError = `state not read from ${this.#statePath}: ${unread}; planned from the messages alone`;
+    return result;
+  }
+
+  /** Builds the core again on `stored` (the state at `statePath` now). */
+  #rebuild(stored: StoredState): void {
     const fresh = core(() => new WasmCompactor(this.#config, stored.state ? stringify(stored.state) : undefined));
     this.#core.free();
     this.#core = fresh;
@@ -566,10 +625,9 @@ export class Compactor {
     this.#held = { messages: [], marks: [], refs: new Map() };
     this.#last = undefined;
     this.#stateDirty = false;
-    return stored;
   }
 
-  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: boolean }> {
+  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: StoredState }> {
     this.#sync(messages);
     let planned = this.#planCore(undefined, planOptions(options));
     if (isWork(JSON.parse(planned.json) as Plan)) {
@@ -609,7 +667,7 @@ export class Compactor {
       }
     }
     const outcomes = await this.#execute(plan, decision.customSummary);
-    const result: ManageResult<M> & { changed?: boolean; conflict?: boolean } = this.#applyHeld<M>(messages, planned.json, plan, outcomes, stamp);
+    const result: ManageResult<M> & { changed?: boolean; conflict?: StoredState } = this.#applyHeld<M>(messages, planned.json, plan, outcomes, stamp);
     result.changed = true;
     await this.#persistState(result);
     return cancelOverridden ? { ...result, cancelOverridden } : result;
@@ -632,7 +690,12 @@ export class Compactor {
     const writes = await Promise.all(
       plan.actions.filter((a) => writesOf(a).length > 0).map(async (action): Promise<Outcome> => {
         try {
-          for (const [path, content] of writesOf(action)) await this.store.write(path, content);
+          for (const [path, content] of writesOf(action)) {
+            // Already written by this call (a run again after a lost save): the same file.
+            if (this.#written?.get(path) === content) continue;
+            await this.#io.write(path, content);
+            this.#written?.set(path, content);
+          }
           return { type: 'written', id: action.id };
         } catch (error) {
           return { type: 'failed', id: action.id, error: errorMessage(error) };
@@ -665,7 +728,7 @@ export class Compactor {
     if (!this.#statePath || !this.#summarize || customSummary?.trim()) return this.#summary(action, customSummary);
     let outcome: Outcome | undefined;
     const shared = await leasedSummary(
-      this.store,
+      this.#io,
       leasePath(this.#statePath, action.request.prompt),
       async () => {
         outcome = await this.#summary(action, customSummary);
@@ -842,7 +905,7 @@ export class Compactor {
   async systemPrompt(base: string, options: { memory?: boolean } = {}): Promise<string> {
     let system = [base, coreRecoverySegment(this.#prefixes.offload, this.#prefixes.history)].filter(Boolean).join('\n\n');
     if (options.memory ?? true) {
-      const agentsMd = await this.store.read(AGENTS_MD_PATH);
+      const agentsMd = await this.#io.read(AGENTS_MD_PATH);
       if (options.memory || agentsMd !== null) system = [system, coreMemorySegment(MEMORIES_PREFIX)].join('\n\n');
       system = coreWithMemory(system, agentsMd ?? undefined);
     }
@@ -864,42 +927,46 @@ export class Compactor {
   /** AI SDK tools `read_file`, `grep`, `ls` over this compactor's store; a `read_file` page is
    * at most 10 % of the window (`maxPageChars`). */
   tools(options?: RecoveryToolOptions): RecoveryToolSet {
-    return recoveryTools(this.store, { maxPageChars: Math.max(2_000, Math.floor(this.model.contextWindow * 0.4)), ...options });
+    return recoveryTools(this.#io, { maxPageChars: Math.max(2_000, Math.floor(this.model.contextWindow * 0.4)), ...options });
   }
 
   /** Writes the state (stats, calibration, the compaction record) to the store;
    * `loadState(store, path)` reads it back. At `statePath` the save is conditional: it throws
    * `state_conflict` when another compactor saved there since this one last read or saved. */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
-    if (checkPath(path) !== this.#statePath) return this.store.write(path, JSON.stringify(this.state()));
-    if (!(await this.#saveStateIf())) throw stateConflict(path, 1, this.#stored!);
+    if (checkPath(path) !== this.#statePath) return this.#io.write(path, JSON.stringify(this.state()));
+    const outcome = await this.#saveStateIf();
+    if (outcome !== true) throw stateConflict(path, 1, outcome.current, outcome.current.text === this.#stored!.text ? 'refused' : 'moved');
   }
 
-  /** Saves over what `statePath` held when last read or saved; false when it changed since.
-   * A call on an earlier turn of the conversation the stored state was saved for (a slow double
-   * submit or retry) saves nothing: that state already covers it. */
-  async #saveStateIf(): Promise<boolean> {
+  /** Saves over what `statePath` held when last read or saved: true when saved (or when there
+   * is nothing to save), else the state the store holds instead. A call on an earlier turn of
+   * the conversation the stored state was saved for (a slow double submit or retry) saves
+   * nothing: that state already covers it. */
+  async #saveStateIf(): Promise<true | { current: StoredState }> {
     const path = this.#statePath!;
-    this.#stored ??= await readState(this.store, path);
+    this.#stored ??= await readState(this.#io, path);
     const conversation = conversationHashes(this.#input);
     if (isStale(this.#stored, conversation)) {
       this.#stateDirty = false;
       return true;
     }
-    const saved = await saveStateIf(this.store, path, this.state(), this.#stored, conversation);
-    if (!saved) return false;
-    this.#stored = saved;
+    const outcome = await saveStateIf(this.#io, path, this.state(), this.#stored, conversation);
+    if ('current' in outcome) return outcome;
+    this.#stored = outcome.saved;
     this.#stateDirty = false;
     return true;
   }
 
   /** Saves the state at the end of a call that changed it, when `statePath` is set. A failed
-   * save does not undo the compaction: it is reported on the result (and retried next call).
-   * A save lost to another request marks the result `conflict` (`#run` reloads and runs again). */
-  async #persistState<R extends ManageResult<MessageLike> & { conflict?: boolean }>(result: R): Promise<R> {
+   * save (the store failed, or did not answer within `storeTimeoutMs`) does not undo the
+   * compaction: it is reported on the result (and retried next call). A save lost to another
+   * request sets `conflict` to the state found instead (`#run` decides what then). */
+  async #persistState<R extends ManageResult<MessageLike> & { conflict?: StoredState }>(result: R): Promise<R> {
     if (this.#statePath === undefined || !this.#stateDirty) return result;
     try {
-      if (!(await this.#saveStateIf())) result.conflict = true;
+      const outcome = await this.#saveStateIf();
+      if (outcome !== true) result.conflict = outcome.current;
     } catch (error) {
       result.stateError = `state not saved to ${this.#statePath}: ${errorMessage(error)}`;
     }

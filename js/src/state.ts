@@ -5,9 +5,11 @@
 //   revision      1, 2, 3... — each save is the loaded revision + 1
 //   conversation  a 32-bit hash of each message of the conversation it was saved for (8 hex
 //                 digits a message): a request whose conversation is a strict prefix of that one
-//                 is a stale duplicate or retry of an earlier turn, and saves nothing
-import { CompactorError } from './errors.js';
-import { writeIf, type FileStore } from './store.js';
+//                 is a stale duplicate or retry of an earlier turn, and saves nothing; one whose
+//                 conversation neither extends that one nor is a prefix of it is on another
+//                 branch (see `branchOf`)
+import { CompactorError, errorMessage } from './errors.js';
+import { conditionalWrite, writeIf, type FileStore } from './store.js';
 import type { CompactorState } from './types.js';
 
 /** Where `saveState()` writes by default. */
@@ -22,13 +24,20 @@ export interface StoredState {
   revision: number;
   /** See the file's head. */
   conversation: string;
+  /** Set when the state could not be read (the store failed or did not answer): why. The
+   * compactor plans as if nothing were stored, and saves only over nothing (`text` null). */
+  unread?: string;
 }
 
 const HOST_FIELDS = ['revision', 'conversation'] as const;
 
 /** Reads the state at `path`. A file that is not a state is a typed error, not ignored. */
 export async function readState(store: FileStore, path: string = DEFAULT_STATE_PATH): Promise<StoredState> {
-  const text = (await store.read(path)) ?? null;
+  return parseState((await store.read(path)) ?? null, path);
+}
+
+/** The state in `text`, as stored at `path` (null: nothing stored). */
+export function parseState(text: string | null, path: string): StoredState {
   if (text === null) return { state: undefined, text: null, revision: 0, conversation: '' };
   let parsed: unknown;
   try {
@@ -46,26 +55,55 @@ export async function readState(store: FileStore, path: string = DEFAULT_STATE_P
   return { state: record as unknown as CompactorState, text, revision, conversation };
 }
 
+/** What a compactor starts from when the state could not be read: nothing, saved over nothing. */
+export function unreadState(error: unknown): StoredState {
+  return { state: undefined, text: null, revision: 0, conversation: '', unread: errorMessage(error) };
+}
+
 /**
  * Saves `state` over `base` (what was read, or last saved): written only while the store still
  * holds `base.text` — atomically where the store has `writeIf` with compare-and-set, by read,
- * compare and write elsewhere. Returns what is stored now, or null when another save came
- * first (nothing written: reload, re-apply, save again).
+ * compare and write elsewhere. Returns what is stored now (`saved`), or, when another save came
+ * first (nothing written), the state the store holds instead (`current`, read back once). A
+ * store that refused and could not be read back is a `store_failed` error.
  */
-export async function saveStateIf(store: FileStore, path: string, state: CompactorState, base: StoredState, conversation: string): Promise<StoredState | null> {
+export async function saveStateIf(store: FileStore, path: string, state: CompactorState, base: StoredState, conversation: string): Promise<{ saved: StoredState } | { current: StoredState }> {
   const next = { revision: base.revision + 1, conversation };
   const text = JSON.stringify({ ...state, ...next });
-  if (!(await writeIf(store, path, base.text, text))) return null;
-  return { state, text, ...next };
+  const outcome = await conditionalWrite(store, path, base.text, text);
+  if (outcome.written) return { saved: { state, text, ...next } };
+  if (!('current' in outcome)) {
+    const error = new CompactorError('store_failed', `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}`, { path, op: 'read' });
+    Object.defineProperty(error, 'cause', { value: outcome.readError, enumerable: false, configurable: true, writable: true });
+    throw error;
+  }
+  return { current: parseState(outcome.current ?? null, path) };
 }
 
-/** The typed error of a save that kept losing the race. */
-export function stateConflict(path: string, attempts: number, stored: StoredState): CompactorError {
-  return new CompactorError('state_conflict', `the state at ${path} kept changing under this request (${attempts} attempts): other requests of this conversation are saving it`, {
-    path,
-    attempts,
-    revision: stored.revision,
-  });
+/**
+ * Where a request's conversation stands to the one `stored` was saved for:
+ * - `same`: the very conversation (a double submit; its edits are already stored);
+ * - `ahead`: it extends that one (a later turn, or nothing is stored);
+ * - `stale`: it is a strict prefix of that one (an earlier turn: a slow duplicate, a late retry);
+ * - `diverged`: neither — another branch of the conversation (two tabs, a retry that went
+ *   another way, an edited message).
+ */
+export function branchOf(stored: StoredState, conversation: string): 'same' | 'ahead' | 'stale' | 'diverged' {
+  if (stored.conversation === conversation) return 'same';
+  if (conversation.startsWith(stored.conversation)) return 'ahead';
+  if (stored.conversation.startsWith(conversation)) return 'stale';
+  return 'diverged';
+}
+
+/** The typed error of a save that cannot land: the store kept refusing conditional saves while
+ * it still held the state they were conditional on (`refused`: a store that keeps failing), or
+ * an explicit `saveState()` over a state another request saved since (`moved`). */
+export function stateConflict(path: string, attempts: number, stored: StoredState, why: 'refused' | 'moved'): CompactorError {
+  const message =
+    why === 'refused'
+      ? `the store refused to save the state at ${path} ${attempts} times though it still held the state the save was conditional on (its conditional writes keep failing)`
+      : `the state at ${path} changed since this compactor last read or saved it: another request of this conversation saved it`;
+  return new CompactorError('state_conflict', message, { path, attempts, revision: stored.revision });
 }
 
 /** The `conversation` field of `messages`: FNV-1a of each message's JSON (binary values by

@@ -21,37 +21,95 @@ export interface FileStore {
 }
 
 /** `store.writeIf` where the store has it; otherwise read, compare, write (not atomic: a write
- * landing between the read and the write is lost).
+ * landing between the read and the write is lost). See `conditionalWrite`. */
+export async function writeIf(store: FileStore, path: string, expected: string | null, text: string): Promise<boolean> {
+  return (await conditionalWrite(store, path, expected, text)).written;
+}
+
+/** What a conditional write did: `written`, or not, and then what `path` held when read back
+ * (`current`), or why it could not be read (`readError`). */
+export interface ConditionalWrite {
+  written: boolean;
+  current?: string | null;
+  readError?: unknown;
+}
+
+/**
+ * `writeIf`, saying what `path` held when the write was refused (read back once: a caller that
+ * lost a save needs it, and a store that hangs is then waited on once, not twice).
  *
  * A conditional write whose reply is lost can be applied and still say it was not: a client
  * that re-sends it after a dropped connection (ioredis does) sees the condition fail on its own
  * write, and one that does not throws. Either way `path` then holds `text`, so a refused or
  * failed `store.writeIf` is checked by reading `path` back: holding `text`, the write is ours.
  * (Every text written this way is unique to its writer — a state's revision and conversation,
- * a lease's owner — or the same content, for which it does not matter who wrote it.) */
-export async function writeIf(store: FileStore, path: string, expected: string | null, text: string): Promise<boolean> {
+ * a lease's owner — or the same content, for which it does not matter who wrote it.) A write
+ * that did not answer in time (`isStoreTimeout`) is not read back: it may still be under way.
+ */
+export async function conditionalWrite(store: FileStore, path: string, expected: string | null, text: string): Promise<ConditionalWrite> {
+  const readBack = async (): Promise<ConditionalWrite> => {
+    try {
+      const current = (await store.read(path)) ?? null;
+      return current === text ? { written: true } : { written: false, current };
+    } catch (readError) {
+      return { written: false, readError };
+    }
+  };
   if (typeof store.writeIf === 'function') {
     let done: boolean;
     try {
       done = await store.writeIf(path, expected, text);
     } catch (error) {
-      if (await holds(store, path, text)) return true;
+      if (!isStoreTimeout(error) && (await readBack()).written) return { written: true };
       throw error;
     }
-    return done || (await holds(store, path, text));
+    return done ? { written: true } : readBack();
   }
-  if (((await store.read(path)) ?? null) !== expected) return false;
+  const current = (await store.read(path)) ?? null;
+  if (current !== expected) return { written: false, current };
   await store.write(path, text);
-  return true;
+  return { written: true };
 }
 
-/** Whether `path` holds `text` now (false when it cannot be read). */
-async function holds(store: FileStore, path: string, text: string): Promise<boolean> {
-  try {
-    return ((await store.read(path)) ?? null) === text;
-  } catch {
-    return false;
-  }
+/** Whether `error` is a store call that did not answer within the compactor's
+ * `storeTimeoutMs` (see `withTimeout`). */
+export function isStoreTimeout(error: unknown): boolean {
+  return error instanceof CompactorError && error.code === 'store_failed' && typeof error.details.timeoutMs === 'number';
+}
+
+/** Longest wait `setTimeout` takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * `store` with a bounded wait on every call: a call (read, write, list, delete, writeIf) that
+ * has not settled within `ms` rejects with `CompactorError('store_failed')` (`details.path`,
+ * `op`, `timeoutMs`), as a failed call does; a synchronous throw rejects too. The call itself
+ * is left to finish: its late result is dropped and its late rejection caught (never an
+ * unhandled rejection). `writeIf` is there while `store` has it.
+ */
+export function withTimeout(store: FileStore, ms: number): FileStore {
+  const wait = Math.min(Math.max(ms, 1), MAX_TIMER_MS);
+  const bounded = <T>(op: string, path: string, call: () => MaybePromise<T>): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const running = new Promise<T>((resolve) => resolve(call()));
+    running.catch(() => undefined);
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new CompactorError('store_failed', `store ${op} of ${JSON.stringify(path)} did not answer within ${ms} ms (storeTimeoutMs)`, { path, op, timeoutMs: ms })), wait);
+    });
+    return Promise.race([running, timeout]).finally(() => clearTimeout(timer));
+  };
+  const view: FileStore = {
+    read: (path) => bounded('read', path, () => store.read(path)),
+    write: (path, text) => bounded('write', path, () => store.write(path, text)),
+    list: (prefix) => bounded('list', prefix, () => store.list(prefix)),
+    delete: (path) => bounded('delete', path, () => store.delete(path)),
+  };
+  // Read when called: a store given `writeIf` later has it here too.
+  Object.defineProperty(view, 'writeIf', {
+    get: () => (typeof store.writeIf === 'function' ? (path: string, expected: string | null, text: string) => bounded('writeIf', path, () => store.writeIf!(path, expected, text)) : undefined),
+    enumerable: true,
+  });
+  return view;
 }
 
 /** Longest path a store accepts (UTF-16 code units; generous for content hashes). */

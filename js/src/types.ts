@@ -230,7 +230,8 @@ export interface CompactionEvent {
   actionId: string;
   strategy: Strategy;
   /** `applied`: stored and replaced. `failed`: the store write (or the transcript) failed,
-   * nothing removed. `not-executed`: no outcome was reported, nothing removed. `fallback`: the
+   * nothing removed (a write that did not answer within `storeTimeoutMs` failed). `not-executed`:
+   * no outcome was reported, nothing removed. `fallback`: the
    * summarizer was missing or failed and the heuristic summary was applied (`error` says why). */
   status: 'applied' | 'failed' | 'not-executed' | 'fallback';
   messageIndex: number;
@@ -294,12 +295,16 @@ export interface ManageResult<M extends MessageLike = MessageLike> {
   messages: M[];
   events: CompactionEvent[];
   plan: Plan;
-  /** `onPreCompact` cancelled: nothing was executed and `messages` are the input. */
+  /** `onPreCompact` cancelled: nothing new was executed and no state changed; `messages` are
+   * the input with the recorded compactions replayed (earlier summaries and edits put back: the
+   * prompt a long-lived compactor sends), which is the input itself when there are none. */
   cancelled?: boolean;
   /** `onPreCompact` cancelled past the hard limit: the compaction ran anyway. */
   cancelOverridden?: boolean;
-  /** With `statePath`: why the state could not be saved after this compaction (the
-   * compaction itself stands). */
+  /** With `statePath`: why the state could not be saved after this compaction (the store
+   * failed, or did not answer within `storeTimeoutMs`; the compaction itself stands), or why it
+   * could not be read (the call then planned from the messages alone). A save lost to another
+   * request is not an error (see docs/API.md, "Many instances, one conversation"). */
   stateError?: string;
 }
 
