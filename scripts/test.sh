@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || { echo "setup failed"; exit 1; }
 bash scripts/build.sh || { echo "build failed"; exit 1; }
 
-suites=${SUITES:-"rust host hf-oracle ai-sdk demo runtimes frameworks examples arena python"}
+suites=${SUITES:-"rust host hf-oracle ai-sdk demo runtimes frameworks fuzz-api examples arena python"}
 passed=0; failed=0; failed_names=()
 run() {
   local name=$1; shift
@@ -29,6 +29,10 @@ run runtimes  node tests/runtimes/run-all.mjs
 # The apps people build: the packed tarball in Next.js (Turbopack, webpack; Node, Edge routes),
 # Vite + Chromium, wrangler + workerd, Nuxt, plain Node 22 / Deno / Bun (tests/frameworks).
 run frameworks node tests/frameworks/run.mjs
+# Generated conversations through the public API (fuzz/api): a fixed seed, 80 cases, ~80 s. The
+# skipped classes are open bugs the run still reports (issue 35; fuzz/api/README.md lists them):
+# a real U+FFFD stored as another string's lone surrogate, and key order in an untouched part.
+run fuzz-api  node fuzz/api/run.mjs --seed ci-1 --cases 80 --no-minimize --quiet --skip-class stored-surrogate,kept-order,host-shape-order
 run examples  node examples/run.mjs
 # The quality arena's harness tests, then its smallest session at both windows with wide margins.
 run arena     bash -c 'node --test bench/arena/test/ bench/arena/sessions/ && node --max-old-space-size=8192 bench/arena/run.mjs --sessions long-chat --check --out bench/arena/out/ci'

@@ -189,7 +189,7 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
   }
 
   function isEncodingLoaded(name: EncodingName | (string & {})): boolean {
-    return initialized && core(() => glue.encodingLoaded(name));
+    return initialized && typeof name === 'string' && core(() => glue.encodingLoaded(name));
   }
 
   async function loadModelTokenizer(tokenizer: string | null): Promise<boolean> {
@@ -255,6 +255,8 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
   function countTokens(text: string, encoding: EncodingName | (string & {}) = 'o200k_base'): number {
     assertInitialized('countTokens');
     if (typeof text !== 'string') throw new TypeError('countTokens: text must be a string');
+    // A non-string reaching the glue is read as a pointer: a trap, and a module left broken.
+    if (typeof encoding !== 'string') throw new TypeError('countTokens: encoding must be a string');
     return core(() => glue.countTokens(text, encoding));
   }
 
@@ -274,6 +276,7 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
   function countBreakdown(messages: MessageLike[], options: { tools?: ToolSetLike; encoding?: EncodingName | (string & {}) } = {}): TokenBreakdown {
     assertInitialized('countBreakdown');
     if (!Array.isArray(messages)) throw new TypeError('countBreakdown: messages must be an array');
+    if (options.encoding !== undefined && typeof options.encoding !== 'string') throw new TypeError('countBreakdown: options.encoding must be a string');
     const tools = options.tools === undefined ? [] : toolDefinitions(options.tools);
     const { json } = encode(messages);
     return JSON.parse(core(() => glue.countBreakdown(json, JSON.stringify(tools), options.encoding ?? 'o200k_base'))) as TokenBreakdown;
@@ -281,6 +284,7 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
 
   function warmUp(encoding: EncodingName = 'o200k_base'): void {
     assertInitialized('warmUp');
+    if (typeof encoding !== 'string') throw new TypeError('warmUp: encoding must be a string');
     core(() => glue.warmUp(encoding));
   }
 

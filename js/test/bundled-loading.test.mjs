@@ -80,3 +80,13 @@ test('the wasm-bindgen glue has no default .wasm URL and accepts a module of ano
   assert.equal(pkg.exports['./compiler.wasm'], './dist/compiler/compiler_bg.wasm');
   assert.equal(pkg.exports['./ranks/*'], './dist/ranks/*');
 });
+
+test('a non-string encoding is a TypeError, not a trap that breaks the module (fuzz/api: crash)', async () => {
+  const cc = await import('../dist/entry/node.js');
+  await cc.init();
+  assert.throws(() => cc.countTokens('x', 42), TypeError);
+  assert.throws(() => cc.countBreakdown([], { encoding: 42 }), TypeError);
+  assert.throws(() => cc.warmUp(42), TypeError);
+  assert.equal(cc.isEncodingLoaded(42), false);
+  assert.equal(cc.countTokens('hello world'), 2, 'the module still counts');
+});
