@@ -44,3 +44,7 @@ export const messages: ModelMessage[] = [{ role: 'user', content: 'Find the flak
 
 /** A state saved by an earlier compactor (`compactor.state()`), when there is one. */
 export const state: CompactorState | undefined = undefined;
+
+/** Stands in for Nuxt's auto-imported `defineEventHandler` (from h3, not installed here): it takes
+ * the handler and returns it, as h3's does for a function. */
+export const defineEventHandler = <T>(handler: (event: { node: unknown }) => T): ((event: { node: unknown }) => T) => handler;
