@@ -103,6 +103,7 @@ function prepare(app, tarball, quickstartDir) {
   mkdirSync(join(dir, quickstartDir), { recursive: true });
   cpSync(join(here, app), dir, { recursive: true, filter: (src) => !/node_modules|\.next|\.output|\.nuxt|dist$|\.wrangler/.test(relative(here, src)) });
   for (const file of readdirSync(join(here, 'shared'))) cpSync(join(here, 'shared', file), join(dir, quickstartDir, file));
+  cpSync(join(root, 'tests', 'runtimes', 'big-text.mjs'), join(dir, quickstartDir, 'big-text.mjs'));
   const pkg = JSON.parse(readFileSync(join(here, app, 'package.json'), 'utf8'));
   pkg.dependencies = { ...pkg.dependencies, 'context-compactor': `file:${relative(dir, tarball)}` };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);

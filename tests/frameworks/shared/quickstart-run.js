@@ -7,35 +7,10 @@
 // workerd and a browser alike.
 import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
+// The runtimes suite's log (tests/runtimes/big-text.mjs, copied beside this file by run.mjs).
+import { makeBigText as bigLog } from './big-text.mjs';
 
-/** A deterministic ~100k-token (o200k_base) log: the tool output too large to keep. */
-export function bigLog(lines = 2550) {
-  let s = 0x9e3779b9;
-  const next = () => {
-    s ^= s << 13; s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
-    return s;
-  };
-  const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'theta', 'kappa', 'lambda',
-    'sigma', 'omega', 'router', 'cache', 'shard', 'tensor', 'widget', 'parser', 'queue', 'ledger',
-    'compile', 'render', 'fetch', 'stream', 'token', 'window', 'budget'];
-  const levels = ['INFO', 'WARN', 'DEBUG', 'ERROR', 'TRACE'];
-  const out = [];
-  for (let i = 0; i < lines; i++) {
-    const a = next(), b = next(), c = next(), d = next();
-    const w1 = words[a % words.length], w2 = words[b % words.length], w3 = words[c % words.length];
-    const hex = (d >>> 0).toString(16).padStart(8, '0');
-    const score = ((a % 100000) / 100000).toFixed(5);
-    out.push(
-      `${String(i).padStart(5, '0')} ${levels[d % levels.length]} src/${w1}/${w2}_${c % 97}.ts:${b % 1000} ` +
-      `result id=${hex} score=${score} ${w3} ${w1}-${w2} matched "${w2} ${w3} ${b % 7919}" in ${a % 512}ms`,
-    );
-  }
-  return out.join('\n');
-}
-
-/** o200k_base's count of `bigLog()` by the official tiktoken (the runtimes suite's fixture). */
+/** o200k_base's count of the log by the official tiktoken (the runtimes suite's fixture). */
 export const BIG_LOG_TOKENS = 109158;
 
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
