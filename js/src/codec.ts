@@ -54,6 +54,8 @@ export type Refs = Map<string, unknown>;
 export interface Encoded {
   json: string;
   refs: Refs;
+  /** Whether this JSON holds a lone surrogate (escaped by JSON.stringify). */
+  lone: boolean;
 }
 
 /** What the host keeps of a conversation's lone surrogates (see above), per conversation (its
@@ -107,7 +109,7 @@ export function encode(messages: unknown, refs: Refs = new Map(), first = 0): En
   // again, alone (the same text, placeholders numbered the same), to keep the ones holding lone
   // surrogates, and those holding a real U+FFFD beside them: both come back from the core with
   // U+FFFD, so both are kept to be told apart by their order.
-  const lone = json.includes('\\ud');
+  const lone = hasLoneEscape(json);
   const real = json.includes('\ufffd') && (lone || originals.has(refs));
   if (Array.isArray(messages) && (lone || real)) {
     let kept = originals.get(refs);
@@ -116,14 +118,31 @@ export function encode(messages: unknown, refs: Refs = new Map(), first = 0): En
     for (const message of messages) {
       const text = JSON.stringify(message, same);
       if (text === undefined || !(text.includes('\\ud') || text.includes('\ufffd'))) continue;
-      if (text.includes('\\ud')) keepStrings(text, kept);
+      if (hasLoneEscape(text)) keepStrings(text, kept);
       keepNodes(message, text, same, kept);
     }
     // Strings that held a real U+FFFD are set apart from the lone surrogates' U+FFFD forms.
     if (real) keepReal(json, kept);
   }
-  return { json, refs };
+  return { json, refs, lone };
 }
+
+/** Whether lone surrogates of an earlier `encode` into `refs` are kept (see the top of this
+ * file): a conversation synced in pieces must have been encoded whole once the first lone
+ * surrogate came, so that the real U+FFFDs of the earlier pieces are kept beside them. */
+export function keepsSurrogates(refs: Refs): boolean {
+  return originals.has(refs);
+}
+
+/** Whether JSON text (as JSON.stringify writes it) escapes a lone surrogate: a `\udXXX` after
+ * an even run of backslashes (`\\ud83d` is a backslash then the text `ud83d`). */
+function hasLoneEscape(json: string): boolean {
+  if (!json.includes('\\ud')) return false;
+  for (const match of json.matchAll(LONE_ESCAPE)) if (match[1]!.length % 2 === 0) return true;
+  return false;
+}
+
+const LONE_ESCAPE = /(\\*)\\u(d[89a-f][0-9a-f]{2})/g;
 
 /** Whether JSON.stringify could meet a value that needs a placeholder in `value`: one is there,
  * or something this walk cannot see through is (a `toJSON` method, which may return one; nesting
@@ -230,7 +249,7 @@ export function stringify(value: unknown): string {
 /** JSON text as JSON.stringify writes it (each lone surrogate escaped as `\udXXX`, and nothing
  * else so) with U+FFFD in place of each lone surrogate: the core's form of the same value. */
 function wellFormedJson(json: string): string {
-  return json.replace(/(\\*)\\u(d[89a-f][0-9a-f]{2})/g, (match, backslashes: string) => (backslashes.length % 2 === 0 ? `${backslashes}\ufffd` : match));
+  return json.replace(LONE_ESCAPE, (match, backslashes: string) => (backslashes.length % 2 === 0 ? `${backslashes}\ufffd` : match));
 }
 
 export function decode<T>(json: string, refs: Refs): T {
@@ -262,8 +281,10 @@ function parse<T>(json: string, refs: Refs): T {
  * did not change back whole, then each other string; text files are a text output's original
  * whole or, for text joined from several (a Markdown transcript, a `content` output's items),
  * each JSON output's and tool input's original JSON in place of its U+FFFD form, then each
- * string's original in place of its U+FFFD form. */
-export function restoreStored(path: string, content: string, refs: Refs): string {
+ * string's original in place of its U+FFFD form (each string set apart from the shorter ones).
+ * `wholeOnly`: the content is one string of the app's (restored when it held a lone surrogate)
+ * or text the core decoded from bytes (a user's text file), never text joined from several. */
+export function restoreStored(path: string, content: string, refs: Refs, wholeOnly = false): string {
   const kept = originals.get(refs);
   if (!kept || !content.includes('\ufffd')) return withRefs(content, refs);
   const block = kept.blocks.get(content);
@@ -272,31 +293,43 @@ export function restoreStored(path: string, content: string, refs: Refs): string
   const text = withRefs(content, refs);
   const whole = kept.strings.get(text);
   if (typeof whole === 'string') return whole;
+  // One string of the app's that held a real U+FFFD (no lone surrogate), or text the core
+  // decoded from bytes (a user's text file: UTF-8, so no lone surrogate): already the original.
+  if ((whole === undefined && kept.real.has(text)) || wholeOnly) return text;
   // The blocks first (longest first; one text, or as many in the text as were kept, in order),
-  // set apart from the strings' pass.
-  let pieces: { text: string; done: boolean }[] = [{ text: content, done: false }];
+  // then the app's strings (longest first): one that held a lone surrogate becomes its
+  // original, one that held a real U+FFFD (or whose form two originals share) stays as it is.
+  // Each text found is set apart, so that a shorter string's U+FFFD form inside it (a lone
+  // `"x\ud83d"` inside a real `"a x\ufffd b"`) is not taken for that string.
+  let pieces: Piece[] = [{ text: content, done: false }];
   const blocks = [...kept.blocks].filter(([wellFormed]) => content.includes(wellFormed)).sort((a, b) => b[0].length - a[0].length);
   for (const [wellFormed, { originals, alike }] of blocks) {
     const count = pieces.reduce((n, piece) => (piece.done ? n : n + piece.text.split(wellFormed).length - 1), 0);
     if (!alike && count !== originals.length) continue;
     let n = 0;
-    pieces = pieces.flatMap((piece) =>
-      piece.done || !piece.text.includes(wellFormed)
-        ? [piece]
-        : piece.text.split(wellFormed).flatMap((rest, i) => (i === 0 ? [{ text: rest, done: false }] : [{ text: originals[alike ? 0 : n++]!, done: true }, { text: rest, done: false }])),
-    );
+    pieces = setApart(pieces, wellFormed, () => originals[alike ? 0 : n++]!);
   }
-  const pairs = [...kept.strings].filter((pair): pair is [string, string] => pair[1] !== null).sort((a, b) => b[0].length - a[0].length);
-  return pieces
-    .map(({ text, done }) => {
-      text = withRefs(text, refs);
-      if (done) return text;
-      for (const [wellFormed, original] of pairs) {
-        if (text.includes(wellFormed)) text = text.split(wellFormed).join(original);
-      }
-      return text;
-    })
-    .join('');
+  const strings: [string, string][] = [];
+  for (const [wellFormed, original] of kept.strings) strings.push([wellFormed, original ?? wellFormed]);
+  for (const real of kept.real) if (!kept.strings.has(real)) strings.push([real, real]);
+  strings.sort((a, b) => b[0].length - a[0].length);
+  for (const [wellFormed, original] of strings) {
+    if (content.includes(wellFormed)) pieces = setApart(pieces, wellFormed, () => original);
+  }
+  return pieces.map((piece) => withRefs(piece.text, refs)).join('');
+}
+
+/** A part of a text being restored; `done`: an original, set apart from later passes. */
+type Piece = { text: string; done: boolean };
+
+/** `pieces` with each occurrence of `wellFormed` in a piece not done split out as a done piece
+ * holding `original()` (called once per occurrence, in order). */
+function setApart(pieces: Piece[], wellFormed: string, original: () => string): Piece[] {
+  return pieces.flatMap((piece) =>
+    piece.done || !piece.text.includes(wellFormed)
+      ? [piece]
+      : piece.text.split(wellFormed).flatMap((rest, i) => (i === 0 ? [{ text: rest, done: false }] : [{ text: original(), done: true }, { text: rest, done: false }])),
+  );
 }
 
 function withRefs(content: string, refs: Refs): string {
@@ -518,7 +551,7 @@ function keepReal(json: string, kept: Kept): void {
   for (let at = json.indexOf('\ufffd'); at !== -1; ) {
     const [start, end] = tokenAround(json, at);
     const token = json.slice(start, end + 1);
-    if (!token.includes('\\ud')) {
+    if (!hasLoneEscape(token)) {
       const text = JSON.parse(token) as string;
       kept.real.add(text);
       if (kept.strings.has(text)) kept.strings.set(text, null);

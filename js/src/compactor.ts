@@ -1,4 +1,4 @@
-import { decode, encode, restoreStored, stringify, type Encoded, type Refs } from './codec.js';
+import { decode, encode, keepsSurrogates, restoreStored, stringify, type Encoded, type Refs } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
@@ -448,8 +448,16 @@ export class Compactor {
       while (keep < max && messages[keep] === held.messages[keep] && marks[keep] === held.marks[keep]) keep++;
       if (keep === messages.length && keep === held.messages.length) return;
     }
-    const refs: Refs = keep === 0 ? new Map() : held.refs;
-    const appended = encode(keep === 0 ? messages : messages.slice(keep), refs, keep).json;
+    let refs: Refs = keep === 0 ? new Map() : held.refs;
+    const kept = keepsSurrogates(refs);
+    let encoded = encode(keep === 0 ? messages : messages.slice(keep), refs, keep);
+    // The first lone surrogate of a conversation synced in pieces: encoded whole, so that the
+    // real U+FFFDs of the pieces before are told apart from it (codec.ts).
+    if (keep > 0 && encoded.lone && !kept) {
+      keep = 0;
+      encoded = encode(messages, (refs = new Map()));
+    }
+    const appended = encoded.json;
     this.#held = { messages: [], marks: [], refs: new Map() };
     core(() => this.#core.sync(keep, appended));
     this.#held = { messages: [...messages], marks, refs };
@@ -491,11 +499,10 @@ export class Compactor {
       }
       // What the store gets is the app's original text (lone surrogates: see codec.ts), not the
       // core's U+FFFD copy.
-      const edit = action as { path?: unknown; content?: unknown };
-      if (typeof edit.content === 'string' && typeof edit.path === 'string') edit.content = restoreStored(edit.path, edit.content, refs);
+      const edit = action as { path?: unknown; content?: unknown; replace?: { kind?: unknown } };
+      if (typeof edit.content === 'string' && typeof edit.path === 'string') edit.content = restoreStored(edit.path, edit.content, refs, edit.replace?.kind === 'file-text');
       if (action.type !== 'save-transcript') continue;
-      const lossy = plan.actions.find((a) => (a.type === 'summarize' || a.type === 'drop') && a.transcript === action.id);
-      const strategy = lossy?.type === 'drop' ? lossy.strategy : 'summarize';
+      const strategy = action.lossyStrategy;
       type Files = { path: string; json: string; markdown: string };
       let rendered: Files | undefined;
       const render = (): Files => {
@@ -927,7 +934,7 @@ export class Compactor {
   /** AI SDK tools `read_file`, `grep`, `ls` over this compactor's store; a `read_file` page is
    * at most 10 % of the window (`maxPageChars`). */
   tools(options?: RecoveryToolOptions): RecoveryToolSet {
-    return recoveryTools(this.#io, { maxPageChars: Math.max(2_000, Math.floor(this.model.contextWindow * 0.4)), ...options });
+    return recoveryTools(this.#io, { contextWindow: this.model.contextWindow, ...options });
   }
 
   /** Writes the state (stats, calibration, the compaction record) to the store;

@@ -125,3 +125,51 @@ test('a kept JSON output with a lone surrogate beside a real U+FFFD comes back a
   assert.equal(JSON.stringify(back), JSON.stringify(kept));
   compactor.dispose();
 });
+
+// A real U+FFFD is the app's too, wherever a lone surrogate with the same U+FFFD form stands
+// (fuzz/api: stored-surrogate). Each case stored `x\ude00` where the app wrote `x\ufffd` before
+// its fix: a text output whose JSON holds the text `\ud83d` (an escaped backslash, taken for a
+// lone surrogate), a `content` output whose items are joined, a user's text file decoded from
+// base64, and a conversation whose real U+FFFD came in a turn before the first lone surrogate.
+test('a real U+FFFD is stored as written beside a lone surrogate with the same U+FFFD form', async () => {
+  const lone = { role: 'user', content: 'x\ude00' };
+  const realLines = Array.from({ length: 2_000 }, (_, i) => `{"i":${i},"s":"x\ufffd","raw":"\\\\ud83d ${i}"}`).join('\n');
+  const joined = ['🎉 x\ufffd real', `lone \ud83d ${'filler line\n'.repeat(6_000)}`, 'x\ufffd tail'];
+  const fileText = `${'line x\ufffd ok\n'.repeat(3_000)}`;
+  const cases = {
+    'text output': [{ type: 'text', value: realLines }],
+    'content output': [{ type: 'content', value: joined.map((text) => ({ type: 'text', text })) }],
+  };
+  for (const [name, outputs] of Object.entries(cases)) {
+    const store = new MemoryStore();
+    const compactor = await createCompactor({ contextWindow: 16_000, store });
+    const messages = turn(outputs);
+    messages.splice(2, 0, lone, { role: 'assistant', content: 'ok' });
+    const result = await compactor.manage(messages);
+    const offload = result.plan.actions.find((a) => a.type === 'offload');
+    assert.ok(offload, `${name}: offloaded`);
+    const stored = await store.read(offload.path);
+    const expected = name === 'text output' ? realLines : undefined;
+    if (expected) assert.equal(stored, expected, name);
+    else for (const text of joined) assert.ok(stored.includes(text), `${name}: ${JSON.stringify(text.slice(0, 20))} kept`);
+    compactor.dispose();
+  }
+  // A user's text file as base64, and the real U+FFFD in turn 1, the lone surrogate in turn 2
+  // (one compactor: the second turn syncs only what was appended).
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ contextWindow: 16_000, store });
+  const file = { type: 'file', mediaType: 'text/plain', data: Buffer.from(fileText).toString('base64') };
+  const messages = [
+    { role: 'system', content: 'You are an agent.' },
+    { role: 'user', content: 'x\ufffd' },
+    { role: 'assistant', content: 'ok' },
+  ];
+  await compactor.manage(messages);
+  messages.push(lone, { role: 'assistant', content: 'ok' }, { role: 'user', content: [{ type: 'text', text: 'read x\ufffd' }, file] });
+  const result = await compactor.manage(messages);
+  const offload = result.plan.actions.find((a) => a.replace?.kind === 'file-text');
+  assert.ok(offload, 'the file is offloaded');
+  assert.equal(await store.read(offload.path), fileText);
+  assert.equal(JSON.stringify(result.messages.slice(0, 5)), JSON.stringify(messages.slice(0, 5)), 'the kept messages');
+  compactor.dispose();
+});
