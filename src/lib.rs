@@ -67,6 +67,7 @@ mod models;
 mod plan;
 pub mod prompts;
 pub mod record;
+pub mod recovery;
 pub mod report;
 mod tiers;
 

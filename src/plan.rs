@@ -204,6 +204,9 @@ pub struct SaveTranscript {
     pub markdown: String,
     /// How many messages the transcript holds.
     pub messages: usize,
+    /// The lossy step it is saved before (`summarize`, `truncate` or `importance`): what a
+    /// host passes to [`crate::Compactor::transcript`] to render a deferred transcript.
+    pub lossy_strategy: Strategy,
 }
 
 /// Replace `messages[start..end]` with one user message holding the summary.

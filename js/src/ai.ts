@@ -4,7 +4,10 @@
 // recovery tools' schemas are typed as the installed SDK's own `Schema` (see `AiSdkSchema`); the
 // middleware and `prepareStep` are generic, so they fit any version's types without it.
 import { overflowError, type Compactor } from './compactor.js';
-import { CompactorError, errorMessage } from './errors.js';
+import { stringify } from './codec.js';
+import { assertInitialized } from './core.js';
+import { CompactorError, core, errorMessage } from './errors.js';
+import { RecoveryToolRun, recoveryToolSpecs } from './wasm/context_compactor.js';
 import { isOverflowResult, parseOverflow, type OverflowInfo } from './overflow.js';
 import { checkPath, checkPrefix, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
@@ -94,112 +97,73 @@ export interface RecoveryToolOptions {
   /** `grep` stops after this many matching lines. Default 100. */
   maxMatches?: number;
   /** A `read_file` page ends before it passes this many characters (at least one line), so one
-   * page cannot fill a small window. Default: unbounded here; `compactor.tools()` sets 10 % of
-   * the window (4 characters a token). */
+   * page cannot fill a small window. Default: unbounded, or 10 % of `contextWindow` (4
+   * characters a token, at least 2,000) when that is given, as `compactor.tools()` does. */
   maxPageChars?: number;
+  /** The window of the model the tools serve (see `maxPageChars`). */
+  contextWindow?: number;
 }
 
 /**
  * `read_file` (line-numbered, paged with `offset`/`limit`), `grep` (literal text) and `ls` over a
  * store: the tools the recovery prompt segment tells the agent to use. Errors come back as text
- * the model can act on, not exceptions.
+ * the model can act on, not exceptions. Their descriptions, schemas, paging and answers are the
+ * core's (src/recovery.rs, the same for every host); this only carries out the store calls a run
+ * asks for.
  */
 export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {}): RecoveryToolSet {
-  const defaultLimit = options.defaultLimit ?? 500;
-  const maxLineChars = options.maxLineChars ?? 2_000;
-  const maxMatches = options.maxMatches ?? 100;
-  const maxPageChars = options.maxPageChars ?? Infinity;
-  const cut = (line: string) => (line.length > maxLineChars ? `${line.slice(0, maxLineChars)}… [line cut at ${maxLineChars} characters]` : line);
-  const guard = async (run: () => Promise<string>): Promise<string> => {
-    try {
-      return await run();
-    } catch (error) {
-      return `Error: ${errorMessage(error)}`;
+  const { maxPageChars, ...rest } = options;
+  const coreOptions = stringify({ ...rest, ...(maxPageChars !== undefined && Number.isFinite(maxPageChars) ? { maxPageChars: Math.max(0, Math.floor(maxPageChars)) } : {}) });
+  // Read from the core when first needed, so that tools made before `init()` (at a module's top
+  // level) work once it has run.
+  let specs: Map<string, { description: string; inputSchema: JsonSchemaObject }> | undefined;
+  const spec = (name: string) => {
+    if (!specs) {
+      assertInitialized('recoveryTools');
+      specs = new Map((JSON.parse(core(() => recoveryToolSpecs(coreOptions))) as { name: string; description: string; inputSchema: JsonSchemaObject }[]).map((s) => [s.name, s]));
     }
+    return specs.get(name)!;
   };
-  return {
-    read_file: {
-      description: 'Read a stored file (offloaded tool output, conversation transcript, memory). Returns numbered lines; page with offset (0-based line) and limit.',
-      inputSchema: schema({
-        type: 'object',
-        properties: {
-          path: { type: 'string', description: 'Absolute store path, e.g. /tool_outputs/search_ab12.txt' },
-          offset: { type: 'integer', description: 'First line, 0-based. Default 0.' },
-          limit: { type: 'integer', description: `Number of lines. Default ${defaultLimit}.` },
-        },
-        required: ['path'],
-        additionalProperties: false,
-      }),
-      execute: ({ path, offset = 0, limit = defaultLimit }) =>
-        guard(async () => {
-          const text = await store.read(checkPath(path));
-          if (text === null) return `Error: no file at ${path}. Use ls to see what is stored.`;
-          if (!(offset >= 0) || !(limit > 0)) return 'Error: offset must be >= 0 and limit > 0.';
-          const lines = text.split('\n');
-          if (offset >= lines.length && lines.length > 0 && offset > 0) return `Error: offset ${offset} is past the end (${lines.length} lines).`;
-          const page = lines.slice(offset, offset + limit);
-          const width = String(offset + page.length).length;
-          const numbered: string[] = [];
-          let chars = 0;
-          for (const [i, line] of page.entries()) {
-            const text = `${String(offset + i + 1).padStart(width)}\t${cut(line)}`;
-            if (numbered.length > 0 && chars + text.length + 1 > maxPageChars) break;
-            numbered.push(text);
-            chars += text.length + 1;
-          }
-          page.length = numbered.length;
-          const body = numbered.join('\n');
-          const rest = lines.length - offset - page.length;
-          return rest > 0 ? `${body}\n… ${rest} more lines: read_file with offset=${offset + page.length}` : body;
-        }),
-    },
-    grep: {
-      description: 'Find lines containing a literal text in stored files under a path (default: everything).',
-      inputSchema: schema({
-        type: 'object',
-        properties: {
-          pattern: { type: 'string', description: 'Literal text to find (case-sensitive).' },
-          path: { type: 'string', description: 'A file or directory prefix, e.g. /tool_outputs/. Default /.' },
-        },
-        required: ['pattern'],
-        additionalProperties: false,
-      }),
-      execute: ({ pattern, path = '/' }) =>
-        guard(async () => {
-          if (!pattern) return 'Error: pattern is empty.';
-          const files = await store.list(checkPrefix(path));
-          const out: string[] = [];
-          for (const file of files) {
-            const text = await store.read(file);
-            if (text === null) continue;
-            for (const [i, line] of text.split('\n').entries()) {
-              if (!line.includes(pattern)) continue;
-              if (out.length === maxMatches) return `${out.join('\n')}\n… more matches: narrow the path or the pattern`;
-              out.push(`${file}:${i + 1}: ${cut(line)}`);
-            }
-          }
-          return out.length > 0 ? out.join('\n') : `No match for ${JSON.stringify(pattern)} under ${path}.`;
-        }),
-    },
-    ls: {
-      description: 'List stored files and directories under a path (default /).',
-      inputSchema: schema({
-        type: 'object',
-        properties: { path: { type: 'string', description: 'Directory, e.g. /tool_outputs/. Default /.' } },
-        additionalProperties: false,
-      }),
-      execute: ({ path = '/' }) =>
-        guard(async () => {
-          const dir = path.endsWith('/') ? path : `${path}/`;
-          const entries = new Set<string>();
-          for (const file of await store.list(checkPrefix(dir))) {
-            const rest = file.slice(dir.length);
-            entries.add(rest.includes('/') ? `${dir}${rest.slice(0, rest.indexOf('/') + 1)}` : file);
-          }
-          return entries.size > 0 ? [...entries].sort().join('\n') : `Nothing stored under ${dir}.`;
-        }),
-    },
+  const tool = <I>(name: keyof RecoveryToolSet): RecoveryTool<I> => {
+    let inputSchema: AiSdkSchema<I> | undefined;
+    return {
+      get description() {
+        return spec(name).description;
+      },
+      get inputSchema() {
+        return (inputSchema ??= schema<I>(spec(name).inputSchema));
+      },
+      execute: (input: I) => runTool(store, name, input, coreOptions),
+    };
   };
+  return { read_file: tool('read_file'), grep: tool('grep'), ls: tool('ls') };
+}
+
+/** One recovery tool call: the core's run, each store call it asks for made here. */
+async function runTool(store: FileStore, name: string, input: unknown, options: string): Promise<string> {
+  type Io = { type: 'read'; path: string } | { type: 'list'; prefix: string } | { type: 'done'; text: string };
+  let arguments_: string;
+  try {
+    arguments_ = stringify(input ?? {});
+  } catch (error) {
+    return `Error: the arguments of ${name} are not JSON: ${errorMessage(error)}`;
+  }
+  assertInitialized('recoveryTools');
+  const run = core(() => new RecoveryToolRun(name, arguments_, options));
+  try {
+    for (let io = JSON.parse(run.io()) as Io; ; io = JSON.parse(run.io()) as Io) {
+      if (io.type === 'done') return io.text;
+      try {
+        if (io.type === 'read') run.read((await store.read(checkPath(io.path))) ?? undefined, undefined);
+        else run.list(await store.list(checkPrefix(io.prefix)), undefined);
+      } catch (error) {
+        if (io.type === 'read') run.read(undefined, errorMessage(error));
+        else run.list([], errorMessage(error));
+      }
+    }
+  } finally {
+    run.free();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

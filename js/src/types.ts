@@ -88,6 +88,8 @@ export interface SaveTranscriptAction {
   json: string;
   markdown: string;
   messages: number;
+  /** The lossy step it is saved before. */
+  lossyStrategy: 'summarize' | 'truncate' | 'importance';
 }
 
 /** What a summarizer is asked: a valid conversation on its own (one user message). */

@@ -2,7 +2,7 @@
 // as text) and the Anthropic breakpoint rules. The SDK-driven runs are in tests/ai-sdk/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ANTHROPIC_MAX_BREAKPOINTS, MemoryStore, anthropicCacheControl, recoveryTools } from '../dist/entry/node.js';
+import { ANTHROPIC_MAX_BREAKPOINTS, MemoryStore, anthropicCacheControl, init, recoveryTools } from '../dist/entry/node.js';
 
 test('read_file pages with offset/limit and numbers lines; grep and ls find what is stored', async () => {
   const store = new MemoryStore();
@@ -10,7 +10,9 @@ test('read_file pages with offset/limit and numbers lines; grep and ls find what
   await store.write('/tool_outputs/log.txt', text);
   await store.write('/tool_outputs/deep/x.json', '{"NEEDLE": true}');
   await store.write('/conversation_history/conversation_1.md', '# t');
+  // Made before the core is loaded (a module's top level), used after.
   const tools = recoveryTools(store, { maxLineChars: 50 });
+  await init();
 
   const first = await tools.read_file.execute({ path: '/tool_outputs/log.txt' });
   assert.equal(first.split('\n')[0], '  1\tline 1');

@@ -60,6 +60,7 @@ test('summarize: transcript stored first, request is one user message, summary n
   assert.ok(request.maxTokens > 0 && request.maxTokens <= 800, `maxTokens ${request.maxTokens}`);
 
   const transcript = plan.actions.find((a) => a.type === 'save-transcript');
+  assert.equal(transcript.lossyStrategy, 'summarize', 'the transcript names the lossy step it is saved before');
   assert.deepEqual(JSON.parse(await store.read(transcript.path)), messages, 'nothing lost: the transcript is the input');
   assert.match(await store.read(transcript.readablePath), /# Conversation transcript/);
 
@@ -188,6 +189,7 @@ test('truncate and the simple preset drop whole groups and leave a notice naming
     const { messages: out, events, plan } = await compactor.manage(messages);
     const drop = plan.actions.find((a) => a.type === 'drop');
     assert.ok(drop, `a drop action for ${JSON.stringify(options)}`);
+    assert.equal(plan.actions.find((a) => a.id === drop.transcript).lossyStrategy, drop.strategy);
     assert.ok(out[1].content.startsWith('[Earlier messages removed]') && out[1].content.includes(drop.transcriptPath));
     assert.deepEqual(JSON.parse(await store.read(drop.transcriptPath)), messages);
     assert.ok(events.every((e) => e.status === 'applied'));

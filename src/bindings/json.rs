@@ -440,3 +440,29 @@ pub(crate) fn loop_build_prompt(context_json: &str, config_json: &str) -> Result
     let config = LoopConfig::from_json(config_json)?;
     Ok(crate::loop_context::build_prompt(&context, &config))
 }
+
+/// The recovery tools' specs (`[{name, description, inputSchema}]`) for `options`
+/// ([`crate::recovery::RecoveryOptions`] as JSON).
+pub(crate) fn recovery_tools(options_json: &str) -> Result<String> {
+    let options: crate::recovery::RecoveryOptions = parse("recovery tool options", options_json)?;
+    Ok(to_json(&crate::recovery::tool_specs(&options)))
+}
+
+/// A recovery tool call started from the model's arguments (JSON; malformed text is the
+/// model's, answered as text by the run) and the options' JSON.
+pub(crate) fn recovery_tool_run(
+    name: &str,
+    arguments_json: &str,
+    options_json: &str,
+) -> Result<crate::recovery::ToolRun> {
+    let options: crate::recovery::RecoveryOptions = parse("recovery tool options", options_json)?;
+    let arguments = serde_json::from_str(arguments_json).unwrap_or(serde_json::Value::Null);
+    Ok(crate::recovery::ToolRun::new(name, &arguments, &options))
+}
+
+/// What `run` needs now, as JSON: `{type: "read", path}`, `{type: "list", prefix}` or `{type:
+/// "done", text}`. (The run itself stays in the binding's object: serializing it for the host
+/// would cost its deserializer in the wasm core.)
+pub(crate) fn recovery_tool_io(run: &crate::recovery::ToolRun) -> String {
+    to_json(&run.poll())
+}

@@ -315,6 +315,7 @@ pub(crate) fn transcript(
         json,
         markdown,
         messages: messages.len(),
+        lossy_strategy: strategy,
     }
 }
 

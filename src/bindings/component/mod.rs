@@ -38,8 +38,31 @@ fn error(error: Error) -> api::Error {
 /// are (a component instance is single-threaded).
 pub struct ComponentCompactor(RefCell<HeldCompactor>);
 
+/// The resource behind `tool-run`: one recovery tool call.
+pub struct ComponentToolRun(RefCell<crate::recovery::ToolRun>);
+
+impl api::GuestToolRun for ComponentToolRun {
+    fn start(name: String, arguments: String, options: String) -> Result<api::ToolRun, api::Error> {
+        let run = json::recovery_tool_run(&name, &arguments, &options).map_err(error)?;
+        Ok(api::ToolRun::new(ComponentToolRun(RefCell::new(run))))
+    }
+
+    fn io(&self) -> String {
+        json::recovery_tool_io(&self.0.borrow())
+    }
+
+    fn read(&self, text: Option<String>, error: Option<String>) {
+        self.0.borrow_mut().handle_read(error.map_or(Ok(text), Err));
+    }
+
+    fn list(&self, paths: Vec<String>, error: Option<String>) {
+        self.0.borrow_mut().handle_list(error.map_or(Ok(paths), Err));
+    }
+}
+
 impl api::Guest for Component {
     type Compactor = ComponentCompactor;
+    type ToolRun = ComponentToolRun;
 
     fn count_tokens(text: String, encoding: String) -> Result<u32, api::Error> {
         json::count_tokens(&text, &encoding).map_err(error)
@@ -104,6 +127,10 @@ impl api::Guest for Component {
 
     fn recovery_segment(offload_prefix: String, history_prefix: String) -> String {
         crate::prompts::recovery_segment(&offload_prefix, &history_prefix)
+    }
+
+    fn recovery_tool_specs(options: String) -> Result<String, api::Error> {
+        json::recovery_tools(&options).map_err(error)
     }
 
     fn memory_segment(memories_prefix: String) -> String {

@@ -157,6 +157,43 @@ pub fn recovery_segment(offload_prefix: &str, history_prefix: &str) -> String {
     crate::prompts::recovery_segment(offload_prefix, history_prefix)
 }
 
+/// The recovery tools' specs (`[{name, description, inputSchema}]`) for the options' JSON.
+#[wasm_bindgen(js_name = recoveryToolSpecs)]
+pub fn recovery_tool_specs(options_json: &str) -> JsResult<String> {
+    json::recovery_tools(options_json).map_err(throw)
+}
+
+/// One recovery tool call (`crate::recovery::ToolRun`): `io()` says which store call it needs,
+/// the host hands the result to `read` or `list`, until `io()` is `done`.
+#[wasm_bindgen(js_name = RecoveryToolRun)]
+pub struct RecoveryToolRun(crate::recovery::ToolRun);
+
+#[wasm_bindgen(js_class = RecoveryToolRun)]
+impl RecoveryToolRun {
+    /// A call of the tool `name` with the model's arguments (JSON) and the options' JSON.
+    #[wasm_bindgen(constructor)]
+    pub fn new(name: &str, arguments_json: &str, options_json: &str) -> JsResult<RecoveryToolRun> {
+        json::recovery_tool_run(name, arguments_json, options_json)
+            .map(RecoveryToolRun)
+            .map_err(throw)
+    }
+
+    /// `{type: "read", path}`, `{type: "list", prefix}` or `{type: "done", text}`.
+    pub fn io(&self) -> String {
+        json::recovery_tool_io(&self.0)
+    }
+
+    /// The file read (undefined: no file), or the store's error.
+    pub fn read(&mut self, text: Option<String>, error: Option<String>) {
+        self.0.handle_read(error.map_or(Ok(text), Err));
+    }
+
+    /// The paths listed, or the store's error.
+    pub fn list(&mut self, paths: Vec<String>, error: Option<String>) {
+        self.0.handle_list(error.map_or(Ok(paths), Err));
+    }
+}
+
 #[wasm_bindgen(js_name = memorySegment)]
 pub fn memory_segment(memories_prefix: &str) -> String {
     crate::prompts::memory_segment(memories_prefix)
