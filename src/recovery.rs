@@ -310,6 +310,8 @@ fn start(name: &str, arguments: &Value, options: &RecoveryOptions) -> Result<Ste
         match args.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
+            // As the hosts' stores say it (checkPath / check_path).
+            Some(other) if key == "path" => Err(format!("Error: invalid store path {other}: not a string")),
             Some(_) => Err(format!("Error: {key} must be a string.")),
         }
     };

@@ -154,11 +154,11 @@ async function runTool(store: FileStore, name: string, input: unknown, options: 
     for (let io = JSON.parse(run.io()) as Io; ; io = JSON.parse(run.io()) as Io) {
       if (io.type === 'done') return io.text;
       try {
-        if (io.type === 'read') run.read((await store.read(checkPath(io.path))) ?? undefined, undefined);
-        else run.list(await store.list(checkPrefix(io.prefix)), undefined);
+        if (io.type === 'read') run.handleRead((await store.read(checkPath(io.path))) ?? undefined, undefined);
+        else run.handleList(await store.list(checkPrefix(io.prefix)), undefined);
       } catch (error) {
-        if (io.type === 'read') run.read(undefined, errorMessage(error));
-        else run.list([], errorMessage(error));
+        if (io.type === 'read') run.handleRead(undefined, errorMessage(error));
+        else run.handleList([], errorMessage(error));
       }
     }
   } finally {

@@ -129,3 +129,59 @@ def test_the_cases_cover_every_tier_and_both_encodings(plans) -> None:
     assert python["nothing to do"]["actions"] == []
     transcript = next(a for a in python["tier 3, a 30-turn chat at 8k"]["actions"] if a["type"] == "save-transcript")
     assert json.loads(transcript["json"]) == CASES["tier 3, a 30-turn chat at 8k"][1]
+
+
+TOOLS_SCRIPT = """
+import { readFileSync } from 'node:fs';
+const cc = await import(process.argv[2]);
+await cc.init();
+const { files, calls } = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+const store = new cc.MemoryStore();
+for (const [path, text] of Object.entries(files)) await store.write(path, text);
+const compactor = await cc.createCompactor({ model: 'gpt-4o', contextWindow: 8000, store });
+const tools = compactor.tools();
+const specs = Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, { description: t.description, inputSchema: t.inputSchema.jsonSchema }]));
+const answers = [];
+for (const [name, args] of calls) answers.push(await tools[name].execute(args));
+process.stdout.write(JSON.stringify({ specs, answers }));
+"""
+
+
+def test_the_recovery_tools_are_one_text_in_every_host(tmp_path) -> None:
+    """The recovery tools' descriptions, schemas, pages and answers come from the core: Python
+    and npm give the same, for the same store (a page capped at 10 % of an 8k window)."""
+    from context_compactor import MemoryStore
+
+    files = {
+        "/tool_outputs/log.txt": "\n".join(f"line {i} {'x' * 40}" for i in range(1_200)),
+        "/tool_outputs/deep/a.json": '{"NEEDLE": true}',
+        "/conversation_history/c.md": "# t\nNEEDLE here",
+    }
+    calls = [
+        ("read_file", {"path": "/tool_outputs/log.txt"}),
+        ("read_file", {"path": "/tool_outputs/log.txt", "offset": 1_190}),
+        ("read_file", {"path": "/tool_outputs/none.txt"}),
+        ("read_file", {"path": "tool_outputs/log.txt"}),
+        ("grep", {"pattern": "NEEDLE"}),
+        ("grep", {"pattern": "absent", "path": "/tool_outputs/"}),
+        ("ls", {}),
+        ("ls", {"path": "/tool_outputs"}),
+    ]
+    entry = os.path.join(REPO, "js", "dist", "entry", "node.js")
+    cases = tmp_path / "tools.json"
+    cases.write_text(json.dumps({"files": files, "calls": calls}), encoding="utf-8")
+    script = tmp_path / "tools.mjs"
+    script.write_text(TOOLS_SCRIPT, encoding="utf-8")
+    npm = json.loads(subprocess.run(["node", str(script), "file://" + entry, str(cases)], check=True, capture_output=True, text=True).stdout)
+
+    store = MemoryStore()
+    for path, text in files.items():
+        store.write(path, text)
+    tools = Compactor({"model": "gpt-4o", "contextWindow": 8_000}, store=store).tools()
+    assert {name: {"description": t.description, "inputSchema": t.input_schema} for name, t in tools.items()} == npm["specs"]
+    answers = [tools[name](**args) for name, args in calls]
+    assert answers == npm["answers"]
+    # The page ends at 10 % of the window (3,200 characters), not at the 500-line default.
+    body, _, more = answers[0].rpartition("\n")
+    assert len(body) <= 3_200 < len(body) + 60 and more.startswith("… ") and "more lines: read_file with offset=" in more, more
+    assert answers[3].startswith("Error: invalid store path")

@@ -35,6 +35,7 @@ from . import _core
 from .codec import Refs, decode, dumps, encode, storable
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
 from .stores import FileStore, MemoryStore, check_path
+from .tools import RecoveryTool, recovery_tools
 
 Message = Dict[str, Any]
 """An AI SDK ``ModelMessage`` as a dict: ``{"role": "user", "content": "..."}``, content parts
@@ -337,6 +338,11 @@ class Compactor:
         async with self._async_lock():
             return await self._run_async(self._offload(tool_name, tool_call_id, output))
 
+    def tools(self, *, default_limit: int = 500) -> Dict[str, RecoveryTool]:
+        """The recovery tools (``read_file``, ``grep``, ``ls``) over this compactor's store, a
+        ``read_file`` page ending at 10 % of the model's window."""
+        return recovery_tools(self.store, default_limit=default_limit, context_window=int(self.model["contextWindow"]))
+
     def system_prompt(self, base: str, *, memory: Optional[bool] = None) -> str:
         """``base`` with what the agent must know about context management: where offloaded
         content and transcripts are and how to read them back (the recovery tools), and, when
@@ -508,12 +514,7 @@ class Compactor:
                 action["request"]["messages"] = [{"role": "user", "content": action["request"]["prompt"]}]
             if action["type"] != "save-transcript":
                 continue
-            lossy = next(
-                (a for a in actions if a["type"] in ("summarize", "drop") and a.get("transcript") == action["id"]),
-                None,
-            )
-            strategy = lossy["strategy"] if lossy is not None and lossy["type"] == "drop" else "summarize"
-            actions[i] = _LazyTranscript(action, self._transcript(messages, strategy, action))
+            actions[i] = _LazyTranscript(action, self._transcript(messages, action["lossyStrategy"], action))
         return plan
 
     def _transcript(self, messages: Sequence[Message], strategy: str, action: Dict[str, Any]) -> Callable[[], Dict[str, Any]]:

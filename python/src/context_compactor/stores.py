@@ -4,6 +4,8 @@ backslash, empty segment, over-long path or segment."""
 
 from __future__ import annotations
 
+import json
+
 import os
 import uuid
 from typing import Dict, List, Optional, Protocol, runtime_checkable
@@ -37,9 +39,9 @@ def check_path(path: object) -> str:
     """``path`` if it is a safe store path, else :class:`InvalidPathError`."""
 
     def fail(why: str) -> InvalidPathError:
-        return InvalidPathError(
-            "invalid_path", f"invalid store path {path!r}: {why}", {"path": str(path)}
-        )
+        # The path as the npm package writes it (JSON.stringify), so both say the same.
+        shown = json.dumps(path, ensure_ascii=False) if isinstance(path, str) else repr(path)
+        return InvalidPathError("invalid_path", f"invalid store path {shown}: {why}", {"path": str(path)})
 
     if not isinstance(path, str):
         raise fail("not a string")

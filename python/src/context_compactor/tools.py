@@ -1,6 +1,8 @@
 """The recovery tools as plain functions over a store: what an agent calls to read back what
 was offloaded or summarized away (``read_file``, ``grep``, ``ls``). Each returns text for the
-model; a problem is an ``Error: ...`` text, never an exception, as the npm package's tools do.
+model; a problem is an ``Error: ...`` text, never an exception. Their descriptions, schemas,
+paging and every answer are the core's (``src/recovery.rs``, the same texts as the npm
+package's); this module only makes the store calls a run asks for (docs/LOOP.md).
 ``recovery_tools(store)`` gives them with descriptions and JSON schemas, for any agent
 framework's tool registry."""
 
@@ -8,8 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
+from ._core import core
 from .stores import FileStore, check_path, check_prefix
 
 DEFAULT_LIMIT = 500
@@ -17,17 +20,66 @@ MAX_LINE_CHARS = 2_000
 MAX_MATCHES = 100
 
 
-def _cut(line: str, max_line_chars: int) -> str:
-    if len(line) > max_line_chars:
-        return f"{line[:max_line_chars]}… [line cut at {max_line_chars} characters]"
-    return line
-
-
-def _guarded(run: Callable[[], str]) -> str:
+def _well_formed(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD (the core takes UTF-8)."""
     try:
-        return run()
-    except Exception as e:
-        return f"Error: {e}"
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _run(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[str, Any]) -> str:
+    """One tool call: the core's run (``tool-run``), each store call it asks for made here."""
+    try:
+        arguments_json = json.dumps(arguments)
+    except (TypeError, ValueError) as e:
+        return f"Error: the arguments of {name} are not JSON: {e}"
+    c = core()
+    run = c.call("[static]tool-run.start", name, _well_formed(arguments_json), json.dumps(options))
+    try:
+        while True:
+            io = json.loads(c.call("[method]tool-run.io", run))
+            if io["type"] == "done":
+                return str(io["text"])
+            error: Optional[str] = None
+            if io["type"] == "read":
+                text: Optional[str] = None
+                try:
+                    text = store.read(check_path(io["path"]))
+                    if text is not None and not isinstance(text, str):
+                        text, error = None, f"the store returned {type(text).__name__}, not text"
+                except Exception as e:
+                    error = str(e)
+                c.call("[method]tool-run.handle-read", run, None if text is None else _well_formed(text), error)
+            else:
+                paths: List[str] = []
+                try:
+                    paths = [str(p) for p in store.list(check_prefix(io["prefix"]))]
+                except Exception as e:
+                    error = str(e)
+                c.call("[method]tool-run.handle-list", run, [_well_formed(p) for p in paths], error)
+    finally:
+        try:
+            with c.lock:
+                run.drop(c.store)
+        except Exception:
+            pass  # the instance was replaced after a trap: the handle went with it
+
+
+def _options(
+    default_limit: int = DEFAULT_LIMIT,
+    max_line_chars: int = MAX_LINE_CHARS,
+    max_matches: int = MAX_MATCHES,
+    max_page_chars: Optional[int] = None,
+    context_window: Optional[int] = None,
+) -> Dict[str, Any]:
+    options: Dict[str, Any] = {"defaultLimit": default_limit, "maxLineChars": max_line_chars, "maxMatches": max_matches}
+    if max_page_chars is not None:
+        options["maxPageChars"] = max_page_chars
+    if context_window is not None:
+        options["contextWindow"] = context_window
+    return options
 
 
 def read_file(
@@ -37,29 +89,11 @@ def read_file(
     limit: int = DEFAULT_LIMIT,
     *,
     max_line_chars: int = MAX_LINE_CHARS,
+    max_page_chars: Optional[int] = None,
 ) -> str:
-    """Numbered lines of a stored file, from ``offset`` (0-based), at most ``limit``."""
-
-    def run() -> str:
-        text = store.read(check_path(path))
-        if text is None:
-            return f"Error: no file at {path}. Use ls to see what is stored."
-        if not (isinstance(offset, int) and offset >= 0 and isinstance(limit, int) and limit > 0):
-            return "Error: offset must be >= 0 and limit > 0."
-        lines = text.split("\n")
-        if offset >= len(lines) and offset > 0:
-            return f"Error: offset {offset} is past the end ({len(lines)} lines)."
-        page = lines[offset : offset + limit]
-        width = len(str(offset + len(page)))
-        body = "\n".join(
-            f"{str(offset + i + 1).rjust(width)}\t{_cut(line, max_line_chars)}" for i, line in enumerate(page)
-        )
-        rest = len(lines) - offset - len(page)
-        if rest > 0:
-            return f"{body}\n… {rest} more lines: read_file with offset={offset + len(page)}"
-        return body
-
-    return _guarded(run)
+    """Numbered lines of a stored file, from ``offset`` (0-based), at most ``limit`` (a page
+    ends before ``max_page_chars`` characters, at least one line shown)."""
+    return _run(store, "read_file", {"path": path, "offset": offset, "limit": limit}, _options(max_line_chars=max_line_chars, max_page_chars=max_page_chars))
 
 
 def grep(
@@ -71,38 +105,12 @@ def grep(
     max_line_chars: int = MAX_LINE_CHARS,
 ) -> str:
     """Lines containing the literal ``pattern`` in stored files under ``path``."""
-
-    def run() -> str:
-        if not pattern:
-            return "Error: pattern is empty."
-        out: List[str] = []
-        for file in store.list(check_prefix(path)):
-            text = store.read(file)
-            if text is None:
-                continue
-            for i, line in enumerate(text.split("\n")):
-                if pattern not in line:
-                    continue
-                if len(out) == max_matches:
-                    return "\n".join(out) + "\n… more matches: narrow the path or the pattern"
-                out.append(f"{file}:{i + 1}: {_cut(line, max_line_chars)}")
-        return "\n".join(out) if out else f"No match for {json.dumps(pattern)} under {path}."
-
-    return _guarded(run)
+    return _run(store, "grep", {"pattern": pattern, "path": path}, _options(max_matches=max_matches, max_line_chars=max_line_chars))
 
 
 def ls(store: FileStore, path: str = "/") -> str:
     """Stored files and directories directly under ``path``."""
-
-    def run() -> str:
-        directory = path if path.endswith("/") else f"{path}/"
-        entries = set()
-        for file in store.list(check_prefix(directory)):
-            rest = file[len(directory) :]
-            entries.add(f"{directory}{rest[: rest.index('/') + 1]}" if "/" in rest else file)
-        return "\n".join(sorted(entries)) if entries else f"Nothing stored under {directory}."
-
-    return _guarded(run)
+    return _run(store, "ls", {"path": path}, _options())
 
 
 @dataclass(frozen=True)
@@ -118,51 +126,24 @@ class RecoveryTool:
         return self.func(**arguments)
 
 
-def recovery_tools(store: FileStore, *, default_limit: int = DEFAULT_LIMIT) -> Dict[str, RecoveryTool]:
-    """``read_file``, ``grep`` and ``ls`` over ``store``, with the npm package's descriptions
-    and JSON schemas."""
+def recovery_tools(
+    store: FileStore,
+    *,
+    default_limit: int = DEFAULT_LIMIT,
+    max_page_chars: Optional[int] = None,
+    context_window: Optional[int] = None,
+) -> Dict[str, RecoveryTool]:
+    """``read_file``, ``grep`` and ``ls`` over ``store``, with the core's descriptions and JSON
+    schemas. A ``read_file`` page ends before ``max_page_chars`` characters, or, given the
+    model's ``context_window``, at 10 % of it (``Compactor.tools()`` passes its own)."""
+    options = _options(default_limit=default_limit, max_page_chars=max_page_chars, context_window=context_window)
+    specs = json.loads(core().call("recovery-tool-specs", json.dumps(options)))
 
-    def read(path: str, offset: int = 0, limit: int = default_limit) -> str:
-        return read_file(store, path, offset, limit)
+    def bind(name: str) -> Callable[..., str]:
+        def call(**arguments: Any) -> str:
+            return _run(store, name, arguments, options)
 
-    return {
-        "read_file": RecoveryTool(
-            "read_file",
-            "Read a stored file (offloaded tool output, conversation transcript, memory). Returns numbered lines; page with offset (0-based line) and limit.",
-            {
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Absolute store path, e.g. /tool_outputs/search_ab12.txt"},
-                    "offset": {"type": "integer", "description": "First line, 0-based. Default 0."},
-                    "limit": {"type": "integer", "description": f"Number of lines. Default {default_limit}."},
-                },
-                "required": ["path"],
-                "additionalProperties": False,
-            },
-            read,
-        ),
-        "grep": RecoveryTool(
-            "grep",
-            "Find lines containing a literal text in stored files under a path (default: everything).",
-            {
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Literal text to find (case-sensitive)."},
-                    "path": {"type": "string", "description": "A file or directory prefix, e.g. /tool_outputs/. Default /."},
-                },
-                "required": ["pattern"],
-                "additionalProperties": False,
-            },
-            lambda pattern, path="/": grep(store, pattern, path),
-        ),
-        "ls": RecoveryTool(
-            "ls",
-            "List stored files and directories under a path (default /).",
-            {
-                "type": "object",
-                "properties": {"path": {"type": "string", "description": "Directory, e.g. /tool_outputs/. Default /."}},
-                "additionalProperties": False,
-            },
-            lambda path="/": ls(store, path),
-        ),
-    }
+        call.__name__ = name
+        return call
+
+    return {spec["name"]: RecoveryTool(spec["name"], spec["description"], spec["inputSchema"], bind(spec["name"])) for spec in specs}

@@ -51,11 +51,11 @@ impl api::GuestToolRun for ComponentToolRun {
         json::recovery_tool_io(&self.0.borrow())
     }
 
-    fn read(&self, text: Option<String>, error: Option<String>) {
+    fn handle_read(&self, text: Option<String>, error: Option<String>) {
         self.0.borrow_mut().handle_read(error.map_or(Ok(text), Err));
     }
 
-    fn list(&self, paths: Vec<String>, error: Option<String>) {
+    fn handle_list(&self, paths: Vec<String>, error: Option<String>) {
         self.0.borrow_mut().handle_list(error.map_or(Ok(paths), Err));
     }
 }

@@ -164,7 +164,7 @@ pub fn recovery_tool_specs(options_json: &str) -> JsResult<String> {
 }
 
 /// One recovery tool call (`crate::recovery::ToolRun`): `io()` says which store call it needs,
-/// the host hands the result to `read` or `list`, until `io()` is `done`.
+/// the host hands the result to `handleRead` or `handleList`, until `io()` is `done`.
 #[wasm_bindgen(js_name = RecoveryToolRun)]
 pub struct RecoveryToolRun(crate::recovery::ToolRun);
 
@@ -184,12 +184,14 @@ impl RecoveryToolRun {
     }
 
     /// The file read (undefined: no file), or the store's error.
-    pub fn read(&mut self, text: Option<String>, error: Option<String>) {
+    #[wasm_bindgen(js_name = handleRead)]
+    pub fn handle_read(&mut self, text: Option<String>, error: Option<String>) {
         self.0.handle_read(error.map_or(Ok(text), Err));
     }
 
     /// The paths listed, or the store's error.
-    pub fn list(&mut self, paths: Vec<String>, error: Option<String>) {
+    #[wasm_bindgen(js_name = handleList)]
+    pub fn handle_list(&mut self, paths: Vec<String>, error: Option<String>) {
         self.0.handle_list(error.map_or(Ok(paths), Err));
     }
 }
