@@ -93,33 +93,17 @@ pub struct ToolSpec {
 
 /// `read_file`, `grep` and `ls`, in that order.
 pub fn tool_specs(options: &RecoveryOptions) -> Vec<ToolSpec> {
-    // Schemas as JSON text, parsed: `json!` with an expression would serialize it into a `Value`
-    // (with numbers kept as written, a copy of serde_json's value serializer in the wasm core).
-    let spec = |name: &str, description: &str, schema: String| ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        input_schema: serde_json::from_str(&schema).expect("a recovery tool's schema is JSON"),
-    };
-    vec![
-        spec(
-            "read_file",
-            "Read a stored file (offloaded tool output, conversation transcript, memory). Returns numbered lines; page with offset (0-based line) and limit.",
-            format!(
-                r#"{{"type":"object","properties":{{"path":{{"type":"string","description":"Absolute store path, e.g. /tool_outputs/search_ab12.txt"}},"offset":{{"type":"integer","description":"First line, 0-based. Default 0."}},"limit":{{"type":"integer","description":"Number of lines. Default {}."}}}},"required":["path"],"additionalProperties":false}}"#,
-                options.default_limit
-            ),
-        ),
-        spec(
-            "grep",
-            "Find lines containing a literal text in stored files under a path (default: everything).",
-            r#"{"type":"object","properties":{"pattern":{"type":"string","description":"Literal text to find (case-sensitive)."},"path":{"type":"string","description":"A file or directory prefix, e.g. /tool_outputs/. Default /."}},"required":["pattern"],"additionalProperties":false}"#.into(),
-        ),
-        spec(
-            "ls",
-            "List stored files and directories under a path (default /).",
-            r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory, e.g. /tool_outputs/. Default /."}},"additionalProperties":false}"#.into(),
-        ),
-    ]
+    serde_json::from_str(&tool_specs_json(options)).expect("the recovery tools' specs are JSON")
+}
+
+/// [`tool_specs`] as JSON text (`[{name, description, inputSchema}]`), written out rather than
+/// serialized: what the bindings hand their hosts, without serde's code for these types in the
+/// wasm core.
+pub fn tool_specs_json(options: &RecoveryOptions) -> String {
+    format!(
+        r#"[{{"name":"read_file","description":"Read a stored file (offloaded tool output, conversation transcript, memory). Returns numbered lines; page with offset (0-based line) and limit.","inputSchema":{{"type":"object","properties":{{"path":{{"type":"string","description":"Absolute store path, e.g. /tool_outputs/search_ab12.txt"}},"offset":{{"type":"integer","description":"First line, 0-based. Default 0."}},"limit":{{"type":"integer","description":"Number of lines. Default {}."}}}},"required":["path"],"additionalProperties":false}}}},{{"name":"grep","description":"Find lines containing a literal text in stored files under a path (default: everything).","inputSchema":{{"type":"object","properties":{{"pattern":{{"type":"string","description":"Literal text to find (case-sensitive)."}},"path":{{"type":"string","description":"A file or directory prefix, e.g. /tool_outputs/. Default /."}}}},"required":["pattern"],"additionalProperties":false}}}},{{"name":"ls","description":"List stored files and directories under a path (default /).","inputSchema":{{"type":"object","properties":{{"path":{{"type":"string","description":"Directory, e.g. /tool_outputs/. Default /."}}}},"additionalProperties":false}}}}]"#,
+        options.default_limit
+    )
 }
 
 /// What a [`ToolRun`] needs next.
@@ -141,6 +125,19 @@ pub enum ToolIo {
         /// The tool's result text.
         text: String,
     },
+}
+
+impl ToolIo {
+    /// As JSON (`{"type": "read", "path"}`, ...), written out rather than serialized (see
+    /// [`tool_specs_json`]).
+    pub fn to_json(&self) -> String {
+        let text = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        match self {
+            ToolIo::Read { path } => format!(r#"{{"type":"read","path":{}}}"#, text(path)),
+            ToolIo::List { prefix } => format!(r#"{{"type":"list","prefix":{}}}"#, text(prefix)),
+            ToolIo::Done { text: done } => format!(r#"{{"type":"done","text":{}}}"#, text(done)),
+        }
+    }
 }
 
 /// One call of a recovery tool, from the model's arguments to the text it gets back.
@@ -274,7 +271,7 @@ impl ToolRun {
                 grep_next(pattern, path, files, 0, Vec::new())
             }
             (Step::Ls { dir }, Ok(files)) => {
-                let mut entries: Vec<String> = files
+                let owned: Vec<String> = files
                     .iter()
                     .filter_map(|file| file.strip_prefix(dir.as_str()).map(|rest| (file, rest)))
                     .map(|(file, rest)| match rest.find('/') {
@@ -282,13 +279,20 @@ impl ToolRun {
                         None => file.clone(),
                     })
                     .collect();
-                entries.sort();
+                // Sorted as `&String`s: the sort the compaction record already has (a sort of
+                // `String`s is another few kB of the wasm core).
+                let mut entries: Vec<&String> = owned.iter().collect();
+                entries.sort_unstable();
                 entries.dedup();
                 Step::Done {
                     text: if entries.is_empty() {
                         format!("Nothing stored under {dir}.")
                     } else {
-                        entries.join("\n")
+                        entries
+                            .iter()
+                            .map(|e| e.as_str())
+                            .collect::<Vec<&str>>()
+                            .join("\n")
                     },
                 }
             }
@@ -561,5 +565,8 @@ mod tests {
         r.handle_read(Err("the store is down".into()));
         assert_eq!(r.answer(), Some("Error: the store is down"));
         assert_eq!(tool_specs(&RecoveryOptions::default()).len(), 3);
+        for io in [ToolIo::Read { path: "/a\"b".into() }, ToolIo::List { prefix: "/".into() }, ToolIo::Done { text: "x\ny".into() }] {
+            assert_eq!(io.to_json(), serde_json::to_string(&io).unwrap());
+        }
     }
 }

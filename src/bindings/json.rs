@@ -445,7 +445,7 @@ pub(crate) fn loop_build_prompt(context_json: &str, config_json: &str) -> Result
 /// ([`crate::recovery::RecoveryOptions`] as JSON).
 pub(crate) fn recovery_tools(options_json: &str) -> Result<String> {
     let options: crate::recovery::RecoveryOptions = parse("recovery tool options", options_json)?;
-    Ok(to_json(&crate::recovery::tool_specs(&options)))
+    Ok(crate::recovery::tool_specs_json(&options))
 }
 
 /// A recovery tool call started from the model's arguments (JSON; malformed text is the
@@ -464,5 +464,5 @@ pub(crate) fn recovery_tool_run(
 /// "done", text}`. (The run itself stays in the binding's object: serializing it for the host
 /// would cost its deserializer in the wasm core.)
 pub(crate) fn recovery_tool_io(run: &crate::recovery::ToolRun) -> String {
-    to_json(&run.poll())
+    run.poll().to_json()
 }
