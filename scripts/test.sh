@@ -29,10 +29,9 @@ run runtimes  node tests/runtimes/run-all.mjs
 # The apps people build: the packed tarball in Next.js (Turbopack, webpack; Node, Edge routes),
 # Vite + Chromium, wrangler + workerd, Nuxt, plain Node 22 / Deno / Bun (tests/frameworks).
 run frameworks node tests/frameworks/run.mjs
-# Generated conversations through the public API (fuzz/api): a fixed seed, 80 cases, ~80 s. The
-# skipped classes are open bugs the run still reports (issue 35; fuzz/api/README.md lists them):
-# a real U+FFFD stored as another string's lone surrogate, and key order in an untouched part.
-run fuzz-api  node fuzz/api/run.mjs --seed ci-1 --cases 80 --no-minimize --quiet --skip-class stored-surrogate,kept-order,host-shape-order
+# Generated conversations through the public API (fuzz/api): a fixed seed, 80 cases, ~80 s; any
+# violation fails the suite (fuzz/api/README.md lists the classes, and the one still open).
+run fuzz-api  node fuzz/api/run.mjs --seed ci-1 --cases 80 --no-minimize --quiet
 run examples  node examples/run.mjs
 # The quality arena's harness tests, then its smallest session at both windows with wide margins.
 run arena     bash -c 'node --test bench/arena/test/ bench/arena/sessions/ && node --max-old-space-size=8192 bench/arena/run.mjs --sessions long-chat --check --out bench/arena/out/ci'

@@ -859,7 +859,7 @@ fn message_from_value(index: usize, value: Value) -> Result<Message> {
             "expected a message object with `role` and `content`",
         )
     })?;
-    let role = match map.remove("role") {
+    let role = match map.shift_remove("role") {
         Some(Value::String(role)) => match role.as_str() {
             "system" => Role::System,
             "user" => Role::User,
@@ -882,7 +882,7 @@ fn message_from_value(index: usize, value: Value) -> Result<Message> {
         }
         None => return Err(invalid(index, "role", "missing field `role`")),
     };
-    let content = match map.remove("content") {
+    let content = match map.shift_remove("content") {
         Some(Value::String(text)) => Content::Text(text),
         Some(Value::Array(items)) => Content::Parts(
             items
@@ -914,7 +914,7 @@ fn part_from_value(index: usize, field: &str, value: Value) -> Result<Part> {
     let mut map = take_object(index, field, value)?;
     let ty = type_tag(index, field, &map)?;
     if KNOWN_PARTS.contains(&ty.as_str()) {
-        map.remove("type");
+        map.shift_remove("type");
     }
     // Each part's JSON values (its `extra`, and a call's `input`, an image's or a file's data)
     // are set aside while serde's derive checks the rest, then put back as they came: see
@@ -949,7 +949,7 @@ fn part_from_value(index: usize, field: &str, value: Value) -> Result<Part> {
             Part::ToolCall(part)
         }
         "tool-result" => {
-            let output = map.remove("output").ok_or_else(|| {
+            let output = map.shift_remove("output").ok_or_else(|| {
                 invalid(index, format!("{field}.output"), "missing field `output`")
             })?;
             let output = output_from_value(index, &format!("{field}.output"), output)?;
@@ -1040,7 +1040,7 @@ fn output_from_value(index: usize, field: &str, value: Value) -> Result<ToolOutp
     let mut map = take_object(index, field, value)?;
     let ty = type_tag(index, field, &map)?;
     let mut value_of = |want: &str| -> Result<Value> {
-        map.remove("value").ok_or_else(|| {
+        map.shift_remove("value").ok_or_else(|| {
             invalid(
                 index,
                 format!("{field}.value"),
@@ -1061,22 +1061,22 @@ fn output_from_value(index: usize, field: &str, value: Value) -> Result<ToolOutp
     let output = match ty.as_str() {
         "text" => {
             let value = string(value_of("a string")?)?;
-            map.remove("type");
+            map.shift_remove("type");
             ToolOutput::Text { value, extra: map }
         }
         "error-text" => {
             let value = string(value_of("a string")?)?;
-            map.remove("type");
+            map.shift_remove("type");
             ToolOutput::ErrorText { value, extra: map }
         }
         "json" => {
             let value = value_of("any JSON value")?;
-            map.remove("type");
+            map.shift_remove("type");
             ToolOutput::Json { value, extra: map }
         }
         "error-json" => {
             let value = value_of("any JSON value")?;
-            map.remove("type");
+            map.shift_remove("type");
             ToolOutput::ErrorJson { value, extra: map }
         }
         "content" => {
@@ -1090,11 +1090,11 @@ fn output_from_value(index: usize, field: &str, value: Value) -> Result<ToolOutp
                     ))
                 }
             };
-            map.remove("type");
+            map.shift_remove("type");
             ToolOutput::Content { value, extra: map }
         }
         "execution-denied" => {
-            map.remove("type");
+            map.shift_remove("type");
             ToolOutput::ExecutionDenied { extra: map }
         }
         _ => ToolOutput::Unknown(map),
@@ -1147,6 +1147,18 @@ mod tests {
         let messages = messages_from_value(input.clone()).unwrap();
         assert!(matches!(messages[1].parts()[3], Part::Unknown(_)));
         assert_eq!(serde_json::to_value(&messages).unwrap(), input);
+    }
+
+    /// An untouched part, output or message is written back with its keys in the app's order
+    /// (fuzz/api: kept-order): the keys besides the typed ones came back permuted by a
+    /// swap-remove (`providerExecuted` before `providerOptions`).
+    #[test]
+    fn extra_keys_keep_their_order_on_both_paths() {
+        let json = r#"[{"role":"assistant","content":[{"type":"tool-call","toolCallId":"c1","toolName":"bash","input":{},"providerOptions":{"meta":{"n":1}},"providerExecuted":true,"z":1,"a":2}],"providerOptions":{"p":1},"id":"m1","b":0},{"role":"tool","content":[{"type":"tool-result","toolCallId":"c1","toolName":"bash","output":{"type":"text","value":"v","providerOptions":{"q":1},"z":2,"a":3},"providerOptions":{"y":2},"providerExecuted":true,"z":1}]},{"role":"user","content":[{"type":"text","text":"hi","providerOptions":{"x":1},"z":1,"a":2},{"type":"image","image":"https://e/a.png","mediaType":"image/png","providerOptions":{},"z":1,"a":2},{"type":"tool-approval-response","approvalId":"a1","approved":true,"providerOptions":{},"reason":"ok","z":1}]}]"#;
+        let direct = parse_messages(json).unwrap();
+        assert_eq!(serde_json::to_string(&direct).unwrap(), json, "the fast path");
+        let precise = messages_from_value(serde_json::from_str(json).unwrap()).unwrap();
+        assert_eq!(serde_json::to_string(&precise).unwrap(), json, "the precise path");
     }
 
     #[test]

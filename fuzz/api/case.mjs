@@ -194,7 +194,11 @@ class CaseRun {
     return (context) => {
       const h = hash32(`${context.trigger}:${context.currentTokens}:${context.targetTokens}`) % 1000;
       if (h < pc.throws) throw new AppError('onPreCompact failed');
-      if (h < pc.cancel) return { cancel: true };
+      if (h < pc.cancel) {
+        // prepareStep returns only messages: the agent scenario tells a cancel by this count.
+        this.cancels = (this.cancels ?? 0) + 1;
+        return { cancel: true };
+      }
       const h2 = (h * 7919) % 1000;
       if (h2 < pc.customSummary) return { customSummary: `Custom summary ${h}, -113.71428571428571.` };
       if (h2 < pc.customSummary + pc.instructions) return { customInstructions: 'Keep every number exact.' };
@@ -473,10 +477,12 @@ class CaseRun {
       const input = options.messages;
       const where = `prepareStep ${options.stepNumber}`;
       const mark = events.length;
+      const cancels = this.cancels ?? 0;
       const r = await this.call('prepareStep', () => compactor.prepareStep(options));
       this.env.debug?.('prepareStep', { stepNumber: options.stepNumber, input, output: r.messages, compactor, system, options });
       const full = [...system, ...r.messages];
-      await this.checkResult(compactor, [...system, ...input], { messages: full, events: events.slice(mark) }, inner, where, { events: events.slice(mark) });
+      const cancelled = (this.cancels ?? 0) > cancels;
+      await this.checkResult(compactor, [...system, ...input], { messages: full, events: events.slice(mark), cancelled }, inner, where, { events: events.slice(mark) });
       return r;
     };
     try {

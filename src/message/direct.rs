@@ -7,11 +7,11 @@
 //! caller then runs the precise path, which names the message and the field of the error (or
 //! repairs the text). So valid input is parsed once, and errors stay what they were.
 //!
-//! The precise path removes known keys from each object with `Map::remove`, which (with
-//! `preserve_order`) is a swap-remove: the last key moves into the removed key's place. The
-//! order of the keys left over (a message's or part's `extra`, written back as they are) follows
-//! from that, so this path removes them the same way, from the object's keys kept in a `Vec` in
-//! document order ([`Obj`]).
+//! The precise path removes known keys from each object with `Map::shift_remove`: the keys left
+//! over (a message's or part's `extra`, written back as they are) keep the app's order. This
+//! path removes them the same way, from the object's keys kept in a `Vec` in document order
+//! ([`Obj`]). (A swap-remove, `Map::remove`, moved the last key into the removed one's place: an
+//! untouched part came back with `providerExecuted` before `providerOptions`.)
 
 use serde::de::{self, DeserializeSeed, Deserializer as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -58,10 +58,11 @@ impl<'de> Visitor<'de> for Messages {
 /// An object's keys and values in document order (no key twice).
 type Obj<T> = Vec<(String, T)>;
 
-/// The value under `key`, taken out as `Map::remove` (a swap-remove) takes it.
+/// The value under `key`, taken out as `Map::shift_remove` takes it: the other keys keep their
+/// order.
 fn take<T>(obj: &mut Obj<T>, key: &str) -> Option<T> {
     let at = obj.iter().position(|(k, _)| k == key)?;
-    Some(obj.swap_remove(at).1)
+    Some(obj.remove(at).1)
 }
 
 /// What is left of an object, as the map the precise path keeps (its order).
