@@ -38,3 +38,21 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(tmp_path) -> None:
     count, strategy, location = run.stdout.split()
     assert (count, strategy) == ("4", "offload")
     assert location.startswith(str(venv))
+
+
+def test_a_wheel_without_the_core_is_refused(tmp_path) -> None:
+    """Building without core.wasm fails, naming how to build it, instead of a package that
+    installs and fails at the first Compactor()."""
+    import shutil
+
+    source = tmp_path / "python"
+    shutil.copytree(os.path.join(REPO, "python"), source, ignore=shutil.ignore_patterns("core.wasm", "build", "*.egg-info", "__pycache__"))
+    assert not (source / "src" / "context_compactor" / "core.wasm").exists()
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "wheels"), str(source)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode != 0
+    assert "core.wasm" in run.stdout + run.stderr and "scripts/build-component.sh" in run.stdout + run.stderr
+    assert not list((tmp_path / "wheels").glob("*.whl")) if (tmp_path / "wheels").exists() else True

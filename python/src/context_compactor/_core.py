@@ -8,9 +8,13 @@ thread-safe."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import os
+import platform
+import sys
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import wasmtime
 from wasmtime.component import Component, Func, Linker, Record, ResourceAny
@@ -23,6 +27,66 @@ INTERFACE = "context-compactor:core/api@0.1.0"
 WASM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "core.wasm")
 
 
+#: A compiled component's cache file: this header, the SHA-256 of the rest, then what
+#: ``Component.serialize`` wrote.
+_CACHE_MAGIC = b"context-compactor compiled core v1\n"
+
+
+def _cache_dir() -> Optional[str]:
+    """Where compiled components are kept: ``$CONTEXT_COMPACTOR_CACHE_DIR`` (empty: no cache),
+    else ``$XDG_CACHE_HOME/context-compactor``, else ``~/.cache/context-compactor``."""
+    configured = os.environ.get("CONTEXT_COMPACTOR_CACHE_DIR")
+    if configured is not None:
+        return configured or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "context-compactor")
+
+
+def _compiled(engine: wasmtime.Engine, path: str) -> Tuple[Component, bool]:
+    """The component at ``path``, compiled for ``engine``: from the cache when an earlier process
+    compiled the same bytes with the same wasmtime on this machine (wasmtime compiles it in
+    0.6-1.0 s), else compiled and cached for the next. A cache that cannot be read or written,
+    or a file that is not one this module wrote whole (its hash is checked before wasmtime
+    reads it), only means compiling: never an error. Returns the component and whether it came
+    from the cache."""
+    with open(path, "rb") as f:
+        wasm = f.read()
+    directory = _cache_dir()
+    if directory is None:
+        return Component(engine, wasm), False
+    version = importlib.metadata.version("wasmtime") if _has_metadata("wasmtime") else "?"
+    key = hashlib.sha256(wasm + f"|wasmtime {version}|{platform.machine()}|{sys.platform}".encode()).hexdigest()[:32]
+    file = os.path.join(directory, f"core-{key}.cwasm")
+    try:
+        with open(file, "rb") as f:
+            blob = f.read()
+        head = len(_CACHE_MAGIC)
+        body = blob[head + 32 :]
+        if blob[:head] == _CACHE_MAGIC and hashlib.sha256(body).digest() == blob[head : head + 32]:
+            return Component.deserialize(engine, body), True
+    except Exception:
+        pass  # no file yet, unreadable, or refused by this wasmtime: compile
+    component = Component(engine, wasm)
+    try:
+        body = bytes(component.serialize())
+        os.makedirs(directory, exist_ok=True)
+        temporary = f"{file}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(temporary, "wb") as f:
+            f.write(_CACHE_MAGIC + hashlib.sha256(body).digest() + body)
+        os.replace(temporary, file)  # atomic: a reader sees the old file or the whole new one
+    except Exception:
+        pass
+    return component, False
+
+
+def _has_metadata(name: str) -> bool:
+    try:
+        importlib.metadata.version(name)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
 class _Core:
     def __init__(self, path: str) -> None:
         if not os.path.isfile(path):
@@ -32,7 +96,7 @@ class _Core:
                 "`bash scripts/build-component.sh` (a source checkout) or reinstall the package",
             )
         self.engine = wasmtime.Engine()
-        self.component = Component.from_file(self.engine, path)
+        self.component, self.cached = _compiled(self.engine, path)
         self.lock = threading.RLock()
         self._instantiate()
 
