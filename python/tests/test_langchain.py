@@ -173,3 +173,57 @@ def test_the_middleware_calibrates_from_each_replys_usage_once() -> None:
     calibration = middleware.compactor.state()["calibration"]
     assert calibration["samples"] == 7
     assert calibration["ratio"] < 1.2, calibration
+
+
+def png(width: int, height: int) -> bytes:
+    """A real PNG (noise, so it does not compress): `width` x `height` RGB, about 3 bytes a pixel."""
+    import random
+    import struct
+    import zlib
+
+    rng = random.Random(7)
+    rows = b"".join(b"\x00" + bytes(rng.getrandbits(8) for _ in range(width * 3)) for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 0)) + chunk(b"IEND", b"")
+
+
+def test_images_and_files_in_human_messages_count_as_images_and_come_back_as_given() -> None:
+    """A 300 kB PNG as each LangChain block form counts as an image (it counted 272,872 tokens as
+    JSON text and was offloaded), is not offloaded, and comes back as the very block, also when
+    the message around it is rebuilt (a long pasted text in it offloaded)."""
+    import base64
+
+    data = base64.b64encode(png(320, 312)).decode()
+    assert len(data) > 300_000
+    forms = {
+        "v1 base64": {"type": "image", "base64": data, "mime_type": "image/png"},
+        "v1 url": {"type": "image", "url": "https://example.com/chart.png"},
+        "v0 source_type": {"type": "image", "source_type": "base64", "data": data, "mime_type": "image/png"},
+        "openai image_url": {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}},
+        "anthropic source": {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        "v1 file": {"type": "file", "base64": base64.b64encode(b"%PDF-1.4 " + b"x" * 200_000).decode(), "mime_type": "application/pdf", "extras": {"filename": "r.pdf"}},
+    }
+    for name, block in forms.items():
+        compactor = Compactor(model="gpt-4o", context_window=16_000, store=MemoryStore())
+        messages = [HumanMessage(content=[{"type": "text", "text": "What does this show?"}, block])]
+        converted = to_model_messages(messages)
+        tokens = compactor.usage(converted)["tokens"]
+        assert tokens < 5_000, f"{name}: {tokens} tokens"
+        result = compactor.manage(converted)
+        assert not result.events, f"{name}: {result.events}"
+        back = from_model_messages(result.messages, messages, converted)
+        assert back[0] is messages[0], name
+        # A pasted log beside it is offloaded: the message is rebuilt, the block stays itself.
+        log = "\n".join(f"log line {i}: status ok, latency {i % 97} ms" for i in range(3_000))
+        messages = [HumanMessage(content=[{"type": "text", "text": log}, block], id="h1")]
+        converted = to_model_messages(messages)
+        result = compactor.manage(converted)
+        assert [e["strategy"] for e in result.events] == ["offload"], f"{name}: {result.events}"
+        [rebuilt] = from_model_messages(result.messages, messages, converted)
+        # (LangChain copies a message's blocks when it is made: equal, keys in the same order.)
+        assert rebuilt.id == "h1" and list(rebuilt.content[1].items()) == list(block.items()), name
+        assert rebuilt.content[0]["text"].startswith("[Long message text stored: "), name

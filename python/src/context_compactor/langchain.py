@@ -11,8 +11,10 @@ Messages are converted to the core's (AI SDK) shape and back: ``SystemMessage`` 
 ``HumanMessage`` → ``user``, ``AIMessage`` → ``assistant`` (text and ``tool_calls``),
 ``ToolMessage`` → ``tool`` (one ``tool-result``). A message the compactor left unchanged comes
 back as the same LangChain object (id, metadata and all); a changed one is rebuilt with the
-original's id and fields. Content blocks other than text cross as their JSON text (counted, and
-kept verbatim when unchanged)."""
+original's id and fields. Image, file and audio blocks (LangChain v1 standard blocks, the older
+``source_type`` ones, OpenAI's ``image_url`` and ``input_audio``, Anthropic's ``source``) cross
+as the core's image and file parts, counted as images and files, and come back as the blocks
+they were; other blocks cross as their JSON text (counted, and kept verbatim when unchanged)."""
 
 from __future__ import annotations
 
@@ -41,18 +43,75 @@ def to_model_messages(messages: Sequence[BaseMessage]) -> List[Dict[str, Any]]:
     return [_to_model(m) for m in messages]
 
 
-def _text(content: Any) -> List[Dict[str, Any]]:
+def _text(content: Any, media: bool = False) -> List[Dict[str, Any]]:
+    """Content blocks as the core's parts: text as text, with ``media`` (a user message) images,
+    files and audio as image and file parts, anything else as its JSON text."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     parts = []
-    for block in content or []:
+    for i, block in enumerate(content or []):
         if isinstance(block, str):
             parts.append({"type": "text", "text": block})
         elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
             parts.append({"type": "text", "text": block["text"]})
         else:
-            parts.append({"type": "text", "text": json.dumps(block, ensure_ascii=False, default=str)})
+            part = _media(block) if media else None
+            if part is not None:
+                # The block's place, so that a rebuilt message gets the block itself back. The core
+                # passes providerOptions through and leaves them out of every fingerprint.
+                part["providerOptions"] = {"langchain": {"block": i}}
+                parts.append(part)
+            else:
+                parts.append({"type": "text", "text": json.dumps(block, ensure_ascii=False, default=str)})
     return parts
+
+
+def _media(block: Any) -> Optional[Dict[str, Any]]:
+    """A LangChain image, file or audio content block as the core's image or file part (data as
+    base64 or a URL, the media type when the block says it), or None for any other block. The
+    forms: v1 standard blocks (``{"type": "image", "base64" | "url" | "file_id", "mime_type"}``,
+    the same for ``file`` and ``audio``), the older ``source_type`` ones, OpenAI's
+    ``image_url`` (a data URL or a link) and ``input_audio``, Anthropic's ``source``."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    mime = block.get("mime_type") or block.get("mimeType") or block.get("media_type")
+    data: Any = None
+    if kind in ("image", "file", "audio"):
+        source = block.get("source") if isinstance(block.get("source"), dict) else None
+        if isinstance(block.get("base64"), str):
+            data = block["base64"]
+        elif isinstance(block.get("url"), str):
+            data = block["url"]
+        elif block.get("source_type") in ("base64", "url") and isinstance(block.get("data") or block.get("url"), str):
+            data = block.get("data") or block.get("url")
+        elif source is not None and isinstance(source.get("data") or source.get("url"), str):
+            data = source.get("data") or source.get("url")
+            mime = mime or source.get("media_type")
+        elif isinstance(block.get("file_id") or block.get("id"), str):
+            data = f"file-id:{block.get('file_id') or block.get('id')}"
+    elif kind == "image_url":
+        url = block.get("image_url")
+        data = url.get("url") if isinstance(url, dict) else url
+        kind = "image"
+    elif kind == "input_audio" and isinstance(block.get("input_audio"), dict):
+        data = block["input_audio"].get("data")
+        mime = mime or f"audio/{block['input_audio'].get('format', 'wav')}"
+        kind = "audio"
+    if not isinstance(data, str):
+        return None
+    if isinstance(data, str) and data.startswith("data:") and ";base64," in data and not mime:
+        mime = data[5 : data.index(";")]
+    if kind == "image":
+        return {"type": "image", "image": data, **({"mediaType": mime} if isinstance(mime, str) else {})}
+    extras: Dict[str, Any] = block["extras"] if isinstance(block.get("extras"), dict) else {}
+    name = block.get("filename") or extras.get("filename")
+    return {
+        "type": "file",
+        "data": data,
+        "mediaType": mime if isinstance(mime, str) else ("audio/*" if kind == "audio" else "application/octet-stream"),
+        **({"filename": name} if isinstance(name, str) else {}),
+    }
 
 
 def _to_model(message: BaseMessage) -> Dict[str, Any]:
@@ -78,7 +137,7 @@ def _to_model(message: BaseMessage) -> Dict[str, Any]:
         return {"role": "assistant", "content": parts}
     if isinstance(message, HumanMessage) and isinstance(message.content, str):
         return {"role": "user", "content": message.content}
-    return {"role": "user", "content": _text(message.content)}
+    return {"role": "user", "content": _text(message.content, media=True)}
 
 
 def _from_model(message: Dict[str, Any], like: Optional[BaseMessage]) -> BaseMessage:
@@ -92,7 +151,8 @@ def _from_model(message: Dict[str, Any], like: Optional[BaseMessage]) -> BaseMes
     if role == "system":
         return SystemMessage(content=text, **keep)
     if role == "user":
-        return HumanMessage(content=text, **keep)
+        blocks = _blocks(content, like)
+        return HumanMessage(content=blocks if blocks is not None else text, **keep)
     if role == "assistant":
         calls = [
             {"id": p["toolCallId"], "name": p["toolName"], "args": p["input"], "type": "tool_call"}
@@ -110,6 +170,30 @@ def _from_model(message: Dict[str, Any], like: Optional[BaseMessage]) -> BaseMes
         status="error" if output["type"].startswith("error") else "success",
         **keep,
     )
+
+
+def _blocks(content: Any, like: Optional[BaseMessage]) -> Optional[List[Any]]:
+    """A rebuilt user message's content blocks when it keeps an image or file: each such part
+    is the original message's block at the place it names (the block itself, unchanged), each
+    text part a text block. None when there is nothing but text."""
+    if not isinstance(content, list) or all(p.get("type") == "text" for p in content):
+        return None
+    original = like.content if like is not None and isinstance(like.content, list) else []
+    blocks: List[Any] = []
+    for part in content:
+        if part.get("type") == "text":
+            blocks.append({"type": "text", "text": part.get("text", "")})
+            continue
+        at = ((part.get("providerOptions") or {}).get("langchain") or {}).get("block")
+        if isinstance(at, int) and 0 <= at < len(original):
+            blocks.append(original[at])
+        else:
+            # Not from this message (the core does not make media): as the v1 standard block.
+            data = part.get("image", part.get("data"))
+            mime = part.get("mediaType")
+            key = "url" if isinstance(data, str) and ("://" in data or data.startswith("data:")) else "base64"
+            blocks.append({"type": "image" if part.get("type") == "image" else "file", key: data, **({"mime_type": mime} if mime else {})})
+    return blocks
 
 
 def from_model_messages(
