@@ -131,6 +131,16 @@ def test_the_cases_cover_every_tier_and_both_encodings(plans) -> None:
     assert json.loads(transcript["json"]) == CASES["tier 3, a 30-turn chat at 8k"][1]
 
 
+def run_node(tmp_path, script: str, data: Any) -> Any:
+    """Runs `script` (an ES module: argv[2] the npm package's Node entry, argv[3] a JSON file of
+    `data`) and parses what it prints."""
+    entry = os.path.join(REPO, "js", "dist", "entry", "node.js")
+    (tmp_path / "data.json").write_text(json.dumps(data), encoding="utf-8")
+    (tmp_path / "script.mjs").write_text(script, encoding="utf-8")
+    run = subprocess.run(["node", str(tmp_path / "script.mjs"), "file://" + entry, str(tmp_path / "data.json")], check=True, capture_output=True, text=True)
+    return json.loads(run.stdout)
+
+
 TOOLS_SCRIPT = """
 import { readFileSync } from 'node:fs';
 const cc = await import(process.argv[2]);
@@ -167,12 +177,7 @@ def test_the_recovery_tools_are_one_text_in_every_host(tmp_path) -> None:
         ("ls", {}),
         ("ls", {"path": "/tool_outputs"}),
     ]
-    entry = os.path.join(REPO, "js", "dist", "entry", "node.js")
-    cases = tmp_path / "tools.json"
-    cases.write_text(json.dumps({"files": files, "calls": calls}), encoding="utf-8")
-    script = tmp_path / "tools.mjs"
-    script.write_text(TOOLS_SCRIPT, encoding="utf-8")
-    npm = json.loads(subprocess.run(["node", str(script), "file://" + entry, str(cases)], check=True, capture_output=True, text=True).stdout)
+    npm = run_node(tmp_path, TOOLS_SCRIPT, {"files": files, "calls": calls})
 
     store = MemoryStore()
     for path, text in files.items():
@@ -185,3 +190,41 @@ def test_the_recovery_tools_are_one_text_in_every_host(tmp_path) -> None:
     body, _, more = answers[0].rpartition("\n")
     assert len(body) <= 3_200 < len(body) + 60 and more.startswith("… ") and "more lines: read_file with offset=" in more, more
     assert answers[3].startswith("Error: invalid store path")
+
+
+BREAKDOWN_SCRIPT = """
+import { readFileSync } from 'node:fs';
+const cc = await import(process.argv[2]);
+await cc.init({ encodings: ['o200k_base', 'cl100k_base'] });
+const { messages, tools } = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+const out = {};
+for (const encoding of ['o200k_base', 'cl100k_base']) out[encoding] = cc.countBreakdown(messages, { tools, encoding });
+const compactor = await cc.createCompactor({ model: 'gpt-4o', tools });
+out.usage = compactor.usage(messages).tokens;
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_count_breakdown_is_the_npm_packages(tmp_path) -> None:
+    """count_breakdown (Python) and countBreakdown (npm) give the same breakdown, per message,
+    part and tool; its total is a compactor's usage of the same request."""
+    from context_compactor import count_breakdown
+
+    messages = coding_session()[:12] + [{"role": "user", "content": [{"type": "text", "text": "and this?"}, {"type": "image", "image": "aGVsbG8=", "mediaType": "image/png"}]}]
+    tools = [
+        {"name": "read_file", "description": "Read a file.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+        {"name": "bash", "description": "Run a command."},
+    ]
+    npm = run_node(tmp_path, BREAKDOWN_SCRIPT, {"messages": messages, "tools": tools})
+    for encoding in ("o200k_base", "cl100k_base"):
+        python = count_breakdown(messages, tools=tools, encoding=encoding)
+        assert python == npm[encoding], encoding
+        assert len(python["messages"]) == len(messages) and set(python["tools"]["definitions"]) == {"read_file", "bash"}
+    assert count_breakdown(messages, tools=tools)["total"] == npm["usage"] == Compactor({"model": "gpt-4o", "tools": tools}).usage(messages)["tokens"]
+    # A mapping of definitions counts the same; tool objects give their name, description, schema.
+    by_name = {t["name"]: {k: v for k, v in t.items() if k != "name"} for t in tools}
+    assert count_breakdown(messages, tools=by_name) == npm["o200k_base"]
+    from context_compactor import MemoryStore, recovery_tools
+
+    objects = count_breakdown([], tools=list(recovery_tools(MemoryStore()).values()))["tools"]["definitions"]
+    assert set(objects) == {"read_file", "grep", "ls"} and all(d["inputSchema"] > 0 and d["description"] > 0 for d in objects.values()), objects

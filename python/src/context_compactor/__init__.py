@@ -10,10 +10,12 @@ by ``wasmtime``.
 
 from __future__ import annotations
 
+import base64
 import json
-from typing import Any, Dict, Optional, cast
+from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
 
 from . import _core, loop
+from .codec import well_formed as _well_formed
 from .compactor import (
     AGENTS_MD_PATH,
     DEFAULT_STATE_PATH,
@@ -23,6 +25,7 @@ from .compactor import (
     Plan,
     Summarizer,
     load_state,
+    tool_definitions,
 )
 from .errors import (
     CompactorError,
@@ -47,14 +50,25 @@ def count_tokens(text: str, encoding: str = "o200k_base") -> int:
     return int(_core.call("count-tokens", _well_formed(text), encoding))
 
 
-def _well_formed(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD (a split pair joined), as tiktoken
-    itself does."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+def count_breakdown(messages: Sequence[Any], *, tools: Any = None, encoding: str = "o200k_base") -> Dict[str, Any]:
+    """Where a request's tokens are, per message, part and tool definition (the npm package's
+    ``countBreakdown``): ``{"total", "replyPriming", "messages": [{"role", "total", "overhead",
+    "parts"}], "tools": {"total", "definitions"}}``. ``tools``: definitions (``{"name",
+    "description", "inputSchema"}``), a mapping of name to definition, or tool objects with
+    ``name``, ``description`` and ``input_schema`` / ``args_schema`` (the recovery tools,
+    LangChain tools). ``encoding``: ``o200k_base`` or ``cl100k_base``. The counts are a
+    compactor's own: exact text, the documented framing, image and file estimates."""
+    if not isinstance(messages, (list, tuple)):
+        raise InvalidMessageError("invalid_messages", f"count_breakdown: messages must be a list, got {type(messages).__name__}")
+    # ensure_ascii: a lone surrogate is written as its escape, which the core reads as U+FFFD.
+    text = json.dumps(list(messages), default=_json_bytes)
+    return cast(Dict[str, Any], json.loads(_core.call("count-breakdown", text, json.dumps(tool_definitions(tools), default=str), encoding)))
+
+
+def _json_bytes(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def model_info(model: str) -> Dict[str, Any]:
@@ -94,6 +108,7 @@ def with_memory(system: str, agents_md: Optional[str]) -> str:
 
 
 __all__ = [
+    "count_breakdown",
     "count_model_tokens",
     "model_info",
     "AGENTS_MD_PATH",

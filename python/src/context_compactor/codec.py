@@ -127,3 +127,13 @@ def dumps(value: Any) -> str:
 def encoded(value: Any) -> Tuple[str, Refs]:
     refs: Refs = {}
     return encode(value, refs), refs
+
+
+def well_formed(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (a split pair joined), as tiktoken
+    itself does and the core takes text (UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text

@@ -190,7 +190,7 @@ class Compactor:
         if bad is not None:
             raise InvalidConfigError("invalid_config", f"{bad}: expected a finite number", {"field": bad})
         if "tools" in core_config:
-            core_config["tools"] = _tool_definitions(core_config["tools"])
+            core_config["tools"] = tool_definitions(core_config["tools"])
         if store is None:
             if state_path is not None:
                 raise InvalidConfigError(
@@ -667,17 +667,29 @@ def _group(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return group if isinstance(group, Mapping) else {}
 
 
-def _tool_definitions(tools: Any) -> Any:
-    """Tool definitions as the core reads them: a list of ``{name, description?,
-    inputSchema?}``, or a mapping of name to such a definition (or to an object with
-    ``description`` and ``args_schema``/``input_schema`` JSON schemas)."""
-    if not isinstance(tools, Mapping):
+def tool_definitions(tools: Any) -> Any:
+    """Tool definitions as the core reads them (``{name, description?, inputSchema?}``), from a
+    list of definitions or of tool objects, or a mapping of name to a definition or a tool
+    object: an object gives its ``name``, ``description`` and ``inputSchema`` / ``input_schema``
+    / ``args_schema`` / ``parameters`` (a JSON schema, or a pydantic model: a LangChain tool's
+    ``args_schema``). Anything else is handed to the core as it is (its error names it)."""
+    if tools is None:
+        return []
+    if isinstance(tools, Mapping):
+        items = list(tools.items())
+    elif isinstance(tools, (list, tuple)):
+        items = [(None, tool) for tool in tools]
+    else:
         return tools
     out = []
-    for name, tool in tools.items():
-        get = tool.get if isinstance(tool, Mapping) else (lambda k, t=tool: getattr(t, k, None))
-        schema = get("inputSchema") or get("input_schema")
-        definition: Dict[str, Any] = {"name": name}
+    for key, tool in items:
+        def get(field: str, tool: Any = tool) -> Any:
+            return tool.get(field) if isinstance(tool, Mapping) else getattr(tool, field, None)
+
+        schema = get("inputSchema") or get("input_schema") or get("args_schema") or get("parameters")
+        if schema is not None and not isinstance(schema, Mapping) and hasattr(schema, "model_json_schema"):
+            schema = schema.model_json_schema()
+        definition: Dict[str, Any] = {"name": key if key is not None else get("name")}
         if isinstance(get("description"), str) and get("description"):
             definition["description"] = get("description")
         if isinstance(schema, Mapping):

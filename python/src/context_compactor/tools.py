@@ -13,20 +13,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 from ._core import core
+from .codec import well_formed as _well_formed
 from .stores import FileStore, check_path, check_prefix
 
 DEFAULT_LIMIT = 500
 MAX_LINE_CHARS = 2_000
 MAX_MATCHES = 100
-
-
-def _well_formed(text: str) -> str:
-    """``text`` with each lone surrogate as U+FFFD (the core takes UTF-8)."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _run(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[str, Any]) -> str:
