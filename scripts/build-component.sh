@@ -16,6 +16,29 @@ magic=$(head -c 8 "$out" | od -An -tx1 | tr -d ' \n')
 [ "$magic" = 0061736d0d000100 ] || { log "$out is not a Component (preamble $magic)"; exit 1; }
 cp "$out" python/src/context_compactor/core.wasm
 
+# The prebuilt open-weight tokenizers the npm package ships (Qwen 2.5 / 3, DeepSeek V3, Mistral
+# tekken: src/counting/prebuilt.rs SHIPPED, with their sources and licences), as the raw CCH1
+# data inside js/dist/ranks/*.wasm (made by scripts/build.sh from the registries' files), for
+# Python's load_encoding(name). Without js/dist the package has none (load_tokenizer still works).
+tokenizers=python/src/context_compactor/tokenizers
+rm -rf "$tokenizers"
+if [ -f js/dist/init.js ] && ls js/dist/ranks/qwen3.wasm >/dev/null 2>&1; then
+  mkdir -p "$tokenizers"
+  node --input-type=module -e '
+    import { dataSegment } from "./js/dist/init.js";
+    import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+    for (const file of readdirSync("js/dist/ranks")) {
+      const name = file.replace(/\.wasm$/, "");
+      if (name.endsWith("_base")) continue; // o200k / cl100k: embedded in the component
+      const data = dataSegment(readFileSync(`js/dist/ranks/${file}`));
+      if (!data || String.fromCharCode(...data.subarray(0, 4)) !== "CCH1") throw new Error(`${file}: not prebuilt tokenizer data`);
+      writeFileSync(`'"$tokenizers"'/${name}.cch`, data);
+    }'
+  log "prebuilt tokenizers for Python: $(ls "$tokenizers" | sed 's/\.cch$//' | tr '\n' ' ')"
+else
+  log "js/dist not built: the Python package gets no prebuilt tokenizers (run scripts/build.sh first)"
+fi
+
 size() { printf '%s bytes, %s gzipped' "$(wc -c < "$1")" "$(gzip -9 -c "$1" | wc -c)"; }
 log "component (core + both encodings' ranks): $(size "$out")"
 if [ -f js/dist/wasm/context_compactor_bg.wasm ]; then

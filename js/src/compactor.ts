@@ -263,8 +263,9 @@ export interface PrepareStepInput<M extends MessageLike = MessageLike> {
 
 /** Creates a compactor; loads the core first if needed. */
 export async function createCompactor(options: CompactorOptions = {}): Promise<Compactor> {
-  checkOptions(options);
+  // The core first: options may hold recovery tools made before it loaded, which it describes.
   await init();
+  checkOptions(options);
   if (options.statePath !== undefined && options.state === undefined && options.store) {
     // A read that fails or does not answer in time: plan from the history alone, save only over
     // nothing (a state that is there after all is found by the save: see `#run`).

@@ -228,3 +228,46 @@ def test_count_breakdown_is_the_npm_packages(tmp_path) -> None:
 
     objects = count_breakdown([], tools=list(recovery_tools(MemoryStore()).values()))["tools"]["definitions"]
     assert set(objects) == {"read_file", "grep", "ls"} and all(d["inputSchema"] > 0 and d["description"] > 0 for d in objects.values()), objects
+
+
+TOKENIZERS_SCRIPT = """
+import { readFileSync } from 'node:fs';
+const cc = await import(process.argv[2]);
+const { texts, names, llama } = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+await cc.init({ encodings: names });
+const out = { counts: {}, usage: {} };
+for (const name of names) out.counts[name] = texts.map((t) => cc.countTokens(t, name));
+for (const model of ['qwen/qwen3-32b', 'deepseek-ai/DeepSeek-V3']) {
+  const compactor = await cc.createCompactor({ model });
+  out.usage[model] = [compactor.usage([{ role: 'user', content: texts.join('\\n') }]).tokens, compactor.model.tokenRatio];
+}
+if (llama) {
+  await cc.loadTokenizer('llama3', readFileSync(llama, 'utf8'));
+  out.llama = texts.map((t) => cc.countTokens(t, 'llama3'));
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_open_weight_tokenizers_count_as_in_the_npm_package(tmp_path) -> None:
+    """The prebuilt tokenizers the package ships (copied from the npm package's data by
+    scripts/build-component.sh) and a Hugging Face tokenizer.json count exactly as the npm
+    package does; a compactor for a model they belong to counts with them (ratio 1)."""
+    import context_compactor as cc
+
+    texts = ["Hello, 世界! def f(x): return x ** 2", "  indented\n\tcode();\n", "naïve café — ½ 🎉🎉", "x" * 3_000]
+    names = cc.tokenizers.shipped()
+    assert {"qwen3", "qwen2_5", "deepseek_v3", "mistral_tekken_240911"} <= set(names), names
+    llama = os.path.join(REPO, ".tools", "tokenizers", "llama3", "tokenizer.json")
+    npm = run_node(tmp_path, TOKENIZERS_SCRIPT, {"texts": texts, "names": names, "llama": llama if os.path.isfile(llama) else None})
+    for name in names:
+        assert [cc.count_tokens(t, name) for t in texts] == npm["counts"][name], name
+    for model, (tokens, ratio) in npm["usage"].items():
+        compactor = Compactor({"model": model})
+        assert compactor.model["tokenRatio"] == ratio == 1, model
+        assert compactor.usage([{"role": "user", "content": "\n".join(texts)}])["tokens"] == tokens, model
+    if npm.get("llama") is not None:
+        with open(llama, encoding="utf-8") as f:
+            info = cc.load_tokenizer("llama3", f.read())
+        assert info and cc.is_encoding_loaded("llama3")
+        assert [cc.count_tokens(t, "llama3") for t in texts] == npm["llama"]

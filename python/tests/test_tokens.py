@@ -54,8 +54,12 @@ def test_model_info_and_count_model_tokens_exact_or_by_the_family_factor() -> No
     assert estimate["tokens"] == math.ceil(count_tokens(text) * claude["tokenRatio"])
     qwen = model_info("qwen/qwen3-32b")
     assert qwen["tokenizer"] == "qwen3"
-    # No Hugging Face tokenizer loads in this package: Qwen is an estimate; GPT-4 (cl100k) exact.
-    assert count_model_tokens(text, "qwen/qwen3-32b") == {"tokens": math.ceil(count_tokens(text) * qwen["tokenRatio"]), "exact": False, "counter": "o200k_base", "ratio": qwen["tokenRatio"]}
+    # Qwen's tokenizer ships with the package (loaded on first use): exact; GPT-4 (cl100k) exact;
+    # Llama's is not shipped and not loaded here: its family's estimate.
+    assert count_model_tokens(text, "qwen/qwen3-32b") == {"tokens": count_tokens(text, "qwen3"), "exact": True, "counter": "qwen3", "ratio": 1.0}
+    assert count_tokens(text, "qwen3") != count_tokens(text)
+    llama = model_info("meta-llama/Llama-3.1-8B-Instruct")
+    assert count_model_tokens(text, "meta-llama/Llama-3.1-8B-Instruct") == {"tokens": math.ceil(count_tokens(text) * llama["tokenRatio"]), "exact": False, "counter": "o200k_base", "ratio": llama["tokenRatio"]}
     assert count_model_tokens(text, "gpt-4") == {"tokens": count_tokens(text, "cl100k_base"), "exact": True, "counter": "cl100k_base", "ratio": 1.0}
     assert model_info("nothing-like-it")["matched"] is None
     assert count_model_tokens("a\ud83d b", "gpt-4o")["tokens"] == count_tokens("a\ufffd b")

@@ -14,7 +14,7 @@ import base64
 import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
 
-from . import _core, loop
+from . import _core, loop, tokenizers
 from .codec import well_formed as _well_formed
 from .compactor import (
     AGENTS_MD_PATH,
@@ -37,16 +37,20 @@ from .errors import (
     PlanMismatchError,
 )
 from .stores import FileStore, LocalStore, MemoryStore, check_path
+from .tokenizers import is_encoding_loaded, load_encoding, load_tokenizer
 from .tools import RecoveryTool, grep, ls, read_file, recovery_tools
 
 __version__ = "0.1.0"
 
 
 def count_tokens(text: str, encoding: str = "o200k_base") -> int:
-    """Exact token count of ``text`` in ``encoding`` (``o200k_base`` or ``cl100k_base``), as
-    tiktoken's ``encode_ordinary`` counts."""
+    """Exact token count of ``text`` in ``encoding``: ``o200k_base`` or ``cl100k_base`` (as
+    tiktoken's ``encode_ordinary`` counts), a prebuilt tokenizer the package ships (``qwen3``,
+    ``qwen2_5``, ``deepseek_v3``, ``mistral_tekken_*``: loaded on first use) or one loaded with
+    ``load_tokenizer``."""
     if not isinstance(text, str):
         raise InvalidMessageError("invalid_messages", f"count_tokens: text must be a str, got {type(text).__name__}")
+    tokenizers.ensure_loaded(encoding)
     return int(_core.call("count-tokens", _well_formed(text), encoding))
 
 
@@ -62,6 +66,7 @@ def count_breakdown(messages: Sequence[Any], *, tools: Any = None, encoding: str
         raise InvalidMessageError("invalid_messages", f"count_breakdown: messages must be a list, got {type(messages).__name__}")
     # ensure_ascii: a lone surrogate is written as its escape, which the core reads as U+FFFD.
     text = json.dumps(list(messages), default=_json_bytes)
+    tokenizers.ensure_loaded(encoding)
     return cast(Dict[str, Any], json.loads(_core.call("count-breakdown", text, json.dumps(tool_definitions(tools), default=str), encoding)))
 
 
@@ -82,11 +87,13 @@ def model_info(model: str) -> Dict[str, Any]:
 def count_model_tokens(text: str, model: str) -> Dict[str, Any]:
     """``text``'s tokens for ``model``, as a compactor for that model counts them before
     calibration: ``{"tokens", "exact", "counter", "ratio"}``. Exact for OpenAI models (both
-    encodings are built in); the others are their encoding's count times the family's factor
-    (this package loads no Hugging Face tokenizer)."""
+    encodings are built in) and for models whose tokenizer the package ships or
+    ``load_tokenizer`` loaded (Qwen, DeepSeek, Mistral; loaded on first use); the others are
+    their encoding's count times the family's factor."""
     if not isinstance(text, str):
         raise InvalidMessageError("invalid_messages", f"count_model_tokens: text must be a str, got {type(text).__name__}")
     name = _model_name("count_model_tokens", model)
+    tokenizers.ensure_loaded(model_info(name).get("tokenizer"))
     return cast(Dict[str, Any], json.loads(_core.call("count-model-tokens", _well_formed(text), name)))
 
 
@@ -109,6 +116,9 @@ def with_memory(system: str, agents_md: Optional[str]) -> str:
 
 __all__ = [
     "count_breakdown",
+    "is_encoding_loaded",
+    "load_encoding",
+    "load_tokenizer",
     "count_model_tokens",
     "model_info",
     "AGENTS_MD_PATH",

@@ -31,7 +31,7 @@ from typing import (
     cast,
 )
 
-from . import _core
+from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
 from .stores import FileStore, MemoryStore, check_path
@@ -233,6 +233,11 @@ class Compactor:
             _group(core_config, "history").get("pathPrefix", "/conversation_history/"),
         )
         self._core = _core.CoreCompactor(dumps(core_config), None if state is None else dumps(state))
+        # A model whose tokenizer the package ships (qwen3, deepseek_v3, ...): loaded, then
+        # counted exactly with it (the first core compactor, which estimated, is dropped).
+        if tokenizers.ensure_loaded(self.model.get("tokenizer")) and self.model.get("tokenRatio") != 1:
+            self._core.close()
+            self._core = _core.CoreCompactor(dumps(core_config), None if state is None else dumps(state))
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
         self._calls = 0
