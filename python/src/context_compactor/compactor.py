@@ -32,7 +32,7 @@ from typing import (
 )
 
 from . import _core, tokenizers
-from .codec import Refs, decode, dumps, encode, storable
+from .codec import Refs, decode, dumps, encode, storable, well_formed
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
 from .stores import FileStore, MemoryStore, check_path
 from .tools import RecoveryTool, recovery_tools
@@ -383,7 +383,7 @@ class Compactor:
         if not _is_work(plan):
             result = ManageResult(list(messages), [], plan)
         else:
-            outcomes = yield from self._execute(plan)
+            outcomes = yield from self._execute(plan, messages=messages)
             result = self._apply_held(messages, plan_json, plan, outcomes, call)
             self._last = (list(input), [_mark(m) for m in input], result.messages)
         self._last_raw = int(self._core.call("count-raw", None))
@@ -408,18 +408,19 @@ class Compactor:
         plan: Plan = decode(plan_json, refs)
         if not plan["actions"]:
             return output
-        outcomes = yield from self._execute(plan, refs)
+        outcomes = yield from self._execute(plan, refs, messages)
         applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
         if not any(e["status"] == "applied" for e in applied["events"]):
             return output
         part = applied["messages"][1]["content"][0]["output"]
         return str(part["value"]) if part["type"] == "text" else output
 
-    def _execute(self, plan: Plan, refs: Optional[Refs] = None) -> _Steps[List[Dict[str, Any]]]:
+    def _execute(self, plan: Plan, refs: Optional[Refs] = None, messages: Optional[Sequence[Message]] = None) -> _Steps[List[Dict[str, Any]]]:
         """Every store write (a failure is an outcome, never an exception), then each summary
         — only once its transcript is stored, so no LLM call is wasted on a summary that could
         not be applied. ``refs``: the binary values of the planned conversation (the held one's
-        by default), written out in place of their placeholders."""
+        by default), written out in place of their placeholders. ``messages``: the conversation
+        planned, whose JSON outputs are stored as the app's values (``_app_json``)."""
         values = self._held.refs if refs is None else refs
         outcomes: List[Dict[str, Any]] = []
         for action in plan["actions"]:
@@ -428,6 +429,7 @@ class Compactor:
                 continue
             try:
                 for path, content in writes:
+                    content = _app_json(action, messages, content)
                     yield ("write", self.store, path, storable(content, values))
                 outcomes.append({"type": "written", "id": action["id"]})
             except Exception as e:
@@ -458,6 +460,7 @@ class Compactor:
         refs = self._held.refs
         self._held = _Held()
         applied = decode(self._core.call("apply", None, plan_json, dumps(outcomes)), refs)
+        applied["messages"] = _as_given(applied["messages"], messages)
         self._held = _Held(list(applied["messages"]), [_mark(m) for m in applied["messages"]], refs)
         if applied["events"]:
             self._state_dirty = True
@@ -701,6 +704,44 @@ def tool_definitions(tools: Any) -> Any:
             definition["inputSchema"] = dict(schema)
         out.append(definition)
     return out
+
+
+def _as_given(out: List[Any], given: Sequence[Message]) -> List[Any]:
+    """The messages the core did not change as the app's own objects, where that matters: a
+    message holding a lone surrogate (the core holds text as UTF-8, so it comes back with U+FFFD
+    for each). Matched by their text with U+FFFD in place of each, in order."""
+
+    def text(message: Any) -> str:
+        return json.dumps(message, ensure_ascii=False, sort_keys=True, default=repr)
+
+    pending: Dict[str, List[Any]] = {}
+    for message in given:
+        raw = text(message)
+        if well_formed(raw) != raw:
+            pending.setdefault(well_formed(raw), []).append(message)
+    if not pending:
+        return out
+    return [pending[key].pop(0) if (key := text(m)) in pending and pending[key] else m for m in out]
+
+
+def _app_json(action: Dict[str, Any], messages: Optional[Sequence[Message]], content: str) -> str:
+    """An offloaded JSON output's stored copy as the app's value writes it, lone surrogates
+    included (escaped as JavaScript's JSON.stringify escapes them, so both hosts store the same
+    text): the core holds text as UTF-8, so its copy has U+FFFD for each. Only when that is the
+    core's copy but for them; anything else is the core's content."""
+    if messages is None or "\ufffd" not in content or (action.get("replace") or {}).get("kind") != "output":
+        return content
+    try:
+        part = messages[action["messageIndex"]]["content"][action["partIndex"]]
+        output = part["output"]
+        if output.get("type") not in ("json", "error-json"):
+            return content
+        text = json.dumps(output["value"], ensure_ascii=False, indent=2)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return content
+    if text == content or well_formed(text) != content:
+        return content
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _non_finite(value: Any, path: str, depth: int = 0) -> Optional[str]:

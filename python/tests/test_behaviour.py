@@ -1,0 +1,176 @@
+"""One behaviour for every host (issue 31, item 5; docs/LOOP.md): scenarios — a conversation
+growing turn by turn, options, scripted summarizer replies (or a summarizer that fails), a store
+that refuses writes under a prefix — run through the npm package (Node) and the Python package
+on one long-lived compactor each. Every turn must give the same prompt byte for byte, the same
+events and the same store files. What the hosts still do apart (the loop around the core) is
+exactly what this catches while it moves into the core."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from context_compactor import Compactor, MemoryStore
+
+from conftest import REPO, chat, coding_session
+
+BIG = "\n".join(f"row {i}: value {(i * 7919) % 10_007} ok" for i in range(6_000))
+
+
+def tool_turn(n: int, tool: str, output: Any, kind: str = "text") -> List[Dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": f"t{n}", "toolName": tool, "input": {"n": n}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": f"t{n}", "toolName": tool, "output": {"type": kind, "value": output}}]},
+    ]
+
+
+def scenarios() -> Dict[str, Dict[str, Any]]:
+    talk = chat(24)
+    coding = coding_session()
+    return {
+        "a huge tool result, then more turns": {
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "turns": [[{"role": "user", "content": "check the logs"}, *tool_turn(1, "logs", BIG)], [{"role": "user", "content": "and now?"}, *tool_turn(2, "logs", BIG[:900])]],
+        },
+        "a JSON output with exact numbers and a lone surrogate": {
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "turns": [[{"role": "user", "content": "query \ud83d"}, *tool_turn(1, "query", {"rows": [{"i": i, "v": -113.71428571428571, "s": "x\udfff" if i % 2 else "x\ufffd"} for i in range(900)]}, "json")]],
+        },
+        "tier 2 on a coding session": {
+            "options": {"model": "gpt-4o", "contextWindow": 11_000, "compaction": {"targetFraction": 0.55}, "history": {"strategy": "off"}},
+            "turns": [coding[:8], coding[8:]],
+        },
+        "a chat summarized twice by a scripted summarizer": {
+            "options": {"contextWindow": 8_000},
+            "summaries": ["## Session Intent\nChat about many things (first summary).", "## Session Intent\nStill chatting (second summary)."],
+            "turns": [talk[:16], talk[16:32], talk[32:]],
+        },
+        "a summarizer that fails: the heuristic summary": {
+            "options": {"contextWindow": 8_000},
+            "summaries": None,
+            "failing_summarizer": True,
+            "turns": [talk[:30], talk[30:]],
+        },
+        "truncate, claude's estimate": {
+            "options": {"model": "claude-sonnet-4-5", "contextWindow": 8_000, "history": {"strategy": "truncate"}},
+            "turns": [talk[:20], talk[20:]],
+        },
+        "a store that refuses offloads: content stays": {
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "refuse": "/tool_outputs/",
+            "turns": [[{"role": "user", "content": "check"}, *tool_turn(1, "logs", BIG)]],
+        },
+        "an image and a pasted log in a user message": {
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
+        },
+    }
+
+
+NODE_SCRIPT = """
+import { readFileSync } from 'node:fs';
+const cc = await import(process.argv[2]);
+await cc.init();
+const scenarios = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+const out = {};
+for (const [name, s] of Object.entries(scenarios)) {
+  const memory = new cc.MemoryStore();
+  const store = {
+    read: (p) => memory.read(p), list: (p) => memory.list(p), delete: (p) => memory.delete(p),
+    write: async (p, text) => { if (s.refuse && p.startsWith(s.refuse)) throw new Error('refused'); return memory.write(p, text); },
+  };
+  let n = 0;
+  const summarize = s.failing_summarizer ? async () => { throw new Error('down'); } : s.summaries ? async () => s.summaries[n++ % s.summaries.length] : undefined;
+  const compactor = await cc.createCompactor({ ...s.options, store, ...(summarize ? { summarize } : {}) });
+  const history = [];
+  const turns = [];
+  for (const turn of s.turns) {
+    history.push(...turn);
+    const result = await compactor.manage(history);
+    const files = {};
+    for (const path of await memory.list('/')) files[path] = await memory.read(path);
+    turns.push({ prompt: JSON.stringify(result.messages), events: result.events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files });
+  }
+  out[name] = turns;
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+class RefusingStore(MemoryStore):
+    def __init__(self, refuse: Optional[str]) -> None:
+        super().__init__()
+        self.refuse = refuse
+
+    def write(self, path: str, text: str) -> None:
+        if self.refuse and path.startswith(self.refuse):
+            raise OSError("refused")
+        super().write(path, text)
+
+
+def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
+    out = {}
+    for name, s in cases.items():
+        store = RefusingStore(s.get("refuse"))
+        replies = iter((s.get("summaries") or []) * 10)
+
+        def summarize(request: Dict[str, Any], replies: Any = replies) -> str:
+            return str(next(replies))
+
+        def failing(request: Dict[str, Any]) -> str:
+            raise RuntimeError("down")
+
+        chosen = failing if s.get("failing_summarizer") else summarize if s.get("summaries") else None
+        compactor = Compactor(s["options"], store=store, **({"summarize": chosen} if chosen else {}))
+        history: List[Dict[str, Any]] = []
+        turns = []
+        for turn in s["turns"]:
+            history.extend(turn)
+            result = compactor.manage(history)
+            files = {path: store.read(path) for path in store.list("/")}
+            turns.append(
+                {
+                    # As JavaScript's JSON.stringify writes it (compact, non-ASCII as is, lone
+                    # surrogates escaped).
+                    "prompt": json.dumps(result.messages, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace").decode("utf-8"),
+                    "events": [[e["strategy"], e["status"], e.get("path"), e["tokensSaved"]] for e in result.events],
+                    "files": files,
+                }
+            )
+        out[name] = turns
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Dict[str, Any]:
+    cases = scenarios()
+    tmp = tmp_path_factory.mktemp("behaviour")
+    data = tmp / "scenarios.json"
+    data.write_text(json.dumps(cases), encoding="utf-8")
+    script = tmp / "run.mjs"
+    script.write_text(NODE_SCRIPT, encoding="utf-8")
+    entry = os.path.join(REPO, "js", "dist", "entry", "node.js")
+    node = json.loads(subprocess.run(["node", str(script), "file://" + entry, str(data)], check=True, capture_output=True, text=True).stdout)
+    return {"node": node, "python": python_runs(cases)}
+
+
+@pytest.mark.parametrize("name", list(scenarios()))
+def test_every_host_gives_the_same_prompts_events_and_store(runs, name: str) -> None:
+    node, python = runs["node"][name], runs["python"][name]
+    assert len(node) == len(python)
+    for t, (n, p) in enumerate(zip(node, python)):
+        assert p["events"] == n["events"], f"turn {t}: events"
+        assert sorted(p["files"]) == sorted(n["files"]), f"turn {t}: store paths"
+        for path in n["files"]:
+            assert p["files"][path] == n["files"][path], f"turn {t}: {path}"
+        assert p["prompt"] == n["prompt"], f"turn {t}: the prompt"
+
+
+def test_the_scenarios_exercise_every_tier_and_failure(runs) -> None:
+    events = {e[0] + ":" + e[1] for turns in runs["node"].values() for turn in turns for e in turn["events"]}
+    for wanted in ("offload:applied", "evict-input:applied", "mask:applied", "summarize:applied", "truncate:applied", "offload:failed"):
+        assert wanted in events, (wanted, sorted(events))
