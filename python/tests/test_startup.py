@@ -52,3 +52,34 @@ def test_a_corrupt_or_missing_cache_compiles_again(tmp_path) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file, not a directory")
     assert probe(str(blocked / "cache"))["cached"] is False
+
+
+def test_a_cache_file_others_could_write_is_compiled_over(tmp_path) -> None:
+    """Deserializing trusts the bytes like native code: a file another user could have written
+    (group- or world-writable) is not read but replaced by one only this user can read."""
+    cache = tmp_path / "cache"
+    probe(str(cache))
+    (file,) = cache.iterdir()
+    assert file.stat().st_mode & 0o777 == 0o600 and cache.stat().st_mode & 0o777 == 0o700
+    file.chmod(0o666)
+    assert probe(str(cache))["cached"] is False
+    assert file.stat().st_mode & 0o777 == 0o600
+    assert probe(str(cache))["cached"] is True
+
+
+def test_the_cache_keeps_the_newest_builds_and_drops_torn_temporaries(tmp_path) -> None:
+    """Each core build adds a compiled file of about 4 MB: a compile keeps the newest three and
+    removes temporary files a killed process left."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for age in range(1, 5):  # four older builds' files, a day apart, and an hour-old temporary
+        old = cache / f"core-old{age}.cwasm"
+        old.write_bytes(b"an older build")
+        os.utime(old, (0, old.stat().st_mtime - age * 86400))
+    torn = cache / "core-old1.cwasm.123.456.tmp"
+    torn.write_bytes(b"half")
+    os.utime(torn, (0, torn.stat().st_mtime - 7200))
+    assert probe(str(cache))["cached"] is False
+    kept = {p.name for p in cache.iterdir()}
+    (new,) = kept - {"core-old1.cwasm", "core-old2.cwasm"}
+    assert len(kept) == 3 and new.endswith(".cwasm") and not new.startswith("core-old"), kept

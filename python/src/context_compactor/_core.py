@@ -14,6 +14,7 @@ import os
 import platform
 import sys
 import threading
+import time
 from typing import Any, Dict, Optional, Tuple
 
 import wasmtime
@@ -31,6 +32,14 @@ WASM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "core.wasm")
 #: ``Component.serialize`` wrote.
 _CACHE_MAGIC = b"context-compactor compiled core v1\n"
 
+#: The engine's configuration, part of the cache key: ``_Core`` makes ``wasmtime.Engine()`` with
+#: wasmtime's defaults. (wasmtime also refuses to deserialize for an engine configured otherwise.)
+_ENGINE_CONFIG = "default"
+
+#: How many compiled components a cache directory keeps (one per core build, about 4 MB each):
+#: the newest; a rebuilt core or another wasmtime adds one.
+_CACHE_KEEP = 3
+
 
 def _cache_dir() -> Optional[str]:
     """Where compiled components are kept: ``$CONTEXT_COMPACTOR_CACHE_DIR`` (empty: no cache),
@@ -44,39 +53,75 @@ def _cache_dir() -> Optional[str]:
 
 def _compiled(engine: wasmtime.Engine, path: str) -> Tuple[Component, bool]:
     """The component at ``path``, compiled for ``engine``: from the cache when an earlier process
-    compiled the same bytes with the same wasmtime on this machine (wasmtime compiles it in
-    0.6-1.0 s), else compiled and cached for the next. A cache that cannot be read or written,
-    or a file that is not one this module wrote whole (its hash is checked before wasmtime
-    reads it), only means compiling: never an error. Returns the component and whether it came
-    from the cache."""
+    compiled the same bytes with the same wasmtime and engine configuration on this machine
+    (wasmtime compiles it in 0.6-1.0 s), else compiled and cached for the next. A cache that
+    cannot be read or written, or a file that is not one this module wrote whole (its hash is
+    checked before wasmtime reads it), only means compiling: never an error. Returns the
+    component and whether it came from the cache."""
     with open(path, "rb") as f:
         wasm = f.read()
     directory = _cache_dir()
     if directory is None:
         return Component(engine, wasm), False
     version = importlib.metadata.version("wasmtime") if _has_metadata("wasmtime") else "?"
-    key = hashlib.sha256(wasm + f"|wasmtime {version}|{platform.machine()}|{sys.platform}".encode()).hexdigest()[:32]
-    file = os.path.join(directory, f"core-{key}.cwasm")
-    try:
-        with open(file, "rb") as f:
-            blob = f.read()
-        head = len(_CACHE_MAGIC)
-        body = blob[head + 32 :]
-        if blob[:head] == _CACHE_MAGIC and hashlib.sha256(body).digest() == blob[head : head + 32]:
+    tag = f"|wasmtime {version}|engine {_ENGINE_CONFIG}|{platform.machine()}|{sys.platform}"
+    file = os.path.join(directory, f"core-{hashlib.sha256(wasm + tag.encode()).hexdigest()[:32]}.cwasm")
+    body = _read_cache(file)
+    if body is not None:
+        try:
             return Component.deserialize(engine, body), True
-    except Exception:
-        pass  # no file yet, unreadable, or refused by this wasmtime: compile
+        except Exception:
+            pass  # refused by this wasmtime (another CPU, say): compile and replace it
     component = Component(engine, wasm)
     try:
-        body = bytes(component.serialize())
-        os.makedirs(directory, exist_ok=True)
-        temporary = f"{file}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(temporary, "wb") as f:
-            f.write(_CACHE_MAGIC + hashlib.sha256(body).digest() + body)
-        os.replace(temporary, file)  # atomic: a reader sees the old file or the whole new one
+        _write_cache(file, bytes(component.serialize()))
     except Exception:
         pass
     return component, False
+
+
+def _read_cache(file: str) -> Optional[bytes]:
+    """What ``_write_cache`` wrote to ``file``, or None. Deserializing is as trusting as running
+    native code, so a file counts only when it is whole (header and SHA-256) and this user's
+    alone (owned by them, writable by no one else): a file planted in a shared directory is
+    compiled over, never read."""
+    try:
+        with open(file, "rb") as f:
+            if hasattr(os, "getuid"):
+                stat = os.fstat(f.fileno())
+                if stat.st_uid != os.getuid() or stat.st_mode & 0o022:
+                    return None
+            blob = f.read()
+    except OSError:
+        return None  # no file yet, or unreadable
+    head = len(_CACHE_MAGIC)
+    body = blob[head + 32 :]
+    if blob[:head] != _CACHE_MAGIC or hashlib.sha256(body).digest() != blob[head : head + 32]:
+        return None
+    return body
+
+
+def _write_cache(file: str, body: bytes) -> None:
+    """Writes ``file`` (readable by this user only) through a temporary file and a rename, so a
+    reader sees the old file or the whole new one, then removes the older builds' files beyond
+    the newest ``_CACHE_KEEP`` and temporary files a killed process left."""
+    directory = os.path.dirname(file)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    temporary = f"{file}.{os.getpid()}.{threading.get_ident()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(_CACHE_MAGIC + hashlib.sha256(body).digest() + body)
+    os.replace(temporary, file)
+    entries = [e for e in os.scandir(directory) if e.name.startswith("core-") and e.is_file()]
+    compiled = sorted((e for e in entries if e.name.endswith(".cwasm")), key=lambda e: e.stat().st_mtime, reverse=True)
+    # A temporary file an hour old belongs to no running compile (one takes about a second).
+    stale = [e for e in entries if e.name.endswith(".tmp") and e.stat().st_mtime < time.time() - 3600]
+    for entry in compiled[_CACHE_KEEP:] + stale:
+        if entry.path != file:
+            try:
+                os.remove(entry.path)
+            except OSError:
+                pass
 
 
 def _has_metadata(name: str) -> bool:
