@@ -227,3 +227,130 @@ def test_images_and_files_in_human_messages_count_as_images_and_come_back_as_giv
         # (LangChain copies a message's blocks when it is made: equal, keys in the same order.)
         assert rebuilt.id == "h1" and list(rebuilt.content[1].items()) == list(block.items()), name
         assert rebuilt.content[0]["text"].startswith("[Long message text stored: "), name
+
+
+def test_audio_and_file_id_blocks_count_as_files_and_come_back_as_given() -> None:
+    """The forms the image test does not cover: v1 audio (base64), OpenAI input_audio, a v1
+    file by URL and an image by provider file id."""
+    import base64
+
+    audio = base64.b64encode(png(320, 312)).decode()  # 300 kB of noise: only its size matters
+    forms = {
+        "v1 audio": {"type": "audio", "base64": audio, "mime_type": "audio/wav"},
+        "openai input_audio": {"type": "input_audio", "input_audio": {"data": audio, "format": "wav"}},
+        "v1 file url": {"type": "file", "url": "https://example.com/report.pdf", "mime_type": "application/pdf"},
+        "v1 image file_id": {"type": "image", "file_id": "file-abc123"},
+    }
+    for name, block in forms.items():
+        compactor = Compactor(model="gpt-4o", context_window=16_000, store=MemoryStore())
+        messages = [HumanMessage(content=[{"type": "text", "text": "Transcribe this."}, block])]
+        converted = to_model_messages(messages)
+        assert converted[0]["content"][1]["type"] in ("image", "file"), name
+        assert compactor.usage(converted)["tokens"] < 5_000, name
+        result = compactor.manage(converted)
+        assert not result.events and from_model_messages(result.messages, messages, converted)[0] is messages[0], name
+
+
+def test_an_agent_sends_the_model_the_very_image_blocks_it_was_given() -> None:
+    """Through create_agent and the middleware: the model receives the user's image and audio
+    blocks as given (key order too), and nothing is offloaded."""
+    import base64
+
+    data = base64.b64encode(png(320, 312)).decode()
+    blocks = [
+        {"type": "text", "text": "What does this chart show?"},
+        {"type": "image", "base64": data, "mime_type": "image/png"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}},
+        {"type": "audio", "base64": data, "mime_type": "audio/wav"},
+    ]
+    prompts: List[List[BaseMessage]] = []
+
+    class Answering(ScriptedModel):
+        def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            prompts.append(list(messages))
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="A bar chart."))])
+
+    results: List[Any] = []
+    middleware = CompactorMiddleware(model="gpt-4o", context_window=WINDOW, store=MemoryStore(), on_result=results.append)
+    agent = create_agent(Answering(prompts=[]), tools=[fetch_page], middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage(content=[dict(b) for b in blocks])]})
+    [[question]] = prompts
+    assert [list(b.items()) for b in question.content] == [list(b.items()) for b in blocks]
+    assert [r.events for r in results] == [[]]
+    counter = Compactor(model="gpt-4o", context_window=WINDOW)
+    assert counter.usage(to_model_messages([question]))["tokens"] < 5_000
+
+
+def test_tool_results_with_images_count_as_images_and_come_back_as_given() -> None:
+    """A screenshot tool's ToolMessage (text and an image block) crosses as the core's content
+    output (an image item), not as JSON text; unchanged it is the same object, and when its text
+    is offloaded the message keeps the image block itself."""
+    import base64
+
+    data = base64.b64encode(png(320, 312)).decode()
+    for block in (
+        {"type": "image", "base64": data, "mime_type": "image/png"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}},
+    ):
+        call = AIMessage(content="", tool_calls=[{"id": "c1", "name": "screenshot", "args": {}}], id="a1")
+        messages = [HumanMessage(content="Look at the page.", id="h1"), call, ToolMessage(content=[{"type": "text", "text": "The page:"}, block], tool_call_id="c1", name="screenshot", id="t1")]
+        compactor = Compactor(model="gpt-4o", context_window=16_000, store=MemoryStore())
+        converted = to_model_messages(messages)
+        assert compactor.usage(converted)["tokens"] < 5_000, block["type"]
+        result = compactor.manage(converted)
+        assert not result.events and from_model_messages(result.messages, messages, converted)[2] is messages[2]
+        log = "\n".join(f"console line {i}: request ok in {i % 97} ms" for i in range(3_000))
+        messages[2] = ToolMessage(content=[{"type": "text", "text": log}, block], tool_call_id="c1", name="screenshot", id="t1", artifact={"raw": 1})
+        converted = to_model_messages(messages)
+        result = compactor.manage(converted)
+        assert [e["strategy"] for e in result.events] == ["offload"], result.events
+        rebuilt = from_model_messages(result.messages, messages, converted)[2]
+        assert isinstance(rebuilt, ToolMessage) and rebuilt.id == "t1" and rebuilt.artifact == {"raw": 1}
+        assert rebuilt.content[0]["text"].startswith("[Tool output offloaded: ")
+        assert list(rebuilt.content[1].items()) == list(block.items())
+
+
+def test_text_blocks_keep_their_fields_when_the_message_around_them_changes() -> None:
+    """A rebuilt message keeps its text blocks as given (ids, any order of keys) when their
+    text is unchanged, and the changed block keeps its other fields."""
+    log = "\n".join(f"log line {i}: status ok, latency {i % 97} ms" for i in range(3_000))
+    question = {"text": "Why is line 17 slow?", "type": "text", "id": "b2"}
+    other = {"type": "citation", "source": "runbook"}  # no core part: crosses as its JSON text
+    messages = [HumanMessage(content=[{"type": "text", "text": log, "id": "b1"}, question, other, "plain string"], id="h1")]
+    converted = to_model_messages(messages)
+    result = Compactor(model="gpt-4o", context_window=16_000, store=MemoryStore()).manage(converted)
+    assert [e["strategy"] for e in result.events] == ["offload"]
+    [rebuilt] = from_model_messages(result.messages, messages, converted)
+    first, *rest = rebuilt.content
+    assert list(first) == ["type", "text", "id"] and first["id"] == "b1" and first["text"].startswith("[Long message text stored: ")
+    assert rest == [question, other, "plain string"] and list(rest[0]) == list(question)
+
+
+def test_anthropic_tool_use_blocks_count_once_and_keep_their_place() -> None:
+    """An AIMessage from Anthropic carries each call twice: a ``tool_use`` block in its content
+    and in ``tool_calls``. The call counts once (as the core's tool-call), and when the core
+    evicts the written file's content the rebuilt message keeps its blocks, the tool_use
+    block's input evicted like the call's args, not a JSON dump in its text."""
+    source = "\n".join(f"def handler_{i}(event):\n    return {{'status': {i}, 'ok': True}}\n" for i in range(700))
+    def turn(n: int) -> List[BaseMessage]:
+        args = {"path": f"app_{n}.py", "content": source}
+        use = {"type": "tool_use", "id": f"c{n}", "name": "write_file", "input": args}
+        return [
+            AIMessage(content=[{"type": "text", "text": f"Writing app_{n}.py."}, use], tool_calls=[{"id": f"c{n}", "name": "write_file", "args": args}], id=f"a{n}"),
+            ToolMessage(content="written", tool_call_id=f"c{n}", name="write_file", id=f"t{n}"),
+        ]
+    messages: List[BaseMessage] = [HumanMessage(content="Write the handlers.", id="h1"), *turn(1), *turn(2), *turn(3)]
+    compactor = Compactor(model="claude-sonnet-4-5", context_window=60_000, store=MemoryStore())
+    converted = to_model_messages(messages)
+    plain = to_model_messages([AIMessage(content=f"Writing app_1.py.", tool_calls=messages[1].tool_calls)])
+    assert compactor.usage(converted[1:2])["tokens"] == compactor.usage(plain)["tokens"]
+    result = compactor.manage(converted)
+    assert "evict-input" in {e["strategy"] for e in result.events}, result.events
+    back = from_model_messages(result.messages, messages, converted)
+    evicted = [m for m in back if isinstance(m, AIMessage) and m.tool_calls[0]["args"]["content"] != source]
+    assert evicted
+    for message in evicted:
+        original = next(m for m in messages if m.id == message.id)
+        text, use = message.content
+        assert text is original.content[0] or text == original.content[0]
+        assert list(use) == ["type", "id", "name", "input"] and use["input"] == message.tool_calls[0]["args"]

@@ -11,10 +11,17 @@ Messages are converted to the core's (AI SDK) shape and back: ``SystemMessage`` 
 ``HumanMessage`` → ``user``, ``AIMessage`` → ``assistant`` (text and ``tool_calls``),
 ``ToolMessage`` → ``tool`` (one ``tool-result``). A message the compactor left unchanged comes
 back as the same LangChain object (id, metadata and all); a changed one is rebuilt with the
-original's id and fields. Image, file and audio blocks (LangChain v1 standard blocks, the older
-``source_type`` ones, OpenAI's ``image_url`` and ``input_audio``, Anthropic's ``source``) cross
-as the core's image and file parts, counted as images and files, and come back as the blocks
-they were; other blocks cross as their JSON text (counted, and kept verbatim when unchanged)."""
+original's id and fields, and its content blocks: each block the core left as it crossed comes
+back as it was (keys in order), a changed one with only its text or arguments replaced.
+
+- Image, file and audio blocks in a ``HumanMessage`` or ``ToolMessage`` (LangChain v1 standard
+  blocks, the older ``source_type`` ones, OpenAI's ``image_url`` and ``input_audio``,
+  Anthropic's ``source``) cross as the core's image and file parts (in a tool result, items of
+  a ``content`` output), counted as images and files.
+- An ``AIMessage``'s blocks that repeat its ``tool_calls`` (Anthropic's ``tool_use``, v1
+  ``tool_call``, OpenAI's ``function_call``) cross once, as the core's tool-call; its reasoning
+  blocks (v1 ``reasoning``, Anthropic's ``thinking``) as reasoning parts.
+- Any other block crosses as its JSON text (counted, and kept as it was when unchanged)."""
 
 from __future__ import annotations
 
@@ -43,27 +50,214 @@ def to_model_messages(messages: Sequence[BaseMessage]) -> List[Dict[str, Any]]:
     return [_to_model(m) for m in messages]
 
 
-def _text(content: Any, media: bool = False) -> List[Dict[str, Any]]:
-    """Content blocks as the core's parts: text as text, with ``media`` (a user message) images,
-    files and audio as image and file parts, anything else as its JSON text."""
+def from_model_messages(
+    compacted: Sequence[Dict[str, Any]], originals: Sequence[BaseMessage], converted: Sequence[Dict[str, Any]]
+) -> List[BaseMessage]:
+    """The compacted messages as LangChain messages: each unchanged one is the original object
+    (matched in order by its converted form), each changed one rebuilt."""
+    pending: Dict[str, List[int]] = {}
+    for i, m in enumerate(converted):
+        pending.setdefault(json.dumps(m, sort_keys=True), []).append(i)
+    same_length = len(compacted) == len(originals)
+    out: List[BaseMessage] = []
+    for i, message in enumerate(compacted):
+        matches = pending.get(json.dumps(message, sort_keys=True))
+        if matches:
+            out.append(originals[matches.pop(0)])
+        else:
+            out.append(_from_model(message, originals[i] if same_length else None))
+    return out
+
+
+#: Blocks that repeat one of an AIMessage's ``tool_calls`` in its content (Anthropic's
+#: ``tool_use``, the v1 standard ``tool_call``, OpenAI Responses' ``function_call``), by the key
+#: holding the call's arguments. The call crosses once, as the core's tool-call part.
+_CALL_BLOCKS = {"tool_use": "input", "tool_call": "args", "function_call": "arguments"}
+
+#: Reasoning blocks (the v1 standard one, Anthropic's ``thinking``) by the key holding the text.
+_REASONING_BLOCKS = {"reasoning": "reasoning", "thinking": "thinking"}
+
+
+def _to_model(message: BaseMessage) -> Dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": _joined(message.content)}
+    if isinstance(message, ToolMessage):
+        parts = _parts(message.content, media=True)
+        if any(p["type"] != "text" for p in parts):
+            output = {"type": "content", "value": [p if p["type"] == "text" else _output_item(p) for p in parts]}
+        else:
+            value = message.content if isinstance(message.content, str) else "".join(p["text"] for p in parts)
+            output = {"type": "error-text" if message.status == "error" else "text", "value": value}
+        result = {"type": "tool-result", "toolCallId": message.tool_call_id, "toolName": message.name or "tool", "output": output}
+        return {"role": "tool", "content": [result]}
+    if isinstance(message, AIMessage):
+        ids = {call["id"] for call in message.tool_calls}
+        content = message.content if isinstance(message.content, list) else []
+        uses = {call_id: i for i, b in enumerate(content) if (call_id := _call_id(b, ids))}
+        parts = _parts(message.content, media=False, skip=set(uses.values()))
+        for call in message.tool_calls:
+            part = {"type": "tool-call", "toolCallId": call["id"], "toolName": call["name"], "input": call["args"]}
+            parts.append(_mark(part, uses[call["id"]]) if call["id"] in uses else part)
+        return {"role": "assistant", "content": parts}
+    if isinstance(message, HumanMessage) and isinstance(message.content, str):
+        return {"role": "user", "content": message.content}
+    return {"role": "user", "content": _parts(message.content, media=True)}
+
+
+def _from_model(message: Dict[str, Any], like: Optional[BaseMessage]) -> BaseMessage:
+    """A LangChain message for a changed (or new) message; ``like`` is the original at that
+    place, whose id and fields it keeps, and whose content blocks it gets back where the core
+    left them as they were."""
+    role, content = message["role"], message["content"]
+    keep: Dict[str, Any] = {}
+    if like is not None and like.type == {"system": "system", "user": "human", "assistant": "ai", "tool": "tool"}[role]:
+        keep = {"id": like.id, "additional_kwargs": like.additional_kwargs, "response_metadata": like.response_metadata}
+        keep.update({"usage_metadata": like.usage_metadata} if isinstance(like, AIMessage) else {})
+        # A tool message's name is its result's toolName.
+        keep.update({"artifact": like.artifact} if isinstance(like, ToolMessage) else {"name": like.name})
+    else:
+        like = None
+    blocks = like.content if like is not None and isinstance(like.content, list) else None
+    text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content if p["type"] == "text")
+    if role == "system":
+        return SystemMessage(content=text, **keep)
+    if role == "user":
+        media = isinstance(content, list) and any(p.get("type") not in ("text", "reasoning") for p in content)
+        rebuilt = _blocks(content, blocks or []) if isinstance(content, list) and (blocks is not None or media) else text
+        return HumanMessage(content=rebuilt, **keep)
+    if role == "assistant":
+        parts = content if isinstance(content, list) else []
+        calls = [{"id": p["toolCallId"], "name": p["toolName"], "args": p["input"], "type": "tool_call"} for p in parts if p["type"] == "tool-call"]
+        return AIMessage(content=_blocks(parts, blocks) if blocks is not None else text, tool_calls=calls, **keep)
+    [result] = [p for p in content if p["type"] == "tool-result"]
+    output = result["output"]
+    if output["type"] == "content" and isinstance(output.get("value"), list):
+        value: Any = _blocks(output["value"], blocks or [])
+    else:
+        value = output["value"] if isinstance(output.get("value"), str) else json.dumps(output.get("value"))
+    return ToolMessage(
+        content=value,
+        tool_call_id=result["toolCallId"],
+        name=result["toolName"],
+        status="error" if output["type"].startswith("error") else "success",
+        **keep,
+    )
+
+
+def _parts(content: Any, media: bool, skip: Any = ()) -> List[Dict[str, Any]]:
+    """Content blocks as the core's parts: text as text; with ``media`` (user and tool messages)
+    images, files and audio as image and file parts, without (assistant messages) reasoning as
+    reasoning; any other block as its JSON text; the blocks at ``skip`` left out. Each part a plain
+    ``{"type": "text", "text"}`` block would not come back as (any other block, a string, a text
+    block with more keys) is marked with its block's place."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
-    parts = []
+    parts: List[Dict[str, Any]] = []
     for i, block in enumerate(content or []):
-        if isinstance(block, str):
-            parts.append({"type": "text", "text": block})
-        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+        if i in skip:
+            continue
+        if isinstance(block, dict) and list(block) == ["type", "text"] and block["type"] == "text" and isinstance(block["text"], str):
             parts.append({"type": "text", "text": block["text"]})
-        else:
-            part = _media(block) if media else None
-            if part is not None:
-                # The block's place, so that a rebuilt message gets the block itself back. The core
-                # passes providerOptions through and leaves them out of every fingerprint.
-                part["providerOptions"] = {"langchain": {"block": i}}
-                parts.append(part)
-            else:
-                parts.append({"type": "text", "text": json.dumps(block, ensure_ascii=False, default=str)})
+            continue
+        part = _media(block) if media else None
+        if part is None:
+            key = _REASONING_BLOCKS.get(str(block.get("type"))) if isinstance(block, dict) and not media else None
+            reasoning = key is not None and isinstance(block.get(key), str)
+            part = {"type": "reasoning" if reasoning else "text", "text": _block_text(block)}
+        parts.append(_mark(part, i))
     return parts
+
+
+def _blocks(parts: Sequence[Dict[str, Any]], original: Sequence[Any]) -> List[Any]:
+    """A rebuilt message's content blocks: the block a part is marked with, itself, where the
+    core left the part as that block crossed; with its text or arguments replaced where the
+    core changed them; a part with no block as the v1 standard block for it."""
+    blocks: List[Any] = []
+    for part in parts:
+        at = ((part.get("providerOptions") or {}).get("langchain") or {}).get("block")
+        block = original[at] if isinstance(at, int) and 0 <= at < len(original) else None
+        kind = part.get("type")
+        if kind == "tool-call":
+            # Its call is in tool_calls; a block only when the original content had one.
+            if isinstance(block, dict) and block.get("type") in _CALL_BLOCKS:
+                key = _CALL_BLOCKS[block["type"]]
+                same = _arguments(block.get(key)) == part.get("input")
+                blocks.append(block if same else {**block, key: json.dumps(part["input"]) if key == "arguments" else part["input"]})
+        elif kind in ("text", "reasoning"):
+            text = part.get("text", "")
+            if block is None:
+                blocks.append({"type": "text", "text": text})
+            elif _block_text(block) == text:
+                blocks.append(block)
+            elif isinstance(block, dict) and block.get("type") in ("text", *_REASONING_BLOCKS):
+                blocks.append({**block, _REASONING_BLOCKS.get(block["type"], "text"): text})
+            else:
+                blocks.append(text if isinstance(block, str) else {"type": "text", "text": text})
+        elif block is not None:
+            blocks.append(block)  # an image, file or audio block: the core does not change them
+        else:
+            # Not from this message (the core does not make media): as the v1 standard block.
+            data = part.get("image", part.get("data", part.get("url")))
+            mime = part.get("mediaType")
+            key = "url" if isinstance(data, str) and ("://" in data or data.startswith("data:")) else "base64"
+            image = kind in ("image", "media") or str(kind).startswith("image-")
+            blocks.append({"type": "image" if image else "file", key: data, **({"mime_type": mime} if mime else {})})
+    return blocks
+
+
+def _mark(part: Dict[str, Any], at: int) -> Dict[str, Any]:
+    """``part`` marked with its block's place, so that a rebuilt message gets the block itself
+    back. The core passes providerOptions through and leaves them out of every count and
+    fingerprint."""
+    part["providerOptions"] = {"langchain": {"block": at}}
+    return part
+
+
+def _block_text(block: Any) -> str:
+    """The text a block crosses as: a string itself, a text or reasoning block its text, any
+    other block its JSON."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict):
+        key = "text" if block.get("type") == "text" else _REASONING_BLOCKS.get(str(block.get("type")))
+        text = block.get(key) if key is not None else None
+        if isinstance(text, str):
+            return text
+    return json.dumps(block, ensure_ascii=False, default=str)
+
+
+def _call_id(block: Any, ids: Any) -> Optional[str]:
+    """The id of the tool call an AIMessage's content block repeats, if it is one of ``ids``."""
+    if not isinstance(block, dict) or block.get("type") not in _CALL_BLOCKS:
+        return None
+    return next((block[k] for k in ("id", "call_id") if block.get(k) in ids), None)
+
+
+def _arguments(value: Any) -> Any:
+    """A call block's arguments as a value (OpenAI's ``arguments`` is a JSON string)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _joined(content: Any) -> str:
+    return content if isinstance(content, str) else "".join(p["text"] for p in _parts(content, media=False))
+
+
+def _output_item(part: Dict[str, Any]) -> Dict[str, Any]:
+    """An image or file part as an item of a tool result's ``content`` output (AI SDK 6's
+    ``image-data`` / ``image-url`` / ``file-data`` / ``file-url``), mark kept."""
+    data, mime = part.get("image", part.get("data")), part.get("mediaType")
+    url = isinstance(data, str) and "://" in data
+    kind = ("image-" if part["type"] == "image" else "file-") + ("url" if url else "data")
+    item: Dict[str, Any] = {"type": kind, "url" if url else "data": data}
+    item.update({"mediaType": mime} if isinstance(mime, str) else {})
+    item.update({"filename": part["filename"]} if "filename" in part else {})
+    item["providerOptions"] = part["providerOptions"]
+    return item
 
 
 def _media(block: Any) -> Optional[Dict[str, Any]]:
@@ -112,107 +306,6 @@ def _media(block: Any) -> Optional[Dict[str, Any]]:
         "mediaType": mime if isinstance(mime, str) else ("audio/*" if kind == "audio" else "application/octet-stream"),
         **({"filename": name} if isinstance(name, str) else {}),
     }
-
-
-def _to_model(message: BaseMessage) -> Dict[str, Any]:
-    if isinstance(message, SystemMessage):
-        return {"role": "system", "content": "".join(p["text"] for p in _text(message.content))}
-    if isinstance(message, ToolMessage):
-        value = message.content if isinstance(message.content, str) else "".join(p["text"] for p in _text(message.content))
-        return {
-            "role": "tool",
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": message.tool_call_id,
-                    "toolName": message.name or "tool",
-                    "output": {"type": "error-text" if message.status == "error" else "text", "value": value},
-                }
-            ],
-        }
-    if isinstance(message, AIMessage):
-        parts = _text(message.content)
-        for call in message.tool_calls:
-            parts.append({"type": "tool-call", "toolCallId": call["id"], "toolName": call["name"], "input": call["args"]})
-        return {"role": "assistant", "content": parts}
-    if isinstance(message, HumanMessage) and isinstance(message.content, str):
-        return {"role": "user", "content": message.content}
-    return {"role": "user", "content": _text(message.content, media=True)}
-
-
-def _from_model(message: Dict[str, Any], like: Optional[BaseMessage]) -> BaseMessage:
-    """A LangChain message for a changed (or new) message; ``like`` is the original at that
-    place, whose id and fields it keeps."""
-    role, content = message["role"], message["content"]
-    keep: Dict[str, Any] = {}
-    if like is not None and like.type == {"system": "system", "user": "human", "assistant": "ai", "tool": "tool"}[role]:
-        keep = {"id": like.id, "additional_kwargs": like.additional_kwargs, "response_metadata": like.response_metadata}
-    text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content if p["type"] == "text")
-    if role == "system":
-        return SystemMessage(content=text, **keep)
-    if role == "user":
-        blocks = _blocks(content, like)
-        return HumanMessage(content=blocks if blocks is not None else text, **keep)
-    if role == "assistant":
-        calls = [
-            {"id": p["toolCallId"], "name": p["toolName"], "args": p["input"], "type": "tool_call"}
-            for p in content
-            if isinstance(content, list) and p["type"] == "tool-call"
-        ]
-        return AIMessage(content=text, tool_calls=calls, **keep)
-    [result] = [p for p in content if p["type"] == "tool-result"]
-    output = result["output"]
-    value = output["value"] if isinstance(output.get("value"), str) else json.dumps(output.get("value"))
-    return ToolMessage(
-        content=value,
-        tool_call_id=result["toolCallId"],
-        name=result["toolName"],
-        status="error" if output["type"].startswith("error") else "success",
-        **keep,
-    )
-
-
-def _blocks(content: Any, like: Optional[BaseMessage]) -> Optional[List[Any]]:
-    """A rebuilt user message's content blocks when it keeps an image or file: each such part
-    is the original message's block at the place it names (the block itself, unchanged), each
-    text part a text block. None when there is nothing but text."""
-    if not isinstance(content, list) or all(p.get("type") == "text" for p in content):
-        return None
-    original = like.content if like is not None and isinstance(like.content, list) else []
-    blocks: List[Any] = []
-    for part in content:
-        if part.get("type") == "text":
-            blocks.append({"type": "text", "text": part.get("text", "")})
-            continue
-        at = ((part.get("providerOptions") or {}).get("langchain") or {}).get("block")
-        if isinstance(at, int) and 0 <= at < len(original):
-            blocks.append(original[at])
-        else:
-            # Not from this message (the core does not make media): as the v1 standard block.
-            data = part.get("image", part.get("data"))
-            mime = part.get("mediaType")
-            key = "url" if isinstance(data, str) and ("://" in data or data.startswith("data:")) else "base64"
-            blocks.append({"type": "image" if part.get("type") == "image" else "file", key: data, **({"mime_type": mime} if mime else {})})
-    return blocks
-
-
-def from_model_messages(
-    compacted: Sequence[Dict[str, Any]], originals: Sequence[BaseMessage], converted: Sequence[Dict[str, Any]]
-) -> List[BaseMessage]:
-    """The compacted messages as LangChain messages: each unchanged one is the original object
-    (matched in order by its converted form), each changed one rebuilt."""
-    pending: Dict[str, List[int]] = {}
-    for i, m in enumerate(converted):
-        pending.setdefault(json.dumps(m, sort_keys=True), []).append(i)
-    same_length = len(compacted) == len(originals)
-    out: List[BaseMessage] = []
-    for i, message in enumerate(compacted):
-        matches = pending.get(json.dumps(message, sort_keys=True))
-        if matches:
-            out.append(originals[matches.pop(0)])
-        else:
-            out.append(_from_model(message, originals[i] if same_length else None))
-    return out
 
 
 class CompactorMiddleware(AgentMiddleware):
@@ -305,7 +398,7 @@ def _summarizer(model: Any) -> Callable[[Dict[str, Any]], Any]:
     async def summarize(request: Dict[str, Any]) -> str:
         answer = await model.ainvoke([SystemMessage(content=request["system"]), HumanMessage(content=request["prompt"])])
         content = answer.content
-        return content if isinstance(content, str) else "".join(p["text"] for p in _text(content))
+        return _joined(content)
 
     return summarize
 
