@@ -98,7 +98,7 @@ async function main() {
       for (const contender of contenders) {
         const r = await runOne(contender, session, window, { compactorOptions });
         results.push(r);
-        console.error(r.error ? `${name} ${window} ${contender.name}: ERROR ${r.error}` : `${name} ${window} ${contender.name}: ${r.calls} calls, ${r.inputTokens} input tokens, cost ${r.cost}, over ${r.overWindow}, needles ${r.needlesInPrompt}+${r.needlesRecoverable}/${r.needles}, ${r.wallMs} ms`);
+        console.error(r.error ? `${name} ${window} ${contender.name}: ERROR ${r.error}` : `${name} ${window} ${contender.name}: ${r.calls} calls, ${r.inputTokens} input tokens, cost ${r.cost}, re-reads ${r.rereads} (${r.rereadCost}), losses ${r.losses}, over ${r.overWindow}, needles ${r.needlesInPrompt}+${r.needlesRecoverable}/${r.needles}, ${r.wallMs} ms`);
       }
       clearCounts();
     }

@@ -4,6 +4,14 @@ import { runLangChain } from '../contenders/langchain.mjs';
 import { runStrands } from '../contenders/strands.mjs';
 import { continuity, kept } from './continuity.mjs';
 import { Scorer } from './metrics.mjs';
+import { detectUses } from './reread.mjs';
+
+/** Each session's uses of earlier outputs (`reread.mjs`), found once per session object. */
+const usesOf = new WeakMap();
+function sessionUses(session) {
+  if (!usesOf.has(session)) usesOf.set(session, detectUses(session));
+  return usesOf.get(session);
+}
 
 /** Every contender: its name in the tables, the package and code path it runs. */
 export const CONTENDERS = [
@@ -27,6 +35,7 @@ export class Recorder {
     this.ms = 0;
     this.before = continuity(session);
     this.compacted = false;
+    this.uses = sessionUses(session);
     this.needles = new Map();
     for (const needle of session.needles) {
       const list = this.needles.get(needle.neededAt) ?? [];
@@ -40,10 +49,11 @@ export class Recorder {
   call(build, replay) {
     const t0 = performance.now();
     const prompt = build();
-    const tokens = this.scorer.call(prompt);
+    // The session message this call answers with, and the earlier outputs that step used.
+    const step = replay.turns[replay.turn].stepIndices[replay.step];
+    const tokens = this.scorer.call(prompt, { step, uses: this.uses.get(step) });
     // The first prompt after a compaction (a summary, or a prompt that does not extend the one
     // before): is the latest plan there verbatim, and the working file's latest content?
-    const step = replay.turns[replay.turn].stepIndices[replay.step];
     if (this.compacted || this.scorer.lastBroke) {
       const { plan, working } = this.before(step);
       if (this.compacted && plan) this.scorer.continuity('plan', kept(prompt, plan));

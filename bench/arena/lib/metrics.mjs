@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { countTokens } from 'context-compactor';
 import { orphans, pieces, promptContains } from './prompt.mjs';
+import { account, visible } from './reread.mjs';
 
 /** Anthropic's published prompt-cache multipliers: a cache read costs 0.1× an input token, a
  * cache write 1.25×. */
@@ -44,8 +45,8 @@ export function measure(prompt, previous) {
   const total = each.reduce((a, b) => a + b, 0);
   let cached = 0;
   let whole = false;
+  let i = 0;
   if (previous) {
-    let i = 0;
     while (i < ps.length && i < previous.pieces.length && ps[i] === previous.pieces[i]) cached += each[i++];
     whole = i === previous.pieces.length;
     if (!whole && i < ps.length) {
@@ -53,7 +54,7 @@ export function measure(prompt, previous) {
       if (common > 0) cached += Math.max(0, countTokens(ps[i].slice(0, common)) - 1);
     }
   }
-  return { tokens: total, pieces: ps, cached, extendsPrevious: previous ? whole : true };
+  return { tokens: total, pieces: ps, cached, common: i, extendsPrevious: previous ? whole : true };
 }
 
 /**
@@ -80,6 +81,7 @@ export class Scorer {
   #summaryCost = 0;
   #needles = [];
   #digests = [];
+  #reads = [];
   #continuity = { plan: [0, 0], working: [0, 0] };
   /** Whether the last call's prompt did not extend the one before (a compaction). */
   lastBroke = false;
@@ -88,8 +90,11 @@ export class Scorer {
     this.window = window;
   }
 
-  call(prompt) {
+  /** A main-model call. `step` (the session message it answers with) and `uses` (the earlier
+   * outputs that step used, `reread.mjs`) feed the re-read accounting. */
+  call(prompt, { step, uses = [] } = {}) {
     const m = measure(prompt, this.#previous);
+    this.#reads.push({ step, tokens: m.tokens, pieces: m.pieces.length, common: m.common, uses: uses.map((use) => ({ use, visible: visible(prompt, use) })) });
     this.#calls++;
     this.#input += m.tokens;
     this.#cost += CACHE_READ * m.cached + CACHE_WRITE * (m.tokens - m.cached);
@@ -136,6 +141,11 @@ export class Scorer {
 
   result(stored) {
     const lost = this.#needles.filter((n) => !n.inPrompt && !stored(n.value));
+    const reread = account(this.#reads, { stored, count: tokens, read: CACHE_READ, write: CACHE_WRITE });
+    // What the losses would cost had the agent run their tools again instead (a peer without a
+    // store; reported in results.json, not in the tables).
+    const rerun = reread.losses ? account(this.#reads, { stored: () => true, count: tokens, read: CACHE_READ, write: CACHE_WRITE }).rereadCost : reread.rereadCost;
+    const cost = Math.round(this.#cost);
     return {
       calls: this.#calls,
       overWindow: this.#over,
@@ -148,7 +158,15 @@ export class Scorer {
       planKept: this.#continuity.plan,
       workingFileKept: this.#continuity.working,
       summarizerCost: Math.round(this.#summaryCost),
-      cost: Math.round(this.#cost),
+      cost,
+      uses: reread.uses,
+      rereads: reread.rereads,
+      rereadCost: reread.rereadCost,
+      losses: reread.losses,
+      effectiveCost: cost + reread.rereadCost,
+      effectiveCostIfRerun: cost + rerun,
+      rereadCalls: reread.rereadCalls,
+      lostUses: reread.lost,
       prefixBreaks: this.#breaks,
       breakCalls: this.#breakCalls,
       needles: this.#needles.length,

@@ -18,7 +18,8 @@ export function toolsText(definitions) {
   return JSON.stringify(definitions.map((d) => ({ name: d.name, description: d.description ?? '', parameters: d.parameters ?? {} })));
 }
 
-function outputValue(output) {
+/** A tool result's output as the prompt shows it. */
+export function outputValue(output) {
   if (output == null) return '';
   if (typeof output === 'string') return output;
   switch (output.type) {

@@ -107,6 +107,19 @@ test('the CI check flags the regressions it is for, and passes a healthy run', a
   assert.match(check([none, { ...ours, error: 'boom' }])[0], /boom/);
 });
 
+test('the CI check: effective cost against no management, no loss for context-compactor, nothing re-read without management', async () => {
+  const { check } = await import('../lib/check.mjs');
+  const base = { session: 's', window: 32_000, calls: 100, needles: 0, needlesLost: [], needlesInPrompt: 0, needlesRecoverable: 0 };
+  const none = { ...base, contender: 'none', prefixBreaks: 0, overWindow: 80, cost: 1000, effectiveCost: 1000, rereads: 0, losses: 0 };
+  const ours = { ...base, contender: 'context-compactor aggressive', prefixBreaks: 8, summarizerCalls: 2, overWindow: 0, orphanedCalls: 0, cost: 700, rereads: 0, losses: 0, effectiveCost: 700 };
+  assert.deepEqual(check([none, ours]), []);
+  assert.match(check([none, { ...ours, rereads: 40, rereadCost: 150, effectiveCost: 850 }])[0], /effective cost 850 is over 80 %/);
+  assert.match(check([none, { ...ours, losses: 2 }])[0], /2 uses of earlier outputs lost/);
+  assert.match(check([{ ...none, rereads: 1 }, ours])[0], /1 re-reads and 0 losses without management/);
+  // a peer's losses are reported, not checked
+  assert.deepEqual(check([none, ours, { ...ours, contender: 'strands auto', losses: 5 }]), []);
+});
+
 test('the CI check: the host-shape variants keep the invariants and stay within 5 % of the long-lived preset', async () => {
   const { check, ratios, baseOf } = await import('../lib/check.mjs');
   const base = { session: 's', window: 32_000, calls: 100, needles: 3, needlesLost: [] };
@@ -172,7 +185,9 @@ test('the report: prefix breaks per 100 calls, and the host shapes against long-
   const source = { repository: 'o/r', path: 'a/b.json', commit: 'c'.repeat(40), blob: 'b'.repeat(40), licence: 'MIT' };
   const md = markdown({ date: '2026-01-01T00:00:00Z', node: 'v20', sessions: [{ name: 's', source }], contenders: [], results });
   assert.match(md, /- \*\*s\*\*: o\/r `a\/b\.json` at cccccccc \(blob bbbbbbbb; MIT\)/);
-  assert.match(md, /\| context-compactor smart \| 0 \/ 200 \| 0 \| 1 \| 1 \| 100 \| 10 \| 5\.0 \| 4 \|/);
+  assert.match(md, /\| context-compactor smart \| 0 \/ 200 \| 0 \| 1 \| 1 \| 100 \| – \| – \| – \| 100 \| 10 \| 5\.0 \| 4 \|/, 'a result from before re-read accounting: its cost is its effective cost');
+  const md2 = markdown({ date: '2026-01-01T00:00:00Z', node: 'v20', sessions: [{ name: 's' }], contenders: [], results: [{ ...results[0], cost: 100, rereads: 2, rereadCost: 15, losses: 1, effectiveCost: 115 }] });
+  assert.match(md2, /\| context-compactor smart \| 0 \/ 200 \| 0 \| 1 \| 1 \| 100 \| 2 \| 15 \| 1 \| 115 \| 10 \|/);
   assert.match(md, /\| s \| 32k \| context-compactor smart \(middleware\) \| 2\.50× \| 1\.00× \| 3\.00× \|/);
 });
 
@@ -214,21 +229,41 @@ test('the scorer: a needle checked again (a retried call) counts once, as the la
   assert.deepEqual([r.needles, r.needlesInPrompt, r.needlesLost], [1, 0, ['n']]);
 });
 
-test('issue 14 targets: smart against the cheapest peer and DeepAgents\' breaks, the host shapes within 5 %', async () => {
+test('issue 34 targets: smart\'s effective cost against every peer and the lossless ones, our losses, the host shapes within 5 %', async () => {
   const { targets } = await import('../lib/check.mjs');
   const base = { session: 's', window: 32_000, calls: 100 };
   const results = [
-    { ...base, contender: 'langchain summarization', cost: 500, prefixBreaks: 4 },
-    { ...base, contender: 'deepagents', cost: 450, prefixBreaks: 3 },
-    { ...base, contender: 'context-compactor smart', cost: 440, prefixBreaks: 6, summarizerCalls: 4 },
+    { ...base, contender: 'none', cost: 1000, effectiveCost: 1000, overWindow: 60, losses: 0 },
+    { ...base, contender: 'ai-sdk pruneMessages', cost: 300, effectiveCost: 300, prefixBreaks: 80, losses: 9 },
+    { ...base, contender: 'strands auto', cost: 420, effectiveCost: 470, prefixBreaks: 2, losses: 0 },
+    { ...base, contender: 'deepagents', cost: 450, effectiveCost: 450, prefixBreaks: 3, losses: 2 },
+    { ...base, contender: 'context-compactor smart', cost: 440, effectiveCost: 445, prefixBreaks: 6, summarizerCalls: 4, losses: 0 },
+    { ...base, contender: 'context-compactor aggressive', cost: 400, effectiveCost: 430, prefixBreaks: 6, summarizerCalls: 4, losses: 1 },
     { ...base, contender: 'context-compactor smart (stateless)', cost: 460, prefixBreaks: 6, summarizerCalls: 4 },
     { ...base, contender: 'context-compactor smart (middleware)', cost: 440, prefixBreaks: 6, summarizerCalls: 4 },
   ];
   assert.deepEqual(targets(results), [
-    { session: 's', window: 32_000, cost: 440, cheapest: 'deepagents', cheapestCost: 450, costMet: true, breaks: 6, deepagentsBreaks: 3, breaksMet: false, shapesMet: true },
+    {
+      session: 's',
+      window: 32_000,
+      effectiveCost: 445,
+      allowance: 1,
+      cheapest: 'ai-sdk pruneMessages',
+      cheapestCost: 300,
+      cheapestLosses: 9,
+      costMet: false,
+      lossless: 'strands auto',
+      losslessCost: 470,
+      losslessMet: true,
+      ourLosses: 1,
+      shapesMet: true,
+    },
   ]);
-  results[3] = { ...results[3], summarizerCalls: 5 };
+  results[6] = { ...results[6], summarizerCalls: 5 };
   assert.equal(targets(results)[0].shapesMet, false, '5 summaries against 4 is 25 % over');
+  // a short session (it fits the window unmanaged) that smart never compacts: within 3 %
+  const short = results.map((r) => (r.contender === 'none' ? { ...r, overWindow: 0 } : r.contender === 'context-compactor smart' ? { ...r, prefixBreaks: 0, summarizerCalls: 0, effectiveCost: 480 } : r));
+  assert.deepEqual([targets(short)[0].allowance, targets(short)[0].losslessMet], [1.03, true]);
   assert.deepEqual(targets(results.filter((r) => r.contender.startsWith('context-compactor'))), [], 'no peer ran');
 });
 
