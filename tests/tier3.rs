@@ -274,8 +274,8 @@ fn truncate_drops_oldest_groups_to_the_target_and_importance_drops_acknowledgmen
 fn presets_start_from_the_seed_values_and_json_overrides_win() {
     let c = Config::from_json(r#"{"preset": "aggressive", "compaction": {"targetFraction": 0.4}}"#)
         .unwrap();
-    assert_eq!(c.offload.threshold_tokens, 5_000);
-    assert_eq!(c.compaction.trigger_fraction, 0.70);
+    assert_eq!(c.offload.threshold_tokens, 1_000);
+    assert_eq!(c.compaction.trigger_fraction, 0.50);
     assert_eq!(c.compaction.target_fraction, 0.4, "the explicit field wins");
     let simple = Config::preset(Preset::Simple);
     assert!(!simple.compaction.enabled);

@@ -33,7 +33,7 @@ import type {
 
 /** Tier-1 options (defaults from the seeds; see src/config.rs). */
 export interface OffloadOptions {
-  /** Offload tool results above this many tokens. Default 20,000. */
+  /** Offload tool results above this many tokens. Default 2,000 (`aggressive`: 1,000). */
   thresholdTokens?: number;
   /** …or above this fraction of the window, whichever is smaller. Default 0.25. */
   maxWindowFraction?: number;
@@ -60,9 +60,9 @@ export interface OffloadOptions {
 export interface CompactionOptions {
   /** Whether tier 2 runs at all. Default true (false in the `simple` preset). */
   enabled?: boolean;
-  /** Tier 2 fires above this fraction of the window. Default 0.80. */
+  /** Tier 2 fires above this fraction of the window. Default 0.70 (`aggressive`: 0.50). */
   triggerFraction?: number;
-  /** …and compacts down to this fraction. Default 0.45. */
+  /** …and compacts down to this fraction. Default 0.35 (`aggressive`: 0.25). */
   targetFraction?: number;
   /** Edits to earlier messages saving fewer tokens are skipped (prompt cache). Default 500. */
   minSavingTokens?: number;

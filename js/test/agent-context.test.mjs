@@ -69,7 +69,8 @@ for (const [provider, item] of Object.entries(items)) {
     }
     const at = messages.length;
     messages.push({ role: 'assistant', content: [item, { type: 'text', text: 'Continuing.' }] });
-    for (let t = 0; t < 8; t++) {
+    // Seven steps after the item: about 10k tokens, under tier 2's 70 % of 16,000.
+    for (let t = 0; t < 7; t++) {
       messages.push({ role: 'user', content: `Step ${t}: ${prose(t, 30)}` });
       step(messages, `c${t}`, 'read_file', { path: `/src/m${t}.ts` }, prose(t + 1, 250));
     }

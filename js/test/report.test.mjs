@@ -30,7 +30,11 @@ async function replay(report, compactor, messages) {
   return results;
 }
 
-const demo = (options = {}) => createCompactor({ model: 'gpt-4o', contextWindow: 28_000, store: new MemoryStore(), ...options });
+// The thresholds smart had before issue 34 (offload above 20,000, tier 2 at 80 % → 45 %): with
+// them the demo session meets every reversible edit (offload, evict-input, dedupe, mask); with
+// today's defaults it only offloads.
+const demo = (options = {}) =>
+  createCompactor({ model: 'gpt-4o', contextWindow: 28_000, store: new MemoryStore(), offload: { thresholdTokens: 20_000 }, compaction: { triggerFraction: 0.8, targetFraction: 0.45 }, ...options });
 
 /** Attributes of every element whose start tag begins with `prefix`. */
 function elements(html, prefix) {
@@ -70,7 +74,7 @@ test('data() reads every stored file back; html() is renderReport(data())', asyn
   assert.equal(data.window, 28_000);
   assert.equal(data.model, 'gpt-4o');
   assert.equal(data.encoding, 'o200k_base');
-  // The smart defaults: tier 2 at 80 % down to 45 %, the lossy tier at 85 % of 28,000.
+  // Tier 2 at 80 % down to 45 % (as set above), the lossy tier at 85 % of 28,000 (the default).
   assert.deepEqual(data.thresholds, { compactAt: 22_400, target: 12_600, summarizeAt: 23_800 });
   const paths = await compactor.store.list('/');
   assert.deepEqual(data.store.map((f) => f.path).sort(), paths);
