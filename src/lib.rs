@@ -9,6 +9,10 @@
 //!
 //! ## The host loop
 //!
+//! [`Compactor::manage`] runs the whole loop against an app's [`Host`] (its store, its LLM and an
+//! `onPreCompact` hook), and [`Session`] is the same loop as a sans-IO state machine for hosts
+//! that carry out the IO themselves. By hand, one plan looks like this:
+//!
 //! ```
 //! use std::collections::HashMap;
 //! use context_compactor::{parse_messages, Action, Compactor, Config, Outcome};
@@ -69,6 +73,7 @@ pub mod prompts;
 pub mod record;
 pub mod recovery;
 pub mod report;
+mod session;
 mod tiers;
 
 mod bindings;
@@ -103,4 +108,7 @@ pub use models::{
 pub use plan::{
     Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,
     Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
+};
+pub use session::{
+    Call, Host, Io, Managed, Poll, PreCompact, PreCompactDecision, Reply, Request, Session,
 };

@@ -1156,9 +1156,17 @@ mod tests {
     fn extra_keys_keep_their_order_on_both_paths() {
         let json = r#"[{"role":"assistant","content":[{"type":"tool-call","toolCallId":"c1","toolName":"bash","input":{},"providerOptions":{"meta":{"n":1}},"providerExecuted":true,"z":1,"a":2}],"providerOptions":{"p":1},"id":"m1","b":0},{"role":"tool","content":[{"type":"tool-result","toolCallId":"c1","toolName":"bash","output":{"type":"text","value":"v","providerOptions":{"q":1},"z":2,"a":3},"providerOptions":{"y":2},"providerExecuted":true,"z":1}]},{"role":"user","content":[{"type":"text","text":"hi","providerOptions":{"x":1},"z":1,"a":2},{"type":"image","image":"https://e/a.png","mediaType":"image/png","providerOptions":{},"z":1,"a":2},{"type":"tool-approval-response","approvalId":"a1","approved":true,"providerOptions":{},"reason":"ok","z":1}]}]"#;
         let direct = parse_messages(json).unwrap();
-        assert_eq!(serde_json::to_string(&direct).unwrap(), json, "the fast path");
+        assert_eq!(
+            serde_json::to_string(&direct).unwrap(),
+            json,
+            "the fast path"
+        );
         let precise = messages_from_value(serde_json::from_str(json).unwrap()).unwrap();
-        assert_eq!(serde_json::to_string(&precise).unwrap(), json, "the precise path");
+        assert_eq!(
+            serde_json::to_string(&precise).unwrap(),
+            json,
+            "the precise path"
+        );
     }
 
     #[test]

@@ -197,7 +197,9 @@ impl ToolRun {
             Step::GrepFiles { files, next, .. } => ToolIo::Read {
                 path: files[*next].clone(),
             },
-            Step::Ls { dir } => ToolIo::List { prefix: dir.clone() },
+            Step::Ls { dir } => ToolIo::List {
+                prefix: dir.clone(),
+            },
             Step::Done { text } => ToolIo::Done { text: text.clone() },
         }
     }
@@ -214,7 +216,12 @@ impl ToolRun {
     /// file, or the store's error. A result the run did not ask for is ignored.
     pub fn handle_read(&mut self, result: Result<Option<String>, String>) {
         let options = &self.options;
-        let step = std::mem::replace(&mut self.step, Step::Done { text: String::new() });
+        let step = std::mem::replace(
+            &mut self.step,
+            Step::Done {
+                text: String::new(),
+            },
+        );
         self.step = match (step, result) {
             (Step::Read { .. } | Step::GrepFiles { .. }, Err(error)) => Step::Done {
                 text: format!("Error: {error}"),
@@ -222,12 +229,7 @@ impl ToolRun {
             (Step::Read { path, .. }, Ok(None)) => Step::Done {
                 text: format!("Error: no file at {path}. Use ls to see what is stored."),
             },
-            (
-                Step::Read {
-                    offset, limit, ..
-                },
-                Ok(Some(text)),
-            ) => Step::Done {
+            (Step::Read { offset, limit, .. }, Ok(Some(text))) => Step::Done {
                 text: page(&text, offset, limit, options),
             },
             (
@@ -262,7 +264,12 @@ impl ToolRun {
     /// The result of the [`ToolIo::List`] asked for: the paths under the prefix, or the store's
     /// error. A result the run did not ask for is ignored.
     pub fn handle_list(&mut self, result: Result<Vec<String>, String>) {
-        let step = std::mem::replace(&mut self.step, Step::Done { text: String::new() });
+        let step = std::mem::replace(
+            &mut self.step,
+            Step::Done {
+                text: String::new(),
+            },
+        );
         self.step = match (step, result) {
             (Step::GrepList { .. } | Step::Ls { .. }, Err(error)) => Step::Done {
                 text: format!("Error: {error}"),
@@ -315,7 +322,9 @@ fn start(name: &str, arguments: &Value, options: &RecoveryOptions) -> Result<Ste
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             // As the hosts' stores say it (checkPath / check_path).
-            Some(other) if key == "path" => Err(format!("Error: invalid store path {other}: not a string")),
+            Some(other) if key == "path" => {
+                Err(format!("Error: invalid store path {other}: not a string"))
+            }
             Some(_) => Err(format!("Error: {key} must be a string.")),
         }
     };
@@ -324,7 +333,12 @@ fn start(name: &str, arguments: &Value, options: &RecoveryOptions) -> Result<Ste
             None | Some(Value::Null) => Ok(default),
             Some(value) => value
                 .as_u64()
-                .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+                .or_else(|| {
+                    value
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| f as u64)
+                })
                 .map(|n| n.min(usize::MAX as u64) as usize)
                 .ok_or_else(|| "Error: offset must be >= 0 and limit > 0.".to_owned()),
         }
@@ -478,15 +492,30 @@ mod tests {
         let files = [("/a.txt", text.as_str())];
         let o = RecoveryOptions::default();
         assert_eq!(
-            run("read_file", json!({"path": "/a.txt", "offset": 8, "limit": 2}), &files, &o),
+            run(
+                "read_file",
+                json!({"path": "/a.txt", "offset": 8, "limit": 2}),
+                &files,
+                &o
+            ),
             " 9\tline 9\n10\tline 10\n… 3 more lines: read_file with offset=10"
         );
         assert_eq!(
-            run("read_file", json!({"path": "/a.txt", "offset": 12}), &files, &o),
+            run(
+                "read_file",
+                json!({"path": "/a.txt", "offset": 12}),
+                &files,
+                &o
+            ),
             "13\tend"
         );
         assert_eq!(
-            run("read_file", json!({"path": "/a.txt", "offset": 40}), &files, &o),
+            run(
+                "read_file",
+                json!({"path": "/a.txt", "offset": 40}),
+                &files,
+                &o
+            ),
             "Error: offset 40 is past the end (13 lines)."
         );
         assert_eq!(
@@ -494,11 +523,21 @@ mod tests {
             "Error: no file at /b.txt. Use ls to see what is stored."
         );
         assert_eq!(
-            run("read_file", json!({"path": "/a.txt", "limit": 0}), &files, &o),
+            run(
+                "read_file",
+                json!({"path": "/a.txt", "limit": 0}),
+                &files,
+                &o
+            ),
             "Error: offset must be >= 0 and limit > 0."
         );
         assert_eq!(
-            run("read_file", json!({"path": "/a.txt", "offset": -1}), &files, &o),
+            run(
+                "read_file",
+                json!({"path": "/a.txt", "offset": -1}),
+                &files,
+                &o
+            ),
             "Error: offset must be >= 0 and limit > 0."
         );
         // A page ends before it passes the character limit, at least one line shown.
@@ -515,7 +554,12 @@ mod tests {
             ..RecoveryOptions::default()
         };
         assert_eq!(
-            run("read_file", json!({"path": "/u.txt"}), &[("/u.txt", "a😀bc")], &cut),
+            run(
+                "read_file",
+                json!({"path": "/u.txt"}),
+                &[("/u.txt", "a😀bc")],
+                &cut
+            ),
             "1\ta😀… [line cut at 3 characters]"
         );
     }
@@ -542,7 +586,10 @@ mod tests {
             run("grep", json!({"pattern": "q\"x"}), &files, &o),
             "No match for \"q\\\"x\" under /."
         );
-        assert_eq!(run("grep", json!({"pattern": ""}), &files, &o), "Error: pattern is empty.");
+        assert_eq!(
+            run("grep", json!({"pattern": ""}), &files, &o),
+            "Error: pattern is empty."
+        );
         assert_eq!(
             run("ls", json!({}), &files, &o),
             "/conversation_history/\n/tool_outputs/"
@@ -551,13 +598,20 @@ mod tests {
             run("ls", json!({"path": "/tool_outputs"}), &files, &o),
             "/tool_outputs/a.txt\n/tool_outputs/sub/"
         );
-        assert_eq!(run("ls", json!({"path": "/none/"}), &files, &o), "Nothing stored under /none/.");
+        assert_eq!(
+            run("ls", json!({"path": "/none/"}), &files, &o),
+            "Nothing stored under /none/."
+        );
         assert!(run("rm", json!({}), &files, &o).starts_with("Error: no recovery tool"));
     }
 
     #[test]
     fn store_errors_are_text_and_a_run_is_plain_data() {
-        let mut r = ToolRun::new("read_file", &json!({"path": "/a"}), &RecoveryOptions::default());
+        let mut r = ToolRun::new(
+            "read_file",
+            &json!({"path": "/a"}),
+            &RecoveryOptions::default(),
+        );
         let saved: ToolRun = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(saved, r);
         r.handle_list(Ok(vec![])); // not asked for: ignored
@@ -565,7 +619,15 @@ mod tests {
         r.handle_read(Err("the store is down".into()));
         assert_eq!(r.answer(), Some("Error: the store is down"));
         assert_eq!(tool_specs(&RecoveryOptions::default()).len(), 3);
-        for io in [ToolIo::Read { path: "/a\"b".into() }, ToolIo::List { prefix: "/".into() }, ToolIo::Done { text: "x\ny".into() }] {
+        for io in [
+            ToolIo::Read {
+                path: "/a\"b".into(),
+            },
+            ToolIo::List { prefix: "/".into() },
+            ToolIo::Done {
+                text: "x\ny".into(),
+            },
+        ] {
             assert_eq!(io.to_json(), serde_json::to_string(&io).unwrap());
         }
     }

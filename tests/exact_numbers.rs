@@ -190,7 +190,10 @@ fn a_number_that_does_not_fit_an_integer_setting_says_what_fits() {
         match Config::from_json(&json) {
             Err(context_compactor::Error::InvalidConfig { field, message }) => {
                 assert_eq!(field, "offload.thresholdTokens", "{value}");
-                assert!(message.contains("expected a whole number"), "{value}: {message}");
+                assert!(
+                    message.contains("expected a whole number"),
+                    "{value}: {message}"
+                );
             }
             other => panic!("{value}: {other:?}"),
         }
@@ -214,6 +217,10 @@ fn every_part_writes_its_numbers_back_as_read() {
         );
         let messages = parse_messages(&json).unwrap();
         let expected = json.replace(r"\ud83d", "\u{fffd}");
-        assert_eq!(serde_json::to_string(&messages).unwrap(), expected, "lone: {lone}");
+        assert_eq!(
+            serde_json::to_string(&messages).unwrap(),
+            expected,
+            "lone: {lone}"
+        );
     }
 }

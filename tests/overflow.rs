@@ -51,7 +51,10 @@ fn a_reported_overflow_compacts_below_the_providers_limit_where_a_normal_plan_do
 
     // The provider counted 70 % more and refused it (a closed family's factor too low).
     let reported = ours * 17 / 10;
-    assert!(reported > 32_000, "the provider's count is over its window: {reported}");
+    assert!(
+        reported > 32_000,
+        "the provider's count is over its window: {reported}"
+    );
     let plan = c.plan_overflow(&messages, Some(reported)).unwrap();
     assert!(!plan.actions.is_empty(), "an overflow plan always compacts");
     assert!(plan.trigger.tier2);

@@ -15,9 +15,9 @@
 //! - `--replay`: instead of compacting the whole session once, replay it message by message
 //!   and run the host loop before every model call, as an agent would.
 //!
-//! The host: plan → execute every action (store writes are atomic: temp file, fsync, rename)
-//! and report `Outcome::Written` / `Outcome::Failed`; answer `Summarize` with a deterministic
-//! summary built from the span (a stand-in for an LLM) → apply. Then it checks, and exits 1 if
+//! The host: `compactor.manage(messages, &mut host)`, the core's loop, with a `Host` that writes
+//! to the disk store (atomic: temp file, fsync, rename) and answers a summary request with a
+//! deterministic summary built from the span (a stand-in for an LLM). Then it checks, and exits 1 if
 //! any check fails: every stored file equals what the plan said to write; the stored transcript
 //! parses back to the conversation given; the result fits the window; its token count is what
 //! `count` says; a re-plan of the result is empty.
@@ -29,7 +29,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use context_compactor::{
-    messages_from_value, Action, Applied, Compactor, Config, EventStatus, Message, Outcome, Part,
+    messages_from_value, Action, Applied, Compactor, Config, EventStatus, Host, Message, Part,
     Plan, Role, Summarize,
 };
 use serde_json::Value;
@@ -187,7 +187,6 @@ struct Written {
 
 struct Turn {
     plan: Plan,
-    outcomes: Vec<Outcome>,
     applied: Applied,
     written: Vec<Written>,
     /// Stored transcripts read back and compared with the conversation.
@@ -195,7 +194,41 @@ struct Turn {
     replan: Plan,
 }
 
-/// plan → execute against the store → apply → re-plan; the checks go to `failures`.
+/// The app as the core's loop sees it (`context_compactor::Host`): the disk store, and a
+/// deterministic stand-in for the LLM (or a failing one, with `--fail-summary`).
+struct DiskHost<'a> {
+    store: &'a DiskStore,
+    /// The conversation given to `manage`, for the stand-in summary of a span.
+    messages: &'a [Message],
+    fail_summary: bool,
+    written: Vec<Written>,
+}
+
+impl Host for DiskHost<'_> {
+    fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
+        let file = self
+            .store
+            .write(path, content)
+            .map_err(|e| format!("{path}: {e}"))?;
+        self.written.push(Written {
+            path: path.to_owned(),
+            bytes: content.len(),
+            file,
+        });
+        Ok(())
+    }
+
+    fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
+        if self.fail_summary {
+            return Err("summarizer unavailable (--fail-summary)".into());
+        }
+        // The LLM call (`summary.request`): here a deterministic stand-in built from the span.
+        Ok(mock_summary(summary, self.messages))
+    }
+}
+
+/// `manage` (the core's loop: plan → the host's writes, in one batch → the summary, once its
+/// transcript is stored → apply) against the disk store → re-plan; the checks go to `failures`.
 fn host_loop(
     compactor: &mut Compactor,
     store: &DiskStore,
@@ -203,57 +236,27 @@ fn host_loop(
     fail_summary: bool,
     failures: &mut Vec<String>,
 ) -> Result<Turn, context_compactor::Error> {
-    let plan = compactor.plan(&messages)?;
-    let mut outcomes = Vec::with_capacity(plan.actions.len());
-    let mut written = Vec::new();
-    for action in &plan.actions {
-        let id = action.id().to_owned();
-        let outcome = match action {
-            // Lossy actions come after the transcript they depend on: without it, apply removes
-            // nothing, so do not spend an LLM call.
-            Action::Summarize(s) if !stored(&plan, &outcomes, &s.transcript) => Outcome::Failed {
-                id,
-                error: "the transcript was not stored; summarizer not called".into(),
-            },
-            // The LLM call: here a deterministic stand-in, or a failure on request.
-            Action::Summarize(_) if fail_summary => Outcome::Failed {
-                id,
-                error: "summarizer unavailable (--fail-summary)".into(),
-            },
-            Action::Summarize(s) => Outcome::Summarized {
-                id,
-                text: mock_summary(s, &messages),
-            },
-            // Store edits and transcripts: every write must succeed for `written`.
-            _ => {
-                let mut error = None;
-                for (path, content) in action.writes() {
-                    match store.write(path, content) {
-                        Ok(file) => written.push(Written {
-                            path: path.to_owned(),
-                            bytes: content.len(),
-                            file,
-                        }),
-                        Err(e) => {
-                            error = Some(format!("{path}: {e}"));
-                            break;
-                        }
-                    }
-                }
-                match error {
-                    None => Outcome::Written { id },
-                    Some(error) => Outcome::Failed { id, error },
-                }
-            }
-        };
-        outcomes.push(outcome);
-    }
+    let mut host = DiskHost {
+        store,
+        messages: &messages,
+        fail_summary,
+        written: Vec::new(),
+    };
+    let managed = compactor.manage(messages.clone(), &mut host)?;
+    let written = host.written;
+    let plan = managed.plan;
+    let events = managed.events;
+    let stored = |id: &str| {
+        events
+            .iter()
+            .any(|e| e.action_id == id && e.files_written > 0)
+    };
 
     // Check the store before apply consumes the conversation: what is on disk is exactly what
     // the plan said to write, and the transcript is the conversation as given.
     let mut transcripts = 0;
-    for (action, outcome) in plan.actions.iter().zip(&outcomes) {
-        if !matches!(outcome, Outcome::Written { .. }) {
+    for action in &plan.actions {
+        if !stored(action.id()) {
             continue;
         }
         for (path, content) in action.writes() {
@@ -287,7 +290,12 @@ fn host_loop(
         }
     }
 
-    let applied = compactor.apply(messages, &plan, &outcomes)?;
+    let applied = Applied {
+        messages: managed.messages,
+        events,
+        tokens_before: managed.tokens_before,
+        tokens_after: managed.tokens_after,
+    };
     let replan = compactor.plan(&applied.messages)?;
 
     if applied.tokens_after > plan.window {
@@ -327,24 +335,12 @@ fn host_loop(
     }
     Ok(Turn {
         plan,
-        outcomes,
         applied,
         written,
         transcripts,
         replan,
     })
 }
-
-/// Whether the action `id` (answered so far in `outcomes`, in plan order) was written.
-fn stored(plan: &Plan, outcomes: &[Outcome], id: &str) -> bool {
-    plan.actions
-        .iter()
-        .zip(outcomes)
-        .any(|(a, o)| a.id() == id && matches!(o, Outcome::Written { .. }))
-}
-
-// ---------------------------------------------------------------------------------------------
-// A deterministic "LLM": a structured summary derived from the span it is asked to summarize.
 
 fn first_chars(text: &str, n: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -667,12 +663,7 @@ fn print_turn(turn: &Turn) {
             "not needed"
         },
     );
-    for ((action, outcome), event) in plan
-        .actions
-        .iter()
-        .zip(&turn.outcomes)
-        .zip(&turn.applied.events)
-    {
+    for (action, event) in plan.actions.iter().zip(&turn.applied.events) {
         let what = match action {
             Action::SaveTranscript(t) => format!("{} messages → {} + .md", t.messages, t.path),
             Action::Summarize(s) => format!(
@@ -690,11 +681,10 @@ fn print_turn(turn: &Turn) {
                 None => String::new(),
             },
         };
-        let answered = match outcome {
-            Outcome::Written { .. } => "written".to_owned(),
-            Outcome::Summarized { .. } => "summarized".to_owned(),
-            Outcome::Failed { error, .. } => format!("failed ({error})"),
-            _ => "?".to_owned(),
+        let answered = match (&event.error, event.files_written) {
+            (Some(error), _) => format!("failed ({error})"),
+            (None, 0) => "summarized".to_owned(),
+            (None, _) => "written".to_owned(),
         };
         println!(
             "  {:<16} {what}\n  {:<16} host: {answered}; apply: {:?}, {} → {} tokens, saved {}",

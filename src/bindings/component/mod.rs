@@ -56,7 +56,9 @@ impl api::GuestToolRun for ComponentToolRun {
     }
 
     fn handle_list(&self, paths: Vec<String>, error: Option<String>) {
-        self.0.borrow_mut().handle_list(error.map_or(Ok(paths), Err));
+        self.0
+            .borrow_mut()
+            .handle_list(error.map_or(Ok(paths), Err));
     }
 }
 

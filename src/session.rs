@@ -1,0 +1,646 @@
+//! One call of the loop — `manage` (the window filled up) or `compact` (someone asked) — as a
+//! sans-IO state machine (docs/LOOP.md, slice 2), in the manner of str0m's `poll_output` /
+//! `handle_input`: the core decides, the host only carries out what it is asked.
+//!
+//! A [`Session`] plans; asks the host's `onPreCompact` hook ([`Request::Ask`]) when tier 2 or 3
+//! or a manual compaction is about to run, and judges its answer (a cancel returns the
+//! conversation with the earlier compactions replayed, unless the prompt is past the hard limit;
+//! custom instructions make a new plan); hands out every store write of the plan in one batch
+//! ([`Request::Write`], which a host may run in parallel); asks for a summary
+//! ([`Request::Summarize`]) only once its transcript is stored, and once per request text; then
+//! applies the outcomes. Nothing blocks and nothing is read from a clock: a host enforces its
+//! own timeouts and answers a stalled request with [`Reply::Failed`].
+//!
+//! [`Compactor::manage`] and [`Compactor::compact`] drive a session against a [`Host`] for
+//! native Rust callers (blocking, one request at a time).
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use context_compactor::{parse_messages, Compactor, Config, Host, Summarize};
+//!
+//! struct App { store: HashMap<String, String> }
+//! impl Host for App {
+//!     fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
+//!         self.store.insert(path.to_owned(), content.to_owned());
+//!         Ok(())
+//!     }
+//!     fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
+//!         // Send summary.request (system, messages, maxTokens) to the app's LLM.
+//!         Ok(format!("## Session Intent\n(summary of {} characters)", summary.request.prompt.len()))
+//!     }
+//! }
+//!
+//! let huge: String = (0..30_000).map(|i| format!("result line {i}\n")).collect();
+//! let messages = parse_messages(&serde_json::json!([
+//!     {"role": "user", "content": "find it"},
+//!     {"role": "assistant", "content": [
+//!         {"type": "tool-call", "toolCallId": "c1", "toolName": "search", "input": {"q": "it"}}]},
+//!     {"role": "tool", "content": [
+//!         {"type": "tool-result", "toolCallId": "c1", "toolName": "search",
+//!          "output": {"type": "text", "value": huge}}]},
+//! ]).to_string())?;
+//!
+//! let mut compactor = Compactor::new(Config { model: Some("gpt-4o".into()), ..Config::default() })?;
+//! let mut app = App { store: HashMap::new() };
+//! let managed = compactor.manage(messages, &mut app)?;
+//! assert_eq!(managed.events.len(), 1);                       // one offload, applied
+//! assert!(app.store.values().any(|stored| *stored == huge)); // nothing lost
+//! assert!(compactor.plan(&managed.messages)?.is_empty());    // idempotent
+//! # Ok::<(), context_compactor::Error>(())
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compactor::{Compactor, PlanOptions, TriggerKind};
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::plan::{Action, Event, Outcome, Plan, Summarize};
+
+/// What a session was started for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Call {
+    /// `auto` (`manage`: the window filled up) or `manual` (`compact`: every tier runs).
+    pub trigger: TriggerKind,
+    /// Custom instructions for the summary (a `compact({instructions})`).
+    pub instructions: Option<String>,
+}
+
+/// One IO request of a session: the host carries it out and hands the outcome back with
+/// [`Session::handle`] under the same `id`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Io {
+    /// Pairs the request with its reply; unique within the session.
+    pub id: u64,
+    /// What to do.
+    pub request: Request,
+}
+
+/// What the host is asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Request {
+    /// Store `content` at `path` (`store.write`). Reply [`Reply::Done`] or [`Reply::Failed`].
+    Write {
+        /// The store path.
+        path: String,
+        /// What to store, byte for byte.
+        content: String,
+    },
+    /// Summarize with the host's LLM: send `summary.request`. Reply [`Reply::Text`] or
+    /// [`Reply::Failed`].
+    Summarize {
+        /// The plan's summarize action: the request for the LLM, and the span it covers.
+        summary: Summarize,
+    },
+    /// Call the host's `onPreCompact` hook. Reply [`Reply::Decision`].
+    Ask {
+        /// What the hook is told.
+        pre_compact: PreCompact,
+    },
+}
+
+/// What the `onPreCompact` hook is told (the plan itself: [`Session::plan`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreCompact {
+    /// Why the compaction runs.
+    pub trigger: TriggerKind,
+    /// Tokens of the conversation now (the earlier compactions replayed).
+    pub current_tokens: u32,
+    /// Tokens the compaction aims for.
+    pub target_tokens: u32,
+    /// Messages of the conversation as given.
+    pub message_count: usize,
+}
+
+/// The `onPreCompact` hook's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PreCompactDecision {
+    /// Do not compact (overridden past the hard limit, where the next request would fail).
+    pub cancel: bool,
+    /// Added to the summary's instructions (the plan is made again with them).
+    pub custom_instructions: Option<String>,
+    /// Used as the summary instead of asking the summarizer.
+    pub custom_summary: Option<String>,
+}
+
+/// The host's answer to one [`Io`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Reply {
+    /// A write landed.
+    Done,
+    /// The summarizer's text.
+    Text {
+        /// The summary.
+        text: String,
+    },
+    /// The hook's decision.
+    Decision {
+        /// What it decided.
+        #[serde(flatten)]
+        decision: PreCompactDecision,
+    },
+    /// The request failed or did not answer in time; `error` says why, in the host's words.
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// What [`Session::poll`] gives the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Poll {
+    /// Carry these out (in any order, or all at once) and hand each outcome back.
+    Io(Vec<Io>),
+    /// Waiting for outcomes of requests already handed out.
+    Wait,
+    /// The call is over.
+    Done(Box<Managed>),
+}
+
+/// The result of a `manage` or `compact` call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Managed {
+    /// The conversation to send next.
+    pub messages: Vec<Message>,
+    /// One per action applied, in plan order (none when nothing was done or it was cancelled).
+    pub events: Vec<Event>,
+    /// The plan the call carried out (the last one, after custom instructions).
+    pub plan: Plan,
+    /// `onPreCompact` cancelled: nothing new was applied.
+    pub cancelled: bool,
+    /// `onPreCompact` cancelled past the hard limit, so the compaction ran anyway.
+    pub cancel_overridden: bool,
+    /// Tokens of the conversation before the call's actions (the earlier compactions replayed).
+    pub tokens_before: u32,
+    /// Tokens of `messages`.
+    pub tokens_after: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Start,
+    Asking,
+    Writes,
+    Writing,
+    Summarizing,
+    Finished,
+}
+
+#[derive(Debug, Clone)]
+enum Pending {
+    Ask,
+    /// One of an action's writes; the action is written when all of them are.
+    Write {
+        action: String,
+    },
+    Summarize {
+        action: String,
+        prompt: String,
+    },
+}
+
+/// One `manage` or `compact` call on one [`Compactor`] (see the module docs). Start it with
+/// [`Session::new`], then alternate [`Session::poll`] and [`Session::handle`] until `poll`
+/// returns [`Poll::Done`]. The compactor must not be used for anything else meanwhile.
+#[derive(Debug)]
+pub struct Session {
+    call: Call,
+    messages: Vec<Message>,
+    plan: Option<Plan>,
+    step: Step,
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    /// Writes of each action not answered yet, and its first failure.
+    writes_left: HashMap<String, (usize, Option<String>)>,
+    outcomes: Vec<Outcome>,
+    custom_summary: Option<String>,
+    cancel_overridden: bool,
+    /// Summaries made in this call, by request text: a prompt is summarized once per call.
+    summaries: HashMap<String, String>,
+    /// Summaries waiting for a summary of the same text already asked for.
+    twins: Vec<(String, String)>,
+    /// The result, once decided (a cancel decides it in `handle`).
+    done: Option<Managed>,
+}
+
+impl Session {
+    /// Starts a call on `messages` (the conversation as the host holds it: raw, or as the
+    /// last call returned it). Nothing is planned until the first [`Session::poll`].
+    pub fn new(messages: Vec<Message>, call: Call) -> Self {
+        Self {
+            call,
+            messages,
+            plan: None,
+            step: Step::Start,
+            next_id: 0,
+            pending: BTreeMap::new(),
+            writes_left: HashMap::new(),
+            outcomes: Vec::new(),
+            custom_summary: None,
+            cancel_overridden: false,
+            summaries: HashMap::new(),
+            twins: Vec::new(),
+            done: None,
+        }
+    }
+
+    /// The current plan, once the first poll made it (what `onPreCompact` is shown).
+    pub fn plan(&self) -> Option<&Plan> {
+        self.plan.as_ref()
+    }
+
+    /// The next step: IO to carry out, a wait for outcomes, or the result. After `Done`, a
+    /// poll is a typed error.
+    pub fn poll(&mut self, compactor: &mut Compactor) -> Result<Poll> {
+        loop {
+            if !self.pending.is_empty() {
+                return Ok(Poll::Wait);
+            }
+            if let Some(managed) = self.done.take() {
+                self.step = Step::Finished;
+                return Ok(Poll::Done(Box::new(managed)));
+            }
+            match self.step {
+                Step::Start => {
+                    let plan = compactor.plan_with_options(&self.messages, &self.options(None))?;
+                    if !is_work(&plan) {
+                        self.done = Some(Managed::unchanged(&self.messages, plan));
+                        continue;
+                    }
+                    let compacting =
+                        plan.trigger.tier2 || plan.trigger.tier3 || plan.trigger.manual;
+                    let ask = PreCompact {
+                        trigger: self.call.trigger,
+                        current_tokens: plan.tokens_before,
+                        target_tokens: plan.trigger.target,
+                        message_count: self.messages.len(),
+                    };
+                    self.plan = Some(plan);
+                    if compacting {
+                        self.step = Step::Asking;
+                        return Ok(Poll::Io(vec![
+                            self.io(Pending::Ask, Request::Ask { pre_compact: ask })
+                        ]));
+                    }
+                    self.step = Step::Writes;
+                }
+                Step::Asking => unreachable!("the hook's reply moves the session on"),
+                Step::Writes => {
+                    self.step = Step::Writing;
+                    let writes = self.start_writes();
+                    if !writes.is_empty() {
+                        return Ok(Poll::Io(writes));
+                    }
+                }
+                Step::Writing => {
+                    self.step = Step::Summarizing;
+                    let summaries = self.start_summaries();
+                    if !summaries.is_empty() {
+                        return Ok(Poll::Io(summaries));
+                    }
+                }
+                Step::Summarizing => {
+                    let plan = self.plan.take().expect("a plan");
+                    let messages = std::mem::take(&mut self.messages);
+                    let applied = compactor.apply(messages, &plan, &self.outcomes)?;
+                    self.done = Some(Managed {
+                        messages: applied.messages,
+                        events: applied.events,
+                        plan,
+                        cancelled: false,
+                        cancel_overridden: self.cancel_overridden,
+                        tokens_before: applied.tokens_before,
+                        tokens_after: applied.tokens_after,
+                    });
+                }
+                Step::Finished => {
+                    return Err(Error::PlanMismatch {
+                        action_id: None,
+                        message: "poll after the session was done".into(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Hands back the outcome of request `id`. An id that is not in flight, or a reply of the
+    /// wrong kind, is a typed error (the session is unchanged).
+    pub fn handle(&mut self, compactor: &mut Compactor, id: u64, reply: Reply) -> Result<()> {
+        let Some(pending) = self.pending.get(&id) else {
+            return Err(Error::PlanMismatch {
+                action_id: None,
+                message: format!("reply to request {id}, which is not in flight"),
+            });
+        };
+        let mismatch = |wanted: &str| Error::PlanMismatch {
+            action_id: None,
+            message: format!("reply to request {id}: expected {wanted}"),
+        };
+        match (pending, reply) {
+            (Pending::Ask, Reply::Decision { decision }) => {
+                self.pending.remove(&id);
+                return self.decide(compactor, decision);
+            }
+            (Pending::Ask, Reply::Failed { error }) => {
+                // A hook that throws decides nothing: the compaction runs as planned.
+                let _ = error;
+                self.pending.remove(&id);
+                return self.decide(compactor, PreCompactDecision::default());
+            }
+            (Pending::Ask, _) => return Err(mismatch("a decision or a failure")),
+            (Pending::Write { action }, reply @ (Reply::Done | Reply::Failed { .. })) => {
+                let action = action.clone();
+                self.pending.remove(&id);
+                let (left, failure) = self
+                    .writes_left
+                    .get_mut(&action)
+                    .expect("an action's writes are counted");
+                *left -= 1;
+                if let Reply::Failed { error } = reply {
+                    failure.get_or_insert(error);
+                }
+                if *left == 0 {
+                    let failure = failure.take();
+                    self.writes_left.remove(&action);
+                    self.outcomes.push(match failure {
+                        None => Outcome::Written { id: action },
+                        Some(error) => Outcome::Failed { id: action, error },
+                    });
+                }
+            }
+            (Pending::Write { .. }, _) => return Err(mismatch("done or a failure")),
+            (
+                Pending::Summarize { action, prompt },
+                reply @ (Reply::Text { .. } | Reply::Failed { .. }),
+            ) => {
+                let (action, prompt) = (action.clone(), prompt.clone());
+                self.pending.remove(&id);
+                match reply {
+                    Reply::Text { text } => {
+                        self.summaries.insert(prompt.clone(), text.clone());
+                        self.outcomes.push(Outcome::Summarized { id: action, text });
+                    }
+                    Reply::Failed { error } => self.outcomes.push(Outcome::Failed {
+                        id: action,
+                        error: format!("summarizer failed: {error}"),
+                    }),
+                    _ => unreachable!(),
+                }
+                // Actions whose request was the same text share the answer.
+                let done = self.summaries.get(&prompt).cloned();
+                for (twin, _) in self.twins.iter().filter(|(_, p)| *p == prompt) {
+                    self.outcomes.push(match &done {
+                        Some(text) => Outcome::Summarized {
+                            id: twin.clone(),
+                            text: text.clone(),
+                        },
+                        None => Outcome::Failed {
+                            id: twin.clone(),
+                            error: "summarizer failed".into(),
+                        },
+                    });
+                }
+                self.twins.retain(|(_, p)| *p != prompt);
+            }
+            (Pending::Summarize { .. }, _) => return Err(mismatch("a text or a failure")),
+        }
+        Ok(())
+    }
+
+    fn options(&self, extra: Option<&str>) -> PlanOptions {
+        let instructions = [self.call.instructions.as_deref(), extra]
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.trim().is_empty())
+            .collect::<Vec<_>>();
+        PlanOptions {
+            trigger: self.call.trigger,
+            instructions: (!instructions.is_empty()).then(|| instructions.join("\n")),
+            ..PlanOptions::default()
+        }
+    }
+
+    fn decide(&mut self, compactor: &mut Compactor, decision: PreCompactDecision) -> Result<()> {
+        let plan = self.plan.as_ref().expect("a plan before the hook");
+        if decision.cancel {
+            // No deadlock: past the hard limit the next request would fail, so compaction runs.
+            // `tokens_before` counts the conversation with the record replayed, which is what a
+            // cancel returns: the override is judged on the prompt that would be sent.
+            if plan.tokens_before <= plan.trigger.hard_limit {
+                let messages = compactor.replay(&self.messages).into_owned();
+                let plan = self.plan.take().expect("a plan");
+                let tokens = plan.tokens_before;
+                self.done = Some(Managed {
+                    messages,
+                    events: Vec::new(),
+                    plan,
+                    cancelled: true,
+                    cancel_overridden: false,
+                    tokens_before: tokens,
+                    tokens_after: tokens,
+                });
+                return Ok(());
+            }
+            self.cancel_overridden = true;
+        }
+        if let Some(instructions) = decision
+            .custom_instructions
+            .filter(|s| !s.trim().is_empty())
+        {
+            self.plan = Some(
+                compactor.plan_with_options(&self.messages, &self.options(Some(&instructions)))?,
+            );
+        }
+        self.custom_summary = decision.custom_summary.filter(|s| !s.trim().is_empty());
+        self.step = Step::Writes;
+        Ok(())
+    }
+
+    /// Every write of the plan, in one batch.
+    fn start_writes(&mut self) -> Vec<Io> {
+        let plan = self.plan.take().expect("a plan");
+        let mut ios = Vec::new();
+        for action in &plan.actions {
+            let writes = action.writes();
+            if writes.is_empty() {
+                continue;
+            }
+            self.writes_left
+                .insert(action.id().to_owned(), (writes.len(), None));
+            for (path, content) in writes {
+                let pending = Pending::Write {
+                    action: action.id().to_owned(),
+                };
+                ios.push(self.io(
+                    pending,
+                    Request::Write {
+                        path: path.to_owned(),
+                        content: content.to_owned(),
+                    },
+                ));
+            }
+        }
+        self.plan = Some(plan);
+        ios
+    }
+
+    /// The summaries whose transcript is stored: a custom summary answers at once, a request
+    /// text already asked for in this call waits for that answer.
+    fn start_summaries(&mut self) -> Vec<Io> {
+        let plan = self.plan.take().expect("a plan");
+        let mut ios = Vec::new();
+        let mut asked: Vec<String> = Vec::new();
+        for action in &plan.actions {
+            let Action::Summarize(summary) = action else {
+                continue;
+            };
+            let stored = self
+                .outcomes
+                .iter()
+                .any(|o| matches!(o, Outcome::Written { id } if *id == summary.transcript));
+            if !stored {
+                continue;
+            }
+            if let Some(text) = &self.custom_summary {
+                self.outcomes.push(Outcome::Summarized {
+                    id: summary.id.clone(),
+                    text: text.clone(),
+                });
+            } else if let Some(text) = self.summaries.get(&summary.request.prompt) {
+                self.outcomes.push(Outcome::Summarized {
+                    id: summary.id.clone(),
+                    text: text.clone(),
+                });
+            } else if asked.contains(&summary.request.prompt) {
+                self.twins
+                    .push((summary.id.clone(), summary.request.prompt.clone()));
+            } else {
+                asked.push(summary.request.prompt.clone());
+                let pending = Pending::Summarize {
+                    action: summary.id.clone(),
+                    prompt: summary.request.prompt.clone(),
+                };
+                ios.push(self.io(
+                    pending,
+                    Request::Summarize {
+                        summary: summary.clone(),
+                    },
+                ));
+            }
+        }
+        self.plan = Some(plan);
+        ios
+    }
+
+    fn io(&mut self, pending: Pending, request: Request) -> Io {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending.insert(id, pending);
+        Io { id, request }
+    }
+}
+
+impl Managed {
+    fn unchanged(messages: &[Message], plan: Plan) -> Self {
+        let tokens = plan.tokens_before;
+        Self {
+            messages: messages.to_vec(),
+            events: Vec::new(),
+            plan,
+            cancelled: false,
+            cancel_overridden: false,
+            tokens_before: tokens,
+            tokens_after: tokens,
+        }
+    }
+}
+
+/// A plan that changes something: actions, or earlier compactions to replay.
+fn is_work(plan: &Plan) -> bool {
+    !plan.actions.is_empty() || plan.replayed.edits + plan.replayed.spans > 0
+}
+
+/// What a native Rust app provides to [`Compactor::manage`] and [`Compactor::compact`]: its
+/// store, its summarizer and, optionally, an `onPreCompact` hook. Errors are the app's words;
+/// a failed write leaves its content in the conversation, a failed summary falls back to the
+/// plan's heuristic summary (the event says so).
+pub trait Host {
+    /// Stores `content` at `path`.
+    fn write(&mut self, path: &str, content: &str) -> std::result::Result<(), String>;
+    /// Summarizes with the app's LLM: `summary.request` is what to send (`summary.start..end`
+    /// the span, in the conversation as planned). The default has none: the heuristic summary
+    /// is used.
+    fn summarize(&mut self, summary: &Summarize) -> std::result::Result<String, String> {
+        let _ = summary;
+        Err("no summarizer configured".into())
+    }
+    /// Called before tier 2 or 3 or a manual compaction runs. The default lets it run.
+    fn on_pre_compact(&mut self, info: &PreCompact, plan: &Plan) -> PreCompactDecision {
+        let _ = (info, plan);
+        PreCompactDecision::default()
+    }
+}
+
+impl Compactor {
+    /// One `manage` call, driven against `host` (blocking): plan, store, summarize, apply.
+    pub fn manage(&mut self, messages: Vec<Message>, host: &mut dyn Host) -> Result<Managed> {
+        self.drive(Session::new(messages, Call::default()), host)
+    }
+
+    /// A manual compaction (every tier runs), driven against `host`.
+    pub fn compact(
+        &mut self,
+        messages: Vec<Message>,
+        instructions: Option<String>,
+        host: &mut dyn Host,
+    ) -> Result<Managed> {
+        self.drive(
+            Session::new(
+                messages,
+                Call {
+                    trigger: TriggerKind::Manual,
+                    instructions,
+                },
+            ),
+            host,
+        )
+    }
+
+    fn drive(&mut self, mut session: Session, host: &mut dyn Host) -> Result<Managed> {
+        loop {
+            let ios = match session.poll(self)? {
+                Poll::Done(managed) => return Ok(*managed),
+                Poll::Wait => {
+                    unreachable!("a blocking driver answers every request before it polls again")
+                }
+                Poll::Io(ios) => ios,
+            };
+            for io in ios {
+                let reply = match &io.request {
+                    Request::Write { path, content } => match host.write(path, content) {
+                        Ok(()) => Reply::Done,
+                        Err(error) => Reply::Failed { error },
+                    },
+                    Request::Summarize { summary } => match host.summarize(summary) {
+                        Ok(text) => Reply::Text { text },
+                        Err(error) => Reply::Failed { error },
+                    },
+                    Request::Ask { pre_compact } => {
+                        let plan = session.plan().expect("a plan before the hook");
+                        Reply::Decision {
+                            decision: host.on_pre_compact(pre_compact, plan),
+                        }
+                    }
+                };
+                session.handle(self, io.id, reply)?;
+            }
+        }
+    }
+}
