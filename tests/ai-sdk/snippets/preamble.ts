@@ -8,6 +8,7 @@
 import { jsonSchema, tool, type ModelMessage } from 'ai';
 import type { CompactorState } from 'context-compactor';
 import { MockModel, finish, usage } from './model.js';
+import { AIMessage, fakeModel } from 'langchain';
 
 /** A mock model (the SDK's own, from `ai/test`): calls the `search` tool once when it is
  * offered, then answers with a short text (a summary, when it is the summarizer). */
@@ -48,3 +49,7 @@ export const state: CompactorState | undefined = undefined;
 /** Stands in for Nuxt's auto-imported `defineEventHandler` (from h3, not installed here): it takes
  * the handler and returns it, as h3's does for a function. */
 export const defineEventHandler = <T>(handler: (event: { node: unknown }) => T): ((event: { node: unknown }) => T) => handler;
+
+/** A LangChain chat model (LangChain's own fake, from `langchain`): answers each call with a
+ * short text. */
+export const chatModel = fakeModel().respond(new AIMessage('Done.')).respond(new AIMessage('Done.')).respond(new AIMessage('Done.'));
