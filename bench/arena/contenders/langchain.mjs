@@ -12,8 +12,10 @@ import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 import { MemorySaver } from '@langchain/langgraph';
 import { createDeepAgent } from 'deepagents';
 import { ClearToolUsesEdit, contextEditingMiddleware, createAgent, summarizationMiddleware } from 'langchain';
+import { MemoryStore, createCompactor } from 'context-compactor';
+import { compactorMiddleware, recoveryLangChainTools } from 'context-compactor/langchain';
 import { searchIn } from '../lib/metrics.mjs';
-import { fromLangChain, pieces } from '../lib/prompt.mjs';
+import { fromAiSdk, fromLangChain, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
 
 /** DeepAgents summarizes with the agent's own model; its prompt starts with this sentence. */
@@ -22,8 +24,9 @@ const DEEPAGENTS_SUMMARY_PROMPT = 'You are a conversation summarizer.';
 /** A chat model that replays a session (`replay`) or, for summary prompts, writes the scripted
  * summary. `profile.maxInputTokens` is the window: the peers' fraction triggers read it. */
 class ScriptedChatModel extends BaseChatModel {
-  constructor({ replay, recorder, window, role, rejectOverWindow = false }) {
+  constructor({ replay, recorder, window, role, rejectOverWindow = false, reportUsage = false }) {
     super({});
+    this.reportUsage = reportUsage;
     this.replay = replay;
     this.recorder = recorder;
     this.role = role;
@@ -67,6 +70,9 @@ class ScriptedChatModel extends BaseChatModel {
     const text = step.content.filter((p) => p.type === 'text').map((p) => p.text).join('');
     const toolCalls = step.content.filter((p) => p.type === 'tool-call').map((p) => ({ id: p.toolCallId, name: p.toolName, args: p.input, type: 'tool_call' }));
     const message = new AIMessage({ content: text, tool_calls: toolCalls });
+    // As a provider reports it (input: the arena's count), for the middleware that calibrates
+    // from it (context-compactor's); the peers' models report none, as before.
+    if (this.reportUsage) message.usage_metadata = { input_tokens: tokens, output_tokens: 0, total_tokens: tokens };
     return { generations: [{ text, message }] };
   }
 }
@@ -80,14 +86,32 @@ function sessionTools(session, replay) {
 /**
  * `kind`: `summarization`, `context-editing` or `deepagents`. The peers' triggers are set to the
  * same fraction of the window as context-compactor's (0.85) where they have no window-relative
- * default; everything else is the peer's default.
+ * default; everything else is the peer's default. `compactor`: the same agent with
+ * context-compactor's LangChain middleware (`context-compactor/langchain`, preset smart) and its
+ * recovery tools, the model reporting usage as a provider does.
  */
 export async function runLangChain(session, { window, kind, recorder }) {
   const replay = new Replay(session);
-  const model = new ScriptedChatModel({ replay, recorder, window, role: 'agent', rejectOverWindow: kind === 'deepagents' });
+  const model = new ScriptedChatModel({ replay, recorder, window, role: 'agent', rejectOverWindow: kind === 'deepagents', reportUsage: kind === 'compactor' });
   const tools = sessionTools(session, replay);
   let agent;
-  if (kind === 'summarization') {
+  let store;
+  if (kind === 'compactor') {
+    store = new MemoryStore();
+    const compactor = await createCompactor({
+      model: 'claude-sonnet-4-5',
+      contextWindow: window,
+      preset: 'smart',
+      store,
+      // The scripted summarizer, scored as the AI SDK contenders' plain requests are.
+      summarize: (request) => {
+        const prompt = fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
+        recorder.summary(prompt);
+        return scriptedSummary(pieces(prompt).join('\n'));
+      },
+    });
+    agent = createAgent({ model, tools: [...tools, ...recoveryLangChainTools(compactor)], systemPrompt: await compactor.systemPrompt(session.system), middleware: [compactorMiddleware(compactor)], checkpointer: new MemorySaver() });
+  } else if (kind === 'summarization') {
     const summarizer = new ScriptedChatModel({ replay, recorder, window, role: 'summarizer' });
     const middleware = summarizationMiddleware({ model: summarizer, trigger: { fraction: 0.85 }, keep: { fraction: 0.2 } });
     agent = createAgent({ model, tools, systemPrompt: session.system, middleware: [middleware], checkpointer: new MemorySaver() });
@@ -103,6 +127,11 @@ export async function runLangChain(session, { window, kind, recorder }) {
     replay.begin(t);
     state = await agent.invoke({ messages: [{ role: 'user', content: replay.turns[t].user }] }, config);
     if (!replay.done) throw new Error(`turn ${t}: the agent stopped after ${replay.step} of ${replay.turns[t].steps.length} steps`);
+  }
+  if (kind === 'compactor') {
+    const texts = [];
+    for (const path of await store.list('/')) texts.push(await store.read(path));
+    return { stored: searchIn(texts) };
   }
   if (kind !== 'deepagents') return { stored: () => false };
   return { stored: searchIn(Object.values(state.files ?? {}).map((f) => (Array.isArray(f.content) ? f.content.join('\n') : String(f.content ?? '')))) };

@@ -25,6 +25,7 @@ export const CONTENDERS = [
   { name: 'context-compactor smart', via: 'context-compactor `prepareStep` + `wrapTools`, preset smart', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart' }) },
   { name: 'context-compactor smart (stateless)', via: 'context-compactor, preset smart, as a stateless route handler: a new compactor per user turn with `statePath` in one shared store, the raw history re-sent, `prepareStep` + `wrapTools`', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart', host: 'stateless' }) },
   { name: 'context-compactor smart (middleware)', via: 'context-compactor, preset smart, one compactor through `wrapLanguageModel({ model, middleware: compactor.middleware() })` (no `prepareStep`) + `wrapTools`', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart', host: 'middleware' }) },
+  { name: 'langchain + context-compactor smart', via: 'LangChain v1 `createAgent` + `compactorMiddleware` (`context-compactor/langchain`, preset smart) + its recovery tools', run: (s, o) => runLangChain(s, { ...o, kind: 'compactor' }) },
   { name: 'context-compactor aggressive', via: 'context-compactor `prepareStep` + `wrapTools`, preset aggressive', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'aggressive' }) },
 ];
 

@@ -1,7 +1,9 @@
 // The CI regression check (`run.mjs --check`): wide margins, so that only a real regression —
 // not a timing wobble or a small tuning change — fails it. Figures, not times: wall time is
 // reported, never checked.
-const OURS = /^context-compactor /;
+/** context-compactor's contenders: its presets and host shapes, and the framework adapters
+ * (`langchain + context-compactor smart`). */
+const OURS = /(^|\+ )context-compactor /;
 /** The host-shape variants of a preset: `context-compactor smart (stateless)` → `context-compactor smart`. */
 const VARIANT = /^(context-compactor \S+) \((stateless|middleware)\)$/;
 

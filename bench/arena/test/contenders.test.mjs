@@ -70,8 +70,17 @@ test('context-compactor: inside the window, pairs intact, the needle recoverable
     assert.equal(r.overWindow, 0, preset);
     assert.equal(r.orphanedCalls, 0, preset);
     assert.equal(r.needlesInPrompt + r.needlesRecoverable, 1, preset);
-    for (const [name, other] of results) if (!name.startsWith('context-compactor')) assert.ok(r.cost < other.cost, `${preset} ${r.cost} vs ${name} ${other.cost}`);
+    for (const [name, other] of results) if (!name.includes('context-compactor')) assert.ok(r.cost < other.cost, `${preset} ${r.cost} vs ${name} ${other.cost}`);
   }
+});
+
+test('LangChain createAgent with the context-compactor middleware: inside the window, pairs intact, the needle recoverable, cheaper than the LangChain peers', () => {
+  const r = results.get('langchain + context-compactor smart');
+  assert.equal(r.error, undefined, r.error);
+  assert.equal(r.overWindow, 0);
+  assert.equal(r.orphanedCalls, 0);
+  assert.equal(r.needlesInPrompt + r.needlesRecoverable, 1);
+  for (const peer of ['langchain summarization', 'langchain context-editing', 'deepagents']) assert.ok(r.cost < results.get(peer).cost, `${r.cost} vs ${peer} ${results.get(peer).cost}`);
 });
 
 test('context-compactor as a stateless route handler and as middleware: inside the window, pairs intact, the needle recoverable', () => {
