@@ -22,20 +22,15 @@ import { AIMessage, HumanMessage, SystemMessage, ToolMessage, createMiddleware, 
 import { RemoveMessage, type BaseMessage } from '@langchain/core/messages';
 import type { Compactor } from './compactor.js';
 import type { ManageResult } from './types.js';
+import { checkCompactor, isObject, mapBack, type CoreMessage, type Json, type Part } from './adapters.js';
+
+export type { CoreMessage } from './adapters.js';
 import type { RecoveryToolOptions } from './ai.js';
 
 /** LangGraph's `REMOVE_ALL_MESSAGES` (`@langchain/langgraph`), not imported: the middleware
  * needs nothing else from it. */
 const REMOVE_ALL_MESSAGES = '__remove_all__';
 
-type Json = Record<string, unknown>;
-type Part = Json & { type: string };
-/** A message in the core's shape (AI SDK `ModelMessage`). */
-export interface CoreMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string | Part[];
-  [key: string]: unknown;
-}
 
 export interface CompactorMiddlewareOptions {
   /** Store a tool's output over the offload threshold the moment the tool returns (the model
@@ -49,9 +44,7 @@ export interface CompactorMiddlewareOptions {
  * Give the agent the recovery tools too (`recoveryLangChainTools(compactor)`), so it can read
  * back what was stored. Calibrates from each reply's `usage_metadata.input_tokens`. */
 export function compactorMiddleware(compactor: Compactor, options: CompactorMiddlewareOptions = {}) {
-  if (compactor === null || typeof compactor !== 'object' || typeof compactor.manage !== 'function') {
-    throw new TypeError('compactorMiddleware: the first argument must be a compactor (createCompactor(...))');
-  }
+  checkCompactor('compactorMiddleware', compactor);
   const offloadAtReturn = options.offloadAtReturn ?? true;
   let observed: unknown;
   let systemText = '';
@@ -114,17 +107,7 @@ export function toModelMessages(messages: readonly BaseMessage[]): CoreMessage[]
  * (matched in order by its converted form), each changed one rebuilt, keeping the id and fields
  * of the original at its place when the lists are as long. */
 export function fromModelMessages(compacted: readonly CoreMessage[], originals: readonly BaseMessage[], converted: readonly CoreMessage[]): BaseMessage[] {
-  const pending = new Map<string, number[]>();
-  converted.forEach((m, i) => {
-    const key = JSON.stringify(m);
-    pending.set(key, [...(pending.get(key) ?? []), i]);
-  });
-  const sameLength = compacted.length === originals.length;
-  return compacted.map((message, i) => {
-    const matches = pending.get(JSON.stringify(message));
-    if (matches?.length) return originals[matches.shift()!]!;
-    return fromModel(message, sameLength ? originals[i] : undefined);
-  });
+  return mapBack(compacted, originals, converted, (message, like) => fromModel(message, like));
 }
 
 function toModel(message: BaseMessage, index: number): CoreMessage {
@@ -222,8 +205,4 @@ function block(p: Part): Json {
 
 function joined(content: unknown): string {
   return typeof content === 'string' ? content : partsOf(content, false).map((p) => String(p.text ?? '')).join('');
-}
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

@@ -10,15 +10,10 @@ import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import { createAgent, tool } from 'langchain';
 import { MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+import { STEPS, WINDOW, checkLoop, loopCompactor, output, stepOf } from '../test-helpers/framework-loop.mjs';
 import { compactorMiddleware, fromModelMessages, recoveryLangChainTools, toModelMessages } from '../dist/langchain.js';
 
 await init();
-
-const WINDOW = 12_000;
-const STEPS = 30;
-
-/** The output of query `i`: ~3,000 tokens of numbered rows, over the 2,000-token offload threshold. */
-const output = (i) => Array.from({ length: 150 }, (_, r) => `row ${i}.${r}: metric=${(i * 7919 + r * 104729) % 100003} status=ok region=eu-${r % 5}`).join('\n');
 
 /** A chat model that plays the agent: step k calls `run_query({i: k})`; at step 20 it reads the
  * first query's stored copy back with `read_file`; then it answers. It records every prompt. */
@@ -36,32 +31,19 @@ class ScriptedAgent extends BaseChatModel {
   async _generate(messages) {
     const s = this.state;
     s.prompts.push(messages);
-    const step = s.prompts.length;
+    const step = stepOf(s.prompts.length, s.loop.firstPath);
     let message;
-    if (step === 21 && s.firstPath) {
-      message = new AIMessage({ content: 'Reading the first result back.', tool_calls: [{ id: 'read_back', name: 'read_file', args: { path: s.firstPath, offset: 0, limit: 3 }, type: 'tool_call' }] });
-    } else if (step <= STEPS + 1) {
-      const i = step > 21 ? step - 1 : step;
-      message = new AIMessage({ content: `Step ${i}: querying.`, tool_calls: [{ id: `q${i}`, name: 'run_query', args: { i }, type: 'tool_call' }] });
-    } else {
-      message = new AIMessage('All queries done.');
-    }
+    if (step.read) message = new AIMessage({ content: 'Reading the first result back.', tool_calls: [{ id: 'read_back', name: 'read_file', args: { path: step.read, offset: 0, limit: 3 }, type: 'tool_call' }] });
+    else if (step.query) message = new AIMessage({ content: `Step ${step.query}: querying.`, tool_calls: [{ id: `q${step.query}`, name: 'run_query', args: { i: step.query }, type: 'tool_call' }] });
+    else message = new AIMessage('All queries done.');
     message.usage_metadata = { input_tokens: 0, output_tokens: 5, total_tokens: 5 };
     return { generations: [{ text: String(message.content), message }] };
   }
 }
 
 test('createAgent with compactorMiddleware: 30 tool steps in a 12k window, offloaded at return, summarized, read back', async () => {
-  const state = { prompts: [], firstPath: undefined };
-  const store = new MemoryStore();
-  let summaries = 0;
-  const compactor = await createCompactor({
-    model: 'gpt-4o',
-    contextWindow: WINDOW,
-    store,
-    summarize: async ({ prompt }) => (summaries++, `## Session Intent\nRun the queries.\n\n## Progress\nSummarized ${prompt.length} characters.`),
-  });
-  const results = [];
+  const { compactor, store, loop } = await loopCompactor();
+  const state = { prompts: [], loop };
   const runQuery = tool(async ({ i }) => output(i), {
     name: 'run_query',
     description: 'Runs query i and returns its rows.',
@@ -71,28 +53,14 @@ test('createAgent with compactorMiddleware: 30 tool steps in a 12k window, offlo
     model: new ScriptedAgent(state),
     tools: [runQuery, ...recoveryLangChainTools(compactor)],
     systemPrompt: 'You are a data agent.',
-    middleware: [compactorMiddleware(compactor, { onResult: (r) => results.push(r) })],
+    middleware: [compactorMiddleware(compactor, { onResult: (r) => loop.results.push(r) })],
   });
-  // The first offload's path, for the read-back step: known once query 1 returned.
-  const offloads = [];
-  const original = compactor.offloadToolOutput.bind(compactor);
-  compactor.offloadToolOutput = async (name, id, out) => {
-    const preview = await original(name, id, out);
-    if (preview !== out) {
-      const path = /Full content: (\S+?)\]/.exec(preview)?.[1];
-      offloads.push({ id, path, out });
-      state.firstPath ??= path;
-    }
-    return preview;
-  };
 
   const final = await agent.invoke({ messages: [new HumanMessage('Run queries 1 to 30, then report.')] }, { recursionLimit: 200 });
   assert.equal(state.prompts.length, STEPS + 2, 'every step reached the model');
   assert.equal(String(final.messages.at(-1).content), 'All queries done.');
 
-  // Every query's output was offloaded as it returned, and stored byte for byte.
-  assert.equal(offloads.length, STEPS);
-  for (const { path, out } of offloads) assert.equal(await store.read(path), out, path);
+  await checkLoop(assert, { store, loop });
 
   // Every prompt: inside the window (the compactor's count of it), every call with its result.
   for (const [n, prompt] of state.prompts.entries()) {
@@ -103,14 +71,9 @@ test('createAgent with compactorMiddleware: 30 tool steps in a 12k window, offlo
       if (AIMessage.isInstance(m)) for (const c of m.tool_calls ?? []) open.add(c.id);
       if (ToolMessage.isInstance(m)) assert.ok(open.delete(m.tool_call_id), `prompt ${n + 1}: result ${m.tool_call_id} without its call`);
     }
-    assert.ok(open.size === 0 || (n === state.prompts.length - 1 && open.size === 0), `prompt ${n + 1}: calls without results ${[...open]}`);
+    assert.equal(open.size, 0, `prompt ${n + 1}: calls without results ${[...open]}`);
   }
 
-  // The history filled the window: an older span was summarized, its transcript stored.
-  const events = results.flatMap((r) => r.events);
-  assert.ok(events.some((e) => e.strategy === 'summarize' && e.status === 'applied'), `strategies: ${[...new Set(events.map((e) => e.strategy))]}`);
-  assert.ok(summaries >= 1);
-  assert.ok((await store.list('/conversation_history/')).length >= 2);
   const latest = state.prompts.at(-1);
   assert.ok(latest.some((m) => HumanMessage.isInstance(m) && String(m.content).includes('Run the queries.')), 'the summary is in the last prompt');
   assert.ok(SystemMessage.isInstance(latest[0]) && JSON.stringify(latest[0].content).includes('You are a data agent.'));

@@ -94,8 +94,9 @@ function makeApp(prefix, { aiPackage, skipLibCheck }) {
   if (aiPackage) symlinkSync(join(root, 'node_modules', aiPackage), join(dir, 'node_modules', 'ai'), 'dir');
   // The optional peers a snippet may import (UnstorageStore's storage and its Redis driver).
   for (const peer of ['unstorage', 'ioredis']) symlinkSync(join(root, 'node_modules', peer), join(dir, 'node_modules', peer), 'dir');
-  // LangChain.js for `context-compactor/langchain` (the package's devDependencies, pinned).
-  for (const peer of ['langchain', '@langchain']) symlinkSync(join(root, 'js', 'node_modules', peer), join(dir, 'node_modules', peer), 'dir');
+  // LangChain.js and the OpenAI Agents SDK for `context-compactor/langchain` and
+  // `/openai-agents` (the package's devDependencies, pinned).
+  for (const peer of ['langchain', '@langchain', '@openai']) symlinkSync(join(root, 'js', 'node_modules', peer), join(dir, 'node_modules', peer), 'dir');
   cpSync(join(root, 'js', 'package.json'), join(pkgDir, 'package.json'));
   cpSync(join(root, 'js', 'dist'), join(pkgDir, 'dist'), { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `${prefix}-app`, private: true, type: 'module' }));

@@ -9,6 +9,7 @@ import { jsonSchema, tool, type ModelMessage } from 'ai';
 import type { CompactorState } from 'context-compactor';
 import { MockModel, finish, usage } from './model.js';
 import { AIMessage, fakeModel } from 'langchain';
+import { Usage, type Model } from '@openai/agents-core';
 
 /** A mock model (the SDK's own, from `ai/test`): calls the `search` tool once when it is
  * offered, then answers with a short text (a summary, when it is the summarizer). */
@@ -53,3 +54,11 @@ export const defineEventHandler = <T>(handler: (event: { node: unknown }) => T):
 /** A LangChain chat model (LangChain's own fake, from `langchain`): answers each call with a
  * short text. */
 export const chatModel = fakeModel().respond(new AIMessage('Done.')).respond(new AIMessage('Done.')).respond(new AIMessage('Done.'));
+
+/** An OpenAI Agents SDK model (a scripted `Model`): answers every request with a short text. */
+export const agentModel: Model = {
+  async getResponse() {
+    return { usage: new Usage(), output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Done.' }] }] };
+  },
+  async *getStreamedResponse() {},
+};
