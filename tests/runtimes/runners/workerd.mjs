@@ -13,7 +13,7 @@ import { printReport, errString } from './common.mjs';
 import { runtimesDir, loadFixtureInfo, fixturePlugin, bundleWorker, miniflareOptions, pkgVersion, answerJson, bundledReport, bundleSize } from './bundle.mjs';
 
 /** Bundles `entry` into a fresh dir, runs it in miniflare, returns { json, wasmFiles, keptWasmImports, size, bundleMs, fetchMs }. */
-async function runWorker(entry, fixtureInfo) {
+async function runWorker(entry, fixtureInfo, extraOptions = {}) {
   const outdir = await mkdtemp(join(tmpdir(), 'cc-workerd-'));
   let mf;
   try {
@@ -24,7 +24,7 @@ async function runWorker(entry, fixtureInfo) {
     const bundled = await readFile(join(outdir, 'worker.js'), 'utf8');
     const keptWasmImports = wasmFiles.filter((f) => bundled.includes(`"./${f.split('/').pop()}"`));
     const size = await bundleSize('worker.js', bundled, keptWasmImports);
-    mf = new Miniflare(miniflareOptions(outdir));
+    mf = new Miniflare({ ...miniflareOptions(outdir), ...extraOptions });
     const t1 = Date.now();
     const res = await mf.dispatchFetch('http://localhost/');
     const json = await answerJson(res, entry, 'worker');
@@ -41,6 +41,8 @@ try {
   const probe = await runWorker('runners/bundled/probe.mjs', fixtureInfo);
   const main = await runWorker('runners/bundled/worker.mjs', fixtureInfo);
   const tokensOnly = await runWorker('runners/bundled/tokens-worker.mjs', fixtureInfo);
+  // A Durable Object holding the store (context-compactor/stores/durable-object).
+  const durable = await runWorker('runners/bundled/do-worker.mjs', fixtureInfo, { durableObjects: { CONVERSATION: 'Conversation' } });
   report = bundledReport({
     expectedEntry: 'workerd',
     probe,
@@ -49,8 +51,10 @@ try {
     sizeLimit: { plan: 'Workers Free', bytes: 3e6 },
     wasmCheck: "bundle (named imports) keeps the core, counting-only module and o200k_base's data, and the worker's own imports (cl100k_base, qwen3, deepseek_v3, the tokenizer compiler), as separate CompiledWasm modules, and no other .wasm",
     runtime: `workerd (miniflare ${await pkgVersion('miniflare')})`,
-    timings: { bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs, tokensOnlyMs: tokensOnly.bundleMs + tokensOnly.fetchMs },
+    timings: { bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs, tokensOnlyMs: tokensOnly.bundleMs + tokensOnly.fetchMs, durableObjectMs: durable.bundleMs + durable.fetchMs },
   });
+  const durableChecks = durable.json?.checks ?? [];
+  report.checks.push(...durableChecks, { name: 'Durable Object store: every check ran', ok: durableChecks.length >= 8, detail: `${durableChecks.length} checks` });
 } catch (e) {
   report = { runtime: 'workerd', checks: [{ name: 'worker builds and answers', ok: false, detail: errString(e) }], timings: {} };
 }
