@@ -9,6 +9,9 @@ import * as tokens from '../dist/entry/node-tokens.js';
 import * as nodeStores from '../dist/stores/node.js';
 import * as browserStores from '../dist/stores/browser.js';
 import * as unstorageStores from '../dist/stores/unstorage.js';
+import * as durableObjectStores from '../dist/stores/durable-object.js';
+import * as langchain from '../dist/langchain.js';
+import * as openaiAgents from '../dist/openai-agents.js';
 
 const docs = readFileSync(new URL('../../docs/API.md', import.meta.url), 'utf8');
 const headings = new Set([...docs.matchAll(/^### (\w+)$/gm)].map((m) => m[1]));
@@ -20,7 +23,7 @@ const typeNames = new Set([
 ]);
 
 test('every value export has a section, and every section is an export', () => {
-  const values = new Set([...Object.keys(main), ...Object.keys(nodeStores), ...Object.keys(browserStores), ...Object.keys(unstorageStores), 'FileStore', 'CompactorErrorCode',
+  const values = new Set([...Object.keys(main), ...Object.keys(nodeStores), ...Object.keys(browserStores), ...Object.keys(unstorageStores), ...Object.keys(durableObjectStores), 'FileStore', 'CompactorErrorCode',
     // The Deno store cannot load in Node: read its exports from its declarations.
     ...[...dts('stores/deno.d.ts').matchAll(/^export declare class (\w+)/gm)].map((m) => m[1])]);
   for (const name of values) assert.ok(headings.has(name), `docs/API.md has no "### ${name}"`);
@@ -47,4 +50,13 @@ test('every Compactor method is documented as compactor.<method>', () => {
   const methods = Object.getOwnPropertyNames(main.Compactor.prototype).filter((m) => m !== 'constructor');
   methods.push('prepareStep'); // an arrow-function property
   for (const m of methods) assert.ok(docs.includes(`compactor.${m}`), `compactor.${m} is not documented`);
+});
+
+test('each framework adapter entry lists its exports in its section', () => {
+  for (const [entry, module, heading] of [['langchain', langchain, '## LangChain.js agents'], ['openai-agents', openaiAgents, '## OpenAI Agents SDK']]) {
+    const at = docs.indexOf(heading);
+    assert.ok(at >= 0, `docs/API.md has no "${heading}" section`);
+    const section = docs.slice(at, docs.indexOf('\n## ', at + 1));
+    for (const name of Object.keys(module)) assert.ok(section.includes(`\`${name}(`), `the ${entry} section of docs/API.md does not document ${name}`);
+  }
 });
