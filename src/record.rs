@@ -154,7 +154,7 @@ impl Record {
         }
         let index = Index::new(self);
         // Phase 1: which parts get which edits: found by tool call id, then fingerprint; a user
-        // text (no id) by fingerprint, when it is as long as an offloaded text or its preview.
+        // text (no id) by fingerprint, whatever its length (see `Index::user_texts`).
         let chain = |mut fingerprint: Fingerprint, id: &str| {
             let mut chain = Vec::new();
             while let Some(&r) = index.by_before.get(&fingerprint) {
@@ -170,7 +170,7 @@ impl Record {
         for (m, message) in messages.iter().enumerate() {
             let user = message.role == crate::message::Role::User;
             if let Content::Text(text) = &message.content {
-                if user && index.user_text(text) {
+                if user && index.user_texts {
                     let found = chain(Fingerprint(text_fingerprint(text)), "");
                     if !found.is_empty() {
                         part_edits.insert((m, 0), found);
@@ -179,8 +179,7 @@ impl Record {
             }
             for (p, part) in message.parts().iter().enumerate() {
                 let id = match part {
-                    Part::Text(t) if user && index.user_text(&t.text) => "",
-                    Part::File(_) if user && index.user_text_min.is_some() => "",
+                    Part::Text(_) | Part::File(_) if user && index.user_texts => "",
                     _ => match tool_call_id(part) {
                         Some(id) if index.ids.contains(id) => id,
                         _ => continue,
@@ -389,14 +388,11 @@ impl Record {
             ids.extend(message.parts().iter().filter_map(tool_call_id));
             if message.role == crate::message::Role::User {
                 match &message.content {
-                    Content::Text(text) if index.user_text(text) => {
+                    Content::Text(text) if index.user_texts => {
                         texts.insert(Fingerprint(text_fingerprint(text)));
                     }
                     Content::Parts(parts) => texts.extend(parts.iter().filter_map(|p| match p {
-                        Part::Text(t) if index.user_text(&t.text) => {
-                            Some(Fingerprint(part_fingerprint(p)))
-                        }
-                        Part::File(_) if index.user_text_min.is_some() => {
+                        Part::Text(_) | Part::File(_) if index.user_texts => {
                             Some(Fingerprint(part_fingerprint(p)))
                         }
                         _ => None,
@@ -445,9 +441,14 @@ enum Item {
 /// Look-ups over a record, built once per replay.
 struct Index {
     ids: HashSet<String>,
-    /// Set when user texts were offloaded: the length of the shortest text involved (a
-    /// replacement preview), so that only texts that long are fingerprinted.
-    user_text_min: Option<usize>,
+    /// Set when user texts were offloaded: then every user text is fingerprinted, whatever its
+    /// length. Not only those as long as the shortest preview: a text just over
+    /// `offload.userThresholdTokens` and dense in tokens (digits, emoji, rare scripts) can be
+    /// shorter in bytes than the preview that replaced it (fewer tokens, more bytes), and a raw
+    /// history that still holds it must replay to that preview, as the long-lived compactor's
+    /// does, or the hosts plan different conversations (and name different transcripts). One
+    /// linear pass over the user texts, as over the user files.
+    user_texts: bool,
     by_before: HashMap<Fingerprint, usize>,
     /// A fingerprint after an edit → the part's original fingerprint.
     origin_of: HashMap<Fingerprint, Fingerprint>,
@@ -456,26 +457,20 @@ struct Index {
 impl Index {
     fn new(record: &Record) -> Self {
         let mut index = Index {
-            user_text_min: None,
+            user_texts: false,
             ids: HashSet::with_capacity(record.edits.len()),
             by_before: HashMap::with_capacity(record.edits.len()),
             origin_of: HashMap::with_capacity(record.edits.len()),
         };
         for (r, edit) in record.edits.iter().enumerate() {
-            if let Replace::Text { value } | Replace::FileText { value } = &edit.replace {
-                let shortest = value.len().min(index.user_text_min.unwrap_or(usize::MAX));
-                index.user_text_min = Some(shortest);
+            if let Replace::Text { .. } | Replace::FileText { .. } = &edit.replace {
+                index.user_texts = true;
             }
             index.ids.insert(edit.tool_call_id.clone());
             index.by_before.insert(edit.before, r);
             index.origin_of.insert(edit.after, edit.origin);
         }
         index
-    }
-
-    /// Whether a user text may be one our edits offloaded or put in place.
-    fn user_text(&self, text: &str) -> bool {
-        self.user_text_min.is_some_and(|min| text.len() >= min)
     }
 
     /// The message's fingerprint with every part our edits replaced counted as the original.
@@ -485,7 +480,7 @@ impl Index {
         match &message.content {
             Content::Text(text) => {
                 let mut fingerprint = text_fingerprint(text);
-                if self.user_text(text) {
+                if self.user_texts {
                     if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
                         fingerprint = origin.0;
                     }
@@ -495,7 +490,7 @@ impl Index {
             Content::Parts(parts) => {
                 for part in parts {
                     let mut fingerprint = part_fingerprint(part);
-                    let user_text = matches!(part, Part::Text(t) if self.user_text(&t.text));
+                    let user_text = self.user_texts && matches!(part, Part::Text(_));
                     if user_text || tool_call_id(part).is_some_and(|id| self.ids.contains(id)) {
                         if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
                             fingerprint = origin.0;

@@ -471,6 +471,56 @@ fn a_pasted_log_in_a_user_message_is_offloaded_recorded_and_replayed() {
     }
 }
 
+/// A user text just over `offload.userThresholdTokens` and dense in tokens (digits and dots: 232
+/// bytes, 120 tokens) is offloaded for a preview with fewer tokens but more bytes (329). Replay
+/// once looked only at user texts at least as long as the shortest preview, so a host that
+/// re-sends the raw history (a new compactor per request, fresh objects, the middleware) missed
+/// the edit: it planned another conversation than the long-lived compactor, and its summary
+/// named another transcript (fuzz/api class `host-shape`, seeds sess37-e:109, sess37-f:278).
+#[test]
+fn a_user_text_shorter_than_its_preview_replays_in_every_host_shape() {
+    let dense: String = (0..60).map(|i| format!("{}.", i * 7919 % 1000)).collect();
+    let mut config = config(8_000, Preset::Smart, HistoryStrategy::Summarize);
+    config.offload.user_threshold_tokens = 100;
+    let messages = parse(&[
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": dense.clone()}),
+    ]);
+    let mut compactor = Compactor::new(config.clone()).unwrap();
+    let plan = compactor.plan(&messages).unwrap();
+    let Some(Action::Offload(edit)) = plan.actions.first() else {
+        panic!("no offload: {:?}", plan.actions)
+    };
+    let context_compactor::Replace::Text { value } = &edit.replace else {
+        panic!("not a text replacement: {:?}", edit.replace)
+    };
+    assert!(
+        value.len() > dense.len(),
+        "the premise: a preview longer than the text"
+    );
+    let mut store = Store::new();
+    let outcomes = execute_with(&plan, &mut store, &Faults::None, Summarizer::Works);
+    let applied = compactor.apply(messages.clone(), &plan, &outcomes).unwrap();
+    let stateless = Compactor::with_state(config.clone(), compactor.state().clone()).unwrap();
+    assert_eq!(
+        prompt_text(&stateless.replay(&messages)),
+        prompt_text(&applied.messages),
+        "the raw message replays to its preview"
+    );
+    assert!(stateless.plan(&messages).unwrap().actions.is_empty());
+    // A session whose first request is that text, summarized later: the same prompts (and so
+    // the same transcript names), stores and states in every host shape.
+    let mut session = session(11, 14);
+    session[1]["content"] = json!(dense);
+    let (prompts, _) = three_shapes(&session, &config).unwrap();
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.contains("/conversation_history/conversation_")),
+        "a summary names its transcript"
+    );
+}
+
 #[test]
 fn a_large_text_file_in_a_user_message_is_counted_as_text_offloaded_and_replayed() {
     use base64::Engine as _;

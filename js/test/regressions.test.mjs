@@ -78,6 +78,36 @@ for (const strategy of ['summarize', 'truncate']) {
   });
 }
 
+test('a user text offloaded for a preview longer in bytes (but fewer tokens) replays from the raw history: every host shape names the same transcript', async () => {
+  // 232 bytes, 120 tokens: over a 100-token threshold; its preview has fewer tokens but 329 bytes.
+  const dense = Array.from({ length: 60 }, (_, i) => `${(i * 7919) % 1000}.`).join('');
+  const config = { model: 'gpt-4o', contextWindow: 4_000, offload: { userThresholdTokens: 100 }, summarize: async (r) => `Summary of ${r.prompt.length} chars.` };
+  const longLived = await createCompactor(config);
+  const fresh = await createCompactor(config);
+  const store = new MemoryStore();
+  const raw = [{ role: 'system', content: 'You are an agent.' }];
+  let offloaded = false;
+  let transcripts = 0;
+  for (let t = 0; t < 14; t++) {
+    raw.push({ role: 'user', content: t === 0 ? dense : `Question ${t}: ${words(30, t)}` });
+    const a = await longLived.manage(raw);
+    const b = await fresh.manage(structuredClone(raw));
+    const perCall = await createCompactor({ ...config, store, statePath: '/s.json' });
+    const c = await perCall.manage(structuredClone(raw));
+    perCall.dispose();
+    if (t === 0) {
+      const replace = a.plan.actions.find((x) => x.type === 'offload')?.replace;
+      offloaded = replace !== undefined && Buffer.byteLength(replace.value) > Buffer.byteLength(dense);
+    }
+    assert.equal(JSON.stringify(b.messages), JSON.stringify(a.messages), `turn ${t}: fresh objects`);
+    assert.equal(JSON.stringify(c.messages), JSON.stringify(a.messages), `turn ${t}: a new compactor with the state`);
+    transcripts += a.plan.actions.filter((x) => x.type === 'save-transcript').length;
+    raw.push({ role: 'assistant', content: `Answer ${t}: ${words(200, t + 3)}` });
+  }
+  assert.ok(offloaded, 'the premise: the text is offloaded for a preview longer in bytes');
+  assert.ok(transcripts >= 1, 'a span was summarized');
+});
+
 test('a pinned call whose result is offloaded in the same plan counts at its size after the offload (one call does all, a re-plan does nothing)', async () => {
   const messages = [{ role: 'system', content: 'You are an agent.' }];
   for (let t = 0; t < 7; t++) messages.push({ role: 'user', content: `Q ${t}: ${words(500, t)}` }, { role: 'assistant', content: `A ${t}: ${words(500, t + 1)}` });
