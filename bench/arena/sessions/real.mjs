@@ -1,5 +1,5 @@
 // Real recorded agent sessions: public trajectories of real agents on real tasks (mini-swe-agent
-// runs on SWE-bench, a Claude Code session log), converted to AI SDK `ModelMessage[]` (main agent
+// runs on SWE-bench, Claude Code session logs), converted to AI SDK `ModelMessage[]` (main agent
 // only). Each source is pinned by repository, commit, path
 // and git blob id in `REAL` (and in `real/<name>/SOURCE.md`, with its licence).
 //
@@ -30,6 +30,12 @@ const MINI_SWE_AGENT = {
   licence: 'MIT (LICENSE.md: "Copyright (c) 2025 Kilian A. Lieret and Carlos E. Jimenez")',
 };
 
+const M_CLAUDE = {
+  repository: 'M-Thisness/M-Claude',
+  ref: 'refs/pull/1/head', // its main branch was rewritten later (a history scrub); these commits live on here
+  licence: 'CC0 1.0 Universal (LICENSE: "Creative Commons Legal Code / CC0 1.0 Universal", added in 1b1259bb, 2026-01-01)',
+};
+
 /** The real sessions: name → source. `blob` is the git blob id of the raw file. */
 export const REAL = {
   'swe-astroid-1333': {
@@ -58,6 +64,36 @@ export const REAL = {
     bytes: 2_373_225,
     format: 'claude-code-jsonl',
     description: 'Claude Code (Opus 4.5) with its developer over 45 user turns: code review, fixes, GitHub release, AppImage installer, a system-tray version, systemd autostart; 242 tool calls (Bash, Edit, Read, Write, ...)',
+  },
+  'claude-code-chat-export': {
+    ...M_CLAUDE,
+    commit: 'cd08f7d77c1db3d9c8bcf034d000c5f24b113986',
+    path: 'CHAT_LOGS/de73bc86-61f0-4c55-98af-c43cf612e3f6.jsonl',
+    blob: '429f87a4c65be76210fba36b71200a6346bc8668',
+    bytes: 2_004_251,
+    format: 'claude-code-jsonl',
+    repair: 'redacted-escapes',
+    description: 'Claude Code 2.0.76 (Sonnet 4.5) with its user over 25 user turns: exporting Claude Code\'s own chat history, a GitHub repository for it with secret scanning, a GitHub Action rendering the logs as Markdown; 307 tool calls (Bash 217, TodoWrite, Write, Edit, Read, ...)',
+  },
+  'claude-code-chat-log-action': {
+    ...M_CLAUDE,
+    commit: 'cd08f7d77c1db3d9c8bcf034d000c5f24b113986',
+    path: 'CHAT_LOGS/0d510331-7c2a-45ab-850a-088f3499b4cc.jsonl',
+    blob: 'f85b00f84cf34f9bfa8d4200be771443142d3614',
+    bytes: 1_413_709,
+    format: 'claude-code-jsonl',
+    description: 'Claude Code 2.0.76 (Sonnet 4.5) with its user over 15 user turns: the GitHub Action turning raw chat logs into Markdown, leak checks on commit, a chronological log, daily journals, README; 173 tool calls (Bash 96, Edit 38, Read 21, ...)',
+  },
+  'claude-code-mac-security': {
+    ...M_CLAUDE,
+    ref: 'refs/heads/main',
+    commit: '282843082fa4d0a7dba4eb4394b03dd3b3ce0641',
+    path: 'Archives/3af9b1a7-6512-4883-ad18-320658ced099.jsonl',
+    blob: '22c9dfd0d786ddedc59d844c6cf1ff333d1050dd',
+    bytes: 1_456_331,
+    format: 'claude-code-jsonl',
+    repair: 'redacted-escapes',
+    description: 'Claude Code (Sonnet 4.5) with its user over 10 user turns: syncing the log repository, a performance, security and reliability evaluation of the user\'s Mac (NVMe warning, firewall logging, open ports), then hardening gitleaks and rewriting the repository\'s history to purge secrets; 173 tool calls (Bash 107, TodoWrite 28, Read 18, Write 12, Edit 6, WebSearch 2)',
   },
 };
 
@@ -108,6 +144,41 @@ export function available(name, options) {
   } catch {
     return false;
   }
+}
+
+/**
+ * The M-Claude logs were published through a secret scanner that rewrote matches in place
+ * (`[REDACTED_EMAIL]`, `[REDACTED_IP]`, ...). Where a match took the letter of a JSON escape
+ * (`\nname@host`: the `n` matched as part of the address), a lone backslash is left before
+ * `[REDACTED_` and the line is no longer JSON. `redacted-escapes` repairs exactly those lines: that
+ * backslash becomes an escaped one, so the text keeps it as a character (`name\[REDACTED_EMAIL]`
+ * read as `name` + a backslash + the mark). Lines that parse are untouched; a line still broken
+ * after it throws. Returns the text and the repaired line numbers (1-based).
+ */
+export function repairRedactedEscapes(jsonl) {
+  const repaired = [];
+  const lines = jsonl.split('\n').map((line, i) => {
+    if (!line.trim()) return line;
+    try {
+      JSON.parse(line);
+      return line;
+    } catch {
+      const fixed = line.replace(/(?<!\\)((?:\\\\)*)\\\[REDACTED_/g, '$1\\\\[REDACTED_');
+      JSON.parse(fixed); // throws if that was not the damage
+      repaired.push(i + 1);
+      return fixed;
+    }
+  });
+  return { text: lines.join('\n'), repaired };
+}
+
+/** The text a real session converts from: the raw file, repaired where its source says so. */
+export function sourceText(name, options) {
+  const source = REAL[name];
+  const text = rawFile(name, options).toString('utf8');
+  if (!source.repair) return text;
+  if (source.repair !== 'redacted-escapes') throw new Error(`${name}: unknown repair ${source.repair}`);
+  return repairRedactedEscapes(text).text;
 }
 
 /** mini-swe-agent's one tool (`BASH_TOOL` in its `actions_toolcall.py`), as an arena tool. */
@@ -197,6 +268,9 @@ function schemaFromInputs(inputs) {
 export const CLAUDE_CODE_SYSTEM =
   'You are Claude Code, an interactive coding agent working in the user\'s repository with the tools given. (Claude Code\'s own system prompt is not recorded in its session log; this line stands in for it.)';
 
+/** The text that closes a turn the user interrupted after a tool result (the only text `convertClaudeCode` writes). */
+export const INTERRUPTED = '[interrupted by the user]';
+
 /**
  * A Claude Code session log (JSONL: one record per line) as `{system, tools, messages}`, main
  * agent only:
@@ -209,6 +283,9 @@ export const CLAUDE_CODE_SYSTEM =
  * - tool results become `tool-result` parts `{type: 'text', value}` (text blocks joined, other
  *   blocks named), consecutive ones one tool message in call order; a user's own text, a user
  *   message;
+ * - a user's text right after tool results (the user rejected a call or interrupted the agent)
+ *   ends the agent's turn with one assistant text, `INTERRUPTED`, so that every user message
+ *   follows a text-only assistant message as an app's history would;
  * - a recording that stops mid-step (a call without its result) ends at its last complete turn.
  * Tool definitions are derived from the inputs each tool was called with (the log has none), and
  * the system prompt is `CLAUDE_CODE_SYSTEM`.
@@ -254,7 +331,11 @@ export function convertClaudeCode(jsonl) {
         else messages.push({ role: 'tool', content: [part] });
       } else if (b.type === 'text') {
         if (messages.at(-1)?.role === 'user') messages.at(-1).content += `\n\n${b.text}`;
-        else messages.push({ role: 'user', content: b.text });
+        else {
+          // The user stopped the agent mid-step (a rejected call, an interrupt): its turn ends there.
+          if (messages.at(-1)?.role === 'tool') messages.push({ role: 'assistant', content: [{ type: 'text', text: INTERRUPTED }] });
+          messages.push({ role: 'user', content: b.text });
+        }
       }
     }
   }
@@ -329,7 +410,7 @@ export function deriveNeedles(messages, { max = 8, minGap = Math.max(20, Math.ro
 export function loadReal(name, options) {
   const source = REAL[name];
   if (!source) throw new Error(`unknown real session ${JSON.stringify(name)}`);
-  const text = rawFile(name, options).toString('utf8');
+  const text = sourceText(name, options);
   const convert = { 'mini-swe-agent-toolcall': (t) => convertMiniSweAgent(JSON.parse(t)), 'claude-code-jsonl': convertClaudeCode }[source.format];
   if (!convert) throw new Error(`${name}: unknown format ${source.format}`);
   const { system, tools, messages } = convert(text);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { init, countTokens } from 'context-compactor';
 import { modelMessageSchema } from 'ai';
-import { available, blobId, CLAUDE_CODE_SYSTEM, convertClaudeCode, convertMiniSweAgent, deriveNeedles, loadReal, rawFile, REAL } from './real.mjs';
+import { available, blobId, CLAUDE_CODE_SYSTEM, convertClaudeCode, INTERRUPTED, convertMiniSweAgent, deriveNeedles, loadReal, REAL, repairRedactedEscapes, sourceText } from './real.mjs';
 import { generate, defaultSessions } from './index.mjs';
 import { sessionStats, validateShape } from './lib.mjs';
 
@@ -123,6 +123,39 @@ test('convertClaudeCode: one message per API response, results in call order, Cl
   for (const m of s.messages) assert.ok(modelMessageSchema.safeParse(m).success);
 });
 
+test('convertClaudeCode: a user\'s text right after tool results ends the interrupted turn with one closing text', () => {
+  const log = [
+    { type: 'user', message: { role: 'user', content: 'Install it.' } },
+    { type: 'assistant', message: { id: 'm1', role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'pacman -S glow' } }] } },
+    { type: 'user', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'The user doesn\'t want to proceed with this tool use.' }] } },
+    { type: 'user', message: { role: 'user', content: [{ type: 'text', text: '[Request interrupted by user for tool use]' }] } },
+    { type: 'user', message: { role: 'user', content: 'Use the terminal viewer.' } },
+    { type: 'assistant', message: { id: 'm2', role: 'assistant', content: [{ type: 'text', text: 'Done.' }] } },
+  ]
+    .map((r) => JSON.stringify(r))
+    .join('\n');
+  const s = convertClaudeCode(log);
+  assert.deepEqual(
+    s.messages.map((m) => m.role),
+    ['user', 'assistant', 'tool', 'assistant', 'user', 'assistant'],
+  );
+  assert.deepEqual(s.messages[3].content, [{ type: 'text', text: INTERRUPTED }]);
+  assert.equal(s.messages[4].content, '[Request interrupted by user for tool use]\n\nUse the terminal viewer.');
+  assert.deepEqual(validateShape({ ...s, needles: [] }), []);
+});
+
+test('repairRedactedEscapes: only a line a redaction broke, its lone backslash kept as a character', () => {
+  const good = JSON.stringify({ type: 'user', message: { content: 'a\\[REDACTED_IP] stays' } });
+  const broken = '{"type":"user","message":{"content":"Claude\\[REDACTED_EMAIL] and \\\\\\[REDACTED_IP]"}}';
+  assert.throws(() => JSON.parse(broken));
+  const { text, repaired } = repairRedactedEscapes([good, '', broken, ''].join('\n'));
+  assert.deepEqual(repaired, [3]);
+  const lines = text.split('\n');
+  assert.equal(lines[0], good, 'a line that parses is untouched');
+  assert.equal(JSON.parse(lines[2]).message.content, 'Claude\\[REDACTED_EMAIL] and \\\\[REDACTED_IP]');
+  assert.throws(() => repairRedactedEscapes('{"broken": '), 'other damage still throws');
+});
+
 test('deriveNeedles: a line written into a late call, last seen in a tool output long before', () => {
   const line = 'return compute_the_answer(alpha, beta, gamma)';
   const messages = [{ role: 'user', content: 'task' }];
@@ -167,7 +200,7 @@ for (const name of Object.keys(REAL)) {
     });
 
     await t.test('keeps every call and output of the main agent, with the recorded ids', () => {
-      const text = rawFile(name).toString('utf8');
+      const text = sourceText(name);
       const raw = [];
       const results = new Map();
       if (REAL[name].format === 'claude-code-jsonl') {

@@ -22,7 +22,8 @@ for (const name of Object.keys(REAL)) {
     assert.deepEqual(check(results), []);
     const none32 = results.find((r) => r.contender === 'none' && r.window === 32_000);
     assert.ok(none32.overWindow > none32.calls / 2, `the unmanaged run overflows 32k on most calls (${none32.overWindow}/${none32.calls})`);
-    assert.ok(session.needles.length >= 3, `${session.needles.length} derived needles`);
+    // What the agent quoted from old outputs: 3 to 8 in most sessions, 1 in claude-code-mac-security.
+    assert.ok(session.needles.length >= 1, `${session.needles.length} derived needles`);
     for (const r of results) assert.equal(r.needles, session.needles.length, `${r.contender} ${r.window}: every needle checked once`);
     assert.equal(ratios(results).length, 4, 'both host shapes at both windows, against long-lived smart');
   });
