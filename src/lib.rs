@@ -68,6 +68,7 @@ pub mod loop_context;
 mod memo;
 mod message;
 mod models;
+mod overflow;
 mod plan;
 pub mod prompts;
 pub mod record;
@@ -105,10 +106,12 @@ pub use models::{
     count_for_model, info as model_info, lookup as lookup_model, nearest as nearest_models, Family,
     ModelCount, ModelInfo, CLAUDE_47_RATIO,
 };
+pub use overflow::{parse_overflow, OverflowError};
 pub use plan::{
     Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,
     Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
 };
 pub use session::{
     Call, Host, Io, Managed, Poll, PreCompact, PreCompactDecision, Reply, Request, Session,
+    SessionCore,
 };

@@ -53,10 +53,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::compactor::{Compactor, PlanOptions, TriggerKind};
+use std::borrow::Cow;
+
+use crate::compactor::{Compactor, Overflow, PlanOptions, TriggerKind};
 use crate::error::{Error, Result};
 use crate::message::Message;
-use crate::plan::{Action, Event, Outcome, Plan, Summarize};
+use crate::plan::{
+    Action, Applied, Event, Outcome, Plan, Replace, SaveTranscript, Strategy, Summarize,
+};
 
 /// What a session was started for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +70,48 @@ pub struct Call {
     pub trigger: TriggerKind,
     /// Custom instructions for the summary (a `compact({instructions})`).
     pub instructions: Option<String>,
+    /// The provider refused the last prompt as too long (a `recover`): compact harder.
+    pub overflow: Option<Overflow>,
+}
+
+/// What a [`Session`] needs of the compactor it runs on: [`Compactor`] itself, or a binding's
+/// compactor that holds the conversation (which plans with what its earlier plans learned, and
+/// renders a transcript only when it is written).
+pub trait SessionCore {
+    /// [`Compactor::plan_with_options`].
+    fn plan(&mut self, messages: &[Message], options: &PlanOptions) -> Result<Plan>;
+    /// [`Compactor::apply`].
+    fn apply(
+        &mut self,
+        messages: Vec<Message>,
+        plan: &Plan,
+        outcomes: &[Outcome],
+    ) -> Result<Applied>;
+    /// [`Compactor::replay`].
+    fn replay<'a>(&self, messages: &'a [Message]) -> Cow<'a, [Message]>;
+    /// [`Compactor::transcript`]: the files of a transcript planned with
+    /// [`PlanOptions::defer_transcript`].
+    fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript;
+}
+
+impl SessionCore for Compactor {
+    fn plan(&mut self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
+        self.plan_with_options(messages, options)
+    }
+    fn apply(
+        &mut self,
+        messages: Vec<Message>,
+        plan: &Plan,
+        outcomes: &[Outcome],
+    ) -> Result<Applied> {
+        Compactor::apply(self, messages, plan, outcomes)
+    }
+    fn replay<'a>(&self, messages: &'a [Message]) -> Cow<'a, [Message]> {
+        Compactor::replay(self, messages)
+    }
+    fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
+        Compactor::transcript(self, messages, strategy)
+    }
 }
 
 /// One IO request of a session: the host carries it out and hands the outcome back with
@@ -89,6 +135,11 @@ pub enum Request {
         path: String,
         /// What to store, byte for byte.
         content: String,
+        /// `content` is one string of the conversation's (a text tool output, a user's text
+        /// file), not text joined from several: a host that keeps the app's original strings
+        /// (the npm package's lone surrogates) restores it whole.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        whole: bool,
     },
     /// Summarize with the host's LLM: send `summary.request`. Reply [`Reply::Text`] or
     /// [`Reply::Failed`].
@@ -99,6 +150,7 @@ pub enum Request {
     /// Call the host's `onPreCompact` hook. Reply [`Reply::Decision`].
     Ask {
         /// What the hook is told.
+        #[serde(rename = "preCompact")]
         pre_compact: PreCompact,
     },
 }
@@ -251,6 +303,18 @@ impl Session {
         }
     }
 
+    /// The conversation the session runs on, until the result takes it.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The conversation the session was started on, when the result did not take it (a
+    /// cancelled compaction returns the record replayed onto it): a host that holds the
+    /// conversation keeps holding it. Empty otherwise.
+    pub fn take_input(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.messages)
+    }
+
     /// The current plan, once the first poll made it (what `onPreCompact` is shown).
     pub fn plan(&self) -> Option<&Plan> {
         self.plan.as_ref()
@@ -258,7 +322,7 @@ impl Session {
 
     /// The next step: IO to carry out, a wait for outcomes, or the result. After `Done`, a
     /// poll is a typed error.
-    pub fn poll(&mut self, compactor: &mut Compactor) -> Result<Poll> {
+    pub fn poll<C: SessionCore + ?Sized>(&mut self, compactor: &mut C) -> Result<Poll> {
         loop {
             if !self.pending.is_empty() {
                 return Ok(Poll::Wait);
@@ -269,9 +333,10 @@ impl Session {
             }
             match self.step {
                 Step::Start => {
-                    let plan = compactor.plan_with_options(&self.messages, &self.options(None))?;
+                    let plan = compactor.plan(&self.messages, &self.options(None))?;
                     if !is_work(&plan) {
-                        self.done = Some(Managed::unchanged(&self.messages, plan));
+                        let messages = std::mem::take(&mut self.messages);
+                        self.done = Some(Managed::unchanged(messages, plan));
                         continue;
                     }
                     let compacting =
@@ -294,7 +359,7 @@ impl Session {
                 Step::Asking => unreachable!("the hook's reply moves the session on"),
                 Step::Writes => {
                     self.step = Step::Writing;
-                    let writes = self.start_writes();
+                    let writes = self.start_writes(compactor);
                     if !writes.is_empty() {
                         return Ok(Poll::Io(writes));
                     }
@@ -332,7 +397,12 @@ impl Session {
 
     /// Hands back the outcome of request `id`. An id that is not in flight, or a reply of the
     /// wrong kind, is a typed error (the session is unchanged).
-    pub fn handle(&mut self, compactor: &mut Compactor, id: u64, reply: Reply) -> Result<()> {
+    pub fn handle<C: SessionCore + ?Sized>(
+        &mut self,
+        compactor: &mut C,
+        id: u64,
+        reply: Reply,
+    ) -> Result<()> {
         let Some(pending) = self.pending.get(&id) else {
             return Err(Error::PlanMismatch {
                 action_id: None,
@@ -423,11 +493,16 @@ impl Session {
         PlanOptions {
             trigger: self.call.trigger,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n")),
+            overflow: self.call.overflow,
             ..PlanOptions::default()
         }
     }
 
-    fn decide(&mut self, compactor: &mut Compactor, decision: PreCompactDecision) -> Result<()> {
+    fn decide<C: SessionCore + ?Sized>(
+        &mut self,
+        compactor: &mut C,
+        decision: PreCompactDecision,
+    ) -> Result<()> {
         let plan = self.plan.as_ref().expect("a plan before the hook");
         if decision.cancel {
             // No deadlock: past the hard limit the next request would fail, so compaction runs.
@@ -454,18 +529,25 @@ impl Session {
             .custom_instructions
             .filter(|s| !s.trim().is_empty())
         {
-            self.plan = Some(
-                compactor.plan_with_options(&self.messages, &self.options(Some(&instructions)))?,
-            );
+            self.plan = Some(compactor.plan(&self.messages, &self.options(Some(&instructions)))?);
         }
         self.custom_summary = decision.custom_summary.filter(|s| !s.trim().is_empty());
         self.step = Step::Writes;
         Ok(())
     }
 
-    /// Every write of the plan, in one batch.
-    fn start_writes(&mut self) -> Vec<Io> {
-        let plan = self.plan.take().expect("a plan");
+    /// Every write of the plan, in one batch (a deferred transcript rendered now).
+    fn start_writes<C: SessionCore + ?Sized>(&mut self, compactor: &C) -> Vec<Io> {
+        let mut plan = self.plan.take().expect("a plan");
+        for action in &mut plan.actions {
+            if let Action::SaveTranscript(t) = action {
+                if t.json.is_empty() && t.markdown.is_empty() {
+                    let files = compactor.transcript(&self.messages, t.lossy_strategy);
+                    t.json = files.json;
+                    t.markdown = files.markdown;
+                }
+            }
+        }
         let mut ios = Vec::new();
         for action in &plan.actions {
             let writes = action.writes();
@@ -478,11 +560,16 @@ impl Session {
                 let pending = Pending::Write {
                     action: action.id().to_owned(),
                 };
+                let whole = matches!(
+                    action.store_edit(),
+                    Some(e) if matches!(e.replace, Replace::FileText { .. })
+                );
                 ios.push(self.io(
                     pending,
                     Request::Write {
                         path: path.to_owned(),
                         content: content.to_owned(),
+                        whole,
                     },
                 ));
             }
@@ -548,10 +635,10 @@ impl Session {
 }
 
 impl Managed {
-    fn unchanged(messages: &[Message], plan: Plan) -> Self {
+    fn unchanged(messages: Vec<Message>, plan: Plan) -> Self {
         let tokens = plan.tokens_before;
         Self {
-            messages: messages.to_vec(),
+            messages,
             events: Vec::new(),
             plan,
             cancelled: false,
@@ -563,7 +650,7 @@ impl Managed {
 }
 
 /// A plan that changes something: actions, or earlier compactions to replay.
-fn is_work(plan: &Plan) -> bool {
+pub(crate) fn is_work(plan: &Plan) -> bool {
     !plan.actions.is_empty() || plan.replayed.edits + plan.replayed.spans > 0
 }
 
@@ -607,6 +694,7 @@ impl Compactor {
                 Call {
                     trigger: TriggerKind::Manual,
                     instructions,
+                    overflow: None,
                 },
             ),
             host,
@@ -624,7 +712,7 @@ impl Compactor {
             };
             for io in ios {
                 let reply = match &io.request {
-                    Request::Write { path, content } => match host.write(path, content) {
+                    Request::Write { path, content, .. } => match host.write(path, content) {
                         Ok(()) => Reply::Done,
                         Err(error) => Reply::Failed { error },
                     },

@@ -441,6 +441,7 @@ fn requests_and_replies_cross_as_json() {
         request: Request::Write {
             path: "/p".into(),
             content: "c".into(),
+            whole: false,
         },
     };
     assert_eq!(

@@ -475,52 +475,63 @@ export class Compactor {
    * `prompt` (and `messages`) decode when first read, a transcript's `json` and `markdown`
    * render from `messages` when first read (the host reads them to write them). */
   #hydrate(planned: CorePlan, messages: readonly MessageLike[], refs: Refs = this.#held.refs): Plan {
-    const plan = JSON.parse(planned.json) as Plan;
-    for (const action of plan.actions) {
-      if (action.type === 'summarize') {
-        lazyPrompt(action.request, planned.prompt);
-        const continuation = action.request.continuation;
-        if (continuation) {
-          let built: MessageLike[] | undefined;
-          const tools = this.agentTools;
-          Object.defineProperties(continuation, {
-            messages: {
-              get: () => {
-                if (built) return built;
-                this.#sync(messages);
-                const prefix = decode<MessageLike[]>(this.#core.plannedPrefix(continuation.end), refs);
-                return (built = [...prefix, { role: 'user', content: continuation.instruction }]);
-              },
-              enumerable: false,
-              configurable: true,
-            },
-            ...(tools ? { tools: { value: tools, enumerable: false, configurable: true } } : {}),
-          });
-        }
-      }
-      // What the store gets is the app's original text (lone surrogates: see codec.ts), not the
-      // core's U+FFFD copy.
-      const edit = action as { path?: unknown; content?: unknown; replace?: { kind?: unknown } };
-      if (typeof edit.content === 'string' && typeof edit.path === 'string') edit.content = restoreStored(edit.path, edit.content, refs, edit.replace?.kind === 'file-text');
-      if (action.type !== 'save-transcript') continue;
-      const strategy = action.lossyStrategy;
-      type Files = { path: string; json: string; markdown: string };
-      let rendered: Files | undefined;
-      const render = (): Files => {
-        if (rendered) return rendered;
-        this.#sync(messages);
-        const files = JSON.parse(core(() => this.#core.transcript(undefined, strategy))) as Files;
-        if (files.path !== action.path) {
-          throw new CompactorError('plan_mismatch', `the conversation differs from the one planned (transcript ${action.path}): was it changed in place?`, { actionId: action.id });
-        }
-        return (rendered = { ...files, json: restoreStored(action.path, files.json, refs), markdown: restoreStored(action.readablePath, files.markdown, refs) });
-      };
-      Object.defineProperties(action, {
-        json: { get: () => render().json, enumerable: true, configurable: true },
-        markdown: { get: () => render().markdown, enumerable: true, configurable: true },
-      });
-    }
+    return this.#hydrated(JSON.parse(planned.json) as Plan, planned.prompt, messages, refs);
+  }
+
+  /** `#hydrate` of a parsed plan. `prompt`: its summary request's prompt as UTF-8, when the core
+   * sent it apart. `written`: files a session wrote, path → text, which a transcript's are. In
+   * `session`, the core's session holds `messages` (nothing is synced). */
+  #hydrated(plan: Plan, prompt: Uint8Array | undefined, messages: readonly MessageLike[], refs: Refs, written?: ReadonlyMap<string, string>, session = false): Plan {
+    for (const action of plan.actions) this.#hydrateAction(action, prompt, messages, refs, written, session);
     return plan;
+  }
+
+  #hydrateAction(action: Action, prompt: Uint8Array | undefined, messages: readonly MessageLike[], refs: Refs, written: ReadonlyMap<string, string> | undefined, session: boolean): void {
+    if (action.type === 'summarize') {
+      lazyPrompt(action.request, prompt);
+      const continuation = action.request.continuation;
+      if (continuation) {
+        let built: MessageLike[] | undefined;
+        const tools = this.agentTools;
+        Object.defineProperties(continuation, {
+          messages: {
+            get: () => {
+              if (built) return built;
+              if (!session) this.#sync(messages);
+              const prefix = decode<MessageLike[]>(this.#core.plannedPrefix(continuation.end), refs);
+              return (built = [...prefix, { role: 'user', content: continuation.instruction }]);
+            },
+            enumerable: false,
+            configurable: true,
+          },
+          ...(tools ? { tools: { value: tools, enumerable: false, configurable: true } } : {}),
+        });
+      }
+    }
+    // What the store gets is the app's original text (lone surrogates: see codec.ts), not the
+    // core's U+FFFD copy.
+    const edit = action as { path?: unknown; content?: unknown; replace?: { kind?: unknown } };
+    if (typeof edit.content === 'string' && typeof edit.path === 'string') edit.content = restoreStored(edit.path, edit.content, refs, edit.replace?.kind === 'file-text');
+    if (action.type !== 'save-transcript') return;
+    const strategy = action.lossyStrategy;
+    type Files = { path: string; json: string; markdown: string };
+    let rendered: Files | undefined;
+    const json = written?.get(action.path);
+    const markdown = written?.get(action.readablePath);
+    if (json !== undefined && markdown !== undefined) rendered = { path: action.path, json, markdown };
+    const render = (): Files => {
+      if (rendered) return rendered;
+      if (!session) this.#sync(messages);
+      const files = JSON.parse(core(() => this.#core.transcript(undefined, strategy))) as Files;
+      if (files.path !== action.path) {
+        throw new CompactorError('plan_mismatch', `the conversation differs from the one planned (transcript ${action.path}): was it changed in place?`, { actionId: action.id });
+      }
+      return (rendered = { ...files, json: restoreStored(action.path, files.json, refs), markdown: restoreStored(action.readablePath, files.markdown, refs) });
+    };
+    Object.defineProperties(action, {
+      json: { get: () => render().json, enumerable: true, configurable: true },
+      markdown: { get: () => render().markdown, enumerable: true, configurable: true },
+    });
   }
 
   /** Plans, executes against the store (and the summarizer), applies. Concurrent calls on one
@@ -635,121 +646,135 @@ export class Compactor {
     this.#stateDirty = false;
   }
 
+  /** One round of a call: a dry plan on the held conversation, and when it has work, the core's
+   * loop (`Session`, docs/LOOP.md) on every message as it is now. The host only carries out the
+   * loop's requests: store writes (in parallel), the summarizer, the `onPreCompact` hook. */
   async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: StoredState }> {
     this.#sync(messages);
-    let planned = this.#planCore(undefined, planOptions(options));
-    if (isWork(JSON.parse(planned.json) as Plan)) {
-      // Compacting: plan again on every message as it is now (see #sync).
-      this.#sync(messages, true);
-      planned = this.#planCore(undefined, planOptions(options));
-    }
-    let plan = this.#hydrate(planned, messages);
-    if (!isWork(plan)) {
-      const result: ManageResult<M> = { messages: [...messages], events: [], plan };
+    const planned = this.#planCore(undefined, planOptions(options));
+    if (!isWork(JSON.parse(planned.json) as Plan)) {
+      const result: ManageResult<M> = { messages: [...messages], events: [], plan: this.#hydrate(planned, messages) };
       return this.#persistState(result);
     }
-
-    let decision: PreCompactDecision = {};
-    let cancelOverridden = false;
-    const compacting = plan.trigger.tier2 || plan.trigger.tier3 || plan.trigger.manual;
-    if (compacting && this.#onPreCompact) {
-      decision = (await this.#onPreCompact({
-        trigger: options.trigger,
-        currentTokens: plan.tokensBefore,
-        targetTokens: plan.trigger.target,
-        messageCount: messages.length,
-        plan,
-      })) ?? {};
-      if (decision.cancel) {
-        // No deadlock: past the hard limit the next request would fail, so compaction runs.
-        // `tokensBefore` counts the conversation with the record replayed, which is what a
-        // cancel returns: the override is judged on the prompt that would be sent.
-        if (plan.tokensBefore <= plan.trigger.hardLimit) return { messages: this.#replayed(messages, plan), events: [], plan, cancelled: true };
-        cancelOverridden = true;
+    // Compacting: on every message as it is now (see #sync). The session holds the conversation.
+    this.#sync(messages, true);
+    const held = this.#held;
+    this.#held = { messages: [], marks: [], refs: new Map() };
+    const { refs } = held;
+    const written = new Map<string, string>();
+    core(() => this.#core.sessionStart(planOptions(options)));
+    let done: SessionDone;
+    for (;;) {
+      const step = JSON.parse(core(() => this.#core.sessionPoll())) as SessionStep;
+      if (step.type === 'done') {
+        done = step;
+        break;
       }
-      if (decision.customInstructions?.trim()) {
-        const instructions = [options.instructions, decision.customInstructions].filter(Boolean).join('\n');
-        this.#sync(messages);
-        planned = this.#planCore(undefined, planOptions({ ...options, instructions }));
-        plan = this.#hydrate(planned, messages);
-      }
+      if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
+      const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, messages, refs, written, options)] as const));
+      for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
     }
-    const outcomes = await this.#execute(plan, decision.customSummary);
-    const result: ManageResult<M> & { changed?: boolean; conflict?: StoredState } = this.#applyHeld<M>(messages, planned.json, plan, outcomes, stamp);
+    const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
+    if (done.cancelled) {
+      this.#held = held;
+      const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
+      const json = this.#core.takeResult();
+      return { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
+    }
+    const result: ManageResult<M> & { changed?: boolean; conflict?: StoredState } = done.changed
+      ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp)
+      : { messages: [...messages], events: [], plan };
+    this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
     result.changed = true;
     await this.#persistState(result);
-    return cancelOverridden ? { ...result, cancelOverridden } : result;
+    return done.cancelOverridden ? { ...result, cancelOverridden: true } : result;
   }
 
-  /** `messages` with the compaction record replayed: what a cancelled compaction returns, the
-   * prompt a long-lived compactor would send (a raw or fresh-object history keeps its earlier
-   * summaries and edits). Nothing new is applied and no state changes. */
-  #replayed<M extends MessageLike>(messages: readonly M[], plan: Plan): M[] {
-    if (plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0) return [...messages];
-    // `onPreCompact` may have planned something else meanwhile (`plan` syncs).
-    this.#sync(messages);
-    return decode<M[]>(core(() => this.#core.plannedPrefix(0xffff_ffff)), this.#held.refs);
+  /** Carries out one request of the core's loop and says how it went. */
+  async #carryOut(io: SessionIo, plan: Plan | undefined, messages: readonly MessageLike[], refs: Refs, written: Map<string, string>, options: RunOptions): Promise<SessionReply> {
+    const request = io.request;
+    switch (request.type) {
+      case 'write': {
+        // What the store gets is the app's original text (lone surrogates: see codec.ts).
+        const content = restoreStored(request.path, request.content, refs, request.whole === true);
+        written.set(request.path, content);
+        // Already written by this call (a run again after a lost save): the same file.
+        if (this.#written?.get(request.path) === content) return { type: 'done' };
+        try {
+          await this.#io.write(request.path, content);
+          this.#written?.set(request.path, content);
+          return { type: 'done' };
+        } catch (error) {
+          return { type: 'failed', error: errorMessage(error) };
+        }
+      }
+      case 'summarize': {
+        // The action as the plan holds it (the request carries the action's fields).
+        const action: SummarizeAction = { ...request.summary, type: 'summarize' };
+        this.#hydrateAction(action, undefined, messages, refs, written, true);
+        const outcome = await this.#summaryOnce(action);
+        return outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
+      }
+      case 'ask': {
+        if (!this.#onPreCompact) return { type: 'decision' };
+        const context = request.preCompact;
+        const decision = (await this.#onPreCompact({
+          trigger: options.trigger,
+          currentTokens: context.currentTokens,
+          targetTokens: context.targetTokens,
+          messageCount: context.messageCount,
+          plan: this.#hydrated(plan!, undefined, messages, refs, written, true),
+        })) ?? {};
+        return { type: 'decision', ...decision };
+      }
+    }
   }
 
-  /** Runs the plan: every store write (failures become outcomes, never exceptions), then the
-   * summary — only once its transcript is stored, so no LLM call is wasted on a summary that
-   * could not be applied. */
-  async #execute(plan: Plan, customSummary: string | undefined): Promise<Outcome[]> {
-    const writes = await Promise.all(
+  /** Runs the store writes of an offload-only plan (failures become outcomes). */
+  async #writeAll(plan: Plan): Promise<Outcome[]> {
+    return Promise.all(
       plan.actions.filter((a) => writesOf(a).length > 0).map(async (action): Promise<Outcome> => {
         try {
-          for (const [path, content] of writesOf(action)) {
-            // Already written by this call (a run again after a lost save): the same file.
-            if (this.#written?.get(path) === content) continue;
-            await this.#io.write(path, content);
-            this.#written?.set(path, content);
-          }
+          for (const [path, content] of writesOf(action)) await this.#io.write(path, content);
           return { type: 'written', id: action.id };
         } catch (error) {
           return { type: 'failed', id: action.id, error: errorMessage(error) };
         }
       }),
     );
-    const outcomes = [...writes];
-    for (const action of plan.actions) {
-      if (action.type !== 'summarize') continue;
-      const transcript = writes.find((o) => o.id === action.transcript);
-      if (transcript?.type !== 'written') continue;
-      outcomes.push(await this.#summaryOnce(action, customSummary));
-    }
-    return outcomes;
   }
 
   /** `#summary`, once per prompt within a call (see `#summaries`), and with `statePath` once
    * per span across the requests of the conversation (a lease beside the state). */
-  async #summaryOnce(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
+  async #summaryOnce(action: SummarizeAction): Promise<Outcome> {
     const done = this.#summaries?.get(action.request.prompt);
     if (done !== undefined) return { type: 'summarized', id: action.id, text: done };
-    const outcome = await this.#summaryLeased(action, customSummary);
+    const outcome = await this.#summaryLeased(action);
     if (outcome.type === 'summarized') this.#summaries?.set(action.request.prompt, outcome.text);
     return outcome;
   }
 
   /** With `statePath` and a summarizer, two requests racing on one span (a double submit, a
    * retry, two tabs) ask the summarizer once: see `leasedSummary` in state.ts. */
-  async #summaryLeased(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
-    if (!this.#statePath || !this.#summarize || customSummary?.trim()) return this.#summary(action, customSummary);
+  async #summaryLeased(action: SummarizeAction): Promise<Outcome> {
+    if (!this.#statePath || !this.#summarize) return this.#summary(action);
     let outcome: Outcome | undefined;
     const shared = await leasedSummary(
       this.#io,
       leasePath(this.#statePath, action.request.prompt),
       async () => {
-        outcome = await this.#summary(action, customSummary);
+        outcome = await this.#summary(action);
         return outcome.type === 'summarized' ? { ok: true, text: outcome.text } : { ok: false };
       },
       { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs },
     );
     if (shared.shared && shared.text !== undefined) return { type: 'summarized', id: action.id, text: shared.text };
-    return outcome ?? (await this.#summary(action, customSummary));
+    return outcome ?? (await this.#summary(action));
   }
 
-  async #summary(action: SummarizeAction, customSummary: string | undefined): Promise<Outcome> {
-    if (customSummary?.trim()) return { type: 'summarized', id: action.id, text: customSummary };
+  /** The summarizer's answer within `summarizeTimeoutMs`; a failure in its words (the core
+   * says `summarizer failed: ...` in the event). */
+  async #summary(action: SummarizeAction): Promise<Outcome> {
     if (!this.#summarize) return { type: 'failed', id: action.id, error: 'no summarizer configured (options.summarize)' };
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -765,37 +790,27 @@ export class Compactor {
       if (typeof text !== 'string') throw new TypeError(`summarize returned ${typeof text}, not a string`);
       return { type: 'summarized', id: action.id, text };
     } catch (error) {
-      return { type: 'failed', id: action.id, error: `summarizer failed: ${errorMessage(error)}` };
+      return { type: 'failed', id: action.id, error: errorMessage(error) };
     } finally {
       clearTimeout(timer);
     }
   }
 
-  /** Applies to the held conversation (synced to `messages` first: another call may have
-   * synced something else while the plan ran), which then holds the result. */
-  #applyHeld<M extends MessageLike>(messages: readonly M[], planJson: string, plan: Plan, outcomes: Outcome[], stamp: Stamp): ManageResult<M> {
-    this.#sync(messages);
-    const { refs } = this.#held;
-    this.#held = { messages: [], marks: [], refs: new Map() };
-    const result = this.#applied<M>(core(() => this.#core.apply(undefined, planJson, stringify(outcomes))), refs, plan, stamp);
-    this.#held = { messages: [...result.messages], marks: result.messages.map(mark), refs };
-    return result;
-  }
-
   #apply<M extends MessageLike>(encoded: Encoded, planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
-    return this.#applied<M>(core(() => this.#core.apply(encoded.json, planJson, stringify(outcomes))), encoded.refs, plan);
+    const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(core(() => this.#core.apply(encoded.json, planJson, stringify(outcomes))), encoded.refs);
+    return this.#applied<M>(applied.messages, applied.events, plan);
   }
 
-  #applied<M extends MessageLike>(appliedJson: string, refs: Refs, plan: Plan, stamp: Stamp = {}): ManageResult<M> {
-    const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(appliedJson, refs);
-    if (applied.events.length > 0) this.#stateDirty = true;
-    for (const event of applied.events) {
+  /** The result of an apply: events stamped with the call and told to `onEvent`. */
+  #applied<M extends MessageLike>(messages: M[], events: CompactionEvent[], plan: Plan, stamp: Stamp = {}): ManageResult<M> {
+    if (events.length > 0) this.#stateDirty = true;
+    for (const event of events) {
       if (stamp.call !== undefined) event.call = stamp.call;
       if (stamp.stepNumber !== undefined) event.stepNumber = stamp.stepNumber;
       if (stamp.overflow !== undefined) event.overflow = { ...stamp.overflow };
       this.#onEvent?.(event);
     }
-    return { messages: applied.messages, events: applied.events, plan };
+    return { messages, events, plan };
   }
 
   /**
@@ -899,7 +914,7 @@ export class Compactor {
     const planned = this.#planCore(encoded.json, JSON.stringify({ offloadOnly: true }));
     const plan = this.#hydrate(planned, messages, encoded.refs);
     if (plan.actions.length === 0) return output;
-    const result = this.#apply<MessageLike>(encoded, planned.json, plan, await this.#execute(plan, undefined));
+    const result = this.#apply<MessageLike>(encoded, planned.json, plan, await this.#writeAll(plan));
     if (!result.events.some((e) => e.status === 'applied')) return output;
     const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
     return part.output.type === 'text' ? String(part.output.value) : output;
@@ -996,6 +1011,36 @@ export class Compactor {
   }
 }
 
+/** One IO request of the core's loop (`sessionPoll`; docs/LOOP.md). */
+interface SessionIo {
+  id: number;
+  request:
+    | { type: 'write'; path: string; content: string; whole?: boolean }
+    | { type: 'summarize'; summary: SummarizeAction }
+    | { type: 'ask'; preCompact: { trigger: 'auto' | 'manual'; currentTokens: number; targetTokens: number; messageCount: number } };
+}
+
+/** The end of a call of the core's loop: `messages` absent when the conversation is as given. */
+interface SessionDone {
+  type: 'done';
+  /** The messages differ from the ones given (`takeResult` has them). */
+  changed: boolean;
+  events: CompactionEvent[];
+  plan: Plan;
+  cancelled: boolean;
+  cancelOverridden: boolean;
+  tokensBefore: number;
+  tokensAfter: number;
+}
+
+type SessionStep = { type: 'io'; ios: SessionIo[]; plan?: Plan } | { type: 'wait' } | SessionDone;
+
+type SessionReply =
+  | { type: 'done' }
+  | { type: 'text'; text: string }
+  | ({ type: 'decision' } & PreCompactDecision)
+  | { type: 'failed'; error: string };
+
 /** A plan as the core hands it over: its JSON, and its summary request's prompt as UTF-8. */
 interface CorePlan {
   json: string;
@@ -1008,12 +1053,12 @@ const utf8 = new TextDecoder();
  * core's UTF-8 `bytes`, decoded when first read: a plan that is only looked at (a dry run, a
  * re-plan under way) never pays for the span it would send. Both stay plain enumerable
  * properties to a reader (JSON, spread, structuredClone) and can be set. */
-function lazyPrompt(request: SummaryRequest, bytes: Uint8Array): void {
-  let prompt: string | undefined;
+function lazyPrompt(request: SummaryRequest, bytes: Uint8Array | undefined): void {
+  let prompt: string | undefined = bytes === undefined ? request.prompt : undefined;
   let messages: SummaryRequest['messages'] | undefined;
   Object.defineProperties(request, {
     prompt: {
-      get: () => (prompt ??= utf8.decode(bytes)),
+      get: () => (prompt ??= utf8.decode(bytes!)),
       set: (value: string) => { prompt = value; },
       enumerable: true,
       configurable: true,

@@ -10,9 +10,11 @@ use std::borrow::Cow;
 
 use crate::loop_context::{Iteration, LoopConfig, LoopContext};
 use crate::message::CallIds;
+use crate::plan::{Applied, Event, SaveTranscript};
+use crate::session::is_work;
 use crate::{
-    parse_messages, parse_messages_at, Action, Compactor, Config, Error, Message, Outcome, Plan,
-    PlanOptions, Result, State, Strategy,
+    parse_messages, parse_messages_at, Action, Call, Compactor, Config, Error, Io, Message,
+    Outcome, Plan, PlanOptions, Poll, Reply, Result, Session, SessionCore, State, Strategy,
 };
 
 /// The error as a JSON object: its fields (`code`, and `field`, `index`, ... by kind) and the
@@ -160,8 +162,75 @@ pub(crate) struct HeldCompactor {
     memo: std::sync::Mutex<crate::memo::Memo>,
     /// The summary request's prompt that the last plan left apart (see [`HeldCompactor::plan`]).
     prompt: std::sync::Mutex<String>,
+    /// The messages (JSON) of the last session's result, left apart (see `session_poll`).
+    result: String,
     /// The last plans made, as JSON and as made, newest last (see [`HeldCompactor::apply`]).
     plans: std::sync::Mutex<std::collections::VecDeque<(String, Plan)>>,
+    /// The `manage` / `compact` call under way on the held conversation, which it holds until
+    /// it is done (see [`HeldCompactor::session_start`]).
+    session: Option<Session>,
+}
+
+/// The held compactor as a session sees it: plans learn into the memo, transcripts are
+/// rendered when written, and an apply forgets what was learned.
+struct Held<'a> {
+    inner: &'a mut Compactor,
+    memo: &'a mut crate::memo::Memo,
+}
+
+impl SessionCore for Held<'_> {
+    fn plan(&mut self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
+        let options = PlanOptions {
+            defer_transcript: true,
+            ..options.clone()
+        };
+        self.inner.plan_held(messages, &options, self.memo)
+    }
+    fn apply(
+        &mut self,
+        messages: Vec<Message>,
+        plan: &Plan,
+        outcomes: &[Outcome],
+    ) -> Result<Applied> {
+        let applied = self.inner.apply(messages, plan, outcomes)?;
+        self.memo.rescaled();
+        self.memo.truncate(0);
+        Ok(applied)
+    }
+    fn replay<'a>(&self, messages: &'a [Message]) -> Cow<'a, [Message]> {
+        self.inner.replay(messages)
+    }
+    fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
+        self.inner.transcript(messages, strategy)
+    }
+}
+
+/// What [`HeldCompactor::session_poll`] hands the host.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+enum SessionPoll<'a> {
+    /// Carry these out and hand each outcome back; `plan` is the plan an `ask` shows the hook.
+    Io {
+        ios: Vec<Io>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        plan: Option<&'a Plan>,
+    },
+    Wait,
+    /// The call is over. `messages` is absent when the conversation is as given (the host has
+    /// it); the plan crosses without its bulk, as [`HeldCompactor::plan`]'s does.
+    #[serde(rename_all = "camelCase")]
+    Done {
+        /// The conversation differs from the one given (applied, or a cancel that replayed).
+        changed: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        messages: Option<&'a [Message]>,
+        events: &'a [Event],
+        plan: &'a Plan,
+        cancelled: bool,
+        cancel_overridden: bool,
+        tokens_before: u32,
+        tokens_after: u32,
+    },
 }
 
 /// How many of its latest plans a compactor can apply (a host applies the plan it just made;
@@ -181,7 +250,9 @@ impl HeldCompactor {
             calls: CallIds::default(),
             memo: std::sync::Mutex::new(crate::memo::Memo::held()),
             prompt: std::sync::Mutex::default(),
+            result: String::new(),
             plans: std::sync::Mutex::default(),
+            session: None,
         })
     }
 
@@ -192,10 +263,19 @@ impl HeldCompactor {
         }
     }
 
+    /// The conversation a plan's bulk is rendered from (continuations, transcripts): the
+    /// session's while one is under way, else the held one.
+    fn planned(&self) -> &[Message] {
+        match &self.session {
+            Some(session) => session.messages(),
+            None => &self.held,
+        }
+    }
+
     /// Messages `[0, end)` of the held conversation as planned (the compaction record replayed
     /// onto it): the prefix of a summary request's continuation.
     pub(crate) fn planned_prefix(&self, end: u32) -> String {
-        let planned = self.inner.replay(&self.held);
+        let planned = self.inner.replay(self.planned());
         let end = (end as usize).min(planned.len());
         to_json(&planned[..end])
     }
@@ -302,7 +382,10 @@ impl HeldCompactor {
     /// The transcript (`{id, path, readablePath, json, markdown, messages}`) that a lossy action
     /// of `strategy` (`summarize`, `truncate`, `importance`) saves for the messages.
     pub(crate) fn transcript(&self, messages_json: Option<&str>, strategy: &str) -> Result<String> {
-        let messages = self.messages(messages_json)?;
+        let messages: Cow<'_, [Message]> = match messages_json {
+            Some(json) => parse_messages(json)?.into(),
+            None => self.planned().into(),
+        };
         let strategy: Strategy = parse("strategy", &to_json(&strategy))?;
         Ok(to_json(&self.inner.transcript(&messages, strategy)))
     }
@@ -333,6 +416,148 @@ impl HeldCompactor {
             self.calls = CallIds::default();
         }
         Ok(json)
+    }
+
+    /// Starts a `manage` (`{"trigger": "auto"}`) or `compact` (`{"trigger": "manual",
+    /// "instructions"}`) call on the held conversation, `{"overflow": {reportedTokens, limit}}`
+    /// after a provider's overflow: the core's loop (`Session`), which the host drives with
+    /// [`HeldCompactor::session_poll`] and [`HeldCompactor::session_handle`]. The session holds
+    /// the conversation until it is done; a call still under way is abandoned.
+    pub(crate) fn session_start(&mut self, options_json: Option<&str>) -> Result<()> {
+        let call: Call = match options_json {
+            Some(json) => {
+                crate::config::deserialize(parse::<serde_json::Value>("session options", json)?)?
+            }
+            None => Call::default(),
+        };
+        self.session_end();
+        let messages = std::mem::take(&mut self.held);
+        self.session = Some(Session::new(messages, call));
+        Ok(())
+    }
+
+    /// Ends the session under way, if any: the held conversation is the one it was given.
+    fn session_end(&mut self) {
+        if let Some(mut session) = self.session.take() {
+            if self.held.is_empty() {
+                self.held = session.take_input();
+            }
+            self.memo
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .truncate(0);
+        }
+    }
+
+    /// The session's next step as JSON: `{"type": "io", "ios": [{id, request}], "plan"?}`,
+    /// `{"type": "wait"}`, or `{"type": "done", "messages"?, "events", "plan", "cancelled",
+    /// "cancelOverridden", "tokensBefore", "tokensAfter"}` (then the held conversation is the
+    /// result). With `apart`, a done plan's summary prompt waits for `take_prompt` and the
+    /// changed messages for `take_result` (a host decodes them on their own).
+    pub(crate) fn session_poll(&mut self, apart: bool) -> Result<String> {
+        let Some(session) = self.session.as_mut() else {
+            return Err(Error::PlanMismatch {
+                action_id: None,
+                message: "session: no manage or compact call under way (start one first)".into(),
+            });
+        };
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut core = Held {
+            inner: &mut self.inner,
+            memo,
+        };
+        let polled = match session.poll(&mut core) {
+            Ok(polled) => polled,
+            Err(error) => {
+                self.session_end();
+                return Err(error);
+            }
+        };
+        match polled {
+            Poll::Wait => Ok(to_json(&SessionPoll::Wait)),
+            Poll::Io(mut ios) => {
+                for io in &mut ios {
+                    if let crate::Request::Summarize { summary } = &mut io.request {
+                        summary.request.messages.clear();
+                    }
+                }
+                let asks = ios
+                    .iter()
+                    .any(|io| matches!(io.request, crate::Request::Ask { .. }));
+                let plan = if asks {
+                    session
+                        .plan()
+                        .map(|plan| stripped(&self.prompt, plan.clone(), false))
+                } else {
+                    None
+                };
+                Ok(to_json(&SessionPoll::Io {
+                    ios,
+                    plan: plan.as_ref(),
+                }))
+            }
+            Poll::Done(managed) => {
+                let mut session = self.session.take().expect("a session");
+                let changed = !managed.cancelled && is_work(&managed.plan);
+                let plan = stripped(&self.prompt, managed.plan, apart);
+                let changed = changed || managed.cancelled;
+                self.result.clear();
+                if changed && apart {
+                    self.result = to_json(&managed.messages);
+                }
+                let json = to_json(&SessionPoll::Done {
+                    changed,
+                    messages: (changed && !apart).then_some(&managed.messages[..]),
+                    events: &managed.events,
+                    plan: &plan,
+                    cancelled: managed.cancelled,
+                    cancel_overridden: managed.cancel_overridden,
+                    tokens_before: managed.tokens_before,
+                    tokens_after: managed.tokens_after,
+                });
+                if managed.cancelled {
+                    self.held = session.take_input();
+                } else {
+                    self.held = managed.messages;
+                }
+                if changed {
+                    self.calls = CallIds::default();
+                }
+                Ok(json)
+            }
+        }
+    }
+
+    /// The messages of the last session's result as JSON (`session_poll` with `apart`), once.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn take_result(&mut self) -> String {
+        std::mem::take(&mut self.result)
+    }
+
+    /// Hands back the outcome (`reply_json`: `{"type": "done"}`, `{"type": "text", "text"}`,
+    /// `{"type": "decision", "cancel"?, "customInstructions"?, "customSummary"?}` or
+    /// `{"type": "failed", "error"}`) of the session's request `id`.
+    pub(crate) fn session_handle(&mut self, id: u64, reply_json: &str) -> Result<()> {
+        let reply = reply(reply_json)?;
+        let Some(session) = self.session.as_mut() else {
+            return Err(Error::PlanMismatch {
+                action_id: None,
+                message: format!("reply to request {id}: no manage or compact call under way"),
+            });
+        };
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut core = Held {
+            inner: &mut self.inner,
+            memo,
+        };
+        let handled = session.handle(&mut core, id, reply);
+        if let Err(Error::PlanMismatch { .. }) = handled {
+            return handled;
+        }
+        if handled.is_err() {
+            self.session_end();
+        }
+        handled
     }
 
     /// `{tokens, window, fraction}` as JSON.
@@ -372,6 +597,65 @@ impl HeldCompactor {
     pub(crate) fn model(&self) -> String {
         to_json(self.inner.model())
     }
+}
+
+/// `parse_overflow` of the texts an error carries, as JSON (`null`: not an overflow).
+pub(crate) fn parse_overflow(texts: &[String], status: Option<u16>) -> String {
+    to_json(&crate::parse_overflow(texts, status))
+}
+
+/// A session's reply from its JSON (by hand from a `Value`: the derived deserializer of the
+/// tagged, flattened [`Reply`] would add to the wasm core what `Value` already does).
+fn reply(json: &str) -> Result<Reply> {
+    let value: serde_json::Value = parse("reply", json)?;
+    let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    let bad = |message: String| Error::PlanMismatch {
+        action_id: None,
+        message: format!("reply: {message}"),
+    };
+    match value.get("type").and_then(|t| t.as_str()) {
+        Some("done") => Ok(Reply::Done),
+        Some("text") => text("text")
+            .map(|text| Reply::Text { text })
+            .ok_or_else(|| bad("a text reply needs \"text\", a string".into())),
+        Some("failed") => Ok(Reply::Failed {
+            error: text("error").unwrap_or_else(|| "failed".into()),
+        }),
+        Some("decision") => Ok(Reply::Decision {
+            decision: crate::PreCompactDecision {
+                cancel: value.get("cancel").and_then(|v| v.as_bool()) == Some(true),
+                custom_instructions: text("customInstructions"),
+                custom_summary: text("customSummary"),
+            },
+        }),
+        other => Err(bad(format!(
+            "type {}: expected done, text, decision or failed",
+            other.map_or_else(|| "missing".to_owned(), |t| format!("\"{t}\""))
+        ))),
+    }
+}
+
+/// A plan as it crosses to the host: transcripts without their files, a summary request
+/// without its messages and, with `prompt_apart`, without its prompt (see `plan`).
+fn stripped(prompt: &std::sync::Mutex<String>, mut plan: Plan, prompt_apart: bool) -> Plan {
+    let mut prompt = prompt.lock().unwrap_or_else(|e| e.into_inner());
+    prompt.clear();
+    for action in &mut plan.actions {
+        match action {
+            Action::Summarize(s) => {
+                s.request.messages.clear();
+                if prompt_apart {
+                    *prompt = std::mem::take(&mut s.request.prompt);
+                }
+            }
+            Action::SaveTranscript(t) => {
+                t.json.clear();
+                t.markdown.clear();
+            }
+            _ => {}
+        }
+    }
+    plan
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from .errors import (
     MalformedJsonError,
     PlanMismatchError,
 )
+from .overflow import is_overflow_error, parse_overflow
 from .stores import FileStore, LocalStore, MemoryStore, check_path
 from .tokenizers import is_encoding_loaded, load_encoding, load_tokenizer
 from .tools import RecoveryTool, grep, ls, read_file, recovery_tools
@@ -143,6 +144,8 @@ __all__ = [
     "count_tokens",
     "grep",
     "load_state",
+    "parse_overflow",
+    "is_overflow_error",
     "loop",
     "ls",
     "read_file",

@@ -34,6 +34,7 @@ from typing import (
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
+from .overflow import parse_overflow
 from .stores import FileStore, MemoryStore, check_path
 from .tools import RecoveryTool, recovery_tools
 
@@ -139,6 +140,13 @@ class ManageResult:
     """The plan that ran."""
     state_error: Optional[str] = None
     """With ``state_path``: why the state could not be saved (the compaction stands)."""
+    cancelled: bool = False
+    """``on_pre_compact`` cancelled: nothing new was applied; ``messages`` are the input with
+    the recorded compactions replayed (the input itself when there are none)."""
+    cancel_overridden: bool = False
+    """``on_pre_compact`` cancelled past the hard limit, so the compaction ran anyway."""
+    overflow: Optional[Dict[str, Any]] = None
+    """From ``recover``: what the provider's overflow error said (``parse_overflow``)."""
 
 
 @dataclass
@@ -162,7 +170,12 @@ class Compactor:
     - ``state``: a state saved from ``state()`` (stats, calibration, compaction record);
     - ``state_path``: keep the state in ``store`` at this path, loaded now and saved after
       every call that changed it;
-    - ``on_event``: called with every compaction event, in order.
+    - ``on_event``: called with every compaction event, in order;
+    - ``on_pre_compact``: called (sync or async) before tier 2 or 3 or a manual compaction
+      runs, with ``{trigger, current_tokens, target_tokens, message_count, plan}``; may return
+      ``{"cancel": True}`` (overridden past the hard limit), ``{"custom_instructions": str}``
+      (added to the summary's instructions) or ``{"custom_summary": str}`` (used as the
+      summary), or None.
     """
 
     def __init__(
@@ -175,6 +188,7 @@ class Compactor:
         state: Optional[Mapping[str, Any]] = None,
         state_path: Optional[str] = None,
         on_event: Optional[Callable[[Event], None]] = None,
+        on_pre_compact: Optional[Callable[[Dict[str, Any]], Any]] = None,
         **options: Any,
     ) -> None:
         if config is not None and not isinstance(config, Mapping):
@@ -225,6 +239,11 @@ class Compactor:
         self._summarize = summarize
         self._summarize_timeout = float(summarize_timeout)
         self._on_event = on_event
+        if on_pre_compact is not None and not callable(on_pre_compact):
+            raise InvalidConfigError(
+                "invalid_config", "on_pre_compact must be callable", {"field": "on_pre_compact"}
+            )
+        self._on_pre_compact = on_pre_compact
         self._state_path = None if state_path is None else check_path(state_path)
         if self._state_path is not None and state is None:
             state = load_state(store, self._state_path)
@@ -326,6 +345,29 @@ class Compactor:
         async with self._async_lock():
             return await self._run_async(self._run(messages, "manual", instructions))
 
+    def recover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
+        """Recovers from a provider's "prompt too long" error: ``messages`` is the prompt the
+        provider refused, ``error`` what it raised. The provider's count (when the error gives
+        one) goes to calibration, then the conversation is compacted harder than ``manage``
+        would (as if at the provider's count, against its limit, always below the target) and
+        returned for the retry; each event carries ``overflow``. An error that is not an
+        overflow is raised again unchanged; an overflow with nothing left to compact is a
+        ``CompactorError`` with code ``context_overflow``. The LangChain middleware calls this
+        for you."""
+        info = parse_overflow(error)
+        if info is None:
+            raise error
+        with self._lock:
+            return _run_sync(self._recover(messages, error, info, attempt))
+
+    async def arecover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
+        """``recover`` for async code."""
+        info = parse_overflow(error)
+        if info is None:
+            raise error
+        async with self._async_lock():
+            return await self._run_async(self._recover(messages, error, info, attempt))
+
     def save_state(self, path: Optional[str] = None) -> None:
         """Writes the state to the store; ``load_state(store, path)`` reads it back."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
@@ -368,24 +410,42 @@ class Compactor:
     # -----------------------------------------------------------------------------------------
     # The run: one generator, its IO yielded as effects.
 
-    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str]) -> _Steps[ManageResult]:
+    def _recover(self, messages: Sequence[Message], error: BaseException, info: Dict[str, Any], attempt: int) -> _Steps[ManageResult]:
+        reported = info.get("reportedTokens")
+        if isinstance(reported, int):
+            self._sync(messages)
+            self._core.call("observe-usage", int(self._core.call("count-raw", None)), reported)
+            self._state_dirty = True
+        result = yield from self._run(messages, "auto", None, overflow={**info, "attempt": attempt})
+        if not any(e.get("status") in ("applied", "fallback") for e in result.events):
+            raise CompactorError(
+                "context_overflow",
+                f"the provider refused the prompt as too long ({info['message'][:200]}) and nothing is left to compact",
+                {k: v for k, v in (("provider", info["provider"]), ("reportedTokens", info.get("reportedTokens")), ("limit", info.get("limit")), ("attempts", attempt)) if v is not None},
+            ) from error
+        result.overflow = info
+        return result
+
+    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Dict[str, Any]] = None) -> _Steps[ManageResult]:
         self._calls += 1
         call = self._calls
         messages = self._rebase(input)
         self._sync(messages)
-        plan_json = self._core_plan(trigger, instructions)
-        if _is_work(json.loads(plan_json)):
-            # Compacting: plan again on every message as it is now (an edit in place that
-            # kept every size would otherwise be planned stale).
-            self._sync(messages, fresh=True)
-            plan_json = self._core_plan(trigger, instructions)
-        plan = self._hydrate(plan_json, messages)
-        if not _is_work(plan):
-            result = ManageResult(list(messages), [], plan)
+        core_options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions}
+        if overflow is not None:
+            core_options["overflow"] = {"reportedTokens": overflow.get("reportedTokens"), "limit": overflow.get("limit")}
+        options = dumps(core_options)
+        plan_json = str(self._core.call("plan", None, options))
+        dry: Plan = json.loads(plan_json)
+        if not _is_work(dry):
+            result = ManageResult(list(messages), [], self._hydrate(plan_json, messages))
         else:
-            outcomes = yield from self._execute(plan, messages=messages)
-            result = self._apply_held(messages, plan_json, plan, outcomes, call)
-            self._last = (list(input), [_mark(m) for m in input], result.messages)
+            # Compacting: the core's loop (docs/LOOP.md) on every message as it is now (an edit
+            # in place that kept every size would otherwise be planned stale).
+            self._sync(messages, fresh=True)
+            result = yield from self._session(messages, options, dry, trigger, call, overflow)
+            if result.cancelled is False:
+                self._last = (list(input), [_mark(m) for m in input], result.messages)
         self._last_raw = int(self._core.call("count-raw", None))
         if self._state_path is not None and self._state_dirty:
             try:
@@ -393,6 +453,90 @@ class Compactor:
             except Exception as e:  # the compaction stands; the next call retries the save
                 result.state_error = f"state not saved to {self._state_path}: {e}"
         return result
+
+    def _session(
+        self, messages: Sequence[Message], options: str, dry: Plan, trigger: str, call: int, overflow: Optional[Dict[str, Any]] = None
+    ) -> _Steps[ManageResult]:
+        """Drives the core's loop: carries out its requests (store writes, the summarizer, the
+        ``on_pre_compact`` hook) and hands back each outcome, until it is done."""
+        held = self._held
+        self._held = _Held()  # the session holds the conversation
+        refs = held.refs
+        # The actions as planned (what a write's content is for: ``_app_json``), by path.
+        by_path = {a["path"]: a for a in dry["actions"] if isinstance(a.get("path"), str)}
+        self._core.call("session-start", options)
+        while True:
+            step = json.loads(self._core.call("session-poll"))
+            if step["type"] == "done":
+                break
+            if step["type"] != "io":
+                raise CompactorError("internal", "session: waiting with no request out")
+            for io in step["ios"]:
+                reply = yield from self._carry_out(io["request"], step.get("plan"), messages, refs, by_path, trigger)
+                self._core.call("session-handle", io["id"], dumps(reply))
+        plan = self._hydrated(step["plan"], messages, refs)
+        if step["cancelled"]:
+            self._held = held
+            replayed = plan.get("replayed") or {}
+            if replayed.get("edits", 0) + replayed.get("spans", 0) == 0:
+                return ManageResult(list(messages), [], plan, cancelled=True)
+            return ManageResult(_as_given(decode(dumps(step["messages"]), refs), messages), [], plan, cancelled=True)
+        if not step["changed"]:
+            self._held = held
+            return ManageResult(list(messages), [], plan, cancelled=False)
+        out = _as_given(decode(dumps(step["messages"]), refs), messages)
+        self._held = _Held(list(out), [_mark(m) for m in out], refs)
+        events: List[Event] = step["events"]
+        if events:
+            self._state_dirty = True
+        for event in events:
+            event["call"] = call
+            if overflow is not None:
+                event["overflow"] = dict(overflow)
+            if self._on_event is not None:
+                self._on_event(event)
+        return ManageResult(out, events, plan, cancelled=False, cancel_overridden=bool(step["cancelOverridden"]))
+
+    def _carry_out(
+        self, request: Dict[str, Any], plan: Optional[Plan], messages: Sequence[Message], refs: Refs, by_path: Dict[str, Any], trigger: str
+    ) -> _Steps[Dict[str, Any]]:
+        """One request of the core's loop, and how it went (never an exception, but a hook's)."""
+        kind = request["type"]
+        if kind == "write":
+            path = request["path"]
+            action = by_path.get(path)
+            content = request["content"] if action is None else _app_json(action, messages, request["content"])
+            try:
+                yield ("write", self.store, path, storable(content, refs))
+                return {"type": "done"}
+            except Exception as e:
+                return {"type": "failed", "error": _message(e)}
+        if kind == "summarize":
+            summary_request = request["summary"]["request"]
+            summary_request["messages"] = [{"role": "user", "content": summary_request["prompt"]}]
+            if self._summarize is None:
+                return {"type": "failed", "error": "no summarizer configured (summarize=)"}
+            try:
+                text = yield ("summarize", self._summarize, summary_request, self._summarize_timeout)
+                if not isinstance(text, str):
+                    raise TypeError(f"summarize returned {type(text).__name__}, not a str")
+                return {"type": "text", "text": text}
+            except Exception as e:
+                return {"type": "failed", "error": _message(e)}
+        if kind == "ask":
+            if self._on_pre_compact is None:
+                return {"type": "decision"}
+            ask = request["preCompact"]
+            context = {
+                "trigger": trigger,
+                "current_tokens": ask["currentTokens"],
+                "target_tokens": ask["targetTokens"],
+                "message_count": ask["messageCount"],
+                "plan": self._hydrated(plan or {"actions": []}, messages, refs, session=True),
+            }
+            decision = yield ("ask", self._on_pre_compact, context)
+            return {"type": "decision", **_decision(decision)}
+        raise CompactorError("internal", f"session: unknown request {kind!r}")
 
     def _offload(self, tool_name: str, tool_call_id: str, output: T) -> _Steps[Union[T, str]]:
         if output is None:
@@ -408,20 +552,18 @@ class Compactor:
         plan: Plan = decode(plan_json, refs)
         if not plan["actions"]:
             return output
-        outcomes = yield from self._execute(plan, refs, messages)
+        outcomes = yield from self._write_all(plan, refs, messages)
         applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
         if not any(e["status"] == "applied" for e in applied["events"]):
             return output
         part = applied["messages"][1]["content"][0]["output"]
         return str(part["value"]) if part["type"] == "text" else output
 
-    def _execute(self, plan: Plan, refs: Optional[Refs] = None, messages: Optional[Sequence[Message]] = None) -> _Steps[List[Dict[str, Any]]]:
-        """Every store write (a failure is an outcome, never an exception), then each summary
-        — only once its transcript is stored, so no LLM call is wasted on a summary that could
-        not be applied. ``refs``: the binary values of the planned conversation (the held one's
-        by default), written out in place of their placeholders. ``messages``: the conversation
-        planned, whose JSON outputs are stored as the app's values (``_app_json``)."""
-        values = self._held.refs if refs is None else refs
+    def _write_all(self, plan: Plan, refs: Refs, messages: Sequence[Message]) -> _Steps[List[Dict[str, Any]]]:
+        """The store writes of an offload-only plan (a failure is an outcome, never an
+        exception). ``refs``: the binary values of the planned conversation, written out in
+        place of their placeholders; ``messages``: the conversation planned, whose JSON outputs
+        are stored as the app's values (``_app_json``)."""
         outcomes: List[Dict[str, Any]] = []
         for action in plan["actions"]:
             writes = _writes(action)
@@ -430,45 +572,16 @@ class Compactor:
             try:
                 for path, content in writes:
                     content = _app_json(action, messages, content)
-                    yield ("write", self.store, path, storable(content, values))
+                    yield ("write", self.store, path, storable(content, refs))
                 outcomes.append({"type": "written", "id": action["id"]})
             except Exception as e:
                 outcomes.append({"type": "failed", "id": action["id"], "error": _message(e)})
-        written = {o["id"] for o in outcomes if o["type"] == "written"}
-        for action in plan["actions"]:
-            if action["type"] != "summarize" or action.get("transcript") not in written:
-                continue
-            if self._summarize is None:
-                outcomes.append({"type": "failed", "id": action["id"], "error": "no summarizer configured (summarize=)"})
-                continue
-            try:
-                text = yield ("summarize", self._summarize, action["request"], self._summarize_timeout)
-                if not isinstance(text, str):
-                    raise TypeError(f"summarize returned {type(text).__name__}, not a str")
-                outcomes.append({"type": "summarized", "id": action["id"], "text": text})
-            except Exception as e:
-                outcomes.append({"type": "failed", "id": action["id"], "error": f"summarizer failed: {_message(e)}"})
         return outcomes
 
     def _save_state(self, path: str) -> _Steps[None]:
         yield ("write", self.store, path, dumps(self.state()))
         if path == self._state_path:
             self._state_dirty = False
-
-    def _apply_held(self, messages: Sequence[Message], plan_json: str, plan: Plan, outcomes: List[Dict[str, Any]], call: int) -> ManageResult:
-        self._sync(messages)
-        refs = self._held.refs
-        self._held = _Held()
-        applied = decode(self._core.call("apply", None, plan_json, dumps(outcomes)), refs)
-        applied["messages"] = _as_given(applied["messages"], messages)
-        self._held = _Held(list(applied["messages"]), [_mark(m) for m in applied["messages"]], refs)
-        if applied["events"]:
-            self._state_dirty = True
-        for event in applied["events"]:
-            event["call"] = call
-            if self._on_event is not None:
-                self._on_event(event)
-        return ManageResult(applied["messages"], applied["events"], plan)
 
     # -----------------------------------------------------------------------------------------
     # The conversation the core holds
@@ -515,23 +628,28 @@ class Compactor:
         """The plan with what the core left out restored: a summary request's ``messages``, and
         each transcript's ``json`` and ``markdown``, rendered from ``messages`` when first read
         (``_LazyTranscript``)."""
-        plan: Plan = decode(plan_json, self._held.refs)
+        return self._hydrated(decode(plan_json, self._held.refs), messages, self._held.refs)
+
+    def _hydrated(self, plan: Plan, messages: Sequence[Message], refs: Refs, session: bool = False) -> Plan:
+        """``_hydrate`` of a parsed plan; in a ``session``, the core's session holds the
+        conversation (nothing is synced)."""
         actions: List[Dict[str, Any]] = plan["actions"]
         for i, action in enumerate(actions):
             if action["type"] == "summarize":
                 action["request"]["messages"] = [{"role": "user", "content": action["request"]["prompt"]}]
             if action["type"] != "save-transcript":
                 continue
-            actions[i] = _LazyTranscript(action, self._transcript(messages, action["lossyStrategy"], action))
+            actions[i] = _LazyTranscript(action, self._transcript(messages, action["lossyStrategy"], action, session))
         return plan
 
-    def _transcript(self, messages: Sequence[Message], strategy: str, action: Dict[str, Any]) -> Callable[[], Dict[str, Any]]:
+    def _transcript(self, messages: Sequence[Message], strategy: str, action: Dict[str, Any], session: bool = False) -> Callable[[], Dict[str, Any]]:
         """Renders the transcript a plan of ``messages`` saves (``PlanMismatchError`` when they
         changed so that it differs from the planned one)."""
 
         def render() -> Dict[str, Any]:
             with self._lock:
-                self._sync(messages)
+                if not session:
+                    self._sync(messages)
                 files = cast(Dict[str, Any], json.loads(self._core.call("transcript", None, strategy)))
             if files["path"] != action["path"]:
                 raise PlanMismatchError(
@@ -592,6 +710,8 @@ def _perform(effect: Tuple[Any, ...]) -> Any:
     if kind == "read":
         return effect[1].read(effect[2])
     if kind == "summarize":
+        return effect[1](effect[2])
+    if kind == "ask":
         return effect[1](effect[2])
     raise AssertionError(kind)
 
@@ -658,6 +778,23 @@ async def _drive_async(steps: _Steps[T], lock: threading.RLock) -> T:
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
+
+def _decision(decision: Any) -> Dict[str, Any]:
+    """An ``on_pre_compact`` answer as the core's decision (snake_case or camelCase keys)."""
+    if decision is None:
+        return {}
+    if not isinstance(decision, Mapping):
+        raise CompactorError(
+            "invalid_config",
+            f"on_pre_compact returned {type(decision).__name__}: expected a dict (cancel, custom_instructions, custom_summary) or None",
+        )
+    out: Dict[str, Any] = {}
+    for key in ("cancel", "custom_instructions", "custom_summary"):
+        value = decision.get(key, decision.get(_camel(key)))
+        if value is not None:
+            out[_camel(key)] = bool(value) if key == "cancel" else str(value)
+    return out
+
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")

@@ -41,6 +41,8 @@ from langchain_core.tools import StructuredTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .compactor import Compactor, ManageResult
+from .errors import InvalidConfigError
+from .overflow import parse_overflow
 from .stores import FileStore
 from .tools import recovery_tools
 
@@ -318,7 +320,9 @@ class CompactorMiddleware(AgentMiddleware):
     called with every ``ManageResult`` (for logs and tests). With ``offload_at_return``, a
     tool's output over the offload threshold is stored the moment the tool returns
     (``wrap_tool_call``), so it never enters the agent's history (the model gets the preview
-    naming its path)."""
+    naming its path). When the provider refuses a prompt as too long (``parse_overflow``), the
+    model call is retried ``overflow_retries`` times (default 1) on ``compactor.recover``'s
+    harder compaction (``wrap_model_call``)."""
 
     def __init__(
         self,
@@ -327,6 +331,7 @@ class CompactorMiddleware(AgentMiddleware):
         summary_model: Any = None,
         on_result: Optional[Callable[[ManageResult], None]] = None,
         offload_at_return: bool = False,
+        overflow_retries: int = 1,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -337,6 +342,9 @@ class CompactorMiddleware(AgentMiddleware):
         self.compactor = compactor
         self._on_result = on_result
         self._offload_at_return = offload_at_return
+        if not isinstance(overflow_retries, int) or isinstance(overflow_retries, bool) or overflow_retries < 0:
+            raise InvalidConfigError("invalid_config", "overflow_retries must be a whole number >= 0", {"field": "overflow_retries"})
+        self._overflow_retries = overflow_retries
         self._observed: Optional[object] = None
 
     def before_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
@@ -364,6 +372,38 @@ class CompactorMiddleware(AgentMiddleware):
         usage = reply.usage_metadata
         if usage and isinstance(usage.get("input_tokens"), int) and usage["input_tokens"] > 0:
             self.compactor.observe_usage(usage["input_tokens"])
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        attempt = 0
+        while True:
+            try:
+                return handler(request)
+            except Exception as error:
+                attempt += 1
+                if attempt > self._overflow_retries or parse_overflow(error) is None:
+                    raise
+                converted = to_model_messages(request.messages)
+                result = self.compactor.recover(converted, error, attempt=attempt)
+                request = self._retry(request, result, converted)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        attempt = 0
+        while True:
+            try:
+                return await handler(request)
+            except Exception as error:
+                attempt += 1
+                if attempt > self._overflow_retries or parse_overflow(error) is None:
+                    raise
+                converted = to_model_messages(request.messages)
+                result = await self.compactor.arecover(converted, error, attempt=attempt)
+                request = self._retry(request, result, converted)
+
+    def _retry(self, request: Any, result: ManageResult, converted: List[Dict[str, Any]]) -> Any:
+        """The model request again, with the recovered messages."""
+        if self._on_result is not None:
+            self._on_result(result)
+        return request.override(messages=from_model_messages(result.messages, request.messages, converted))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         result = handler(request)

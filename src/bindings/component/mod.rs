@@ -135,6 +135,10 @@ impl api::Guest for Component {
         json::recovery_tools(&options).map_err(error)
     }
 
+    fn parse_overflow(texts: Vec<String>, status: Option<u16>) -> String {
+        json::parse_overflow(&texts, status)
+    }
+
     fn memory_segment(memories_prefix: String) -> String {
         crate::prompts::memory_segment(&memories_prefix)
     }
@@ -186,6 +190,24 @@ impl api::GuestCompactor for ComponentCompactor {
 
     fn planned_prefix(&self, end: u32) -> String {
         self.0.borrow().planned_prefix(end)
+    }
+
+    fn session_start(&self, options: Option<String>) -> Result<(), api::Error> {
+        self.0
+            .borrow_mut()
+            .session_start(options.as_deref())
+            .map_err(error)
+    }
+
+    fn session_poll(&self) -> Result<String, api::Error> {
+        self.0.borrow_mut().session_poll(false).map_err(error)
+    }
+
+    fn session_handle(&self, id: u64, reply: String) -> Result<(), api::Error> {
+        self.0
+            .borrow_mut()
+            .session_handle(id, &reply)
+            .map_err(error)
     }
 
     fn usage(&self, messages: Option<String>) -> Result<String, api::Error> {

@@ -73,6 +73,35 @@ impl WasmCompactor {
             .map_err(throw)
     }
 
+    /// Starts a `manage` / `compact` call on the held conversation: the core's loop, driven
+    /// with `sessionPoll` / `sessionHandle` (docs/LOOP.md). `options_json`: `{trigger?,
+    /// instructions?, overflow?: {reportedTokens, limit}}`.
+    #[wasm_bindgen(js_name = sessionStart)]
+    pub fn session_start(&mut self, options_json: Option<String>) -> JsResult<()> {
+        self.0.session_start(options_json.as_deref()).map_err(throw)
+    }
+
+    /// The session's next step as JSON: `io` (requests to carry out), `wait`, or `done` (a done
+    /// plan's summary prompt waits for `takePrompt`, as `plan`'s does).
+    #[wasm_bindgen(js_name = sessionPoll)]
+    pub fn session_poll(&mut self) -> JsResult<String> {
+        self.0.session_poll(true).map_err(throw)
+    }
+
+    /// The changed messages of the last `done` as JSON, once (they cross apart from the rest).
+    #[wasm_bindgen(js_name = takeResult)]
+    pub fn take_result(&mut self) -> String {
+        self.0.take_result()
+    }
+
+    /// Hands back the outcome of the session's request `id` (a reply as JSON).
+    #[wasm_bindgen(js_name = sessionHandle)]
+    pub fn session_handle(&mut self, id: u32, reply_json: &str) -> JsResult<()> {
+        self.0
+            .session_handle(u64::from(id), reply_json)
+            .map_err(throw)
+    }
+
     /// Messages `[0, end)` of the held conversation as planned (the compaction record replayed
     /// onto it): the prefix of a summary request's continuation.
     #[wasm_bindgen(js_name = plannedPrefix)]
@@ -194,6 +223,14 @@ impl RecoveryToolRun {
     pub fn handle_list(&mut self, paths: Vec<String>, error: Option<String>) {
         self.0.handle_list(error.map_or(Ok(paths), Err));
     }
+}
+
+/// Whether the texts an error carries (message, code, response body, causes) are a provider's
+/// "prompt too long" error: `{provider, reportedTokens?, limit?, message}` as JSON, or `null`.
+/// `status`: the HTTP status, when known.
+#[wasm_bindgen(js_name = parseOverflow)]
+pub fn parse_overflow(texts: Vec<String>, status: Option<u16>) -> String {
+    json::parse_overflow(&texts, status)
 }
 
 #[wasm_bindgen(js_name = memorySegment)]

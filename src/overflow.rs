@@ -1,0 +1,455 @@
+//! Recognizes a provider's "prompt too long" error, and reads the provider's count and limit
+//! from it where the text gives them: one table, in the core, for every host. A host only
+//! gathers the texts its exceptions carry (message, code, response body, causes: that is about
+//! its own error types) and hands them over; what they mean is decided here.
+//!
+//! The texts are the providers' own, as their APIs return them:
+//!
+//! - OpenAI Chat Completions, 400 with `code: "context_length_exceeded"`: "This model's maximum
+//!   context length is 128000 tokens. However, your messages resulted in 204308 tokens. Please
+//!   reduce the length of the messages." (bytedance/deer-flow#310, webtimemachine/wtm2#579,
+//!   chathub-dev/chathub#126 show the body); the older form with a completion: "However, you
+//!   requested 4268 tokens (4012 in the messages, 256 in the completion)"
+//!   (conghaonet/hao_chatgpt#4). Responses API: "Your input exceeds the context window of this
+//!   model".
+//! - vLLM's OpenAI server (`serving_engine.py` `_validate_input`): "This model's maximum context
+//!   length is 4096 tokens. However, you requested 5000 tokens in the messages, Please reduce the
+//!   length of the messages." / "… you requested {n} tokens ({prompt} in the messages, {max} in
+//!   the completion)" / "However, your prompt contains at least {n} input tokens".
+//! - Anthropic, 400 `invalid_request_error`: "prompt is too long: 219898 tokens > 200000
+//!   maximum" (earendil-works/pi#102, stackblitz-labs/bolt.diy#401); 413 `request_too_large`
+//!   "Request exceeds the maximum size"; the stop reason `model_context_window_exceeded`.
+//! - Google Gemini, 400 INVALID_ARGUMENT: "The input token count (1200293) exceeds the maximum
+//!   number of tokens allowed (1048576)." (google-gemini/gemini-cli#6678, #4231).
+//! - Mistral: "Prompt contains 300000 tokens, too large for model with 131072 maximum context
+//!   length" (earendil-works/pi `packages/ai/src/utils/overflow.ts` and its tests).
+//! - llama.cpp server, 400 `exceed_context_size_error` with `n_prompt_tokens` and `n_ctx`: "the
+//!   request exceeds the available context size, try increasing it"; older builds: "request
+//!   (4476 tokens) exceeds the available context size (4096 tokens)".
+//! - Ollama: "prompt too long; exceeded max context length by 4096 tokens"; its embed endpoint
+//!   "the input length exceeds the context length" (nano-step/nano-brain#208).
+//!
+//! Hand-written patterns rather than the `regex` crate: twelve phrases with numbers in them do
+//! not need a regex engine in the wasm core (about 100 kB gzipped).
+
+use serde::Serialize;
+
+/// What an overflow error said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverflowError {
+    /// Which row of the table matched (`openai`, `anthropic`, `google`, `mistral`, `vllm`,
+    /// `llama.cpp`, `ollama`, `anthropic-stop-reason`, `generic`).
+    pub provider: &'static str,
+    /// The provider's count of the refused prompt, when the error gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported_tokens: Option<u32>,
+    /// The provider's input limit, when the error gives it (for a limit on prompt plus output,
+    /// less the output requested).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The text that matched.
+    pub message: String,
+}
+
+/// One piece of a pattern, matched case-insensitively.
+#[derive(Clone, Copy)]
+enum P {
+    /// This text.
+    Lit(&'static str),
+    /// One of these texts.
+    Any(&'static [&'static str]),
+    /// A number: digits with `,` separators, captured.
+    Num,
+    /// Up to this many characters of anything, as few as possible.
+    Gap(usize),
+}
+
+use P::{Any, Gap, Lit, Num};
+
+/// How a row reads the counts from its captures (and from all the texts, for llama.cpp).
+#[derive(Clone, Copy)]
+enum Read {
+    None,
+    LimitThenReported,
+    ReportedThenLimit,
+    /// limit, requested, prompt, completion: the prompt, against the limit less the completion.
+    PromptAndCompletion,
+    LlamaCpp,
+}
+
+struct Row {
+    provider: &'static str,
+    pattern: &'static [P],
+    read: Read,
+}
+
+/// The table, most specific first.
+const TABLE: &[Row] = &[
+    Row {
+        provider: "openai",
+        pattern: &[
+            Lit("maximum context length is "),
+            Num,
+            Lit(" tokens. however, your messages resulted in "),
+            Num,
+            Lit(" tokens"),
+        ],
+        read: Read::LimitThenReported,
+    },
+    Row {
+        provider: "vllm",
+        pattern: &[
+            Lit("maximum context length is "),
+            Num,
+            Lit(" tokens. however, you requested "),
+            Num,
+            Lit(" tokens ("),
+            Num,
+            Lit(" in the messages, "),
+            Num,
+            Lit(" in the completion)"),
+        ],
+        read: Read::PromptAndCompletion,
+    },
+    Row {
+        provider: "vllm",
+        pattern: &[
+            Lit("maximum context length is "),
+            Num,
+            Lit(" tokens. however, "),
+            Any(&["you requested ", "your prompt contains at least "]),
+            Num,
+            Any(&[" input tokens", " tokens"]),
+        ],
+        read: Read::LimitThenReported,
+    },
+    Row {
+        provider: "anthropic",
+        pattern: &[
+            Lit("prompt is too long: "),
+            Num,
+            Lit(" tokens > "),
+            Num,
+            Lit(" maximum"),
+        ],
+        read: Read::ReportedThenLimit,
+    },
+    Row {
+        provider: "google",
+        pattern: &[
+            Lit("input token count ("),
+            Num,
+            Lit(") exceeds the maximum number of tokens allowed ("),
+            Num,
+            Lit(")"),
+        ],
+        read: Read::ReportedThenLimit,
+    },
+    Row {
+        provider: "mistral",
+        pattern: &[
+            Lit("prompt contains "),
+            Num,
+            Lit(" tokens"),
+            Gap(200),
+            Lit("too large for model with "),
+            Num,
+            Lit(" maximum context length"),
+        ],
+        read: Read::ReportedThenLimit,
+    },
+    Row {
+        provider: "llama.cpp",
+        pattern: &[Lit("exceeds the available context size")],
+        read: Read::LlamaCpp,
+    },
+    Row {
+        provider: "ollama",
+        pattern: &[Any(&[
+            "prompt too long; exceeded max context length",
+            "prompt too long; exceeded context length",
+            "input length exceeds the context length",
+        ])],
+        read: Read::None,
+    },
+    Row {
+        provider: "openai",
+        pattern: &[Any(&[
+            "context_length_exceeded",
+            "exceeds the context window of this model",
+        ])],
+        read: Read::None,
+    },
+    Row {
+        provider: "anthropic",
+        pattern: &[Any(&["request_too_large", "prompt is too long"])],
+        read: Read::None,
+    },
+    Row {
+        provider: "anthropic-stop-reason",
+        pattern: &[Lit("model_context_window_exceeded")],
+        read: Read::None,
+    },
+    Row {
+        provider: "generic",
+        pattern: &[Lit("maximum context length is "), Num, Lit(" tokens")],
+        read: Read::None,
+    },
+];
+
+/// Never an overflow, whatever else the text says (a throttle that mentions tokens).
+const NOT_OVERFLOW: &[&str] = &["rate limit", "too many requests", "throttl", "quota"];
+
+/// How much of each text is read: a provider's overflow message is short, and a huge response
+/// body (an echoed prompt) must not make every failed call slow.
+pub const TEXT_LIMIT: usize = 16_384;
+
+/// Whether the texts an error carries (its message, code, response body, causes: `texts`, in
+/// the order the host found them) are a provider's "prompt too long" error, and what they say.
+/// `status`: the HTTP status, when known (429 and 5xx are never an overflow).
+pub fn parse_overflow(texts: &[String], status: Option<u16>) -> Option<OverflowError> {
+    if matches!(status, Some(code) if code == 429 || code >= 500) {
+        return None;
+    }
+    let texts: Vec<&str> = texts.iter().map(|t| clip(t)).collect();
+    let lowered: Vec<String> = texts.iter().map(|t| t.to_ascii_lowercase()).collect();
+    for row in TABLE {
+        for (text, lower) in texts.iter().zip(&lowered) {
+            if NOT_OVERFLOW.iter().any(|n| lower.contains(n)) {
+                continue;
+            }
+            let Some(numbers) = find(lower, row.pattern) else {
+                continue;
+            };
+            let (reported_tokens, limit) = match row.read {
+                Read::None => (None, None),
+                Read::LimitThenReported => (numbers[1], numbers[0]),
+                Read::ReportedThenLimit => (numbers[0], numbers[1]),
+                Read::PromptAndCompletion => {
+                    let completion = numbers[3].unwrap_or(0);
+                    (
+                        numbers[2],
+                        numbers[0].map(|limit| limit.saturating_sub(completion).max(1)),
+                    )
+                }
+                Read::LlamaCpp => {
+                    let all = lowered.join("\n");
+                    (
+                        field(&all, "\"n_prompt_tokens\"").or_else(|| {
+                            first(&all, &[Lit("request ("), Num, Lit(" tokens) exceeds")])
+                        }),
+                        field(&all, "\"n_ctx\"").or_else(|| {
+                            first(
+                                &all,
+                                &[Lit("available context size ("), Num, Lit(" tokens)")],
+                            )
+                        }),
+                    )
+                }
+            };
+            return Some(OverflowError {
+                provider: row.provider,
+                reported_tokens,
+                limit,
+                message: (*text).to_owned(),
+            });
+        }
+    }
+    None
+}
+
+/// `text` cut to [`TEXT_LIMIT`] bytes, at a character boundary.
+fn clip(text: &str) -> &str {
+    if text.len() <= TEXT_LIMIT {
+        return text;
+    }
+    let mut end = TEXT_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The first match of `pattern` in `text` (lowercase): the numbers it captured, in order.
+fn find(text: &str, pattern: &[P]) -> Option<Vec<Option<u32>>> {
+    (0..=text.len())
+        .filter(|&i| text.is_char_boundary(i))
+        .find_map(|start| at(text, start, pattern))
+}
+
+/// The first number `pattern` captures in `text`.
+fn first(text: &str, pattern: &[P]) -> Option<u32> {
+    find(text, pattern).and_then(|numbers| numbers.into_iter().flatten().next())
+}
+
+/// `pattern` matched at `start` of `text`: the numbers captured (a number too large for u32,
+/// or zero, is none).
+fn at(text: &str, start: usize, pattern: &[P]) -> Option<Vec<Option<u32>>> {
+    let mut i = start;
+    let mut numbers = Vec::new();
+    for (k, piece) in pattern.iter().enumerate() {
+        let rest = &text[i..];
+        match *piece {
+            Lit(lit) => {
+                if !rest.starts_with(lit) {
+                    return None;
+                }
+                i += lit.len();
+            }
+            Any(options) => i += options.iter().find(|o| rest.starts_with(*o))?.len(),
+            Num => {
+                let len = rest
+                    .bytes()
+                    .take_while(|b| b.is_ascii_digit() || *b == b',')
+                    .count();
+                if !rest.as_bytes().first()?.is_ascii_digit() {
+                    return None;
+                }
+                let digits: String = rest[..len].chars().filter(char::is_ascii_digit).collect();
+                numbers.push(digits.parse::<u32>().ok().filter(|&n| n > 0));
+                i += len;
+            }
+            Gap(max) => {
+                // As few characters as possible: the rest of the pattern at each position.
+                let tail = &pattern[k + 1..];
+                let mut skipped = 0;
+                for (offset, c) in rest.char_indices() {
+                    if skipped > max {
+                        return None;
+                    }
+                    if let Some(more) = at(text, i + offset, tail) {
+                        numbers.extend(more);
+                        return Some(numbers);
+                    }
+                    let _ = c;
+                    skipped += 1;
+                }
+                return at(text, text.len(), tail).map(|more| {
+                    numbers.extend(more);
+                    numbers
+                });
+            }
+        }
+    }
+    Some(numbers)
+}
+
+/// The number after `"key"\s*:\s*` in `text`.
+fn field(text: &str, key: &str) -> Option<u32> {
+    let mut from = 0;
+    while let Some(found) = text[from..].find(key) {
+        let after = from + found + key.len();
+        let rest = text[after..].trim_start();
+        if let Some(value) = rest.strip_prefix(':') {
+            let value = value.trim_start();
+            let digits: String = value.chars().take_while(char::is_ascii_digit).collect();
+            if let Some(n) = digits.parse::<u32>().ok().filter(|&n| n > 0) {
+                return Some(n);
+            }
+        }
+        from = after;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Option<OverflowError> {
+        parse_overflow(&[text.to_owned()], None)
+    }
+
+    #[test]
+    fn each_provider_and_its_counts() {
+        let openai = parse("This model's maximum context length is 128000 tokens. However, your messages resulted in 204,308 tokens. Please reduce the length of the messages.").unwrap();
+        assert_eq!(
+            (openai.provider, openai.reported_tokens, openai.limit),
+            ("openai", Some(204_308), Some(128_000))
+        );
+        let vllm = parse("This model's maximum context length is 4096 tokens. However, you requested 4268 tokens (4012 in the messages, 256 in the completion).").unwrap();
+        assert_eq!(
+            (vllm.provider, vllm.reported_tokens, vllm.limit),
+            ("vllm", Some(4012), Some(3840))
+        );
+        let vllm = parse("maximum context length is 4096 tokens. However, your prompt contains at least 5000 input tokens").unwrap();
+        assert_eq!(
+            (vllm.provider, vllm.reported_tokens, vllm.limit),
+            ("vllm", Some(5000), Some(4096))
+        );
+        let anthropic = parse("prompt is too long: 219898 tokens > 200000 maximum").unwrap();
+        assert_eq!(
+            (anthropic.reported_tokens, anthropic.limit),
+            (Some(219_898), Some(200_000))
+        );
+        let google = parse("The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).").unwrap();
+        assert_eq!(
+            (google.provider, google.reported_tokens, google.limit),
+            ("google", Some(1_200_293), Some(1_048_576))
+        );
+        let mistral = parse(
+            "Prompt contains 300000 tokens, too large for model with 131072 maximum context length",
+        )
+        .unwrap();
+        assert_eq!(
+            (mistral.provider, mistral.reported_tokens, mistral.limit),
+            ("mistral", Some(300_000), Some(131_072))
+        );
+        let llama = parse_overflow(
+            &[
+                "the request exceeds the available context size, try increasing it".into(),
+                r#"{"error":{"n_prompt_tokens": 4476,"n_ctx":4096}}"#.into(),
+            ],
+            Some(400),
+        )
+        .unwrap();
+        assert_eq!(
+            (llama.provider, llama.reported_tokens, llama.limit),
+            ("llama.cpp", Some(4476), Some(4096))
+        );
+        let old = parse("request (4476 tokens) exceeds the available context size (4096 tokens)")
+            .unwrap();
+        assert_eq!((old.reported_tokens, old.limit), (Some(4476), Some(4096)));
+        assert_eq!(
+            parse("prompt too long; exceeded max context length by 4096 tokens")
+                .unwrap()
+                .provider,
+            "ollama"
+        );
+        assert_eq!(parse("context_length_exceeded").unwrap().provider, "openai");
+        assert_eq!(
+            parse("Request exceeds the maximum size: request_too_large")
+                .unwrap()
+                .provider,
+            "anthropic"
+        );
+        assert_eq!(
+            parse("model_context_window_exceeded").unwrap().provider,
+            "anthropic-stop-reason"
+        );
+    }
+
+    #[test]
+    fn throttles_and_server_errors_are_not_overflows() {
+        assert_eq!(
+            parse("Rate limit reached: 30000 tokens per min. context_length_exceeded"),
+            None
+        );
+        assert_eq!(
+            parse_overflow(&["prompt is too long".into()], Some(429)),
+            None
+        );
+        assert_eq!(
+            parse_overflow(&["prompt is too long".into()], Some(503)),
+            None
+        );
+        assert_eq!(parse("invalid api key"), None);
+        // A mistral gap longer than 200 characters is two errors, not one.
+        let far = format!(
+            "prompt contains 10 tokens{}too large for model with 5 maximum context length",
+            "x".repeat(300)
+        );
+        assert_eq!(parse(&far), None);
+    }
+}
