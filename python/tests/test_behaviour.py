@@ -1,9 +1,10 @@
 """One behaviour for every host (issue 31, item 5; docs/LOOP.md): scenarios — a conversation
 growing turn by turn, options, scripted summarizer replies (or a summarizer that fails), a store
-that refuses writes under a prefix — run through the npm package (Node) and the Python package
-on one long-lived compactor each. Every turn must give the same prompt byte for byte, the same
-events and the same store files. What the hosts still do apart (the loop around the core) is
-exactly what this catches while it moves into the core."""
+that refuses writes under a prefix, an ``onPreCompact`` decision — run through the npm package
+(Node), the Python package and the native Rust driver (``Compactor::manage``, the example
+``examples/behaviour``) on one long-lived compactor each. Every turn must give the same prompt
+byte for byte, the same events and the same store files. The loop is the core's (``Session``)
+in all three; what this catches is a host that decides something on its own again."""
 
 from __future__ import annotations
 
@@ -28,10 +29,34 @@ def tool_turn(n: int, tool: str, output: Any, kind: str = "text") -> List[Dict[s
     ]
 
 
+#: Scenarios the native host cannot take as written: its conversation is Rust strings, so a lone
+#: surrogate is U+FFFD there, where the npm and Python hosts store and send the app's original.
+NOT_NATIVE = {"a JSON output with exact numbers and a lone surrogate"}
+
+
 def scenarios() -> Dict[str, Dict[str, Any]]:
     talk = chat(24)
+    short = chat(7, 80)
     coding = coding_session()
+    between = {"contextWindow": 8_000, "history": {"triggerFraction": 0.9, "hardLimitFraction": 0.99}, "compaction": {"triggerFraction": 0.5, "targetFraction": 0.4}}
     return {
+        "onPreCompact cancels below the hard limit, is overridden above it": {
+            "options": between,
+            "hook": {"cancel": True},
+            "turns": [short, talk[:60]],
+        },
+        "onPreCompact's custom summary and instructions": {
+            "options": {"contextWindow": 8_000},
+            "summaries": ["## Session Intent\nnot asked: the hook's summary is used"],
+            "hook": {"customSummary": "## Session Intent\nHand-written by the hook.", "customInstructions": "Keep the numbers."},
+            "turns": [talk[:30], talk[30:]],
+        },
+        "onPreCompact's instructions reach the summarizer": {
+            "options": {"contextWindow": 8_000},
+            "summaries": ["## Session Intent\nSteered."],
+            "hook": {"customInstructions": "Focus on the spreadsheet formulas."},
+            "turns": [talk[:30], talk[30:]],
+        },
         "a huge tool result, then more turns": {
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": "check the logs"}, *tool_turn(1, "logs", BIG)], [{"role": "user", "content": "and now?"}, *tool_turn(2, "logs", BIG[:900])]],
@@ -84,8 +109,10 @@ for (const [name, s] of Object.entries(scenarios)) {
     write: async (p, text) => { if (s.refuse && p.startsWith(s.refuse)) throw new Error('refused'); return memory.write(p, text); },
   };
   let n = 0;
-  const summarize = s.failing_summarizer ? async () => { throw new Error('down'); } : s.summaries ? async () => s.summaries[n++ % s.summaries.length] : undefined;
-  const compactor = await cc.createCompactor({ ...s.options, store, ...(summarize ? { summarize } : {}) });
+  let asked = [];
+  const summarize = s.failing_summarizer ? async (r) => { asked.push(r.prompt); throw new Error('down'); } : s.summaries ? async (r) => { asked.push(r.prompt); return s.summaries[n++ % s.summaries.length]; } : undefined;
+  const hook = s.hook ? { onPreCompact: () => s.hook } : {};
+  const compactor = await cc.createCompactor({ ...s.options, store, ...(summarize ? { summarize } : {}), ...hook });
   const history = [];
   const turns = [];
   for (const turn of s.turns) {
@@ -93,7 +120,8 @@ for (const [name, s] of Object.entries(scenarios)) {
     const result = await compactor.manage(history);
     const files = {};
     for (const path of await memory.list('/')) files[path] = await memory.read(path);
-    turns.push({ prompt: JSON.stringify(result.messages), events: result.events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files });
+    turns.push({ prompt: JSON.stringify(result.messages), events: result.events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files, asked });
+    asked = [];
   }
   out[name] = turns;
 }
@@ -117,15 +145,24 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
     for name, s in cases.items():
         store = RefusingStore(s.get("refuse"))
         replies = iter((s.get("summaries") or []) * 10)
+        asked: List[str] = []
 
-        def summarize(request: Dict[str, Any], replies: Any = replies) -> str:
+        def summarize(request: Dict[str, Any], replies: Any = replies, asked: List[str] = asked) -> str:
+            asked.append(request["prompt"])
             return str(next(replies))
 
-        def failing(request: Dict[str, Any]) -> str:
+        def failing(request: Dict[str, Any], asked: List[str] = asked) -> str:
+            asked.append(request["prompt"])
             raise RuntimeError("down")
 
         chosen = failing if s.get("failing_summarizer") else summarize if s.get("summaries") else None
-        compactor = Compactor(s["options"], store=store, **({"summarize": chosen} if chosen else {}))
+        hook = s.get("hook")
+        compactor = Compactor(
+            s["options"],
+            store=store,
+            **({"summarize": chosen} if chosen else {}),
+            **({"on_pre_compact": lambda context, hook=hook: hook} if hook else {}),
+        )
         history: List[Dict[str, Any]] = []
         turns = []
         for turn in s["turns"]:
@@ -139,8 +176,10 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
                     "prompt": json.dumps(result.messages, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace").decode("utf-8"),
                     "events": [[e["strategy"], e["status"], e.get("path"), e["tokensSaved"]] for e in result.events],
                     "files": files,
+                    "asked": list(asked),
                 }
             )
+            asked.clear()
         out[name] = turns
     return out
 
@@ -155,7 +194,16 @@ def runs(tmp_path_factory) -> Dict[str, Any]:
     script.write_text(NODE_SCRIPT, encoding="utf-8")
     entry = os.path.join(REPO, "js", "dist", "entry", "node.js")
     node = json.loads(subprocess.run(["node", str(script), "file://" + entry, str(data)], check=True, capture_output=True, text=True).stdout)
-    return {"node": node, "python": python_runs(cases)}
+    native_data = tmp / "native.json"
+    native_data.write_text(json.dumps({k: v for k, v in cases.items() if k not in NOT_NATIVE}), encoding="utf-8")
+    native = subprocess.run(
+        ["cargo", "run", "--quiet", "--example", "behaviour", "--", str(native_data)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert native.returncode == 0, native.stderr[-2000:]
+    return {"node": node, "python": python_runs(cases), "native": json.loads(native.stdout)}
 
 
 @pytest.mark.parametrize("name", list(scenarios()))
@@ -164,13 +212,34 @@ def test_every_host_gives_the_same_prompts_events_and_store(runs, name: str) -> 
     assert len(node) == len(python)
     for t, (n, p) in enumerate(zip(node, python)):
         assert p["events"] == n["events"], f"turn {t}: events"
+        assert p["asked"] == n["asked"], f"turn {t}: the summary requests"
         assert sorted(p["files"]) == sorted(n["files"]), f"turn {t}: store paths"
         for path in n["files"]:
             assert p["files"][path] == n["files"][path], f"turn {t}: {path}"
         assert p["prompt"] == n["prompt"], f"turn {t}: the prompt"
+    if name in NOT_NATIVE:
+        return
+    native = runs["native"][name]
+    assert len(native) == len(node)
+    for t, (n, r) in enumerate(zip(node, native)):
+        assert r["events"] == n["events"], f"turn {t}: native events"
+        assert r["asked"] == n["asked"], f"turn {t}: native summary requests"
+        assert r["files"] == n["files"], f"turn {t}: native store"
+        # serde writes each message's fields in the core's order, JSON.stringify in the app's:
+        # the same JSON, compared parsed.
+        assert json.loads(r["prompt"]) == json.loads(n["prompt"]), f"turn {t}: native prompt"
 
 
 def test_the_scenarios_exercise_every_tier_and_failure(runs) -> None:
     events = {e[0] + ":" + e[1] for turns in runs["node"].values() for turn in turns for e in turn["events"]}
     for wanted in ("offload:applied", "evict-input:applied", "mask:applied", "summarize:applied", "truncate:applied", "offload:failed"):
         assert wanted in events, (wanted, sorted(events))
+    # The hook: a cancel kept (a turn with no events while over the trigger), one overridden,
+    # and a custom summary in the prompt.
+    cancel = runs["node"]["onPreCompact cancels below the hard limit, is overridden above it"]
+    assert cancel[0]["events"] == [] and cancel[1]["events"], cancel
+    custom = runs["node"]["onPreCompact's custom summary and instructions"]
+    assert "Hand-written by the hook." in custom[0]["prompt"] and not any(turn["asked"] for turn in custom)
+    steered = runs["node"]["onPreCompact's instructions reach the summarizer"]
+    assert any("Additional instructions: Focus on the spreadsheet formulas." in p for turn in steered for p in turn["asked"])
+    assert len(runs["native"]) == len(scenarios()) - len(NOT_NATIVE)

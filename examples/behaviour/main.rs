@@ -1,0 +1,153 @@
+//! The native Rust host of the behaviour suite (`python/tests/test_behaviour.py`, issue 31 item
+//! 5): runs each scenario through `Compactor::manage` — the core's loop, driven by a blocking
+//! [`Host`] — and prints what the npm and Python hosts print for it, so that the suite compares
+//! all three byte for byte.
+//!
+//! ```text
+//! cargo run --quiet --example behaviour -- SCENARIOS.json
+//! ```
+//!
+//! A scenario: `{"options": <core config>, "turns": [[message, ...], ...], "summaries"?: [text,
+//! ...], "failing_summarizer"?: true, "refuse"?: "/prefix/", "hook"?: <onPreCompact decision>}`.
+//! Each turn's messages are appended to the history, which `manage` gets whole (raw), as a
+//! stateless-looking long-lived compactor would. Output: `{name: [{prompt, events, files}]}`.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use context_compactor::{
+    parse_messages, Compactor, Config, Host, Plan, PreCompact, PreCompactDecision, Summarize,
+};
+use serde_json::{json, Value};
+
+struct App {
+    files: BTreeMap<String, String>,
+    refuse: Option<String>,
+    summaries: Vec<String>,
+    next: usize,
+    failing: bool,
+    hook: Option<PreCompactDecision>,
+    /// The summary requests' prompts of the current turn.
+    asked: Vec<String>,
+}
+
+impl Host for App {
+    fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
+        if self.refuse.as_deref().is_some_and(|p| path.starts_with(p)) {
+            return Err("refused".into());
+        }
+        self.files.insert(path.to_owned(), content.to_owned());
+        Ok(())
+    }
+
+    fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
+        if self.failing || !self.summaries.is_empty() {
+            self.asked.push(summary.request.prompt.clone());
+        }
+        if self.failing {
+            return Err("down".into());
+        }
+        if self.summaries.is_empty() {
+            return Err("no summarizer configured".into());
+        }
+        let text = self.summaries[self.next % self.summaries.len()].clone();
+        self.next += 1;
+        Ok(text)
+    }
+
+    fn on_pre_compact(&mut self, _info: &PreCompact, _plan: &Plan) -> PreCompactDecision {
+        self.hook.clone().unwrap_or_default()
+    }
+}
+
+fn run(scenario: &Value) -> Result<Value, String> {
+    let config = Config::from_json(&scenario["options"].to_string()).map_err(|e| e.to_string())?;
+    let mut compactor = Compactor::new(config).map_err(|e| e.to_string())?;
+    let mut app = App {
+        files: BTreeMap::new(),
+        refuse: scenario["refuse"].as_str().map(str::to_owned),
+        summaries: scenario["summaries"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        next: 0,
+        failing: scenario["failing_summarizer"].as_bool() == Some(true),
+        hook: match &scenario["hook"] {
+            Value::Null => None,
+            hook => Some(serde_json::from_value(hook.clone()).map_err(|e| e.to_string())?),
+        },
+        asked: Vec::new(),
+    };
+    let mut history: Vec<Value> = Vec::new();
+    let mut turns = Vec::new();
+    for turn in scenario["turns"]
+        .as_array()
+        .ok_or("turns: expected an array")?
+    {
+        history.extend(
+            turn.as_array()
+                .ok_or("a turn: expected an array")?
+                .iter()
+                .cloned(),
+        );
+        let messages = parse_messages(&Value::Array(history.clone()).to_string())
+            .map_err(|e| e.to_string())?;
+        let managed = compactor
+            .manage(messages, &mut app)
+            .map_err(|e| e.to_string())?;
+        let events: Vec<Value> = managed
+            .events
+            .iter()
+            .map(|event| {
+                let e = serde_json::to_value(event).unwrap_or(Value::Null);
+                json!([e["strategy"], e["status"], e["path"], e["tokensSaved"]])
+            })
+            .collect();
+        turns.push(json!({
+            "prompt": serde_json::to_string(&managed.messages).map_err(|e| e.to_string())?,
+            "events": events,
+            "files": app.files,
+            "asked": std::mem::take(&mut app.asked),
+        }));
+    }
+    Ok(Value::Array(turns))
+}
+
+fn main() -> ExitCode {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: behaviour SCENARIOS.json");
+        return ExitCode::from(2);
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("behaviour: {path}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let scenarios: BTreeMap<String, Value> = match serde_json::from_str(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("behaviour: {path}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut out = BTreeMap::new();
+    for (name, scenario) in &scenarios {
+        match run(scenario) {
+            Ok(turns) => {
+                out.insert(name.clone(), turns);
+            }
+            Err(e) => {
+                eprintln!("behaviour: {name}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!("{}", serde_json::to_string(&out).unwrap_or_default());
+    ExitCode::SUCCESS
+}
