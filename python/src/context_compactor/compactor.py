@@ -716,6 +716,10 @@ def _perform(effect: Tuple[Any, ...]) -> Any:
     raise AssertionError(kind)
 
 
+#: What each effect calls, in errors.
+_EFFECT_NAMES = {"summarize": "summarizer", "ask": "on_pre_compact hook"}
+
+
 def _run_sync(steps: _Steps[T]) -> T:
     value: Any = None
     error: Optional[BaseException] = None
@@ -745,7 +749,7 @@ def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
             awaitable.close()
         raise CompactorError(
             "invalid_config",
-            f"an async {'summarizer' if effect[0] == 'summarize' else 'store'} inside a running event loop: use amanage/acompact",
+            f"an async {_EFFECT_NAMES.get(effect[0], 'store')} inside a running event loop: use amanage/acompact",
         )
     timeout = effect[3] if effect[0] == "summarize" else None
 
