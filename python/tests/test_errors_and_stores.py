@@ -154,3 +154,12 @@ def test_a_store_failure_is_an_outcome_and_removes_nothing() -> None:
     [event] = result.events
     assert event["status"] == "failed" and "quota exceeded" in event["error"]
     assert result.messages == messages
+
+
+def test_errors_name_this_packages_functions_not_the_npm_packages() -> None:
+    from context_compactor import EncodingError, count_tokens
+
+    with pytest.raises(EncodingError) as unknown:
+        count_tokens("hi", "llama3")
+    assert "load_tokenizer" in unknown.value.message and "loadTokenizer" not in unknown.value.message
+    assert unknown.value.code == "unknown_encoding"

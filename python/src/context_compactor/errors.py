@@ -79,12 +79,31 @@ def error(code: str, message: str, details: Optional[Dict[str, Any]] = None) -> 
     return _CLASSES.get(code, CompactorError)(code, message, details)
 
 
+#: The npm package's function and option names in the core's messages, as this package spells
+#: them (an error names what the Python caller can call).
+_PYTHON_NAMES = (
+    ("loadTokenizer", "load_tokenizer"),
+    ("loadEncoding", "load_encoding"),
+    ("countTokens", "count_tokens"),
+    ("onPreCompact", "on_pre_compact"),
+    ("statePath", "state_path"),
+)
+
+
+def python_names(message: str) -> str:
+    """``message`` with the npm package's names as this package's."""
+    for js, py in _PYTHON_NAMES:
+        message = message.replace(js, py)
+    return message
+
+
 def from_core(json_text: str) -> CompactorError:
-    """The typed error for the core's error object (``{"code", "message", ...fields}``)."""
+    """The typed error for the core's error object (``{"code", "message", ...fields}``), its
+    message naming this package's functions."""
     try:
         fields = json.loads(json_text)
         code = fields.pop("code")
         message = fields.pop("message")
     except (ValueError, KeyError, AttributeError):
         return CompactorError("internal", f"context-compactor core failed: {json_text}")
-    return error(code, message, fields)
+    return error(code, python_names(message), fields)
