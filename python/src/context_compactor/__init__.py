@@ -37,7 +37,7 @@ from .errors import (
     PlanMismatchError,
 )
 from .overflow import is_overflow_error, parse_overflow
-from .stores import FileStore, LocalStore, MemoryStore, check_path
+from .stores import AsyncRedisStore, FileStore, LocalStore, MemoryStore, RedisStore, check_path
 from .tokenizers import is_encoding_loaded, load_encoding, load_tokenizer
 from .tools import RecoveryTool, grep, ls, read_file, recovery_tools
 
@@ -123,6 +123,7 @@ __all__ = [
     "count_model_tokens",
     "model_info",
     "AGENTS_MD_PATH",
+    "AsyncRedisStore",
     "DEFAULT_STATE_PATH",
     "Compactor",
     "CompactorError",
@@ -138,6 +139,7 @@ __all__ = [
     "Message",
     "Plan",
     "PlanMismatchError",
+    "RedisStore",
     "RecoveryTool",
     "Summarizer",
     "check_path",

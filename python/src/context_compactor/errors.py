@@ -12,7 +12,8 @@ class CompactorError(Exception):
     """Every error the library raises. ``code`` is one of ``malformed_json``,
     ``invalid_message``, ``invalid_messages``, ``orphan_tool_result``, ``invalid_config``,
     ``plan_mismatch``, ``unknown_encoding``, ``encoding_not_loaded``, ``invalid_rank_data``
-    (the core's), or ``invalid_path``, ``internal`` (the host's). ``details`` holds every field
+    (the core's), or ``invalid_path``, ``store_failed`` (a store that failed: ``path``, ``op``),
+    ``context_overflow`` (``recover`` with nothing left to compact), ``internal`` (the host's). ``details`` holds every field
     the core reported (``index``, ``field``, ``toolCallId``, ``line``, ...)."""
 
     code: str

@@ -4,13 +4,13 @@ backslash, empty segment, over-long path or segment."""
 
 from __future__ import annotations
 
+import inspect
 import json
-
 import os
 import uuid
-from typing import Dict, List, Optional, Protocol, runtime_checkable
+from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, runtime_checkable
 
-from .errors import CompactorError, InvalidPathError
+from .errors import CompactorError, InvalidConfigError, InvalidPathError
 
 #: Longest path a store accepts (characters; generous for content hashes).
 MAX_PATH_LENGTH = 1024
@@ -201,3 +201,266 @@ class LocalStore:
                 f"store path {path!r} leads outside the store's root (through a symlink)",
                 {"path": path},
             )
+
+
+# ---------------------------------------------------------------------------------------------
+# Redis (redis-py, an optional dependency: ``pip install 'context-compactor[redis]'``)
+
+# Replaces the value only while it is still the one expected (ARGV[1] '0': no value at all).
+# One script, so the compare and the set are one atomic step on the server.
+_REDIS_WRITE_IF = """local cur = redis.call('GET', KEYS[1])
+if ARGV[1] == '0' then
+  if cur then return 0 end
+elseif cur ~= ARGV[2] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3])
+return 1"""
+
+# Redis glob metacharacters (SCAN MATCH): a key prefix holding them is matched literally.
+_GLOB = {ord(c): b"\\" + c.encode() for c in "\\*?[]"}
+
+
+def _redis(what: str) -> Any:
+    """The ``redis`` package, imported when a Redis store is made (it is optional)."""
+    try:
+        import redis  # type: ignore[import-not-found, unused-ignore]
+        import redis.client  # type: ignore[import-not-found, unused-ignore]  # NEVER_DECODE
+    except ImportError as e:
+        raise InvalidConfigError(
+            "invalid_config",
+            f"{what} needs the redis package (redis-py): pip install 'context-compactor[redis]'",
+            {"field": "client"},
+        ) from e
+    return redis
+
+
+class _RedisKeys:
+    """What the sync and async Redis stores share: keys, values, errors. No IO."""
+
+    _async = False
+
+    def __init__(self, client: Any, prefix: str) -> None:
+        name = type(self).__name__
+        self._redis = _redis(name)
+        if not isinstance(prefix, str):
+            raise InvalidConfigError(
+                "invalid_config", f"{name}: prefix must be a str, got {type(prefix).__name__}", {"field": "prefix"}
+            )
+        if client is None or not callable(getattr(client, "execute_command", None)) or not callable(getattr(client, "register_script", None)):
+            raise InvalidConfigError(
+                "invalid_config",
+                f"{name} needs a redis-py client ({'redis.asyncio.Redis' if self._async else 'redis.Redis'}), got {type(client).__name__}",
+                {"field": "client"},
+            )
+        if inspect.iscoroutinefunction(client.execute_command) != self._async:
+            other = "RedisStore" if self._async else "AsyncRedisStore"
+            kind = "a blocking" if self._async else "an asyncio"
+            raise InvalidConfigError(
+                "invalid_config", f"{name} got {kind} redis client ({type(client).__name__}): use {other}", {"field": "client"}
+            )
+        self.client = client
+        self.prefix = prefix
+        self._prefix = prefix.encode("utf-8", "surrogatepass")
+        self._script = client.register_script(_REDIS_WRITE_IF)
+        # Replies undecoded whatever the client's `decode_responses`: values are decoded here.
+        self._raw: Dict[str, Any] = {self._redis.client.NEVER_DECODE: []}
+
+    #: ``write_if`` is one Lua script: atomic.
+    conditional_writes = "atomic"
+
+    def _key(self, path: str) -> bytes:
+        return self._prefix + check_path(path).encode("utf-8", "surrogatepass")
+
+    def _value(self, path: str, text: object, op: str = "write", name: str = "text") -> bytes:
+        if not isinstance(text, str):
+            raise TypeError(f"{type(self).__name__}.{op}({path}): {name} must be a str, got {type(text).__name__}")
+        return text.encode("utf-8", "surrogatepass")
+
+    def _text(self, path: str, value: object) -> Optional[str]:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            try:
+                return bytes(value).decode("utf-8", "surrogatepass")
+            except UnicodeDecodeError as e:
+                raise CompactorError(
+                    "store_failed",
+                    f"Redis key for store path {json.dumps(path, ensure_ascii=False)} holds bytes that are not UTF-8 (not written by this store): {e}",
+                    {"path": path, "op": "read"},
+                ) from e
+        raise CompactorError(
+            "store_failed", f"Redis read of {json.dumps(path, ensure_ascii=False)}: unexpected reply {type(value).__name__}", {"path": path, "op": "read"}
+        )
+
+    def _pattern(self, prefix: str) -> bytes:
+        """The SCAN pattern of every key under ``prefix`` (glob characters escaped)."""
+        literal = self._prefix + prefix.encode("utf-8", "surrogatepass")
+        return b"".join(_GLOB.get(b, bytes([b])) for b in literal) + b"*"
+
+    def _paths(self, keys: "set[Any]", prefix: str) -> List[str]:
+        out = []
+        for key in keys:
+            key = key.encode("utf-8", "surrogatepass") if isinstance(key, str) else bytes(key)
+            if not key.startswith(self._prefix):
+                continue
+            try:
+                path = check_path(key[len(self._prefix) :].decode("utf-8", "surrogatepass"))
+            except (UnicodeDecodeError, InvalidPathError):
+                continue  # a key under the prefix that this store did not write
+            if path.startswith(prefix):
+                out.append(path)
+        return sorted(out)
+
+    def _failed(self, op: str, path: str, error: BaseException) -> CompactorError:
+        reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        typed = CompactorError(
+            "store_failed",
+            f"Redis {op} of {json.dumps(path, ensure_ascii=False)} failed: {reason}",
+            {"path": path, "op": op},
+        )
+        typed.__cause__ = error
+        return typed
+
+    def _errors(self) -> Tuple[Type[BaseException], ...]:
+        return (self._redis.exceptions.RedisError, OSError)
+
+
+class RedisStore(_RedisKeys):
+    """A store in Redis, shared by every process that reaches the server: each path is one
+    string key, ``prefix + path`` (``context-compactor:/tool_outputs/x.txt``); give each
+    conversation or tenant its own ``prefix``.
+
+    ``client``: a ``redis.Redis`` (any ``decode_responses``: values are read undecoded and
+    decoded here). A text is stored as its UTF-8 bytes, byte for byte; a ``str`` holding lone
+    surrogates (which UTF-8 cannot carry) stores each as its 3-byte form (Python's
+    ``surrogatepass``), so it reads back exactly here, and as U+FFFD in a reader that decodes
+    strict UTF-8. ``list`` walks the keys with ``SCAN`` (never ``KEYS``), its prefix matched
+    literally. ``write_if`` is an atomic compare-and-set (one Lua script). What Redis refuses
+    or cannot answer (a connection failure, ``OOM`` under ``maxmemory``) is a
+    :class:`CompactorError` ``store_failed`` naming the path and the operation
+    (``details["path"]``, ``details["op"]``; the redis-py error is its ``__cause__``).
+
+    >>> store = RedisStore(redis.Redis.from_url("redis://localhost:6379/0"), prefix="chat:42:")  # doctest: +SKIP
+    """
+
+    def __init__(self, client: Any, *, prefix: str = "context-compactor:") -> None:
+        super().__init__(client, prefix)
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = "context-compactor:", **kwargs: Any) -> "RedisStore":
+        """A store over a new ``redis.Redis.from_url(url, **kwargs)`` (``store.client``)."""
+        return cls(_redis(cls.__name__).Redis.from_url(url, **kwargs), prefix=prefix)
+
+    def read(self, path: str) -> Optional[str]:
+        key = self._key(path)
+        try:
+            value = self.client.execute_command("GET", key, **self._raw)
+        except self._errors() as e:
+            raise self._failed("read", path, e) from e
+        return self._text(path, value)
+
+    def write(self, path: str, text: str) -> None:
+        key, value = self._key(path), self._value(path, text)
+        try:
+            self.client.execute_command("SET", key, value)
+        except self._errors() as e:
+            raise self._failed("write", path, e) from e
+
+    def list(self, prefix: str) -> List[str]:
+        prefix = check_prefix(prefix)
+        pattern, keys, cursor = self._pattern(prefix), set(), 0
+        try:
+            while True:
+                cursor, page = self.client.execute_command("SCAN", cursor, "MATCH", pattern, "COUNT", 1000, **self._raw)
+                keys.update(page)
+                if int(cursor) == 0:
+                    break
+        except self._errors() as e:
+            raise self._failed("list", prefix, e) from e
+        return self._paths(keys, prefix)
+
+    def delete(self, path: str) -> None:
+        key = self._key(path)
+        try:
+            self.client.execute_command("DEL", key)
+        except self._errors() as e:
+            raise self._failed("delete", path, e) from e
+
+    def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+        """Writes ``text`` only while ``path`` still holds ``expected`` (None: nothing there;
+        compared byte for byte), atomically; says whether it did. A refused write changes
+        nothing. A client that retries on a dropped connection (redis-py does by default) may
+        re-send the script after it ran: the second run finds ``text`` and says False, so a
+        caller that lost a save reads the path back (holding its own unique ``text``, the write
+        was its own), as the npm package's ``conditionalWrite`` does."""
+        key, value = self._key(path), self._value(path, text, "write_if")
+        args = [b"0", b"", value] if expected is None else [b"1", self._value(path, expected, "write_if", "expected"), value]
+        try:
+            return int(self._script(keys=[key], args=args)) == 1
+        except self._errors() as e:
+            raise self._failed("write_if", path, e) from e
+
+
+class AsyncRedisStore(_RedisKeys):
+    """:class:`RedisStore` over a ``redis.asyncio.Redis``: the same keys, values and errors,
+    every method a coroutine (for ``amanage``/``acompact`` and async recovery tools)."""
+
+    _async = True
+
+    def __init__(self, client: Any, *, prefix: str = "context-compactor:") -> None:
+        super().__init__(client, prefix)
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = "context-compactor:", **kwargs: Any) -> "AsyncRedisStore":
+        """A store over a new ``redis.asyncio.Redis.from_url(url, **kwargs)`` (``store.client``)."""
+        _redis(cls.__name__)
+        import redis.asyncio  # type: ignore[import-not-found, unused-ignore]
+
+        return cls(redis.asyncio.Redis.from_url(url, **kwargs), prefix=prefix)
+
+    async def read(self, path: str) -> Optional[str]:
+        key = self._key(path)
+        try:
+            value = await self.client.execute_command("GET", key, **self._raw)
+        except self._errors() as e:
+            raise self._failed("read", path, e) from e
+        return self._text(path, value)
+
+    async def write(self, path: str, text: str) -> None:
+        key, value = self._key(path), self._value(path, text)
+        try:
+            await self.client.execute_command("SET", key, value)
+        except self._errors() as e:
+            raise self._failed("write", path, e) from e
+
+    async def list(self, prefix: str) -> List[str]:
+        prefix = check_prefix(prefix)
+        pattern, keys, cursor = self._pattern(prefix), set(), 0
+        try:
+            while True:
+                cursor, page = await self.client.execute_command("SCAN", cursor, "MATCH", pattern, "COUNT", 1000, **self._raw)
+                keys.update(page)
+                if int(cursor) == 0:
+                    break
+        except self._errors() as e:
+            raise self._failed("list", prefix, e) from e
+        return self._paths(keys, prefix)
+
+    async def delete(self, path: str) -> None:
+        key = self._key(path)
+        try:
+            await self.client.execute_command("DEL", key)
+        except self._errors() as e:
+            raise self._failed("delete", path, e) from e
+
+    async def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+        """:meth:`RedisStore.write_if`, awaited."""
+        key, value = self._key(path), self._value(path, text, "write_if")
+        args = [b"0", b"", value] if expected is None else [b"1", self._value(path, expected, "write_if", "expected"), value]
+        try:
+            return int(await self._script(keys=[key], args=args)) == 1
+        except self._errors() as e:
+            raise self._failed("write_if", path, e) from e
