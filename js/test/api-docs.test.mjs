@@ -60,3 +60,13 @@ test('each framework adapter entry lists its exports in its section', () => {
     for (const name of Object.keys(module)) assert.ok(section.includes(`\`${name}(`), `the ${entry} section of docs/API.md does not document ${name}`);
   }
 });
+
+test('the Cloudflare Agents entry lists its exports in its section', () => {
+  // dist/cloudflare.js imports the Workers entry (its .wasm as modules): read its declarations.
+  const names = [...dts('cloudflare.d.ts').matchAll(/^export declare function (\w+)/gm)].map((m) => m[1]);
+  assert.deepEqual(names.sort(), ['chatCompactor', 'streamTextOptions']);
+  const at = docs.indexOf('## Cloudflare Agents');
+  assert.ok(at >= 0, 'docs/API.md has no "## Cloudflare Agents" section');
+  const section = docs.slice(at, docs.indexOf('\n## ', at + 1));
+  for (const name of names) assert.ok(section.includes(`\`${name}(`), `the cloudflare section of docs/API.md does not document ${name}`);
+});

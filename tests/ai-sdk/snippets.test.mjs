@@ -20,6 +20,9 @@
 //   <!-- snippet: ai 5: instructions → system -->    for AI SDK 5, `instructions:` in the
 //                                                    arguments of `generateText(...)` is written
 //                                                    `system:` (its name there, as the README says)
+//   <!-- snippet: types-only, not ai 5 (why) -->     not checked against AI SDK 5 at all (a
+//                                                    framework whose peer range starts at AI
+//                                                    SDK 6, such as @cloudflare/ai-chat)
 //
 // KEEP_SNIPPETS=1 keeps the scratch apps for a look (their paths are printed).
 import { test } from 'node:test';
@@ -94,9 +97,11 @@ function makeApp(prefix, { aiPackage, skipLibCheck }) {
   if (aiPackage) symlinkSync(join(root, 'node_modules', aiPackage), join(dir, 'node_modules', 'ai'), 'dir');
   // The optional peers a snippet may import (UnstorageStore's storage and its Redis driver).
   for (const peer of ['unstorage', 'ioredis']) symlinkSync(join(root, 'node_modules', peer), join(dir, 'node_modules', peer), 'dir');
-  // LangChain.js and the OpenAI Agents SDK for `context-compactor/langchain` and
-  // `/openai-agents` (the package's devDependencies, pinned).
-  for (const peer of ['langchain', '@langchain', '@openai']) symlinkSync(join(root, 'js', 'node_modules', peer), join(dir, 'node_modules', peer), 'dir');
+  // LangChain.js, the OpenAI Agents SDK and Mastra for `context-compactor/langchain`,
+  // `/openai-agents` and `/mastra` (the package's devDependencies, pinned).
+  for (const peer of ['langchain', '@langchain', '@openai', '@mastra']) symlinkSync(join(root, 'js', 'node_modules', peer), join(dir, 'node_modules', peer), 'dir');
+  // Cloudflare Agents (`agents`, `@cloudflare/ai-chat`) for the `/cloudflare` block (types-only).
+  for (const peer of ['agents', '@cloudflare']) symlinkSync(join(root, 'js', 'node_modules', peer), join(dir, 'node_modules', peer), 'dir');
   cpSync(join(root, 'js', 'package.json'), join(pkgDir, 'package.json'));
   cpSync(join(root, 'js', 'dist'), join(pkgDir, 'dist'), { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `${prefix}-app`, private: true, type: 'module' }));
@@ -169,7 +174,9 @@ for (const version of [
   writeFileSync(join(dir, 'preamble.ts'), preamble);
   cpSync(join(here, `model.${version.key}.ts`), join(dir, 'model.ts'));
   cpSync(join(here, 'contract.ts'), join(dir, 'contract.ts'));
-  const files = blocks.map((block) => {
+  // workers-types' Durable Object declarations, for the Cloudflare Agents block.
+  cpSync(join(here, 'cloudflare-workers.d.ts'), join(dir, 'cloudflare-workers.d.ts'));
+  const files = blocks.filter((block) => !(version.key === 'ai5' && /\bnot ai 5\b/.test(block.marker))).map((block) => {
     let code = block.code;
     if (version.key === 'ai5' && /ai 5: instructions → system/.test(block.marker)) code = renameInGenerateText(code, 'instructions:', 'system:');
     const free = freeNames(code);

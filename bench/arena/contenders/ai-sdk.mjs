@@ -19,8 +19,9 @@ const usage = (tokens) => ({
   outputTokens: { total: 10, text: 10, reasoning: undefined },
 });
 
-/** The mock model: records each prompt (`onPrompt`), answers with the next recorded step. */
-function scriptedModel(replay, onPrompt) {
+/** The mock model: records each prompt (`onPrompt`), answers with the next recorded step (the
+ * Mastra contender's model too: Mastra takes AI SDK models). */
+export function scriptedModel(replay, onPrompt) {
   return new MockLanguageModelV4({
     modelId: 'arena-replay',
     doGenerate: async ({ prompt, tools }) => {

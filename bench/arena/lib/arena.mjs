@@ -1,6 +1,8 @@
 // Runs contenders on sessions: the harness behind run.mjs.
 import { runAiSdk } from '../contenders/ai-sdk.mjs';
 import { runLangChain } from '../contenders/langchain.mjs';
+import { runMastra } from '../contenders/mastra.mjs';
+import { runOpenAIAgents } from '../contenders/openai-agents.mjs';
 import { runStrands } from '../contenders/strands.mjs';
 import { continuity, kept } from './continuity.mjs';
 import { Scorer } from './metrics.mjs';
@@ -26,6 +28,10 @@ export const CONTENDERS = [
   { name: 'context-compactor smart (stateless)', via: 'context-compactor, preset smart, as a stateless route handler: a new compactor per user turn with `statePath` in one shared store, the raw history re-sent, `prepareStep` + `wrapTools`', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart', host: 'stateless' }) },
   { name: 'context-compactor smart (middleware)', via: 'context-compactor, preset smart, one compactor through `wrapLanguageModel({ model, middleware: compactor.middleware() })` (no `prepareStep`) + `wrapTools`', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'smart', host: 'middleware' }) },
   { name: 'langchain + context-compactor smart', via: 'LangChain v1 `createAgent` + `compactorMiddleware` (`context-compactor/langchain`, preset smart) + its recovery tools', run: (s, o) => runLangChain(s, { ...o, kind: 'compactor' }) },
+  { name: 'mastra token-limiter', via: 'Mastra `Agent` + `ToolCallFilter` + `TokenLimiterProcessor` (limit 0.85 of the window), the thread in memory', run: (s, o) => runMastra(s, { ...o, kind: 'builtin' }) },
+  { name: 'mastra + context-compactor smart', via: 'Mastra `Agent` + `compactorProcessor` (`context-compactor/mastra`, preset smart) + its recovery tools, the thread in memory', run: (s, o) => runMastra(s, { ...o, kind: 'compactor' }) },
+  { name: 'openai-agents none', via: 'OpenAI Agents SDK `run()`, no context management (its own is server-side Responses compaction, which cannot run offline)', run: (s, o) => runOpenAIAgents(s, { ...o, kind: 'none' }) },
+  { name: 'openai-agents + context-compactor smart', via: 'OpenAI Agents SDK `run()` + `compactorInputFilter` + `compactorModel` (`context-compactor/openai-agents`, preset smart) + `compactorTools` + its recovery tools', run: (s, o) => runOpenAIAgents(s, { ...o, kind: 'compactor' }) },
   { name: 'context-compactor aggressive', via: 'context-compactor `prepareStep` + `wrapTools`, preset aggressive', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'aggressive' }) },
 ];
 

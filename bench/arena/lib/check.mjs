@@ -6,6 +6,12 @@
 const OURS = /(^|\+ )context-compactor /;
 /** The host-shape variants of a preset: `context-compactor smart (stateless)` → `context-compactor smart`. */
 const VARIANT = /^(context-compactor \S+) \((stateless|middleware)\)$/;
+/** The framework rows whose prompts are the AI SDK's, byte for byte, so they are measured as
+ * host shapes: `openai-agents + context-compactor smart` → `context-compactor smart` (the
+ * adapter gives the prompts `prepareStep` gives), `openai-agents none` → `none`. */
+const SAME_PROMPTS = /^openai-agents (?:\+ (context-compactor \S+)|(none))$/;
+/** A framework's run with no context management (a harness row, not a peer). */
+const UNMANAGED = (contender) => contender === 'none' || contender.endsWith(' none');
 
 /** A run's effective cost: its cost plus what its re-reads cost (`reread.mjs`); a result from
  * before re-read accounting has only its cost. */
@@ -13,7 +19,8 @@ export const effective = (r) => r.effectiveCost ?? r.cost;
 
 /** The long-lived contender a host-shape variant is measured against, or undefined. */
 export function baseOf(contender) {
-  return VARIANT.exec(contender)?.[1];
+  const same = SAME_PROMPTS.exec(contender);
+  return VARIANT.exec(contender)?.[1] ?? same?.[1] ?? same?.[2];
 }
 
 export function check(results) {
@@ -122,7 +129,7 @@ export function targets(results) {
   for (const smart of ok.filter((r) => r.contender === 'context-compactor smart')) {
     const same = ok.filter((r) => r.session === smart.session && r.window === smart.window);
     const none = same.find((r) => r.contender === 'none');
-    const peers = same.filter((r) => r.contender !== 'none' && !OURS.test(r.contender));
+    const peers = same.filter((r) => !UNMANAGED(r.contender) && !OURS.test(r.contender));
     if (!peers.length) continue;
     const cheapestOf = (list) => (list.length ? list.reduce((a, b) => (effective(b) < effective(a) ? b : a)) : undefined);
     const cheapest = cheapestOf(peers);

@@ -167,3 +167,47 @@ export function orphans(prompt) {
 export function promptContains(prompt, value) {
   return prompt.system.includes(value) || prompt.messages.some((m) => m.text.includes(value));
 }
+
+/** A Responses API content list (`input_text`, `output_text`, ...) or string, as text. */
+function responsesText(content) {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((c) => (typeof c.text === 'string' ? c.text : typeof c.refusal === 'string' ? c.refusal : `[${c.type}]`)).join('');
+}
+
+/** An OpenAI Agents SDK model request (`ModelRequest`: `input` items in the Responses API shape,
+ * `systemInstructions`, `tools` as `SerializedTool[]`). The SDK sends one item per message part:
+ * an assistant message and the function calls of one response are consecutive items, the
+ * function call results of one step too; each run of them is one message here, as one AI SDK
+ * assistant or tool message holds them, so the same conversation gives the same strings. */
+export function fromOpenAIAgents(input, tools = [], systemInstructions = undefined) {
+  const system = systemInstructions ? [systemInstructions] : [];
+  const messages = [];
+  const open = (role) => {
+    const last = messages.at(-1);
+    if (last?.role === role) return last;
+    const m = { role, text: '', calls: [], results: [] };
+    messages.push(m);
+    return m;
+  };
+  const items = typeof input === 'string' ? [{ role: 'user', content: input }] : input;
+  for (const item of items) {
+    if (item.role === 'system') system.push(responsesText(item.content));
+    else if (item.role === 'user') messages.push({ role: 'user', text: responsesText(item.content), calls: [], results: [] });
+    else if (item.role === 'assistant') open('assistant').text += responsesText(item.content);
+    else if (item.type === 'function_call') {
+      const m = open('assistant');
+      m.calls.push(item.callId);
+      m.text += callText(item.callId, item.name, item.arguments ? JSON.parse(item.arguments) : {});
+    } else if (item.type === 'function_call_result') {
+      const m = open('tool');
+      m.results.push(item.callId);
+      const out = item.output;
+      const value = typeof out === 'string' ? out : out?.type === 'text' ? out.text : Array.isArray(out) ? responsesText(out) : JSON.stringify(out);
+      m.text += resultText(item.callId, value);
+    } else if (item.type === 'reasoning') open('assistant').text += responsesText(item.content);
+    else open('assistant').text += `[${item.type}]`;
+  }
+  const defs = tools.filter((t) => t.type === 'function').map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  return { tools: toolsText(defs), system: system.join('\n\n'), messages };
+}

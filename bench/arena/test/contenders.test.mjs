@@ -83,6 +83,27 @@ test('LangChain createAgent with the context-compactor middleware: inside the wi
   for (const peer of ['langchain summarization', 'langchain context-editing', 'deepagents']) assert.ok(r.cost < results.get(peer).cost, `${r.cost} vs ${peer} ${results.get(peer).cost}`);
 });
 
+test('a Mastra Agent with the context-compactor processor: inside the window, pairs intact, the needle recoverable, cheaper than Mastra\'s own processors', () => {
+  const r = results.get('mastra + context-compactor smart');
+  const peer = results.get('mastra token-limiter');
+  assert.equal(r.error, undefined, r.error);
+  assert.equal(peer.error, undefined, peer.error);
+  assert.equal(r.overWindow, 0);
+  assert.equal(r.orphanedCalls, 0);
+  assert.equal(r.needlesInPrompt + r.needlesRecoverable, 1);
+  assert.ok(r.cost < peer.cost, `${r.cost} vs mastra token-limiter ${peer.cost}`);
+});
+
+test('the OpenAI Agents SDK: unmanaged, the AI SDK\'s prompts; with the context-compactor adapter, prepareStep\'s prompts, byte for byte', () => {
+  for (const [name, base] of [['openai-agents none', 'none'], ['openai-agents + context-compactor smart', 'context-compactor smart']]) {
+    const r = results.get(name);
+    assert.equal(r.error, undefined, `${name}: ${r.error}`);
+    assert.deepEqual(r.promptDigests, results.get(base).promptDigests, `${name} against ${base}`);
+    for (const key of ['cost', 'summarizerCalls', 'prefixBreaks', 'overWindow', 'orphanedCalls', 'needlesInPrompt', 'needlesRecoverable']) assert.equal(r[key], results.get(base)[key], `${name}: ${key}`);
+  }
+  assert.equal(results.get('openai-agents + context-compactor smart').overWindow, 0);
+});
+
 test('context-compactor as a stateless route handler and as middleware: inside the window, pairs intact, the needle recoverable', () => {
   for (const name of ['context-compactor smart (stateless)', 'context-compactor smart (middleware)']) {
     const r = results.get(name);

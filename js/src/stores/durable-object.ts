@@ -10,14 +10,20 @@
 // the storage is typed structurally.
 import { checkPath, checkPrefix, type FileStore } from '../store.js';
 
-/** The parts of `DurableObjectStorage` (`ctx.storage`) this store uses. */
-export interface DurableObjectStorageLike {
+/** The parts of `DurableObjectTransaction` (what `storage.transaction` hands its closure) this
+ * store uses. */
+export interface DurableObjectTransactionLike {
   get(key: string): Promise<unknown>;
   get(keys: string[]): Promise<Map<string, unknown>>;
   put(entries: Record<string, unknown>): Promise<void>;
   delete(keys: string[]): Promise<number>;
   list(options: { prefix?: string; start?: string; limit?: number }): Promise<Map<string, unknown>>;
-  transaction<T>(closure: (txn: DurableObjectStorageLike) => Promise<T>): Promise<T>;
+}
+
+/** The parts of `DurableObjectStorage` (`ctx.storage`) this store uses: workers-types'
+ * `DurableObjectStorage` is one (its transaction is not a storage: it has no `transaction`). */
+export interface DurableObjectStorageLike extends DurableObjectTransactionLike {
+  transaction<T>(closure: (txn: DurableObjectTransactionLike) => Promise<T>): Promise<T>;
 }
 
 export interface DurableObjectStoreOptions {
@@ -93,7 +99,7 @@ export class DurableObjectStore implements FileStore {
   }
 
   /** Replaces what `path` holds (and its old chunks) with `text`, in `txn`. */
-  async #put(txn: DurableObjectStorageLike, path: string, text: string): Promise<void> {
+  async #put(txn: DurableObjectTransactionLike, path: string, text: string): Promise<void> {
     const key = this.#key(path);
     const old = (await txn.get(key)) as Entry | undefined;
     const stale = old && 'chunks' in old ? this.#chunkKeys(key, old.chunks) : [];
@@ -116,7 +122,7 @@ export class DurableObjectStore implements FileStore {
   }
 }
 
-async function read(storage: DurableObjectStorageLike, key: string, chunkKeys: (key: string, count: number) => string[]): Promise<string | null> {
+async function read(storage: DurableObjectTransactionLike, key: string, chunkKeys: (key: string, count: number) => string[]): Promise<string | null> {
   const entry = (await storage.get(key)) as Entry | undefined;
   if (entry === undefined || entry === null) return null;
   if ('text' in entry) return entry.text;
