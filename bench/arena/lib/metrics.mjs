@@ -10,6 +10,21 @@ import { account, visible } from './reread.mjs';
 export const CACHE_READ = 0.1;
 export const CACHE_WRITE = 1.25;
 
+/**
+ * How long a summarizer call takes, in seconds (issue 32: the time a turn waits on compaction):
+ * a fixed part (the request's round trip and time to first token, 1 s), reading the request
+ * (10,000 uncached input tokens a second, ten times that from the cache) and writing the summary
+ * (800 tokens at 80 a second: 10 s, the summary template's typical length at a fast model's
+ * speed). Stated, not measured: it prices every contender's summaries the same way.
+ */
+export const SUMMARY_LATENCY = { fixedS: 1, uncachedPerS: 10_000, cachedPerS: 100_000, outputTokens: 800, outputPerS: 80 };
+
+/** Seconds a summarizer call of `tokens` input tokens, `cached` of them from the cache, takes. */
+export function summarySeconds(tokens, cached) {
+  const l = SUMMARY_LATENCY;
+  return l.fixedS + (tokens - cached) / l.uncachedPerS + cached / l.cachedPerS + l.outputTokens / l.outputPerS;
+}
+
 const counts = new Map();
 /** Tokens of one piece, remembered (pieces repeat from call to call). */
 function tokens(text) {
@@ -79,6 +94,10 @@ export class Scorer {
   #summaryInput = 0;
   #summaryCached = 0;
   #summaryCost = 0;
+  /** Seconds of summaries since the last main call (the next call waits for them). */
+  #pendingWait = 0;
+  #waitedCalls = 0;
+  #waitSeconds = 0;
   #needles = [];
   #digests = [];
   #reads = [];
@@ -94,6 +113,11 @@ export class Scorer {
    * outputs that step used, `reread.mjs`) feed the re-read accounting. */
   call(prompt, { step, uses = [] } = {}) {
     const m = measure(prompt, this.#previous);
+    if (this.#pendingWait > 0) {
+      this.#waitedCalls++;
+      this.#waitSeconds += this.#pendingWait;
+      this.#pendingWait = 0;
+    }
     this.#reads.push({ step, tokens: m.tokens, pieces: m.pieces.length, common: m.common, uses: uses.map((use) => ({ use, visible: visible(prompt, use) })) });
     this.#calls++;
     this.#input += m.tokens;
@@ -112,9 +136,12 @@ export class Scorer {
   }
 
   /** A summarizer call. A continuation of the agent's prompt reads from the cache what it
-   * shares with the last main call; a plain request is all new input. */
+   * shares with the last main call; a plain request is all new input. Every contender's
+   * summaries run on the turn's critical path today: the next main call waits for them
+   * (`summarySeconds`). */
   summary(prompt, { continuation = false } = {}) {
     const m = measure(prompt, continuation ? this.#previous : undefined);
+    this.#pendingWait += summarySeconds(m.tokens, m.cached);
     const cost = CACHE_READ * m.cached + CACHE_WRITE * (m.tokens - m.cached);
     this.#summaries++;
     this.#summaryInput += m.tokens;
@@ -158,6 +185,8 @@ export class Scorer {
       planKept: this.#continuity.plan,
       workingFileKept: this.#continuity.working,
       summarizerCost: Math.round(this.#summaryCost),
+      callsWaited: this.#waitedCalls,
+      secondsWaited: Math.round(this.#waitSeconds * 10) / 10,
       cost,
       uses: reread.uses,
       rereads: reread.rereads,

@@ -17,18 +17,18 @@ function row(r, none) {
   const or = (v, f = String) => (v === undefined ? '–' : f(v));
   const kept = r.needlesInPrompt + r.needlesRecoverable;
   const share = ([ok, of] = [0, 0]) => (of ? `${ok}/${of}` : '–');
-  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${or(r.rereads)} | ${or(r.rereadCost, k)} | ${or(r.losses)} | ${k(effective(r))}${effRatio} | ${r.prefixBreaks} | ${per100(r.prefixBreaks, r.calls)} | ${r.summarizerCalls} | ${r.summarizerCost === undefined ? '–' : k(r.summarizerCost)} | ${share(r.planKept)} | ${share(r.workingFileKept)} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
+  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${or(r.rereads)} | ${or(r.rereadCost, k)} | ${or(r.losses)} | ${k(effective(r))}${effRatio} | ${r.prefixBreaks} | ${per100(r.prefixBreaks, r.calls)} | ${r.summarizerCalls} | ${r.summarizerCost === undefined ? '–' : k(r.summarizerCost)} | ${r.callsWaited === undefined ? '–' : `${r.callsWaited} / ${r.secondsWaited.toFixed(0)} s`} | ${share(r.planKept)} | ${share(r.workingFileKept)} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
 }
 
 export function markdown(report) {
   const out = [];
-  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | re-reads | re-read cost | losses | effective cost (vs none) | prefix breaks | breaks / 100 calls | summarizer calls | summarizer cost | plan kept | working file kept | needles kept (prompt + store) | wall s |');
+  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | re-reads | re-read cost | losses | effective cost (vs none) | prefix breaks | breaks / 100 calls | summarizer calls | summarizer cost | calls waited on a summary / seconds | plan kept | working file kept | needles kept (prompt + store) | wall s |');
   const header = out.pop();
   for (const session of report.sessions) {
     for (const window of [...new Set(report.results.filter((r) => r.session === session.name).map((r) => r.window))]) {
       const rows = report.results.filter((r) => r.session === session.name && r.window === window);
       const none = rows.find((r) => r.contender === 'none');
-      out.push(`### ${session.name}, ${k(window)} window`, '', header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+      out.push(`### ${session.name}, ${k(window)} window`, '', header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const r of rows) out.push(row(r, none));
       out.push('');
     }

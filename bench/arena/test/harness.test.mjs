@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import { countTokens, init } from 'context-compactor';
-import { CACHE_READ, CACHE_WRITE, measure, Scorer } from '../lib/metrics.mjs';
+import { CACHE_READ, CACHE_WRITE, measure, Scorer, summarySeconds } from '../lib/metrics.mjs';
 import { fromAiSdk, fromLangChain, orphans, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
 
@@ -73,6 +73,23 @@ test('the scorer: cache cost, windows, orphans, needles in the prompt or the sto
   assert.equal(r.orphanedCalls, 1, 'the first prompt ends with an unanswered call');
   assert.equal(r.prefixBreaks, 0);
   assert.deepEqual([r.needlesInPrompt, r.needlesRecoverable, r.needlesLost], [1, 1, ['lost']]);
+});
+
+test('the scorer: a summary keeps the next main call waiting, once, for its stated latency', () => {
+  const first = fromAiSdk(aiPrompt.slice(0, 3));
+  const second = fromAiSdk(aiPrompt.slice(0, 4));
+  const scorer = new Scorer(100_000);
+  scorer.call(first);
+  scorer.summary(first);
+  scorer.summary(second);
+  scorer.call(second);
+  scorer.call(second);
+  const r = scorer.result(() => false);
+  const expected = summarySeconds(measure(first).tokens, 0) + summarySeconds(measure(second).tokens, 0);
+  assert.equal(r.callsWaited, 1, 'two summaries before one call: one call waited');
+  assert.equal(r.secondsWaited, Math.round(expected * 10) / 10);
+  assert.ok(r.secondsWaited > 20, 'each summary writes 800 tokens at 80 a second');
+  assert.ok(summarySeconds(10_000, 10_000) < summarySeconds(10_000, 0), 'a cached request reads faster');
 });
 
 test('the replay splits turns at user messages and refuses a step the session does not have', () => {
