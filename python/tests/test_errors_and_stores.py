@@ -160,6 +160,6 @@ def test_errors_name_this_packages_functions_not_the_npm_packages() -> None:
     from context_compactor import EncodingError, count_tokens
 
     with pytest.raises(EncodingError) as unknown:
-        count_tokens("hi", "llama3")
+        count_tokens("hi", "no-such-tokenizer")
     assert "load_tokenizer" in unknown.value.message and "loadTokenizer" not in unknown.value.message
     assert unknown.value.code == "unknown_encoding"
