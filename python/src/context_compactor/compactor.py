@@ -466,7 +466,9 @@ class Compactor:
         by_path = {a["path"]: a for a in dry["actions"] if isinstance(a.get("path"), str)}
         self._core.call("session-start", options)
         while True:
-            step = json.loads(self._core.call("session-poll"))
+            # Decoded with the conversation's binary values: a done step's messages are used as
+            # they come (no second pass over the conversation).
+            step = decode(self._core.call("session-poll"), refs)
             if step["type"] == "done":
                 break
             if step["type"] != "io":
@@ -480,11 +482,11 @@ class Compactor:
             replayed = plan.get("replayed") or {}
             if replayed.get("edits", 0) + replayed.get("spans", 0) == 0:
                 return ManageResult(list(messages), [], plan, cancelled=True)
-            return ManageResult(_as_given(decode(dumps(step["messages"]), refs), messages), [], plan, cancelled=True)
+            return ManageResult(_as_given(step["messages"], messages), [], plan, cancelled=True)
         if not step["changed"]:
             self._held = held
             return ManageResult(list(messages), [], plan, cancelled=False)
-        out = _as_given(decode(dumps(step["messages"]), refs), messages)
+        out = _as_given(step["messages"], messages)
         self._held = _Held(list(out), [_mark(m) for m in out], refs)
         events: List[Event] = step["events"]
         if events:
