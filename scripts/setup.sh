@@ -94,7 +94,7 @@ if ! command -v redis-server >/dev/null 2>&1; then
   apt_install redis-server
 fi
 
-# 7. Node 22 for the frameworks suite (tests/frameworks: wrangler 4 needs 22.12+, AI SDK 7
+# 7. Node 22 for the frameworks suite and the arena (its Cloudflare contenders need node:sqlite; tests/frameworks: wrangler 4 needs 22.12+, AI SDK 7
 #    declares 22+), from the npm registry's `node` package, in .tools/node22 (the machine's Node
 #    may be older; nothing else changes which node runs).
 node22=.tools/node22

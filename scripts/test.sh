@@ -33,8 +33,10 @@ run frameworks node tests/frameworks/run.mjs
 # violation fails the suite (fuzz/api/README.md lists the classes, and the one still open).
 run fuzz-api  node fuzz/api/run.mjs --seed ci-1 --cases 80 --no-minimize --quiet
 run examples  node examples/run.mjs
-# The quality arena's harness tests, then its smallest session at both windows with wide margins.
-run arena     bash -c 'node --test bench/arena/test/ bench/arena/sessions/ && node --max-old-space-size=8192 bench/arena/run.mjs --sessions long-chat --check --out bench/arena/out/ci'
+# The quality arena's harness tests, then its smallest session at both windows with wide margins,
+# under Node 22 (setup.sh's .tools/node22): the Cloudflare contenders' Durable Object is node:sqlite
+# (Node 22's --test takes files or globs, not directories).
+run arena     bash -c 'n=.tools/node22/node_modules/.bin/node; "$n" --test "bench/arena/test/*.test.mjs" "bench/arena/sessions/*.test.mjs" && "$n" --max-old-space-size=8192 bench/arena/run.mjs --sessions long-chat --check --out bench/arena/out/ci'
 # The Python package: the Component built into it, installed (not editable) into .venv-py, then
 # pytest (its cross-host test also runs the npm build and the native CLI).
 run python    bash -c 'bash scripts/build-component.sh && .venv-py/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation --force-reinstall ./python && .venv-py/bin/python -m pytest -q python/tests'

@@ -51,6 +51,24 @@ pub struct State {
     /// replays it onto whatever history it is given, so a host that re-sends the raw history
     /// with this state gets the same compacted prompt as a long-lived one.
     pub record: Record,
+    /// The summary asked ahead of need ([`Plan::ahead`]), once the host asked it
+    /// ([`Compactor::ask_ahead`]), and its text once back ([`Compactor::offer_summary`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<Ahead>,
+}
+
+/// A summary asked ahead of need: the span it covers, named by the conversation up to its end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ahead {
+    /// The fingerprint of the (replayed) conversation up to `end`: while the conversation
+    /// starts with the same messages, the summary still fits.
+    pub key: String,
+    /// The end of the span (exclusive), a message index.
+    pub end: usize,
+    /// The summary, once the host handed it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +161,10 @@ pub struct PlanOptions {
     /// the provider's count, against the provider's limit, and always compact below the target
     /// (see [`Compactor::plan_overflow`]).
     pub overflow: Option<Overflow>,
+    /// The host runs summaries in the background: a plan above `history.aheadFraction` may
+    /// carry [`Plan::ahead`], a summary to make off the critical path (see
+    /// [`crate::config::HistoryConfig::ahead_fraction`]).
+    pub background: bool,
 }
 
 /// What a provider's "prompt too long" error said ([`PlanOptions::overflow`]).
@@ -395,7 +417,33 @@ impl Compactor {
         let tier2 = compaction.enabled
             && !options.offload_only
             && (manual || overflow.is_some() || predicted > compact_at);
-        if tier2 {
+        // A summary made ahead of need (`history.aheadFraction`): the state's, while the
+        // conversation still starts with the span it was asked for.
+        let ahead_ready = self.state.ahead.as_ref().filter(|a| {
+            a.end <= messages.len()
+                && crate::record::conversation_hex_of(
+                    memo.canonical(messages)[..a.end].iter().copied(),
+                ) == a.key
+        });
+        let ahead_at = history
+            .ahead_fraction
+            .filter(|_| {
+                options.background
+                    && history.strategy == HistoryStrategy::Summarize
+                    && !manual
+                    && overflow.is_none()
+                    && !options.offload_only
+                    && ahead_ready.is_none()
+            })
+            .map(|f| fraction_of(window, f));
+        // Below the compaction trigger and above the ahead one, tier 2 runs dry: when it could
+        // not reach its target now, the lossy tier will fire at the trigger, so its summary is
+        // asked now.
+        let dry = !tier2 && compaction.enabled && ahead_at.is_some_and(|a| predicted > a);
+        // Tier 2's edits onto `actions`, `predicted_raw` updated: automatic compaction stops at
+        // the target, a manual one takes every reversible edit.
+        let tier2_edits = |actions: &mut Vec<Action>, predicted_raw: &mut u32| {
+            let mut predicted = self.scale(*predicted_raw);
             let mut taken: tier2::Taken = actions
                 .iter()
                 .filter_map(Action::store_edit)
@@ -403,7 +451,6 @@ impl Compactor {
                 .collect();
             let batch = self.config.cache.batches(&self.pricing);
             let mut first_change = actions.iter().filter_map(Action::first_message).min();
-            let before_tier2 = (actions.len(), predicted_raw);
             let candidates = apart::tier2(messages, compaction, window, &tokens, &mut taken, memo);
             for candidate in candidates {
                 // Pinned parts, the working files and what the provider compacted are never
@@ -424,15 +471,21 @@ impl Compactor {
                 if predicted <= target && !manual && !free {
                     continue;
                 }
-                predicted_raw =
+                *predicted_raw =
                     predicted_raw.saturating_sub(self.raw_saving(messages, counts, &candidate));
-                predicted = self.scale(predicted_raw);
+                predicted = self.scale(*predicted_raw);
                 first_change = match (first_change, candidate.first_message()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
                 actions.push(candidate);
             }
+        };
+        let mut dry_run: Option<(Vec<Action>, u32)> = None;
+        if tier2 {
+            let before_tier2 = (actions.len(), predicted_raw);
+            tier2_edits(&mut actions, &mut predicted_raw);
+            predicted = self.scale(predicted_raw);
             // A break that buys too little waits (while the lossy trigger is still far): the
             // next one will batch more.
             let saved = self.scale(before_tier2.1.saturating_sub(predicted_raw));
@@ -446,43 +499,68 @@ impl Compactor {
                 predicted_raw = before_tier2.1;
                 predicted = self.scale(predicted_raw);
             }
+        } else if dry {
+            let mut dry_actions = actions.clone();
+            let mut dry_raw = predicted_raw;
+            tier2_edits(&mut dry_actions, &mut dry_raw);
+            if self.scale(dry_raw) > target {
+                dry_run = Some((dry_actions, dry_raw));
+            }
         }
 
+        // Raw tokens each message loses to the reversible edits of `actions`.
+        let saved_by = |actions: &[Action]| {
+            let mut saved = vec![
+                0u32;
+                if actions.is_empty() {
+                    0
+                } else {
+                    messages.len()
+                }
+            ];
+            for action in actions {
+                if let Some(edit) = action.store_edit() {
+                    saved[edit.message_index] += self.raw_saving(messages, counts, action);
+                }
+            }
+            saved
+        };
         // What no tier can shrink. Above the lossy trigger, a lossy step cannot get under it and
         // would repeat at every call: it waits until the request would not fit at all.
         // Counted after the planned edits: a pinned call whose result is offloaded in this plan
         // takes what is left of it, not what it took before.
-        let mut saved = vec![
-            0u32;
-            if actions.is_empty() {
-                0
-            } else {
-                messages.len()
-            }
-        ];
-        for action in &actions {
-            if let Some(edit) = action.store_edit() {
-                saved[edit.message_index] += self.raw_saving(messages, counts, action);
-            }
-        }
+        let saved = saved_by(&actions);
         let after_edits = |i: usize| total(i).saturating_sub(saved.get(i).copied().unwrap_or(0));
         let pinned_raw = lossy::pinned_raw(messages, history, &self.counter, after_edits);
         let fixed = self.scale(self.fixed_raw(messages, pinned_raw, after_edits));
         let hopeless = fixed > summarize_at;
         // The lossy tier: past its own trigger, when tier 2 could not reach the target, or
         // (with tier 2 off) past the compaction trigger.
-        let tier3 = history.strategy != HistoryStrategy::Off
+        let mut tier3 = history.strategy != HistoryStrategy::Off
             && (!hopeless || manual || overflow.is_some() || predicted > window)
             && !options.offload_only
             && (manual
                 || predicted > summarize_at
                 || (tier2 && predicted > target)
                 || (!compaction.enabled && predicted > compact_at));
-        // The lossy step's note, and the kept messages' tokens when they alone are over budget.
-        let mut lossy: Option<(Note, Option<u32>)> = None;
-        if tier3 {
-            // What the provider drops costs nothing.
-            let original: Vec<u32> = (0..messages.len())
+        // A summary asked ahead and not back yet: the lossy tier waits for it while the prompt
+        // is under the hard limit (the call goes on unsummarized instead of waiting).
+        let mut notes = Vec::new();
+        if tier3
+            && !manual
+            && overflow.is_none()
+            && predicted <= hard_limit
+            && ahead_ready.is_some_and(|a| a.text.is_none())
+        {
+            tier3 = false;
+            notes.push(Note::SummaryPending {
+                tokens: predicted,
+                hard_limit,
+            });
+        }
+        // What the provider drops costs nothing.
+        let original = || -> Vec<u32> {
+            (0..messages.len())
                 .map(|i| {
                     if provider::dropped(messages, provider_item, i) {
                         0
@@ -490,17 +568,24 @@ impl Compactor {
                         total(i)
                     }
                 })
-                .collect();
-            let edited: Vec<u32> = original
+                .collect()
+        };
+        let edited_by = |original: &[u32], saved: &[u32]| -> Vec<u32> {
+            original
                 .iter()
                 .enumerate()
                 .map(|(i, &t)| t.saturating_sub(saved.get(i).copied().unwrap_or(0)))
-                .collect();
+                .collect()
+        };
+        let lossy_plan = |original: &[u32],
+                          edited: &[u32],
+                          fixed_cut: Option<usize>,
+                          config: &crate::config::HistoryConfig| {
             let inputs = lossy::Inputs {
                 messages,
-                original: &original,
-                edited: &edited,
-                config: history,
+                original,
+                edited,
+                config,
                 path_fields: &compaction.path_fields,
                 counter: &self.counter,
                 tools_raw: self.tools_raw,
@@ -518,8 +603,30 @@ impl Compactor {
                     && self.pricing.provider != crate::cache::CacheProvider::None)
                     .then_some(self.pricing.read),
                 memo,
+                fixed_cut,
             };
-            if let Some(planned) = apart::lossy(&inputs) {
+            apart::lossy(&inputs)
+        };
+        // The lossy step's note, and the kept messages' tokens when they alone are over budget.
+        let mut lossy: Option<(Note, Option<u32>)> = None;
+        let mut ahead = None;
+        if tier3 {
+            let original = original();
+            let edited = edited_by(&original, &saved);
+            // A ready summary made ahead covers its own span (when that still frees enough);
+            // else the span is chosen now and the summary is asked in this call.
+            let ready = ahead_ready
+                .filter(|a| a.text.is_some() && !manual && overflow.is_none())
+                .and_then(|a| Some((a, lossy_plan(&original, &edited, Some(a.end), history)?)))
+                .and_then(|(a, mut planned)| {
+                    let Action::Summarize(s) = &mut planned.action else {
+                        return None;
+                    };
+                    s.ahead_key = Some(a.key.clone());
+                    s.ready = a.text.clone();
+                    Some(planned)
+                });
+            if let Some(planned) = ready.or_else(|| lossy_plan(&original, &edited, None, history)) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
                 actions.retain(|a| {
                     a.store_edit()
@@ -544,9 +651,38 @@ impl Compactor {
                 actions.push(Action::SaveTranscript(planned.transcript));
                 actions.push(planned.action);
             }
+        } else if let Some((dry_actions, _)) = &dry_run {
+            // The summary the trigger will need, asked now; its span fixed by its key. The
+            // conversation grows by about the distance to the trigger before the summary is
+            // applied: the recent messages kept now are fewer by that much, so that about the
+            // usual share is kept then.
+            let original = original();
+            let edited = edited_by(&original, &saved_by(dry_actions));
+            let shift = compaction.trigger_fraction - history.ahead_fraction.unwrap_or(0.0);
+            let config = crate::config::HistoryConfig {
+                keep_recent_fraction: (history.keep_recent_fraction - shift.max(0.0))
+                    .max(history.keep_recent_fraction / 3.0),
+                ..history.clone()
+            };
+            let planned = lossy_plan(&original, &edited, None, &config).map(|p| p.action);
+            // Only over messages no action of this plan changes: the key names them as they are.
+            let untouched = |s: &crate::plan::Summarize| {
+                actions
+                    .iter()
+                    .all(|a| a.first_message().is_none_or(|m| m >= s.end))
+            };
+            if let Some(Action::Summarize(mut s)) = planned.filter(|a| match a {
+                Action::Summarize(s) => untouched(s),
+                _ => false,
+            }) {
+                let canonical = memo.canonical(messages);
+                s.ahead_key = Some(crate::record::conversation_hex_of(
+                    canonical[..s.end].iter().copied(),
+                ));
+                ahead = Some(s);
+            }
         }
 
-        let mut notes = Vec::new();
         let pinned_tokens = self.scale(pinned_raw);
         if pinned_tokens > target {
             notes.push(Note::PinnedOverBudget {
@@ -647,6 +783,7 @@ impl Compactor {
             },
             cache,
             replayed: Replayed::default(),
+            ahead,
         })
     }
 
@@ -828,6 +965,8 @@ impl Compactor {
                             let kept: Vec<Message> =
                                 s.keep.iter().map(|&k| messages[k].clone()).collect();
                             if record {
+                                // A summary made ahead is used (or its span is gone).
+                                self.state.ahead = None;
                                 self.state.record.push_span(
                                     Strategy::Summarize,
                                     &messages[s.start..s.end],
@@ -1027,6 +1166,46 @@ impl Compactor {
             .map(total)
             .sum();
         crate::counting::REPLY_PRIMING + self.tools_raw + system + pinned_raw
+    }
+
+    /// Records that the host asked the summary of [`Plan::ahead`] (it runs in the background):
+    /// `key` and `end` are its `ahead_key` and `end`. Later plans do not ask it again while the
+    /// conversation starts with its span, and the plan that reaches the lossy trigger waits
+    /// for it (until the hard limit) rather than ask another. Persisted with the state.
+    pub fn ask_ahead(&mut self, key: &str, end: usize) {
+        self.state.ahead = Some(Ahead {
+            key: key.to_owned(),
+            end,
+            text: None,
+        });
+    }
+
+    /// Hands back the summary asked ahead under `key` ([`Summarize::ahead_key`]). `false` when
+    /// the state no longer waits for it (another was asked since, or the span was summarized
+    /// in a call): nothing changes. An empty text is refused as a failed summary (the state
+    /// forgets the ask, so the lossy tier summarizes in the call).
+    pub fn offer_summary(&mut self, key: &str, text: String) -> bool {
+        match &mut self.state.ahead {
+            Some(ahead) if ahead.key == key => {
+                if text.trim().is_empty() {
+                    self.state.ahead = None;
+                    return false;
+                }
+                ahead.text = Some(text);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Forgets the summary asked ahead under `key` (the summarizer failed): the lossy tier
+    /// summarizes in the call that reaches it. `false` when the state did not wait for it.
+    pub fn forget_ahead(&mut self, key: &str) -> bool {
+        if self.state.ahead.as_ref().is_some_and(|a| a.key == key) {
+            self.state.ahead = None;
+            return true;
+        }
+        false
     }
 
     /// Messages before the latest provider compaction item are not read by the provider and

@@ -288,6 +288,17 @@ pub struct HistoryConfig {
     /// A hook may cancel a compaction, except past this fraction of the window, where the next
     /// request would fail (SPEC §7, no deadlock). 0.95.
     pub hard_limit_fraction: f64,
+    /// Summaries made ahead of need, off the critical path (issue 32, `docs/LOOP.md`): above
+    /// this fraction of the window, when tier 2 alone could not reach its target if it ran now
+    /// (so the lossy tier will fire at the compaction trigger), a plan for a host that runs
+    /// summaries in the background ([`crate::PlanOptions::background`]) carries the summary it
+    /// will need as [`crate::Plan::ahead`]; its span is fixed when asked. The call that reaches
+    /// the trigger applies the ready summary without waiting; while it is not ready, the lossy
+    /// tier waits until the hard limit, where it summarizes in the call (the plan carries a
+    /// `summary-pending` note until then). Its span keeps fewer recent messages by the distance to the compaction
+    /// trigger (the conversation grows by about that much before it is applied). `None`: off.
+    /// 0.6 (`aggressive`: 0.4), a tenth of the window below the compaction trigger.
+    pub ahead_fraction: Option<f64>,
     /// The most recent messages kept verbatim, as a share of the window. 0.15 (seed 000 says
     /// "keep recent messages (last ~20 % of context)", DeepAgents keeps 10 %): in the arena
     /// 0.20 met smart's targets on 6 runs and cost 3–8 % more than 0.15, which met them on 8.
@@ -331,6 +342,7 @@ impl Default for HistoryConfig {
             strategy: HistoryStrategy::Summarize,
             trigger_fraction: 0.85,
             hard_limit_fraction: 0.95,
+            ahead_fraction: Some(0.6),
             keep_recent_fraction: 0.15,
             keep_recent_messages: None,
             summary_max_tokens: 2_000,
@@ -406,6 +418,7 @@ impl Config {
             Preset::Aggressive => {
                 config.offload.threshold_tokens = 1_000;
                 config.compaction.trigger_fraction = 0.50;
+                config.history.ahead_fraction = Some(0.4);
                 config.compaction.target_fraction = 0.25;
                 config.compaction.keep_tool_results = 5;
                 config.compaction.min_saving_tokens = 100;
@@ -504,6 +517,9 @@ impl Config {
         }
         if !in_unit(h.hard_limit_fraction) {
             return bad("history.hardLimitFraction", "must be in (0, 1]");
+        }
+        if h.ahead_fraction.is_some_and(|a| !(a > 0.0 && a < 1.0)) {
+            return bad("history.aheadFraction", "must be in (0, 1), or null (off)");
         }
         if !(h.keep_recent_fraction >= 0.0 && h.keep_recent_fraction < c.target_fraction) {
             return bad(

@@ -81,8 +81,8 @@ mod bindings;
 
 pub use cache::{CacheConfig, CachePricing, CacheProvider, CacheTtl};
 pub use compactor::{
-    Calibration, Compactor, Overflow, PlanOptions, State, Stats, StrategyStats, TriggerKind, Usage,
-    UsagePoint,
+    Ahead, Calibration, Compactor, Overflow, PlanOptions, State, Stats, StrategyStats, TriggerKind,
+    Usage, UsagePoint,
 };
 pub use config::{
     CompactionConfig, Config, HistoryConfig, HistoryStrategy, ImportanceConfig, OffloadConfig,

@@ -31,6 +31,15 @@ pub struct Plan {
     /// conversation after it). Non-empty: the host must apply even a plan with no actions.
     #[serde(default)]
     pub replayed: crate::record::Replayed,
+    /// A summary to make ahead of need, off the critical path (`history.aheadFraction`, asked
+    /// only of a host that runs summaries in the background: [`crate::PlanOptions::background`]).
+    /// Not an action: nothing in this plan waits for it. The host sends `ahead.request` to its
+    /// summarizer when it can (a promise, the platform's `waitUntil`, idle time), records that
+    /// it did ([`crate::Compactor::ask_ahead`]) and hands the text back
+    /// ([`crate::Compactor::offer_summary`]); the plan that reaches the lossy trigger applies it
+    /// over the same span, so the messages after it stay as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<Summarize>,
 }
 
 /// What set the plan off.
@@ -243,6 +252,14 @@ pub struct Summarize {
     /// input, when the span holds it), starting with `[Current plan, kept verbatim]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<String>,
+    /// The span's key when the summary is (or was) made ahead of need ([`Plan::ahead`]): the
+    /// fingerprint of the conversation up to `end`, which the state's
+    /// [`crate::compactor::Ahead`] names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ahead_key: Option<String>,
+    /// The summary made ahead for this span: applied as it is, the summarizer is not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
 }
 
 /// The summarization request, shaped for any chat API (AI SDK `generateText`, OpenAI, ...).
@@ -493,6 +510,15 @@ pub enum Note {
         target: u32,
         /// Why it could not be met.
         reason: String,
+    },
+    /// The lossy tier would fire, but the summary it needs was asked ahead of need
+    /// ([`Plan::ahead`]) and is not back yet: this call goes on unsummarized rather than wait,
+    /// until the prompt passes the hard limit (then the summary is asked in the call).
+    SummaryPending {
+        /// Tokens predicted for this call's prompt.
+        tokens: u32,
+        /// The hard limit ([`Trigger::hard_limit`]).
+        hard_limit: u32,
     },
     /// The pinned messages (pins and pinned tools, with the groups that keep their tool calls
     /// valid) and the carried plan alone are over the target: no tier may touch them, so the

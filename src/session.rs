@@ -72,6 +72,8 @@ pub struct Call {
     pub instructions: Option<String>,
     /// The provider refused the last prompt as too long (a `recover`): compact harder.
     pub overflow: Option<Overflow>,
+    /// The host runs summaries in the background ([`PlanOptions::background`]).
+    pub background: bool,
 }
 
 /// What a [`Session`] needs of the compactor it runs on: [`Compactor`] itself, or a binding's
@@ -494,6 +496,7 @@ impl Session {
             trigger: self.call.trigger,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n")),
             overflow: self.call.overflow,
+            background: self.call.background,
             ..PlanOptions::default()
         }
     }
@@ -595,7 +598,8 @@ impl Session {
             if !stored {
                 continue;
             }
-            if let Some(text) = &self.custom_summary {
+            if let Some(text) = self.custom_summary.as_ref().or(summary.ready.as_ref()) {
+                // The hook's own summary, or one made ahead of need: the summarizer is not asked.
                 self.outcomes.push(Outcome::Summarized {
                     id: summary.id.clone(),
                     text: text.clone(),
@@ -694,7 +698,7 @@ impl Compactor {
                 Call {
                     trigger: TriggerKind::Manual,
                     instructions,
-                    overflow: None,
+                    ..Call::default()
                 },
             ),
             host,

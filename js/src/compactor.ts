@@ -116,6 +116,10 @@ export interface HistoryOptions {
   triggerFraction?: number;
   /** Past this fraction an `onPreCompact` cancel is overridden. Default 0.95. */
   hardLimitFraction?: number;
+  /** Summaries made ahead of need: above this fraction of the window, when tier 2 alone would
+   * not reach its target, the summary the lossy tier will need is asked in the background
+   * (`CompactorOptions.background`). Default 0.5 (`aggressive`: 0.35); `null` turns it off. */
+  aheadFraction?: number | null;
   /** Recent messages kept verbatim, as a share of the window. Default 0.15. */
   keepRecentFraction?: number;
   /** Keep this many recent messages instead. */
@@ -156,8 +160,9 @@ export interface HistoryOptions {
  * `summarizeTimeoutMs` (then `signal` aborts), makes the core use its heuristic summary (the
  * event says so). `summarizer(model)` builds one from an AI SDK model. */
 /** `options.model`: the agent's model name (the compactor's `model`), so a summarizer can tell
- * whether it may send `request.continuation`. */
-export type Summarizer = (request: SummaryRequest, options: { signal: AbortSignal; model?: string }) => Promise<string> | string;
+ * whether it may send `request.continuation`. `options.background`: the summary is made ahead of
+ * need (`Plan.ahead`), off the critical path: no model call waits for it. */
+export type Summarizer = (request: SummaryRequest, options: { signal: AbortSignal; model?: string; background?: boolean }) => Promise<string> | string;
 
 export interface CompactorOptions {
   /** Model name for the registry (`gpt-4o`, `claude-sonnet-4-5`, `openai/gpt-4.1`, ...). */
@@ -209,6 +214,18 @@ export interface CompactorOptions {
   onEvent?: (event: CompactionEvent) => void;
   /** Recovery from a provider's "prompt too long" error (`middleware()`, `recover`). */
   overflow?: OverflowOptions;
+  /** Make summaries ahead of need, off the critical path (default: on when `summarize` is set).
+   * Above `history.aheadFraction` a call asks the summary the lossy tier will need and returns
+   * without waiting for it; the summary runs as a promise (kept alive by `waitUntil` when
+   * given) and the call that reaches the trigger applies it. While it is not back, calls go on
+   * unsummarized until the hard limit; only there does a call wait for a summary. With
+   * `statePath`, the summary is kept beside the state (`<statePath>.summaries/ahead-<key>.json`)
+   * so that the next request, on any instance, applies it. `settled()` waits for it. */
+  background?: boolean;
+  /** Keeps a background summary alive after the response in a serverless route: Vercel's
+   * `waitUntil` (`@vercel/functions`), Next.js `after`, a Worker's `ctx.waitUntil`
+   * (`(p) => ctx.waitUntil(p)`). Each background summary's promise is handed to it. */
+  waitUntil?: (promise: Promise<unknown>) => void;
 }
 
 /** Overflow recovery: how many harder compactions and retries one model call may take. */
@@ -224,7 +241,7 @@ export interface RecoverResult<M extends MessageLike = MessageLike> extends Mana
 }
 
 /** Options the core does not see: they stay in the host. */
-const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'storeTimeoutMs', 'onPreCompact', 'overflow']);
+const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'storeTimeoutMs', 'onPreCompact', 'overflow', 'background', 'waitUntil']);
 
 export { DEFAULT_STATE_PATH };
 
@@ -361,6 +378,13 @@ export class Compactor {
   readonly #prefixes: { offload: string; history: string };
   /** The state changed since it was last saved to `statePath`. */
   #stateDirty = false;
+  /** Summaries are made ahead of need (`options.background`), and what keeps them alive. */
+  readonly #background: boolean;
+  readonly #waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+  /** Background summaries under way, by key. */
+  readonly #aheadRuns = new Map<string, Promise<void>>();
+  /** A summary the loaded state asked ahead whose text may be beside it (`statePath`). */
+  #aheadUnread: string | undefined;
   /** Serializes manage() calls: two racing calls would plan against stale messages. */
   #queue: Promise<unknown> = Promise.resolve();
   /** Our uncalibrated count of the last prompt handed to the model, for calibration. */
@@ -392,6 +416,11 @@ export class Compactor {
     this.#summarize = options.summarize;
     this.#onPreCompact = options.onPreCompact;
     this.#summarizeTimeoutMs = options.summarizeTimeoutMs ?? 120_000;
+    if (options.waitUntil !== undefined && typeof options.waitUntil !== 'function') {
+      throw new CompactorError('invalid_config', 'waitUntil must be a function (promise) => void, e.g. (p) => ctx.waitUntil(p)', { field: 'waitUntil' });
+    }
+    this.#background = (options.background ?? true) && options.summarize !== undefined;
+    this.#waitUntil = options.waitUntil;
     if (!(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
     this.#io = withTimeout(this.store, storeTimeout(options));
     if (options.statePath !== undefined && !options.store) {
@@ -407,6 +436,7 @@ export class Compactor {
     this.#config = stringify(config);
     this.#stored = (options as { [STORED]?: StoredState })[STORED];
     this.#core = core(() => new WasmCompactor(this.#config, state));
+    this.#aheadUnread = unreadAhead(options.state ?? this.#stored?.state);
   }
 
   /** The model as resolved by the registry and overrides. */
@@ -641,6 +671,7 @@ export class Compactor {
     this.#core.free();
     this.#core = fresh;
     this.#stored = stored;
+    this.#aheadUnread = unreadAhead(stored.state);
     this.#held = { messages: [], marks: [], refs: new Map() };
     this.#last = undefined;
     this.#stateDirty = false;
@@ -650,10 +681,13 @@ export class Compactor {
    * loop (`Session`, docs/LOOP.md) on every message as it is now. The host only carries out the
    * loop's requests: store writes (in parallel), the summarizer, the `onPreCompact` hook. */
   async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: StoredState }> {
+    await this.#readAhead();
     this.#sync(messages);
-    const planned = this.#planCore(undefined, planOptions(options));
+    const call = planOptions(options, this.#background);
+    const planned = this.#planCore(undefined, call);
     if (!isWork(JSON.parse(planned.json) as Plan)) {
       const result: ManageResult<M> = { messages: [...messages], events: [], plan: this.#hydrate(planned, messages) };
+      this.#startAhead(result.plan);
       return this.#persistState(result);
     }
     // Compacting: on every message as it is now (see #sync). The session holds the conversation.
@@ -662,7 +696,7 @@ export class Compactor {
     this.#held = { messages: [], marks: [], refs: new Map() };
     const { refs } = held;
     const written = new Map<string, string>();
-    core(() => this.#core.sessionStart(planOptions(options)));
+    core(() => this.#core.sessionStart(call));
     let done: SessionDone;
     for (;;) {
       const step = JSON.parse(core(() => this.#core.sessionPoll())) as SessionStep;
@@ -686,6 +720,9 @@ export class Compactor {
       : { messages: [...messages], events: [], plan };
     this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
     result.changed = true;
+    // A summary applied: the core forgot the one asked ahead, if any.
+    if (result.events.some((e) => e.strategy === 'summarize')) this.#aheadUnread = undefined;
+    this.#startAhead(plan);
     await this.#persistState(result);
     return done.cancelOverridden ? { ...result, cancelOverridden: true } : result;
   }
@@ -774,7 +811,7 @@ export class Compactor {
 
   /** The summarizer's answer within `summarizeTimeoutMs`; a failure in its words (the core
    * says `summarizer failed: ...` in the event). */
-  async #summary(action: SummarizeAction): Promise<Outcome> {
+  async #summary(action: SummarizeAction, background = false, model?: string): Promise<Outcome> {
     if (!this.#summarize) return { type: 'failed', id: action.id, error: 'no summarizer configured (options.summarize)' };
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -786,7 +823,7 @@ export class Compactor {
       }, this.#summarizeTimeoutMs);
     });
     try {
-      const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal, model: this.model.name }), timeout]);
+      const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal, model: model ?? this.model.name, ...(background ? { background } : {}) }), timeout]);
       if (typeof text !== 'string') throw new TypeError(`summarize returned ${typeof text}, not a string`);
       return { type: 'summarized', id: action.id, text };
     } catch (error) {
@@ -794,6 +831,88 @@ export class Compactor {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Starts the plan's summary ahead of need (`plan.ahead`) in the background, once per key:
+   * the core records the ask (saved with the state), the summarizer runs off the critical
+   * path, and its text goes back to the core (and beside the state, with `statePath`). */
+  #startAhead(plan: Plan): void {
+    const ahead = plan.ahead;
+    const key = ahead?.aheadKey;
+    if (!ahead || key === undefined || this.#aheadRuns.has(key)) return;
+    core(() => this.#core.askAhead(key, ahead.end));
+    this.#stateDirty = true;
+    this.#aheadUnread = undefined; // the core forgot any other
+    // A continuation's prefix is the conversation as planned now (the core holds it now, not
+    // when the summary runs): built at once.
+    const request: SummaryRequest = { system: ahead.request.system, prompt: ahead.request.prompt, messages: [{ role: 'user', content: ahead.request.prompt }], maxTokens: ahead.request.maxTokens };
+    const continuation = ahead.request.continuation;
+    if (continuation) {
+      const prefix = decode<MessageLike[]>(this.#core.plannedPrefix(continuation.end), this.#held.refs);
+      request.continuation = { ...continuation, messages: [...prefix, { role: 'user', content: continuation.instruction }], ...(this.agentTools ? { tools: this.agentTools } : {}) };
+    }
+    const action: SummarizeAction = { ...ahead, type: 'summarize', request };
+    const model = this.model.name; // read now: the compactor may be disposed when it runs
+    const run = (async () => {
+      let text: string | undefined;
+      if (this.#statePath === undefined) {
+        const outcome = await this.#summary(action, true, model);
+        if (outcome.type === 'summarized') text = outcome.text;
+      } else {
+        // Beside the state, as a summary lease (state.ts): instances that ask the same span at
+        // once make it once, and the next request, on any instance, reads it there.
+        const shared = await leasedSummary(
+          this.#io,
+          aheadPath(this.#statePath, key),
+          async () => {
+            const outcome = await this.#summary(action, true, model);
+            return outcome.type === 'summarized' ? { ok: true, text: outcome.text } : { ok: false };
+          },
+          { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs },
+        );
+        text = shared.ok ? shared.text : undefined;
+      }
+      try {
+        const taken = text !== undefined ? this.#core.offerSummary(key, text) : this.#core.forgetAhead(key);
+        if (taken) this.#stateDirty = true;
+      } catch {
+        // The compactor was disposed meanwhile (`dispose()`): with `statePath` the store has it.
+      }
+    })()
+      .catch(() => undefined)
+      .finally(() => this.#aheadRuns.delete(key));
+    this.#aheadRuns.set(key, run);
+    this.#waitUntil?.(run);
+  }
+
+  /** A summary the loaded state asked ahead (another request's, still out): its text, once the
+   * request that asked it leaves it beside the state (`statePath`), goes to the core before a
+   * plan. Looked for before each call until found (one store read a call while it is out), so a
+   * request of several steps applies it at the same step a long-lived compactor would. */
+  async #readAhead(): Promise<void> {
+    const key = this.#aheadUnread;
+    if (key === undefined || this.#statePath === undefined || this.#aheadRuns.has(key)) return;
+    let value: { summary?: unknown; until?: unknown } | undefined;
+    try {
+      const text = await this.#io.read(aheadPath(this.#statePath, key));
+      value = text ? (JSON.parse(text) as typeof value) : undefined;
+    } catch {
+      return; // unreadable: the plan waits for it until the hard limit
+    }
+    // Its lease (state.ts `leasedSummary`): the summary, or a request still making it, or one
+    // that failed or was killed (expired): then the lossy tier summarizes in the call.
+    const expired = value !== undefined && typeof value.summary !== 'string' && !(typeof value.until === 'number' && value.until > Date.now());
+    if (typeof value?.summary !== 'string' && !expired) return; // still being made
+    this.#aheadUnread = undefined;
+    const taken = typeof value?.summary === 'string' ? this.#core.offerSummary(key, value.summary) : this.#core.forgetAhead(key);
+    if (taken) this.#stateDirty = true;
+  }
+
+  /** Resolves once every summary made ahead of need (`background`) has come back and reached
+   * the core (and, with `statePath`, the store). A long-lived app need not call it; a test, a
+   * script about to exit or a route without `waitUntil` may. */
+  async settled(): Promise<void> {
+    while (this.#aheadRuns.size > 0) await Promise.allSettled([...this.#aheadRuns.values()]);
   }
 
   #apply<M extends MessageLike>(encoded: Encoded, planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
@@ -1121,10 +1240,21 @@ function isWork(plan: Plan): boolean {
   return plan.actions.length > 0 || (plan.replayed !== undefined && plan.replayed.edits + plan.replayed.spans > 0);
 }
 
-function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined): string | undefined {
-  if (!options) return undefined;
-  const overflow = options.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
-  return stringify({ trigger: options.trigger ?? 'auto', instructions: options.instructions ?? null, ...(overflow ? { overflow } : {}) });
+function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background = false): string | undefined {
+  if (!options && !background) return undefined;
+  const overflow = options?.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
+  return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}) });
+}
+
+/** Where the text of a summary asked ahead under `key` waits beside the state at `statePath`. */
+function aheadPath(statePath: string, key: string): string {
+  return `${statePath}.summaries/ahead-${key}.json`;
+}
+
+/** The key of a summary a state asked ahead and holds no text of. */
+function unreadAhead(state: CompactorState | undefined): string | undefined {
+  const ahead = (state as { ahead?: { key?: unknown; text?: unknown } } | undefined)?.ahead;
+  return ahead && typeof ahead.key === 'string' && typeof ahead.text !== 'string' ? ahead.key : undefined;
 }
 
 /** The typed error of an overflow recovery that cannot go on: nothing left to compact, or

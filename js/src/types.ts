@@ -148,6 +148,10 @@ export interface SummarizeAction {
   /** The live plan carried at the end of the summary message (`[Current plan, kept
    * verbatim] the latest <tool> input:\n<JSON>`), when the span holds the latest plan-tool call. */
   plan?: string;
+  /** The span's key when its summary is (or was) made ahead of need (`Plan.ahead`). */
+  aheadKey?: string;
+  /** The summary made ahead for this span: applied as it is, the summarizer is not asked. */
+  ready?: string;
 }
 
 /** Truncation / importance: `messages` leave (their text stays in the transcript); `notice`
@@ -179,6 +183,9 @@ export type Note =
   /** Pinned messages and the live plan alone are over the target: no tier may touch them. */
   | { type: 'pinned-over-budget'; pinnedTokens: number; target: number }
   | { type: 'fixed-over-trigger'; fixedTokens: number; trigger: number; reason: string }
+  /** The summary asked ahead (`Plan.ahead`) is not back yet: this call goes on unsummarized
+   * rather than wait, until the prompt passes the hard limit. */
+  | { type: 'summary-pending'; tokens: number; hardLimit: number }
   | { type: 'overflow'; reportedTokens: number | null; countedTokens: number; budgetWindow: number; reason: string };
 
 /** A compaction plan: plain data, the same on every runtime. */
@@ -221,6 +228,11 @@ export interface Plan {
   /** What the compaction record put back before planning (see `CompactorState.record`): the
    * plan's indices refer to the conversation after it. */
   replayed: { edits: number; spans: number };
+  /** A summary to make ahead of need, off the critical path (`history.aheadFraction`; only for
+   * a compactor whose `background` is on). Not an action: `manage` runs it in the background
+   * itself (see `CompactorOptions.background`); the call that reaches the lossy trigger
+   * applies it over the same span. */
+  ahead?: SummarizeAction;
 }
 
 export type Outcome =

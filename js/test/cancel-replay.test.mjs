@@ -38,11 +38,15 @@ test('a cancelled compaction returns the replayed conversation, the same for eve
   let overridden = 0;
   for (let t = 0; t < 60 && overridden === 0; t++) {
     raw.push({ role: 'user', content: `Turn ${t}: ${prose(t, 30)}` });
+    // Background summaries are back before the next request (a route's `waitUntil`).
     const a = await longLived.manage(raw);
+    await longLived.settled();
     const handler = await cc.createCompactor({ ...options(1), store, statePath });
     const b = await handler.manage(structuredClone(raw));
+    await handler.settled();
     handler.dispose();
     const c = await fresh.manage(structuredClone(raw));
+    await fresh.settled();
     const results = [a, b, c];
     const texts = results.map((r) => JSON.stringify(r.messages));
     const sizes = () => results.map((r) => `${sent(r.messages)} tokens${r.cancelled ? ' (cancelled)' : ''}`).join(', ');

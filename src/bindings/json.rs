@@ -347,6 +347,9 @@ impl HeldCompactor {
                 }
             }
         }
+        if let Some(ahead) = &mut plan.ahead {
+            ahead.request.messages.clear();
+        }
         let json = to_json(&plan);
         let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
         if plans.len() == PLANS_KEPT {
@@ -590,6 +593,21 @@ impl HeldCompactor {
         to_json(self.inner.state())
     }
 
+    /// [`Compactor::ask_ahead`] for the plan's `ahead` (its `aheadKey` and `end`).
+    pub(crate) fn ask_ahead(&mut self, key: &str, end: u32) {
+        self.inner.ask_ahead(key, end as usize);
+    }
+
+    /// [`Compactor::offer_summary`].
+    pub(crate) fn offer_summary(&mut self, key: &str, text: &str) -> bool {
+        self.inner.offer_summary(key, text.to_owned())
+    }
+
+    /// [`Compactor::forget_ahead`].
+    pub(crate) fn forget_ahead(&mut self, key: &str) -> bool {
+        self.inner.forget_ahead(key)
+    }
+
     pub(crate) fn stats(&self) -> String {
         to_json(self.inner.stats())
     }
@@ -654,6 +672,9 @@ fn stripped(prompt: &std::sync::Mutex<String>, mut plan: Plan, prompt_apart: boo
             }
             _ => {}
         }
+    }
+    if let Some(ahead) = &mut plan.ahead {
+        ahead.request.messages.clear();
     }
     plan
 }

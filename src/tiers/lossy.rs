@@ -56,6 +56,9 @@ pub(crate) struct Inputs<'a> {
     pub cache_read: Option<f64>,
     /// What is known about each message (for `messages`).
     pub memo: &'a Memo,
+    /// The span ends here (a summary made ahead of need covers it): the plan is `None` when
+    /// that is not a group boundary after the start and before the last group.
+    pub fixed_cut: Option<usize>,
 }
 
 /// The lossy part of a plan.
@@ -113,12 +116,18 @@ pub(crate) fn plan(inputs: &Inputs) -> Option<Planned> {
     };
     // Keep at least the last group (the request in progress).
     let last_group = (start + 1..messages.len()).rev().find(|&c| ok[c])?;
-    let (cut, kept_over_budget) = match config.keep_recent_messages {
-        Some(keep) => {
+    let (cut, kept_over_budget) = match (inputs.fixed_cut, config.keep_recent_messages) {
+        (Some(cut), _) => {
+            if !(cut > start && cut <= last_group && ok[cut]) {
+                return None;
+            }
+            (cut, None)
+        }
+        (None, Some(keep)) => {
             let limit = messages.len().saturating_sub(keep).min(last_group);
             ((start + 1..=limit).rev().find(|&c| ok[c])?, None)
         }
-        None => {
+        (None, None) => {
             let mut budget = (f64::from(inputs.window) * config.keep_recent_fraction) as u32;
             if inputs.manual {
                 // Asked for room: keep that share of what there is, not of the whole window.
@@ -584,6 +593,8 @@ fn summarize(
         tokens_after: inputs.scale(inserted_raw),
         keep,
         plan,
+        ahead_key: None,
+        ready: None,
     });
     Some((action, removed, inserted_raw))
 }

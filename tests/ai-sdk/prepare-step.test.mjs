@@ -69,7 +69,10 @@ test('the long agent example: 30 steps in 8k, offloads at return, summaries by t
   }
   const summaries = events.filter((e) => e.strategy === 'summarize');
   assert.ok(summaries.length >= 2 && summaries.every((e) => e.status === 'applied'), 'summaries written by the summarizer model');
-  assert.equal(summaryRequests.length, summaries.length);
+  // Each applied summary was written once; one more when a summary asked ahead of need (in the
+  // background) was not needed yet when the agent stopped.
+  await compactor.settled();
+  assert.ok(summaryRequests.length >= summaries.length && summaryRequests.length <= summaries.length + 1, `${summaryRequests.length} requests, ${summaries.length} summaries`);
   // Each summary is in the history that followed, and names its transcript.
   const last = JSON.stringify(prompts.at(-1));
   assert.ok(last.includes('Refactor the request pipeline.') && last.includes(summaries.at(-1).path));

@@ -63,14 +63,19 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
     const text = `Turn ${t}: ${prose(t, 30)}`;
     raw.push({ role: 'user', content: images && t % 7 === 3 ? [{ type: 'text', text }, { type: 'image', image: screenshot(t), mediaType: 'image/png' }] : text });
     // One model call per turn; its reply joins the raw history the app saves.
+    // A summary made in the background is back before the next request (what a route's
+    // `waitUntil` gives in practice): every shape then applies it at the same call.
     const a = await longLived.manage(raw);
+    await longLived.settled();
     report(longLived, a.messages);
     const handler = await cc.createCompactor({ ...model, contextWindow, store, statePath, summarize: summarizer(1) });
     const b = await handler.manage(structuredClone(raw));
+    await handler.settled();
     report(handler, b.messages);
     if (probe) await handler.saveState();
     handler.dispose();
     const c = await freshObjects.manage(structuredClone(raw));
+    await freshObjects.settled();
     report(freshObjects, c.messages);
     const prompts = [a.messages, b.messages, c.messages];
     const texts = prompts.map((p) => JSON.stringify(p));

@@ -59,6 +59,30 @@ export const STATE_PATH = '/state/compactor.json';
  * Feeds `recorder`; returns `stored(value)`, a search of the contender's store at the end, and
  * the store's `files`.
  */
+/**
+ * The summarizer and event hook every context-compactor contender gets: the agent's model,
+ * reading the cache through the continuation when the core offers one (what `summarizer(model)`
+ * does), else the plain request; answered by `scriptedSummary`. A summary made ahead of need
+ * (`background`) answers when the arena's clock says it is ready (lib/metrics.mjs); the call
+ * that applies it marks the compaction. `tools()`: the agent's tools of its last call.
+ */
+export function arenaSummarizer(recorder, tools = () => []) {
+  return {
+    summarize: (request, { background } = {}) => {
+      const continuation = request.continuation;
+      const prompt = continuation
+        ? fromAiSdk(continuation.messages, continuation.tools ?? tools())
+        : fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
+      const ready = recorder.summary(prompt, { continuation: Boolean(continuation), background });
+      const text = scriptedSummary(pieces(prompt).join('\n'));
+      return background ? ready.then(() => text) : text;
+    },
+    onEvent: (event) => {
+      if (event.strategy === 'summarize' && event.status === 'applied') recorder.applied();
+    },
+  };
+}
+
 export async function runAiSdk(session, { window, kind, preset, host = 'long-lived', options = {}, recorder }) {
   const replay = new Replay(session);
   // The tools of the last call: a summary continuation sends them unchanged, as
@@ -80,14 +104,7 @@ export async function runAiSdk(session, { window, kind, preset, host = 'long-liv
       ...(host === 'stateless' ? { statePath: STATE_PATH } : {}),
       // The summarizer is the agent's model: it reads the cache through the continuation when
       // the core offers one (what `summarizer(model)` does), else sends the plain request.
-      summarize: (request) => {
-        const continuation = request.continuation;
-        const prompt = continuation
-          ? fromAiSdk(continuation.messages, continuation.tools ?? lastTools)
-          : fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
-        recorder.summary(prompt, { continuation: Boolean(continuation) });
-        return scriptedSummary(pieces(prompt).join('\n'));
-      },
+      ...arenaSummarizer(recorder, () => lastTools),
     });
   // What one request of the app sees: the model, tools, instructions and prepareStep.
   const setup = async (compactor) => {

@@ -15,6 +15,7 @@ import { ClearToolUsesEdit, contextEditingMiddleware, createAgent, summarization
 import { MemoryStore, createCompactor } from 'context-compactor';
 import { compactorMiddleware, recoveryLangChainTools } from 'context-compactor/langchain';
 import { searchIn } from '../lib/metrics.mjs';
+import { arenaSummarizer } from './ai-sdk.mjs';
 import { fromAiSdk, fromLangChain, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
 
@@ -104,11 +105,7 @@ export async function runLangChain(session, { window, kind, recorder }) {
       preset: 'smart',
       store,
       // The scripted summarizer, scored as the AI SDK contenders' plain requests are.
-      summarize: (request) => {
-        const prompt = fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
-        recorder.summary(prompt);
-        return scriptedSummary(pieces(prompt).join('\n'));
-      },
+      ...arenaSummarizer(recorder),
     });
     agent = createAgent({ model, tools: [...tools, ...recoveryLangChainTools(compactor)], systemPrompt: await compactor.systemPrompt(session.system), middleware: [compactorMiddleware(compactor)], checkpointer: new MemorySaver() });
   } else if (kind === 'summarization') {

@@ -10,7 +10,7 @@ import { TokenLimiterProcessor, ToolCallFilter } from '@mastra/core/processors';
 import { createTool } from '@mastra/core/tools';
 import { MemoryStore, createCompactor } from 'context-compactor';
 import { compactorProcessor, recoveryMastraTools } from 'context-compactor/mastra';
-import { scriptedModel } from './ai-sdk.mjs';
+import { arenaSummarizer, scriptedModel } from './ai-sdk.mjs';
 import { searchIn } from '../lib/metrics.mjs';
 import { fromAiSdk, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
@@ -52,11 +52,7 @@ export async function runMastra(session, { window, kind, recorder, options = {} 
       preset: 'smart',
       ...options,
       store,
-      summarize: (request) => {
-        const prompt = fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
-        recorder.summary(prompt);
-        return scriptedSummary(pieces(prompt).join('\n'));
-      },
+      ...arenaSummarizer(recorder),
     });
     const processor = compactorProcessor(compactor);
     agent = new Agent({

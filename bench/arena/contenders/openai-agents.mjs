@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { MemoryStore, createCompactor } from 'context-compactor';
 import { searchIn } from '../lib/metrics.mjs';
+import { arenaSummarizer } from './ai-sdk.mjs';
 import { fromAiSdk, fromOpenAIAgents, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
 
@@ -101,14 +102,7 @@ export async function runOpenAIAgents(session, { window, kind, recorder, options
       store,
       // The summarizer is the agent's model, as the AI SDK contenders' (`summarizer(model)`):
       // the continuation of the agent's prompt when the core offers one, else the plain request.
-      summarize: (request) => {
-        const continuation = request.continuation;
-        const prompt = continuation
-          ? fromAiSdk(continuation.messages, continuation.tools ?? model.lastTools)
-          : fromAiSdk([{ role: 'system', content: request.system }, ...request.messages]);
-        recorder.summary(prompt, { continuation: Boolean(continuation) });
-        return scriptedSummary(pieces(prompt).join('\n'));
-      },
+      ...arenaSummarizer(recorder, () => model.lastTools),
     });
     agent = new Agent({
       name: 'arena',

@@ -1,5 +1,6 @@
 // Runs contenders on sessions: the harness behind run.mjs.
 import { runAiSdk } from '../contenders/ai-sdk.mjs';
+import { runCloudflare } from '../contenders/cloudflare.mjs';
 import { runLangChain } from '../contenders/langchain.mjs';
 import { runMastra } from '../contenders/mastra.mjs';
 import { runOpenAIAgents } from '../contenders/openai-agents.mjs';
@@ -32,6 +33,8 @@ export const CONTENDERS = [
   { name: 'mastra + context-compactor smart', via: 'Mastra `Agent` + `compactorProcessor` (`context-compactor/mastra`, preset smart) + its recovery tools, the thread in memory', run: (s, o) => runMastra(s, { ...o, kind: 'compactor' }) },
   { name: 'openai-agents none', via: 'OpenAI Agents SDK `run()`, no context management (its own is server-side Responses compaction, which cannot run offline)', run: (s, o) => runOpenAIAgents(s, { ...o, kind: 'none' }) },
   { name: 'openai-agents + context-compactor smart', via: 'OpenAI Agents SDK `run()` + `compactorInputFilter` + `compactorModel` (`context-compactor/openai-agents`, preset smart) + `compactorTools` + its recovery tools', run: (s, o) => runOpenAIAgents(s, { ...o, kind: 'compactor' }) },
+  { name: 'cloudflare sessions compactAfter', via: "Cloudflare Agents: an `AIChatAgent`'s turn (one `streamText` per user message over `convertToModelMessages` of the `Sessions` history with its overlays; the user message and the turn's assistant UI message persisted) with `agents/sessions` `onCompaction(createCompactFunction({ summarize })).compactAfter(0.85 of the window)` (keepRecentTokens 20k, the default), `node:sqlite` as the Durable Object's SQLite", run: (s, o) => runCloudflare(s, { ...o, kind: 'builtin' }) },
+  { name: 'cloudflare + context-compactor smart', via: "Cloudflare Agents: the same `AIChatAgent` turn, no Sessions compaction, `chatCompactor(ctx)` per turn + `streamTextOptions` (`context-compactor/cloudflare`, preset smart; store and state in the Durable Object's key-value storage over `node:sqlite`); in Node a resolve hook maps dist/cloudflare.js's `./entry/workerd.js` to `./entry/node.js`", run: (s, o) => runCloudflare(s, { ...o, kind: 'compactor' }) },
   { name: 'context-compactor aggressive', via: 'context-compactor `prepareStep` + `wrapTools`, preset aggressive', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'aggressive' }) },
 ];
 
@@ -76,11 +79,20 @@ export class Recorder {
     return tokens;
   }
 
+  /** A summarizer call; one made in the background (`options.background`) returns a promise
+   * that resolves when it is ready on the arena's clock (`Scorer.summary`), and marks no
+   * compaction yet (`applied()` does, when the contender applies it). */
   summary(prompt, options) {
     const t0 = performance.now();
-    this.scorer.summary(prompt, options);
-    this.compacted = true;
+    const ready = this.scorer.summary(prompt, options);
+    if (!options?.background) this.compacted = true;
     this.ms += performance.now() - t0;
+    return ready;
+  }
+
+  /** A summary made in the background was applied: the next prompt is checked for continuity. */
+  applied() {
+    this.compacted = true;
   }
 }
 

@@ -10,6 +10,11 @@ const VARIANT = /^(context-compactor \S+) \((stateless|middleware)\)$/;
  * host shapes: `openai-agents + context-compactor smart` → `context-compactor smart` (the
  * adapter gives the prompts `prepareStep` gives), `openai-agents none` → `none`. */
 const SAME_PROMPTS = /^openai-agents (?:\+ (context-compactor \S+)|(none))$/;
+/** Cloudflare Agents with the adapter (`cloudflare + context-compactor smart`): a new compactor per
+ * turn with its state in the Durable Object, the chat round-tripped through the UI messages the
+ * agent persists — the stateless host's prompts, byte for byte (six sessions at both windows when it was
+ * added), so it is measured against `context-compactor smart (stateless)`. */
+const CLOUDFLARE = /^cloudflare \+ (context-compactor \S+)$/;
 /** A framework's run with no context management (a harness row, not a peer). */
 const UNMANAGED = (contender) => contender === 'none' || contender.endsWith(' none');
 
@@ -20,7 +25,8 @@ export const effective = (r) => r.effectiveCost ?? r.cost;
 /** The long-lived contender a host-shape variant is measured against, or undefined. */
 export function baseOf(contender) {
   const same = SAME_PROMPTS.exec(contender);
-  return VARIANT.exec(contender)?.[1] ?? same?.[1] ?? same?.[2];
+  const cloudflare = CLOUDFLARE.exec(contender);
+  return VARIANT.exec(contender)?.[1] ?? same?.[1] ?? same?.[2] ?? (cloudflare ? `${cloudflare[1]} (stateless)` : undefined);
 }
 
 export function check(results) {

@@ -25,6 +25,21 @@ export function summarySeconds(tokens, cached) {
   return l.fixedS + (tokens - cached) / l.uncachedPerS + cached / l.cachedPerS + l.outputTokens / l.outputPerS;
 }
 
+/**
+ * How long a main model call takes, in seconds: the arena's clock (a summary made in the
+ * background is ready once the calls after it have taken its `summarySeconds`). The same reading
+ * speeds as a summary, and 150 output tokens (a tool call or a short answer) at 80 a second.
+ * Stated, not measured; no user think time (the replays have none): the least time a background
+ * summary gets.
+ */
+export const CALL_LATENCY = { fixedS: 1, outputTokens: 150 };
+
+/** Seconds a main call of `tokens` input tokens, `cached` of them from the cache, takes. */
+export function callSeconds(tokens, cached) {
+  const l = SUMMARY_LATENCY;
+  return CALL_LATENCY.fixedS + (tokens - cached) / l.uncachedPerS + cached / l.cachedPerS + CALL_LATENCY.outputTokens / l.outputPerS;
+}
+
 const counts = new Map();
 /** Tokens of one piece, remembered (pieces repeat from call to call). */
 function tokens(text) {
@@ -98,6 +113,11 @@ export class Scorer {
   #pendingWait = 0;
   #waitedCalls = 0;
   #waitSeconds = 0;
+  /** The arena's clock, in seconds: main calls and the waits before them (`callSeconds`). */
+  #clock = 0;
+  /** Background summaries under way: when each is ready, and what to resolve then. */
+  #running = [];
+  #background = 0;
   #needles = [];
   #digests = [];
   #reads = [];
@@ -116,8 +136,14 @@ export class Scorer {
     if (this.#pendingWait > 0) {
       this.#waitedCalls++;
       this.#waitSeconds += this.#pendingWait;
+      this.#clock += this.#pendingWait;
       this.#pendingWait = 0;
     }
+    // The call runs; background summaries finish meanwhile.
+    this.#clock += callSeconds(m.tokens, m.cached);
+    const ready = this.#running.filter((r) => r.at <= this.#clock);
+    this.#running = this.#running.filter((r) => r.at > this.#clock);
+    for (const r of ready) r.resolve();
     this.#reads.push({ step, tokens: m.tokens, pieces: m.pieces.length, common: m.common, uses: uses.map((use) => ({ use, visible: visible(prompt, use) })) });
     this.#calls++;
     this.#input += m.tokens;
@@ -136,18 +162,27 @@ export class Scorer {
   }
 
   /** A summarizer call. A continuation of the agent's prompt reads from the cache what it
-   * shares with the last main call; a plain request is all new input. Every contender's
-   * summaries run on the turn's critical path today: the next main call waits for them
-   * (`summarySeconds`). */
-  summary(prompt, { continuation = false } = {}) {
+   * shares with the last main call; a plain request is all new input. A summary on the turn's
+   * critical path makes the next main call wait for it (`summarySeconds`); one made in the
+   * background (`background`, context-compactor's `Plan.ahead`) waits for nobody: the returned
+   * promise resolves once the main calls after it have taken that long (the contender's
+   * summarizer answers then), so a summary the trigger needs before that is not ready. */
+  summary(prompt, { continuation = false, background = false } = {}) {
     const m = measure(prompt, continuation ? this.#previous : undefined);
-    this.#pendingWait += summarySeconds(m.tokens, m.cached);
+    const seconds = summarySeconds(m.tokens, m.cached);
+    let done;
+    if (background) {
+      // Off the critical path: ready once the main calls after it have taken as long.
+      this.#background++;
+      done = new Promise((resolve) => this.#running.push({ at: this.#clock + seconds, resolve }));
+    } else this.#pendingWait += seconds;
     const cost = CACHE_READ * m.cached + CACHE_WRITE * (m.tokens - m.cached);
     this.#summaries++;
     this.#summaryInput += m.tokens;
     this.#summaryCached += m.cached;
     this.#summaryCost += cost;
     this.#cost += cost;
+    return done;
   }
 
   /** After a compaction: whether the latest plan (`plan`, after a summary) or the working file's
@@ -187,6 +222,7 @@ export class Scorer {
       summarizerCost: Math.round(this.#summaryCost),
       callsWaited: this.#waitedCalls,
       secondsWaited: Math.round(this.#waitSeconds * 10) / 10,
+      backgroundSummaries: this.#background,
       cost,
       uses: reread.uses,
       rereads: reread.rereads,

@@ -39,6 +39,7 @@ before(async () => {
 
 test('every contender runs the whole session through its own package', () => {
   for (const [name, r] of results) {
+    if (!sqlite && CLOUDFLARE.includes(name)) continue; // the test below
     assert.equal(r.error, undefined, `${name}: ${r.error}`);
     assert.ok(r.calls >= 30, `${name}: ${r.calls} calls`);
   }
@@ -123,4 +124,73 @@ test('the stateless host keeps the compactor state in the shared store; the long
   const run = (host) => runAiSdk(session, { window: 32_000, kind: 'compactor', preset: 'smart', host, recorder: new Recorder(session, 32_000) });
   assert.ok((await run('stateless')).files.includes(STATE_PATH));
   assert.ok(!(await run('long-lived')).files.includes(STATE_PATH));
+});
+
+// Cloudflare Agents (contenders/cloudflare.mjs): Node 22.5+ (`node:sqlite` backs the Durable
+// Object); on an older Node both rows fail with an error naming it.
+const sqlite = await import('node:sqlite').then(
+  () => true,
+  () => false,
+);
+const CLOUDFLARE = ['cloudflare sessions compactAfter', 'cloudflare + context-compactor smart'];
+
+test('the Cloudflare contenders on a Node without node:sqlite fail naming Node 22.5+', { skip: sqlite && 'node:sqlite is here' }, () => {
+  for (const name of CLOUDFLARE) assert.match(results.get(name).error ?? '', /Node >= 22\.5/, name);
+});
+
+/** One Cloudflare run with every main-model prompt kept. */
+async function cloudflareRun(kind) {
+  const { runCloudflare } = await import('../contenders/cloudflare.mjs');
+  const { Recorder } = await import('../lib/arena.mjs');
+  const session = miniSession();
+  const recorder = new Recorder(session, 32_000);
+  const prompts = [];
+  const call = recorder.call.bind(recorder);
+  recorder.call = (build, replay) =>
+    call(() => {
+      const prompt = build();
+      prompts.push(prompt);
+      return prompt;
+    }, replay);
+  const run = await runCloudflare(session, { window: 32_000, kind, recorder });
+  return { ...run, prompts, result: recorder.scorer.result(run.stored) };
+}
+
+test("Cloudflare Sessions' compactAfter: compacts at turn ends only, and the next prompts carry its summary overlay", { skip: !sqlite && 'needs node:sqlite (Node 22.5+)' }, async () => {
+  const { result, compactions, history, prompts } = await cloudflareRun('builtin');
+  assert.equal(result.calls, 30);
+  assert.ok(result.summarizerCalls >= 1, `${result.summarizerCalls} summarizer calls`);
+  assert.ok(compactions.length >= 1, `${compactions.length} compactions`);
+  // The overlay: an assistant message `compaction_<id>` holding the scripted summary, in place
+  // of the span it covers; the first three messages (head) stay verbatim.
+  const overlay = history.find((m) => m.id.startsWith('compaction_'));
+  assert.ok(overlay, 'no compaction overlay in the history');
+  assert.equal(history[0].id, 'user-0');
+  assert.match(overlay.parts[0].text, /^Summary [0-9a-f]{8} of \d+ characters\./);
+  // The summaries reach the model as that assistant message (a turn end and the next user
+  // message can each compact, the second updating the first's summary), up to the last prompt.
+  const summaries = new Set(compactions.map((c) => c.summary));
+  const carries = (p) => p.messages.some((m) => m.role === 'assistant' && summaries.has(m.text));
+  assert.ok(prompts.filter(carries).length >= 5, `${prompts.filter(carries).length} prompts carry a summary`);
+  assert.ok(carries(prompts.at(-1)), 'the last prompt carries no summary');
+  // The Session is written only when a turn ends: inside a turn of four 15k-token outputs the
+  // AI SDK's loop grows the prompt past the 32k window.
+  assert.ok(result.overWindow > 0, `${result.overWindow} calls over the window`);
+  assert.equal(result.orphanedCalls, 0);
+  assert.equal(results.get('cloudflare sessions compactAfter').error, undefined);
+});
+
+test('Cloudflare with context-compactor/cloudflare: inside the window, the needle recoverable, outputs and state in the Durable Object storage, previews in the chat', { skip: !sqlite && 'needs node:sqlite (Node 22.5+)' }, async () => {
+  const { result, files, history } = await cloudflareRun('compactor');
+  assert.equal(result.calls, 30);
+  assert.equal(result.overWindow, 0);
+  assert.equal(result.orphanedCalls, 0);
+  assert.equal(result.needlesInPrompt + result.needlesRecoverable, 1);
+  assert.ok(files.includes('/state/compactor.json'), files.join(', '));
+  assert.ok(files.filter((f) => f.startsWith('/tool_outputs/')).length >= 20, files.join(', '));
+  // The chat the Session persists keeps the previews, not the outputs.
+  const chat = JSON.stringify(history);
+  assert.ok(!chat.includes('SECRET-CODE-ZEBRA-991 '), 'the full output is in the persisted chat');
+  assert.ok(chat.includes('/tool_outputs/'), 'no preview naming a stored path in the persisted chat');
+  assert.ok(result.cost < results.get('cloudflare sessions compactAfter').cost, `${result.cost} vs ${results.get('cloudflare sessions compactAfter').cost}`);
 });

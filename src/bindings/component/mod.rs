@@ -229,6 +229,18 @@ impl api::GuestCompactor for ComponentCompactor {
         self.0.borrow().state()
     }
 
+    fn ask_ahead(&self, key: String, end: u32) {
+        self.0.borrow_mut().ask_ahead(&key, end);
+    }
+
+    fn offer_summary(&self, key: String, text: String) -> bool {
+        self.0.borrow_mut().offer_summary(&key, &text)
+    }
+
+    fn forget_ahead(&self, key: String) -> bool {
+        self.0.borrow_mut().forget_ahead(&key)
+    }
+
     fn stats(&self) -> String {
         self.0.borrow().stats()
     }

@@ -129,6 +129,24 @@ impl WasmCompactor {
         self.0.state()
     }
 
+    /// The host asked the plan's `ahead` summary (in the background).
+    #[wasm_bindgen(js_name = askAhead)]
+    pub fn ask_ahead(&mut self, key: &str, end: u32) {
+        self.0.ask_ahead(key, end);
+    }
+
+    /// The summary asked ahead under `key`; `false` when no longer wanted.
+    #[wasm_bindgen(js_name = offerSummary)]
+    pub fn offer_summary(&mut self, key: &str, text: &str) -> bool {
+        self.0.offer_summary(key, text)
+    }
+
+    /// The summary asked ahead under `key` failed.
+    #[wasm_bindgen(js_name = forgetAhead)]
+    pub fn forget_ahead(&mut self, key: &str) -> bool {
+        self.0.forget_ahead(key)
+    }
+
     pub fn stats(&self) -> String {
         self.0.stats()
     }
