@@ -24,8 +24,10 @@ const workerdBuiltins = {
   },
 };
 
-/** Bundles `entry` into a fresh dir, runs it in miniflare, returns { json, wasmFiles, keptWasmImports, size, bundleMs, fetchMs }. */
-async function runWorker(entry, fixtureInfo, extraOptions = {}, plugins = []) {
+/** Bundles `entry` into a fresh dir, runs it in miniflare (a fetch of each of `paths`, in
+ * order, in one isolate), returns { json (the last answer), answers, wasmFiles, keptWasmImports,
+ * size, bundleMs, fetchMs }. */
+async function runWorker(entry, fixtureInfo, extraOptions = {}, plugins = [], paths = ['/']) {
   const outdir = await mkdtemp(join(tmpdir(), 'cc-workerd-'));
   let mf;
   try {
@@ -38,9 +40,9 @@ async function runWorker(entry, fixtureInfo, extraOptions = {}, plugins = []) {
     const size = await bundleSize('worker.js', bundled, keptWasmImports);
     mf = new Miniflare({ ...miniflareOptions(outdir), ...extraOptions });
     const t1 = Date.now();
-    const res = await mf.dispatchFetch('http://localhost/');
-    const json = await answerJson(res, entry, 'worker');
-    return { json, wasmFiles, keptWasmImports, size, bundleMs, fetchMs: Date.now() - t1 };
+    const answers = [];
+    for (const path of paths) answers.push(await answerJson(await mf.dispatchFetch(`http://localhost${path}`), entry, 'worker'));
+    return { json: answers.at(-1), answers, wasmFiles, keptWasmImports, size, bundleMs, fetchMs: Date.now() - t1 };
   } finally {
     await mf?.dispose().catch(() => {});
     await rm(outdir, { recursive: true, force: true });
@@ -61,6 +63,9 @@ try {
     compatibilityFlags: ['nodejs_compat'],
     durableObjects: { Chat: { className: 'Chat', useSQLite: true } },
   }, [workerdBuiltins]);
+  // A stateless route handed ctx.waitUntil: a summary made after one response, applied by a
+  // later request (issue 32).
+  const background = await runWorker('runners/bundled/background-worker.mjs', fixtureInfo, {}, [], ['/1', '/2']);
   report = bundledReport({
     expectedEntry: 'workerd',
     probe,
@@ -71,6 +76,8 @@ try {
     runtime: `workerd (miniflare ${await pkgVersion('miniflare')})`,
     timings: { bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs, tokensOnlyMs: tokensOnly.bundleMs + tokensOnly.fetchMs, durableObjectMs: durable.bundleMs + durable.fetchMs, chatAgentMs: chat.bundleMs + chat.fetchMs },
   });
+  const backgroundChecks = background.answers.flatMap((a) => a?.checks ?? []);
+  report.checks.push(...backgroundChecks, { name: 'background summary, ctx.waitUntil: every check ran', ok: backgroundChecks.length === 3, detail: `${backgroundChecks.length} checks` });
   const durableChecks = durable.json?.checks ?? [];
   report.checks.push(...durableChecks, { name: 'Durable Object store: every check ran', ok: durableChecks.length >= 8, detail: `${durableChecks.length} checks` });
   const chatChecks = chat.json?.checks ?? [];
