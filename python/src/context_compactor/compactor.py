@@ -175,7 +175,14 @@ class Compactor:
       runs, with ``{trigger, current_tokens, target_tokens, message_count, plan}``; may return
       ``{"cancel": True}`` (overridden past the hard limit), ``{"custom_instructions": str}``
       (added to the summary's instructions) or ``{"custom_summary": str}`` (used as the
-      summary), or None.
+      summary), or None;
+    - ``background``: make summaries ahead of need, off the critical path (default: on when
+      ``summarize`` is set): above ``history.ahead_fraction`` a call asks the summary the lossy
+      tier will need and returns without waiting (a thread for ``manage``, a task for
+      ``amanage``; the request carries ``"background": True``), and the call that reaches the
+      trigger applies it. With ``state_path`` it is kept beside the state
+      (``<state_path>.summaries/ahead-<key>.json``) for the next request. ``settled()`` /
+      ``asettled()`` wait for it.
     """
 
     def __init__(
@@ -189,6 +196,7 @@ class Compactor:
         state_path: Optional[str] = None,
         on_event: Optional[Callable[[Event], None]] = None,
         on_pre_compact: Optional[Callable[[Dict[str, Any]], Any]] = None,
+        background: Optional[bool] = None,
         **options: Any,
     ) -> None:
         if config is not None and not isinstance(config, Mapping):
@@ -264,6 +272,16 @@ class Compactor:
         self._last_raw: Optional[int] = None
         self._lock = threading.RLock()
         self._alock: Optional[asyncio.Lock] = None
+        # Summaries made ahead of need: on with a summarizer; those under way (threads or
+        # tasks) by key, and the texts back (None: failed) not yet handed to the core.
+        self._background = (True if background is None else bool(background)) and summarize is not None
+        self._ahead_runs: Dict[str, Any] = {}
+        self._ahead_done: Dict[str, Optional[str]] = {}
+        self._ahead_lock = threading.Lock()
+        ahead = (state or {}).get("ahead") if isinstance(state, Mapping) else None
+        self._ahead_unread: Optional[str] = (
+            ahead.get("key") if isinstance(ahead, Mapping) and not isinstance(ahead.get("text"), str) else None
+        )
 
     # -----------------------------------------------------------------------------------------
     # Reading
@@ -429,9 +447,12 @@ class Compactor:
     def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Dict[str, Any]] = None) -> _Steps[ManageResult]:
         self._calls += 1
         call = self._calls
+        yield from self._take_ahead()
         messages = self._rebase(input)
         self._sync(messages)
         core_options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions}
+        if self._background:
+            core_options["background"] = True
         if overflow is not None:
             core_options["overflow"] = {"reportedTokens": overflow.get("reportedTokens"), "limit": overflow.get("limit")}
         options = dumps(core_options)
@@ -447,6 +468,9 @@ class Compactor:
             if result.cancelled is False:
                 self._last = (list(input), [_mark(m) for m in input], result.messages)
         self._last_raw = int(self._core.call("count-raw", None))
+        ahead = result.plan.get("ahead")
+        if ahead is not None and ahead.get("aheadKey") is not None:
+            yield from self._ask_ahead(ahead)
         if self._state_path is not None and self._state_dirty:
             try:
                 yield from self._save_state(self._state_path)
@@ -579,6 +603,80 @@ class Compactor:
             except Exception as e:
                 outcomes.append({"type": "failed", "id": action["id"], "error": _message(e)})
         return outcomes
+
+    def _ask_ahead(self, ahead: Dict[str, Any]) -> _Steps[None]:
+        """Starts the plan's summary ahead of need in the background, once per key; the core
+        records the ask (saved with the state)."""
+        key = str(ahead["aheadKey"])
+        with self._ahead_lock:
+            if key in self._ahead_runs:
+                return
+        self._core.call("ask-ahead", key, int(ahead["end"]))
+        self._state_dirty = True
+        self._ahead_unread = None
+        request = ahead["request"]
+        request = {"system": request["system"], "prompt": request["prompt"], "messages": [{"role": "user", "content": request["prompt"]}], "maxTokens": request["maxTokens"], "background": True}
+        path = None if self._state_path is None else _ahead_path(self._state_path, key)
+
+        def done(text: Optional[str]) -> None:
+            with self._ahead_lock:
+                self._ahead_done[key] = text
+                self._ahead_runs.pop(key, None)
+
+        run = yield ("background", self._summarize, request, self._summarize_timeout, self.store, path, done)
+        with self._ahead_lock:
+            if key not in self._ahead_done:
+                self._ahead_runs[key] = run
+
+    def _take_ahead(self) -> _Steps[None]:
+        """Hands the summaries made in the background to the core; with ``state_path``, one a
+        loaded state asked (another request's) once it is beside the state."""
+        with self._ahead_lock:
+            done, self._ahead_done = self._ahead_done, {}
+        for done_key, text in done.items():
+            taken = self._core.call("offer-summary", done_key, text) if text is not None else self._core.call("forget-ahead", done_key)
+            if taken:
+                self._state_dirty = True
+        key = self._ahead_unread
+        if key is None or self._state_path is None or key in self._ahead_runs:
+            return
+        try:
+            text = yield ("read", self.store, _ahead_path(self._state_path, key))
+            value = json.loads(text) if text else None
+        except Exception:
+            return
+        if isinstance(value, dict) and isinstance(value.get("summary"), str):
+            self._ahead_unread = None
+            if self._core.call("offer-summary", key, value["summary"]):
+                self._state_dirty = True
+        elif isinstance(value, dict) and "failed" in value:
+            self._ahead_unread = None
+            if self._core.call("forget-ahead", key):
+                self._state_dirty = True
+
+    def settled(self) -> None:
+        """Waits for every summary made in the background by ``manage`` (threads)."""
+        while True:
+            with self._ahead_lock:
+                runs = [r for r in self._ahead_runs.values() if isinstance(r, threading.Thread)]
+            if not runs:
+                return
+            for run in runs:
+                run.join()
+
+    async def asettled(self) -> None:
+        """Waits for every summary made in the background (tasks of ``amanage``, threads of
+        ``manage``)."""
+        while True:
+            with self._ahead_lock:
+                runs = list(self._ahead_runs.values())
+            if not runs:
+                return
+            for run in runs:
+                if isinstance(run, threading.Thread):
+                    await asyncio.get_running_loop().run_in_executor(None, run.join)
+                else:
+                    await asyncio.gather(run, return_exceptions=True)
 
     def _save_state(self, path: str) -> _Steps[None]:
         yield ("write", self.store, path, dumps(self.state()))
@@ -715,7 +813,73 @@ def _perform(effect: Tuple[Any, ...]) -> Any:
         return effect[1](effect[2])
     if kind == "ask":
         return effect[1](effect[2])
+    if kind == "background":
+        return _background_thread(effect)
     raise AssertionError(kind)
+
+
+def _ahead_path(state_path: str, key: str) -> str:
+    """Where a summary asked ahead under ``key`` waits beside the state at ``state_path``."""
+    return f"{state_path}.summaries/ahead-{key}.json"
+
+
+def _background_text(text: Any) -> Optional[str]:
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _background_thread(effect: Tuple[Any, ...]) -> threading.Thread:
+    """A summary made in the background of a sync call: a daemon thread (an async summarizer
+    or store runs on the thread's own event loop)."""
+    _, summarize, request, timeout, store, path, done = effect
+
+    def run() -> None:
+        text: Optional[str] = None
+        try:
+            value = summarize(request)
+            if inspect.isawaitable(value):
+                value = asyncio.run(asyncio.wait_for(_awaited(value), timeout))
+            text = _background_text(value)
+        except Exception:
+            text = None
+        if path is not None:
+            try:
+                written = store.write(path, dumps({"summary": text} if text is not None else {"failed": True}))
+                if inspect.isawaitable(written):
+                    asyncio.run(_awaited(written))
+            except Exception:
+                pass
+        done(text)
+
+    thread = threading.Thread(target=run, name="context-compactor summary", daemon=True)
+    thread.start()
+    return thread
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+async def _background_task(effect: Tuple[Any, ...]) -> None:
+    """A summary made in the background of an async call: a task on the running loop (a sync
+    summarizer or store runs in the loop's executor)."""
+    _, summarize, request, timeout, store, path, done = effect
+    loop = asyncio.get_running_loop()
+    text: Optional[str] = None
+    try:
+        value = await loop.run_in_executor(None, summarize, request)
+        if inspect.isawaitable(value):
+            value = await asyncio.wait_for(_awaited(value), timeout)
+        text = _background_text(value)
+    except Exception:
+        text = None
+    if path is not None:
+        try:
+            written = await loop.run_in_executor(None, store.write, path, dumps({"summary": text} if text is not None else {"failed": True}))
+            if inspect.isawaitable(written):
+                await written
+        except Exception:
+            pass
+    done(text)
 
 
 #: What each effect calls, in errors.
@@ -771,6 +935,9 @@ async def _drive_async(steps: _Steps[T], lock: threading.RLock) -> T:
             except StopIteration as done:
                 return cast(T, done.value)
         value, error = None, None
+        if effect[0] == "background":
+            value = asyncio.ensure_future(_background_task(effect))
+            continue
         try:
             value = _perform(effect)
             if inspect.isawaitable(value):
