@@ -91,7 +91,7 @@ function sessionTools(session, replay) {
  * context-compactor's LangChain middleware (`context-compactor/langchain`, preset smart) and its
  * recovery tools, the model reporting usage as a provider does.
  */
-export async function runLangChain(session, { window, kind, recorder }) {
+export async function runLangChain(session, { window, kind, recorder, options = {} }) {
   const replay = new Replay(session);
   const model = new ScriptedChatModel({ replay, recorder, window, role: 'agent', rejectOverWindow: kind === 'deepagents', reportUsage: kind === 'compactor' });
   const tools = sessionTools(session, replay);
@@ -103,6 +103,7 @@ export async function runLangChain(session, { window, kind, recorder }) {
       model: 'claude-sonnet-4-5',
       contextWindow: window,
       preset: 'smart',
+      ...options,
       store,
       // The scripted summarizer, scored as the AI SDK contenders' plain requests are.
       ...arenaSummarizer(recorder),
