@@ -297,7 +297,9 @@ pub struct HistoryConfig {
     /// tier waits until the hard limit, where it summarizes in the call (the plan carries a
     /// `summary-pending` note until then). Its span keeps fewer recent messages by the distance to the compaction
     /// trigger (the conversation grows by about that much before it is applied). `None`: off.
-    /// 0.6 (`aggressive`: 0.4), a tenth of the window below the compaction trigger.
+    /// 0.6 (`aggressive`: 0.4), a tenth of the window below the compaction trigger: in the
+    /// arena (smart, 18 runs, against summaries in the call) 0.6 left 9 of 62 waiting calls at
+    /// 1.02× the effective cost, 0.55 left 5 at 1.06×, 0.65 left 10 at 1.06×.
     pub ahead_fraction: Option<f64>,
     /// The most recent messages kept verbatim, as a share of the window. 0.15 (seed 000 says
     /// "keep recent messages (last ~20 % of context)", DeepAgents keeps 10 %): in the arena
