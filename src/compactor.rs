@@ -626,7 +626,16 @@ impl Compactor {
                     s.ready = a.text.clone();
                     Some(planned)
                 });
-            if let Some(planned) = ready.or_else(|| lossy_plan(&original, &edited, None, history)) {
+            // Made in the call by a host that makes summaries in the background: it waits.
+            let in_call = || {
+                lossy_plan(&original, &edited, None, history).map(|mut planned| {
+                    if let Action::Summarize(s) = &mut planned.action {
+                        s.blocking = options.background && !manual;
+                    }
+                    planned
+                })
+            };
+            if let Some(planned) = ready.or_else(in_call) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
                 actions.retain(|a| {
                     a.store_edit()
@@ -1136,6 +1145,7 @@ impl Compactor {
                 .store_edit()
                 .filter(|e| !e.tool_name.is_empty())
                 .map(|e| e.tool_name.clone()),
+            blocking: changed && matches!(action, Action::Summarize(s) if s.blocking),
         }
     }
 

@@ -260,6 +260,11 @@ pub struct Summarize {
     /// The summary made ahead for this span: applied as it is, the summarizer is not asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready: Option<String>,
+    /// Planned for a host that makes summaries in the background, and made in the call all the
+    /// same (none was ready: the hard limit came first, or the conversation jumped past the
+    /// trigger): the call waits for the summarizer. Its event says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking: bool,
 }
 
 /// The summarization request, shaped for any chat API (AI SDK `generateText`, OpenAI, ...).
@@ -610,6 +615,10 @@ pub struct Event {
     /// That tool call's tool.
     #[serde(default)]
     pub tool_name: Option<String>,
+    /// A summary made in the call by a host that makes them in the background
+    /// ([`Summarize::blocking`]): this call waited for the summarizer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking: bool,
 }
 
 /// Which technique an action uses; the key of [`crate::Stats::by_strategy`].

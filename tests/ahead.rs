@@ -137,6 +137,7 @@ fn the_summary_asked_ahead_is_applied_over_its_span_at_the_trigger() {
         .expect("a summary");
     assert_eq!(summarize.end, ahead.end);
     assert_eq!(summarize.ahead_key.as_deref(), Some(key.as_str()));
+    assert!(managed.events.iter().all(|e| !e.blocking), "no call waited");
     let summary = managed
         .messages
         .iter()
@@ -171,6 +172,13 @@ fn past_the_hard_limit_a_call_summarizes_itself_and_a_changed_prefix_asks_again(
     assert!(plan.tokens_before > plan.trigger.hard_limit);
     let (managed, asked) = run(&mut compactor, chat(over), true);
     assert_eq!(asked, 1, "summarized in the call");
+    assert!(
+        managed
+            .events
+            .iter()
+            .any(|e| e.strategy == context_compactor::Strategy::Summarize && e.blocking),
+        "the event says the call waited"
+    );
     assert!(managed.tokens_after < managed.tokens_before);
 
     // A conversation whose start changed no longer fits the span: asked again, another key.

@@ -356,6 +356,13 @@ class CaseRun {
           results[name] = { error: error?.fuzzApp ? 'app' : error?.code ?? error?.name };
           if (error?.code === 'state_conflict') shape.degraded = true;
         }
+        // Summaries made in the background are back before the next request (a route's
+        // `waitUntil`), so every shape applies them at the same call; settling never hangs.
+        try {
+          await this.call('settled', () => compactor.settled());
+        } catch (error) {
+          this.judgeError(error, `${where}: settled`, { valid: true });
+        }
         if (J(input) !== before) this.add({ class: 'mutated-input', message: `${where}: the call changed the messages it was given` });
         if (result) {
           const checked = await this.checkResult(compactor, input, result, shape.inner, where, { exactTranscript: !(shape.changed && (name === 'long' || name === 'rerun')) });

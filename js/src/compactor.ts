@@ -871,6 +871,17 @@ export class Compactor {
           { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs },
         );
         text = shared.ok ? shared.text : undefined;
+        // A lease write that failed (or one that went direct) left no summary beside the state:
+        // written plainly, so that the next request finds it.
+        if (text !== undefined) {
+          const path = aheadPath(this.#statePath, key);
+          try {
+            const current = await this.#io.read(path);
+            if (!current || (JSON.parse(current) as { summary?: unknown }).summary !== text) await this.#io.write(path, JSON.stringify({ summary: text }));
+          } catch {
+            // The next request asks it again, or summarizes in the call at the hard limit.
+          }
+        }
       }
       try {
         const taken = text !== undefined ? this.#core.offerSummary(key, text) : this.#core.forgetAhead(key);

@@ -152,6 +152,9 @@ export interface SummarizeAction {
   aheadKey?: string;
   /** The summary made ahead for this span: applied as it is, the summarizer is not asked. */
   ready?: string;
+  /** Made in the call by a compactor that makes summaries in the background: the call waits
+   * (its event says `blocking`). */
+  blocking?: boolean;
 }
 
 /** Truncation / importance: `messages` leave (their text stays in the transcript); `notice`
@@ -259,6 +262,10 @@ export interface CompactionEvent {
    * mask); null for transcripts, summaries and drops. */
   toolCallId: string | null;
   toolName: string | null;
+  /** A summary made in the call by a compactor that makes them in the background (`background`):
+   * none was ready (the hard limit came first, or the conversation jumped past the trigger), so
+   * this call waited for the summarizer. */
+  blocking?: boolean;
   /** Which call of this compactor fired it (1 for its first `manage`, `compact`,
    * `prepareStep` or middleware call, …). */
   call?: number;

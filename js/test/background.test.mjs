@@ -59,6 +59,7 @@ test('a long-lived compactor asks the summary ahead, never waits for it, and app
   assert.ok(pending >= 1, 'a call went on unsummarized while the summary was out');
   assert.ok(applied, 'the summary was applied');
   assert.equal(applied.summary.status, 'applied');
+  assert.equal(applied.summary.blocking, undefined, 'no call waited');
   assert.equal(summarizer.calls.length, 1, 'the summarizer was not asked again for the span');
   const action = applied.plan.actions.find((a) => a.type === 'summarize');
   assert.equal(action.end, asked.ahead.end, 'the span asked for');
@@ -90,6 +91,7 @@ test('at the hard limit a call summarizes itself when the background summary is 
   assert.ok(blocking.tokens > blocking.hardLimit, `summarized in the call only past the hard limit (${blocking.tokens} tokens, limit ${blocking.hardLimit})`);
   assert.equal(summarizer.calls.filter((c) => c.background).length, 1, 'one background summary, never answered');
   assert.equal(summarizer.calls.filter((c) => !c.background).length, 1, 'one summary in the call');
+  assert.equal(blocking.result.events.find((e) => e.strategy === 'summarize').blocking, true, 'the event says the call waited');
   assert.ok(blocking.result.plan.tokensAfter < blocking.tokens, `${blocking.result.plan.tokensAfter} tokens after, ${blocking.tokens} before`);
 });
 

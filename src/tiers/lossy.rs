@@ -595,6 +595,7 @@ fn summarize(
         plan,
         ahead_key: None,
         ready: None,
+        blocking: false,
     });
     Some((action, removed, inserted_raw))
 }
