@@ -72,7 +72,9 @@ test('a long-lived compactor asks the summary ahead, never waits for it, and app
 
 test('at the hard limit a call summarizes itself when the background summary is not back', async () => {
   const summarizer = heldSummarizer();
-  const compactor = await cc.createCompactor({ contextWindow: WINDOW, summarize: summarizer.summarize });
+  // The background summary never answers: abandoned after 2 s (not the default 120 s, which
+  // would keep the test process alive that long).
+  const compactor = await cc.createCompactor({ contextWindow: WINDOW, summarize: summarizer.summarize, summarizeTimeoutMs: 2_000 });
   const raw = [{ role: 'system', content: 'You are a helpful research agent.' }];
   let blocking;
   for (let t = 0; t < 80 && !blocking; t++) {
