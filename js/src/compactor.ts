@@ -5,7 +5,7 @@ import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, withTimeout, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, branchOf, conversationHashes, isStale, leasePath, leasedSummary, readState, saveStateIf, stateConflict, unreadState, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, branchOf, conversationHashes, isStale, leasePath, leaseState, leasedSummary, readState, saveStateIf, stateConflict, unreadState, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -516,6 +516,13 @@ export class Compactor {
     return plan;
   }
 
+  /** A continuation's messages: the conversation the core holds, as planned, up to the span's
+   * end, then the instruction. */
+  #continued(continuation: { end: number; instruction: string }, refs: Refs): MessageLike[] {
+    const prefix = decode<MessageLike[]>(this.#core.plannedPrefix(continuation.end), refs);
+    return [...prefix, { role: 'user', content: continuation.instruction }];
+  }
+
   #hydrateAction(action: Action, prompt: Uint8Array | undefined, messages: readonly MessageLike[], refs: Refs, written: ReadonlyMap<string, string> | undefined, session: boolean): void {
     if (action.type === 'summarize') {
       lazyPrompt(action.request, prompt);
@@ -528,8 +535,7 @@ export class Compactor {
             get: () => {
               if (built) return built;
               if (!session) this.#sync(messages);
-              const prefix = decode<MessageLike[]>(this.#core.plannedPrefix(continuation.end), refs);
-              return (built = [...prefix, { role: 'user', content: continuation.instruction }]);
+              return (built = this.#continued(continuation, refs));
             },
             enumerable: false,
             configurable: true,
@@ -847,10 +853,7 @@ export class Compactor {
     // when the summary runs): built at once.
     const request: SummaryRequest = { system: ahead.request.system, prompt: ahead.request.prompt, messages: [{ role: 'user', content: ahead.request.prompt }], maxTokens: ahead.request.maxTokens };
     const continuation = ahead.request.continuation;
-    if (continuation) {
-      const prefix = decode<MessageLike[]>(this.#core.plannedPrefix(continuation.end), this.#held.refs);
-      request.continuation = { ...continuation, messages: [...prefix, { role: 'user', content: continuation.instruction }], ...(this.agentTools ? { tools: this.agentTools } : {}) };
-    }
+    if (continuation) request.continuation = { ...continuation, messages: this.#continued(continuation, this.#held.refs), ...(this.agentTools ? { tools: this.agentTools } : {}) };
     const action: SummarizeAction = { ...ahead, type: 'summarize', request };
     const model = this.model.name; // read now: the compactor may be disposed when it runs
     const run = (async () => {
@@ -876,8 +879,7 @@ export class Compactor {
         if (text !== undefined) {
           const path = aheadPath(this.#statePath, key);
           try {
-            const current = await this.#io.read(path);
-            if (!current || (JSON.parse(current) as { summary?: unknown }).summary !== text) await this.#io.write(path, JSON.stringify({ summary: text }));
+            if (leaseState((await this.#io.read(path)) ?? null).summary !== text) await this.#io.write(path, JSON.stringify({ summary: text }));
           } catch {
             // The next request asks it again, or summarizes in the call at the hard limit.
           }
@@ -903,19 +905,18 @@ export class Compactor {
   async #readAhead(): Promise<void> {
     const key = this.#aheadUnread;
     if (key === undefined || this.#statePath === undefined || this.#aheadRuns.has(key)) return;
-    let value: { summary?: unknown; until?: unknown } | undefined;
+    let text: string | null;
     try {
-      const text = await this.#io.read(aheadPath(this.#statePath, key));
-      value = text ? (JSON.parse(text) as typeof value) : undefined;
+      text = (await this.#io.read(aheadPath(this.#statePath, key))) ?? null;
     } catch {
       return; // unreadable: the plan waits for it until the hard limit
     }
     // Its lease (state.ts `leasedSummary`): the summary, or a request still making it, or one
     // that failed or was killed (expired): then the lossy tier summarizes in the call.
-    const expired = value !== undefined && typeof value.summary !== 'string' && !(typeof value.until === 'number' && value.until > Date.now());
-    if (typeof value?.summary !== 'string' && !expired) return; // still being made
+    const lease = leaseState(text);
+    if (lease.summary === undefined && (text === null || lease.held)) return; // still being made
     this.#aheadUnread = undefined;
-    const taken = typeof value?.summary === 'string' ? this.#core.offerSummary(key, value.summary) : this.#core.forgetAhead(key);
+    const taken = lease.summary !== undefined ? this.#core.offerSummary(key, lease.summary) : this.#core.forgetAhead(key);
     if (taken) this.#stateDirty = true;
   }
 

@@ -154,6 +154,14 @@ const parseLease = (text: string | null): Lease | undefined => {
   }
 };
 
+/** What a summary lease's text says: its summary, once made; else whether a request still
+ * holds it (`until` in the future). No text, or not a lease: neither. */
+export function leaseState(text: string | null): { summary?: string; held: boolean } {
+  const lease = parseLease(text);
+  if (typeof lease?.summary === 'string') return { summary: lease.summary, held: false };
+  return { held: typeof lease?.until === 'number' && lease.until > Date.now() };
+}
+
 /** What a lease store call that has not answered in time rejects with. */
 class LeaseTimeout extends Error {}
 
@@ -202,9 +210,9 @@ export async function leasedSummary(
     } catch {
       return direct();
     }
-    const lease = parseLease(current);
-    if (typeof lease?.summary === 'string') return { text: lease.summary, ok: true, shared: true };
-    const expired = !lease || !(typeof lease.until === 'number' && lease.until > Date.now());
+    const lease = leaseState(current);
+    if (lease.summary !== undefined) return { text: lease.summary, ok: true, shared: true };
+    const expired = !lease.held;
     const waited = Date.now() >= deadline;
     if (!expired && waited) return direct(); // waited long enough for another request's summary
     if (expired) {

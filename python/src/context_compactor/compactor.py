@@ -828,29 +828,9 @@ def _background_text(text: Any) -> Optional[str]:
 
 
 def _background_thread(effect: Tuple[Any, ...]) -> threading.Thread:
-    """A summary made in the background of a sync call: a daemon thread (an async summarizer
-    or store runs on the thread's own event loop)."""
-    _, summarize, request, timeout, store, path, done = effect
-
-    def run() -> None:
-        text: Optional[str] = None
-        try:
-            value = summarize(request)
-            if inspect.isawaitable(value):
-                value = asyncio.run(asyncio.wait_for(_awaited(value), timeout))
-            text = _background_text(value)
-        except Exception:
-            text = None
-        if path is not None:
-            try:
-                written = store.write(path, dumps({"summary": text} if text is not None else {"failed": True}))
-                if inspect.isawaitable(written):
-                    asyncio.run(_awaited(written))
-            except Exception:
-                pass
-        done(text)
-
-    thread = threading.Thread(target=run, name="context-compactor summary", daemon=True)
+    """A summary made in the background of a sync call: ``_background_task`` on a daemon
+    thread's own event loop."""
+    thread = threading.Thread(target=lambda: asyncio.run(_background_task(effect)), name="context-compactor summary", daemon=True)
     thread.start()
     return thread
 
