@@ -463,13 +463,14 @@ export class Compactor {
    * rest crosses the boundary (a conversation that grew by one message sends one message).
    * `fresh` sends everything. Compaction (`manage`, `compact`) always plans on a fresh sync, so
    * an in-place edit that keeps every size is at worst miscounted by `plan`/`usage`, never
-   * applied stale.
+   * applied stale. Returns whether every message crossed (then the held conversation is as
+   * fresh as a `fresh` sync would make it).
    */
-  #sync(messages: readonly MessageLike[], fresh = false): void {
+  #sync(messages: readonly MessageLike[], fresh = false): boolean {
     if (!Array.isArray(messages)) {
       this.#held = { messages: [], marks: [], refs: new Map() };
       core(() => this.#core.sync(0, encode(messages).json));
-      return;
+      return true;
     }
     const held = this.#held;
     const marks = messages.map(mark);
@@ -477,7 +478,7 @@ export class Compactor {
     if (!fresh) {
       const max = Math.min(messages.length, held.messages.length);
       while (keep < max && messages[keep] === held.messages[keep] && marks[keep] === held.marks[keep]) keep++;
-      if (keep === messages.length && keep === held.messages.length) return;
+      if (keep === messages.length && keep === held.messages.length) return false;
     }
     let refs: Refs = keep === 0 ? new Map() : held.refs;
     const kept = keepsSurrogates(refs);
@@ -492,6 +493,7 @@ export class Compactor {
     this.#held = { messages: [], marks: [], refs: new Map() };
     core(() => this.#core.sync(keep, appended));
     this.#held = { messages: [...messages], marks, refs };
+    return keep === 0;
   }
 
   /** The core's plan of the held conversation (or of `messagesJson`): its JSON, and apart from
@@ -688,7 +690,7 @@ export class Compactor {
    * loop's requests: store writes (in parallel), the summarizer, the `onPreCompact` hook. */
   async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: StoredState }> {
     await this.#readAhead();
-    this.#sync(messages);
+    const whole = this.#sync(messages);
     const call = planOptions(options, this.#background);
     const planned = this.#planCore(undefined, call);
     if (!isWork(JSON.parse(planned.json) as Plan)) {
@@ -696,8 +698,9 @@ export class Compactor {
       this.#startAhead(result.plan);
       return this.#persistState(result);
     }
-    // Compacting: on every message as it is now (see #sync). The session holds the conversation.
-    this.#sync(messages, true);
+    // Compacting: on every message as it is now (see #sync; unless all of them just crossed,
+    // as on a new compactor's first call). The session holds the conversation.
+    if (!whole) this.#sync(messages, true);
     const held = this.#held;
     this.#held = { messages: [], marks: [], refs: new Map() };
     const { refs } = held;
