@@ -67,6 +67,11 @@ pub struct CacheConfig {
     /// under the lossy trigger (Anthropic's `clear_at_least`). Default: 0 without a cache,
     /// otherwise 2,000 or 5 % of the window, whichever is smaller.
     pub min_break_saving_tokens: Option<u32>,
+    /// How long the provider keeps a prompt cache without a call, in seconds: a call later than
+    /// this after the last one finds it expired ([`crate::PlanOptions::now`]). Default from the
+    /// provider (see [`CacheConfig::lifetime`]); set it for a longer retention you asked for
+    /// (OpenAI's `prompt_cache_retention: "24h"` is 86,400).
+    pub lifetime_seconds: Option<u32>,
 }
 
 /// The resolved prices.
@@ -117,6 +122,25 @@ impl CacheConfig {
             read: self.read_multiplier.unwrap_or(read),
             write: self.write_multiplier.unwrap_or(write),
         }
+    }
+
+    /// The cache lifetime in seconds: [`CacheConfig::lifetime_seconds`], else the provider's.
+    ///
+    /// | provider | lifetime | source |
+    /// |---|---:|---|
+    /// | Anthropic, `ttl` 5m / 1h | 300 / 3,600 | Anthropic prompt caching: "5 minutes", refreshed on each use; 1 hour on request |
+    /// | OpenAI (in-memory retention) | 600 | OpenAI / Azure prompt caching: "typically cleared within 5 to 10 minutes of inactivity, always within one hour" |
+    /// | Gemini (implicit caching) | 600 | not documented; OpenAI's figure assumed |
+    /// | none | 0 | no cache (never expires: nothing to lose) |
+    pub fn lifetime(&self, pricing: &CachePricing) -> u32 {
+        self.lifetime_seconds.unwrap_or(match pricing.provider {
+            CacheProvider::Anthropic => match self.ttl {
+                CacheTtl::FiveMinutes => 300,
+                CacheTtl::OneHour => 3_600,
+            },
+            CacheProvider::Openai | CacheProvider::Gemini => 600,
+            CacheProvider::None => 0,
+        })
     }
 
     /// Whether edits are batched into a break (see [`CacheConfig::batch`]).

@@ -55,7 +55,15 @@ pub struct State {
     /// ([`Compactor::ask_ahead`]), and its text once back ([`Compactor::offer_summary`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ahead: Option<Ahead>,
+    /// When the last model call went out (milliseconds since the Unix epoch, the host's clock:
+    /// [`Compactor::called_at`]). A call more than the provider's cache lifetime later finds the
+    /// prompt cache expired ([`PlanOptions::now`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_call_at: Option<u64>,
 }
+
+/// The step of the recorded time of the last call ([`Compactor::called_at`]): one minute.
+pub const TIME_STEP_MS: u64 = 60_000;
 
 /// A summary asked ahead of need: the span it covers, named by the conversation up to its end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,6 +173,15 @@ pub struct PlanOptions {
     /// carry [`Plan::ahead`], a summary to make off the critical path (see
     /// [`crate::config::HistoryConfig::ahead_fraction`]).
     pub background: bool,
+    /// The time of this call (milliseconds since the Unix epoch, the host's clock; the core
+    /// never reads one). When it is more than the provider's cache lifetime
+    /// ([`crate::cache::CacheConfig::lifetime`]) after the last call
+    /// ([`State::last_call_at`]), the prompt cache has expired: the whole prompt is written
+    /// again whatever the plan does, so a break costs nothing. Tier 2 then takes the edits it
+    /// would otherwise defer (from its target up, every one it has), and a summary made ahead
+    /// of need is applied as soon as it is back ([`crate::plan::Note::CacheExpired`]). While
+    /// the cache is warm, or without a time, nothing changes.
+    pub now: Option<u64>,
 }
 
 /// What a provider's "prompt too long" error said ([`PlanOptions::overflow`]).
@@ -414,9 +431,16 @@ impl Compactor {
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
         let hard_limit = fraction_of(window, history.hard_limit_fraction);
+        // The provider's prompt cache has expired since the last call: a break costs nothing.
+        let expired = self
+            .cache_expired(options.now)
+            .filter(|_| !options.offload_only);
+        let cold = expired.is_some();
+        // Tier 2's own trigger; with the cache expired it also runs from its target up.
+        let tier2_due = manual || overflow.is_some() || predicted > compact_at;
         let tier2 = compaction.enabled
             && !options.offload_only
-            && (manual || overflow.is_some() || predicted > compact_at);
+            && (tier2_due || (cold && predicted > target));
         // A summary made ahead of need (`history.aheadFraction`): the state's, while the
         // conversation still starts with the span it was asked for.
         let ahead_ready = self.state.ahead.as_ref().filter(|a| {
@@ -465,9 +489,10 @@ impl Compactor {
                 // reversible edit (the user asked for room). With a prompt cache, an edit at or
                 // after the first message already changed costs no further cache: the break
                 // is paid for once, so it buys all the room it can.
-                let free = batch
-                    && first_change
-                        .is_some_and(|f| candidate.first_message().is_some_and(|m| m >= f));
+                let free = cold
+                    || batch
+                        && first_change
+                            .is_some_and(|f| candidate.first_message().is_some_and(|m| m >= f));
                 if predicted <= target && !manual && !free {
                     continue;
                 }
@@ -491,6 +516,7 @@ impl Compactor {
             let saved = self.scale(before_tier2.1.saturating_sub(predicted_raw));
             let min_break = self.config.cache.min_break_saving(&self.pricing, window);
             if !manual
+                && !cold
                 && overflow.is_none()
                 && saved < min_break
                 && self.scale(before_tier2.1) <= summarize_at
@@ -536,13 +562,17 @@ impl Compactor {
         let hopeless = fixed > summarize_at;
         // The lossy tier: past its own trigger, when tier 2 could not reach the target, or
         // (with tier 2 off) past the compaction trigger.
+        // With the cache expired, a summary made ahead of need and back is applied now.
+        // (Only then: a cold call never makes a summary of its own below the trigger.)
+        let ready_now = cold && ahead_ready.is_some_and(|a| a.text.is_some());
+        let lossy_due = manual
+            || predicted > summarize_at
+            || (tier2 && tier2_due && predicted > target)
+            || (!compaction.enabled && predicted > compact_at);
         let mut tier3 = history.strategy != HistoryStrategy::Off
             && (!hopeless || manual || overflow.is_some() || predicted > window)
             && !options.offload_only
-            && (manual
-                || predicted > summarize_at
-                || (tier2 && predicted > target)
-                || (!compaction.enabled && predicted > compact_at));
+            && (lossy_due || ready_now);
         // A summary asked ahead and not back yet: the lossy tier waits for it while the prompt
         // is under the hard limit (the call goes on unsummarized instead of waiting).
         let mut notes = Vec::new();
@@ -635,7 +665,7 @@ impl Compactor {
                     planned
                 })
             };
-            if let Some(planned) = ready.or_else(in_call) {
+            if let Some(planned) = ready.or_else(|| lossy_due.then(in_call).flatten()) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
                 actions.retain(|a| {
                     a.store_edit()
@@ -717,6 +747,12 @@ impl Compactor {
                 assumed_window: self.window(),
             });
         }
+        if let Some(idle_seconds) = expired {
+            notes.push(Note::CacheExpired {
+                idle_seconds,
+                lifetime_seconds: self.config.cache.lifetime(&self.pricing),
+            });
+        }
         if let Some(o) = overflow {
             notes.push(Note::Overflow {
                 reported_tokens: o.reported_tokens,
@@ -772,7 +808,7 @@ impl Compactor {
                 ),
             });
         }
-        let cache = self.cache_impact(messages, total, &actions);
+        let cache = self.cache_impact(messages, total, &actions, cold);
         Ok(Plan {
             model: self.model.clone(),
             window,
@@ -838,6 +874,7 @@ impl Compactor {
         messages: &[Message],
         total: impl Fn(usize) -> u32,
         actions: &[Action],
+        cold: bool,
     ) -> CacheImpact {
         let Some(first) = actions.iter().filter_map(Action::first_message).min() else {
             return CacheImpact::default();
@@ -852,7 +889,12 @@ impl Compactor {
                 before.saturating_sub(after)
             })
             .sum();
-        let break_cost = self.pricing.break_cost(tokens_invalidated);
+        // With the cache expired, the prompt is written again whatever the plan does.
+        let break_cost = if cold {
+            0.0
+        } else {
+            self.pricing.break_cost(tokens_invalidated)
+        };
         let saving_per_call = self.pricing.saving_per_call(saved);
         CacheImpact {
             prefix_changing_edits: actions
@@ -1216,6 +1258,37 @@ impl Compactor {
             return true;
         }
         false
+    }
+
+    /// Records that a model call goes out at `now` (milliseconds since the Unix epoch, the
+    /// host's clock), for the next call's plan to know whether the provider's prompt cache has
+    /// expired since ([`PlanOptions::now`]). Hosts call it after each `manage` / `compact`.
+    ///
+    /// Kept to the minute ([`TIME_STEP_MS`]): the time is recorded only when the provider has
+    /// a cache and it moved a minute or more from the recorded one, so that a stateless host
+    /// saves its state for the time at most once a minute (a KV store's daily write quota), and
+    /// every host shape holds the same time. `true` when it recorded (the state changed).
+    pub fn called_at(&mut self, now: u64) -> bool {
+        let moved = self
+            .state
+            .last_call_at
+            .is_none_or(|last| now.abs_diff(last) >= TIME_STEP_MS);
+        let recorded = self.pricing.read < 1.0 && moved;
+        if recorded {
+            self.state.last_call_at = Some(now);
+        }
+        recorded
+    }
+
+    /// Seconds since the recorded last call when the provider's prompt cache has expired by
+    /// `now` ([`PlanOptions::now`]): the recorded time may be up to [`TIME_STEP_MS`] older than
+    /// the last call, so the cache has expired for sure only after its lifetime and that step.
+    /// `None` while it may be warm, with no cache, or without both times.
+    fn cache_expired(&self, now: Option<u64>) -> Option<u64> {
+        let (now, last) = (now?, self.state.last_call_at?);
+        let idle = now.saturating_sub(last);
+        let lifetime = u64::from(self.config.cache.lifetime(&self.pricing)) * 1000;
+        (self.pricing.read < 1.0 && idle > lifetime + TIME_STEP_MS).then_some(idle / 1000)
     }
 
     /// Messages before the latest provider compaction item are not read by the provider and

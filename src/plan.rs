@@ -497,6 +497,16 @@ pub enum Note {
         /// The window assumed, in tokens.
         assumed_window: u32,
     },
+    /// The provider's prompt cache expired since the last call ([`crate::PlanOptions::now`]):
+    /// this call writes the whole prompt again whatever the plan does, so tier 2 took the
+    /// edits it would otherwise have deferred, and a summary made ahead of need was applied if
+    /// it was back. The plan's [`CacheImpact`] costs its break nothing.
+    CacheExpired {
+        /// Seconds since the last call.
+        idle_seconds: u64,
+        /// The cache lifetime it passed ([`crate::cache::CacheConfig::lifetime`]).
+        lifetime_seconds: u32,
+    },
     /// A lossy strategy is planned: the transcript is saved first, but the conversation loses
     /// detail.
     Lossy {

@@ -74,6 +74,9 @@ pub struct Call {
     pub overflow: Option<Overflow>,
     /// The host runs summaries in the background ([`PlanOptions::background`]).
     pub background: bool,
+    /// The time of the call, by the host's clock ([`PlanOptions::now`]). The host records it
+    /// when the call is done ([`Compactor::called_at`]).
+    pub now: Option<u64>,
 }
 
 /// What a [`Session`] needs of the compactor it runs on: [`Compactor`] itself, or a binding's
@@ -497,6 +500,7 @@ impl Session {
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n")),
             overflow: self.call.overflow,
             background: self.call.background,
+            now: self.call.now,
             ..PlanOptions::default()
         }
     }
@@ -677,12 +681,22 @@ pub trait Host {
         let _ = (info, plan);
         PreCompactDecision::default()
     }
+    /// The time of the call, milliseconds since the Unix epoch ([`PlanOptions::now`]): with
+    /// it, a call after the provider's cache expired takes the edits a warm cache defers. The
+    /// default has no clock (the core never reads one).
+    fn now(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 impl Compactor {
     /// One `manage` call, driven against `host` (blocking): plan, store, summarize, apply.
     pub fn manage(&mut self, messages: Vec<Message>, host: &mut dyn Host) -> Result<Managed> {
-        self.drive(Session::new(messages, Call::default()), host)
+        let call = Call {
+            now: host.now(),
+            ..Call::default()
+        };
+        self.drive(Session::new(messages, call.clone()), host, call.now)
     }
 
     /// A manual compaction (every tier runs), driven against `host`.
@@ -692,23 +706,37 @@ impl Compactor {
         instructions: Option<String>,
         host: &mut dyn Host,
     ) -> Result<Managed> {
+        let now = host.now();
         self.drive(
             Session::new(
                 messages,
                 Call {
                     trigger: TriggerKind::Manual,
                     instructions,
+                    now,
                     ..Call::default()
                 },
             ),
             host,
+            now,
         )
     }
 
-    fn drive(&mut self, mut session: Session, host: &mut dyn Host) -> Result<Managed> {
+    /// Drives `session` to its end; the call went out at `now`, when the host has a clock.
+    fn drive(
+        &mut self,
+        mut session: Session,
+        host: &mut dyn Host,
+        now: Option<u64>,
+    ) -> Result<Managed> {
         loop {
             let ios = match session.poll(self)? {
-                Poll::Done(managed) => return Ok(*managed),
+                Poll::Done(managed) => {
+                    if let Some(now) = now {
+                        self.called_at(now);
+                    }
+                    return Ok(*managed);
+                }
                 Poll::Wait => {
                     unreachable!("a blocking driver answers every request before it polls again")
                 }

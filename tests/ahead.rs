@@ -5,9 +5,7 @@
 
 mod support;
 
-use context_compactor::{
-    Action, Call, Compactor, Message, Note, Plan, PlanOptions, Poll, Reply, Request, Session,
-};
+use context_compactor::{Action, Call, Compactor, Message, Note, Plan, PlanOptions};
 use serde_json::json;
 use support::{gpt4o, parse_values, prose};
 
@@ -45,45 +43,19 @@ fn first_ahead(compactor: &Compactor) -> (usize, Plan) {
         .expect("a summary asked ahead")
 }
 
-/// Runs a session on `messages`: writes land, the hook decides nothing; a summarizer request
-/// fails the test unless `summarizer` allows it. Returns the result and whether it asked.
+/// Runs a session on `messages` for a host that makes summaries in the background; a
+/// summarizer request fails the test unless `summarizer` allows it.
 fn run(
     compactor: &mut Compactor,
     messages: Vec<Message>,
     summarizer: bool,
 ) -> (context_compactor::Managed, usize) {
-    let mut session = Session::new(
-        messages,
-        Call {
-            background: true,
-            ..Call::default()
-        },
-    );
-    let mut asked = 0;
-    loop {
-        match session.poll(compactor).unwrap() {
-            Poll::Io(ios) => {
-                for io in ios {
-                    let reply = match io.request {
-                        Request::Write { .. } => Reply::Done,
-                        Request::Ask { .. } => Reply::Decision {
-                            decision: Default::default(),
-                        },
-                        Request::Summarize { .. } => {
-                            assert!(summarizer, "the summarizer was asked");
-                            asked += 1;
-                            Reply::Text {
-                                text: "## Session Intent\nMade in the call".into(),
-                            }
-                        }
-                    };
-                    session.handle(compactor, io.id, reply).unwrap();
-                }
-            }
-            Poll::Wait => unreachable!("every request is answered at once"),
-            Poll::Done(managed) => return (*managed, asked),
-        }
-    }
+    let call = Call {
+        background: true,
+        ..Call::default()
+    };
+    let text = summarizer.then_some("## Session Intent\nMade in the call");
+    support::run_session(compactor, messages, call, text)
 }
 
 #[test]

@@ -106,6 +106,11 @@ export interface CacheOptions {
   /** Skip a tier-2 break saving fewer tokens than this while under the lossy trigger. Default
    * with a cache 2,000 or 5 % of the window, whichever is smaller; 0 without. */
   minBreakSavingTokens?: number;
+  /** How long the provider keeps a prompt cache without a call, in seconds. Default: Anthropic
+   * 300 (3,600 with `ttl: '1h'`), OpenAI and Gemini 600, none 0. A call later than this after
+   * the last one (by the compactor's `now` clock) takes the edits a warm cache defers. Set it for
+   * a longer retention you asked for (OpenAI's `prompt_cache_retention: '24h'`: 86,400). */
+  lifetimeSeconds?: number;
 }
 
 /** Tier-3 options (see src/config.rs `HistoryConfig`). */
@@ -226,6 +231,12 @@ export interface CompactorOptions {
    * `waitUntil` (`@vercel/functions`), Next.js `after`, a Worker's `ctx.waitUntil`
    * (`(p) => ctx.waitUntil(p)`). Each background summary's promise is handed to it. */
   waitUntil?: (promise: Promise<unknown>) => void;
+  /** The clock, in milliseconds since the Unix epoch. Default `Date.now`. Each `manage` hands
+   * its time to the core, and the state records when the last call went out: a call made after
+   * the provider's prompt cache expired (`cache.lifetimeSeconds`; Anthropic 5 minutes, OpenAI
+   * 10) writes the whole prompt again anyway, so it takes the edits a warm cache defers (a
+   * `cache-expired` note says so). Give a fixed clock for replays and tests. */
+  now?: () => number;
 }
 
 /** Overflow recovery: how many harder compactions and retries one model call may take. */
@@ -241,7 +252,7 @@ export interface RecoverResult<M extends MessageLike = MessageLike> extends Mana
 }
 
 /** Options the core does not see: they stay in the host. */
-const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'storeTimeoutMs', 'onPreCompact', 'overflow', 'background', 'waitUntil']);
+const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize', 'summarizeTimeoutMs', 'storeTimeoutMs', 'onPreCompact', 'overflow', 'background', 'waitUntil', 'now']);
 
 export { DEFAULT_STATE_PATH };
 
@@ -381,6 +392,8 @@ export class Compactor {
   /** Summaries are made ahead of need (`options.background`), and what keeps them alive. */
   readonly #background: boolean;
   readonly #waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+  /** The clock (`options.now`). */
+  readonly #now: () => number;
   /** Background summaries under way, by key. */
   readonly #aheadRuns = new Map<string, Promise<void>>();
   /** A summary the loaded state asked ahead whose text may be beside it (`statePath`). */
@@ -421,6 +434,10 @@ export class Compactor {
     }
     this.#background = (options.background ?? true) && options.summarize !== undefined;
     this.#waitUntil = options.waitUntil;
+    if (options.now !== undefined && typeof options.now !== 'function') {
+      throw new CompactorError('invalid_config', 'now must be a function returning milliseconds since the Unix epoch, e.g. () => Date.now()', { field: 'now' });
+    }
+    this.#now = options.now ?? Date.now;
     if (!(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
     this.#io = withTimeout(this.store, storeTimeout(options));
     if (options.statePath !== undefined && !options.store) {
@@ -448,7 +465,16 @@ export class Compactor {
    * no IO. */
   plan(messages: readonly MessageLike[], options?: { trigger?: 'auto' | 'manual'; instructions?: string }): Plan {
     this.#sync(messages);
-    return this.#hydrate(this.#planCore(undefined, planOptions(options)), messages);
+    return this.#hydrate(this.#planCore(undefined, planOptions(options, false, this.#time())), messages);
+  }
+
+  /** The clock's time, a whole number of milliseconds (a bad clock is a typed error). */
+  #time(): number {
+    const now = this.#now();
+    if (typeof now !== 'number' || !Number.isFinite(now) || now < 0) {
+      throw new CompactorError('invalid_config', `now() must return milliseconds since the Unix epoch, got ${String(now)}`, { field: 'now' });
+    }
+    return Math.floor(now);
   }
 
   /** Tokens used by `messages` against the window. */
@@ -691,9 +717,12 @@ export class Compactor {
   async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: StoredState }> {
     await this.#readAhead();
     const whole = this.#sync(messages);
-    const call = planOptions(options, this.#background);
+    const now = this.#time();
+    const call = planOptions(options, this.#background, now);
     const planned = this.#planCore(undefined, call);
     if (!isWork(JSON.parse(planned.json) as Plan)) {
+      // The call goes out now: its time in the state (kept to the minute; then saved).
+      if (this.#core.calledAt(now)) this.#stateDirty = true;
       const result: ManageResult<M> = { messages: [...messages], events: [], plan: this.#hydrate(planned, messages) };
       this.#startAhead(result.plan);
       return this.#persistState(result);
@@ -717,6 +746,7 @@ export class Compactor {
       const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, messages, refs, written, options)] as const));
       for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
     }
+    if (this.#core.calledAt(now)) this.#stateDirty = true;
     const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
     if (done.cancelled) {
       this.#held = held;
@@ -1255,10 +1285,9 @@ function isWork(plan: Plan): boolean {
   return plan.actions.length > 0 || (plan.replayed !== undefined && plan.replayed.edits + plan.replayed.spans > 0);
 }
 
-function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background = false): string | undefined {
-  if (!options && !background) return undefined;
+function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number): string {
   const overflow = options?.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
-  return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}) });
+  return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now });
 }
 
 /** Where the text of a summary asked ahead under `key` waits beside the state at `statePath`. */

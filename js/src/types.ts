@@ -189,6 +189,9 @@ export type Note =
   /** The summary asked ahead (`Plan.ahead`) is not back yet: this call goes on unsummarized
    * rather than wait, until the prompt passes the hard limit. */
   | { type: 'summary-pending'; tokens: number; hardLimit: number }
+  /** The provider's prompt cache expired since the last call (`now`, `cache.lifetimeSeconds`):
+   * the prompt is written again anyway, so the deferred edits were taken. */
+  | { type: 'cache-expired'; idleSeconds: number; lifetimeSeconds: number }
   | { type: 'overflow'; reportedTokens: number | null; countedTokens: number; budgetWindow: number; reason: string };
 
 /** A compaction plan: plain data, the same on every runtime. */
@@ -310,6 +313,8 @@ export interface CompactorState {
    * and the raw history sends the same prompt as a long-lived one. Opaque; bounded by the live
    * conversation (see docs/API.md). */
   record?: { edits: unknown[]; spans: unknown[] };
+  /** When the last model call went out (ms since the Unix epoch, by the compactor's `now`). */
+  lastCallAt?: number;
 }
 
 export interface ManageResult<M extends MessageLike = MessageLike> {

@@ -608,6 +608,13 @@ impl HeldCompactor {
         self.inner.forget_ahead(key)
     }
 
+    /// [`Compactor::called_at`]: a call went out at `now` (ms since the Unix epoch; a float
+    /// from a host clock, truncated; negative or not finite is ignored). Whether the state
+    /// changed.
+    pub(crate) fn called_at(&mut self, now: f64) -> bool {
+        now.is_finite() && now >= 0.0 && self.inner.called_at(now as u64)
+    }
+
     pub(crate) fn stats(&self) -> String {
         to_json(self.inner.stats())
     }

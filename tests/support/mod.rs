@@ -255,3 +255,40 @@ pub fn gpt4o(window: u32, f: impl FnOnce(&mut context_compactor::Config)) -> Com
     f(&mut config);
     Compactor::new(config).unwrap()
 }
+
+/// Runs one session of `call` on `messages`: every write lands, the hook decides nothing, a
+/// summary request answers `summary` (none: the test fails if one is asked). Returns the result
+/// and how many summaries were asked.
+pub fn run_session(
+    compactor: &mut Compactor,
+    messages: Vec<Message>,
+    call: context_compactor::Call,
+    summary: Option<&str>,
+) -> (context_compactor::Managed, usize) {
+    use context_compactor::{Poll, Reply, Request, Session};
+    let mut session = Session::new(messages, call);
+    let mut asked = 0;
+    loop {
+        match session.poll(compactor).unwrap() {
+            Poll::Io(ios) => {
+                for io in ios {
+                    let reply = match io.request {
+                        Request::Write { .. } => Reply::Done,
+                        Request::Ask { .. } => Reply::Decision {
+                            decision: Default::default(),
+                        },
+                        Request::Summarize { .. } => {
+                            asked += 1;
+                            Reply::Text {
+                                text: summary.expect("the summarizer was asked").to_owned(),
+                            }
+                        }
+                    };
+                    session.handle(compactor, io.id, reply).unwrap();
+                }
+            }
+            Poll::Wait => unreachable!("every request is answered at once"),
+            Poll::Done(managed) => return (*managed, asked),
+        }
+    }
+}

@@ -14,6 +14,7 @@ import inspect
 import json
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import (
     Any,
@@ -183,6 +184,10 @@ class Compactor:
       trigger applies it. With ``state_path`` it is kept beside the state
       (``<state_path>.summaries/ahead-<key>.json``) for the next request. ``settled()`` /
       ``asettled()`` wait for it.
+    - ``now``: the clock, milliseconds since the Unix epoch (default ``time.time() * 1000``).
+      Each call hands its time to the core and the state records when the last call went out:
+      a call after the provider's prompt cache expired (``cache.lifetime_seconds``: Anthropic
+      5 minutes, OpenAI 10) takes the edits a warm cache defers (a ``cache-expired`` note).
     """
 
     def __init__(
@@ -197,6 +202,7 @@ class Compactor:
         on_event: Optional[Callable[[Event], None]] = None,
         on_pre_compact: Optional[Callable[[Dict[str, Any]], Any]] = None,
         background: Optional[bool] = None,
+        now: Optional[Callable[[], float]] = None,
         **options: Any,
     ) -> None:
         if config is not None and not isinstance(config, Mapping):
@@ -267,6 +273,9 @@ class Compactor:
             self._core = _core.CoreCompactor(dumps(core_config), None if state is None else dumps(state))
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
+        if now is not None and not callable(now):
+            raise InvalidConfigError("invalid_config", "now must be a callable returning milliseconds since the Unix epoch", {"field": "now"})
+        self._now: Callable[[], float] = now if now is not None else (lambda: time.time() * 1000)
         self._calls = 0
         self._state_dirty = False
         self._last_raw: Optional[int] = None
@@ -450,7 +459,8 @@ class Compactor:
         yield from self._take_ahead()
         messages = self._rebase(input)
         self._sync(messages)
-        core_options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions}
+        now = self._time()
+        core_options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions, "now": now}
         if self._background:
             core_options["background"] = True
         if overflow is not None:
@@ -467,6 +477,9 @@ class Compactor:
             result = yield from self._session(messages, options, dry, trigger, call, overflow)
             if result.cancelled is False:
                 self._last = (list(input), [_mark(m) for m in input], result.messages)
+        # The call goes out now: its time in the state (kept to the minute; then saved).
+        if self._core.call("called-at", float(now)):
+            self._state_dirty = True
         self._last_raw = int(self._core.call("count-raw", None))
         ahead = result.plan.get("ahead")
         if ahead is not None and ahead.get("aheadKey") is not None:
@@ -722,7 +735,15 @@ class Compactor:
         return list(last[2]) + list(messages[len(last[0]):])
 
     def _core_plan(self, trigger: str, instructions: Optional[str]) -> str:
-        return str(self._core.call("plan", None, dumps({"trigger": trigger, "instructions": instructions})))
+        options = {"trigger": trigger, "instructions": instructions, "now": self._time()}
+        return str(self._core.call("plan", None, dumps(options)))
+
+    def _time(self) -> int:
+        """The clock's time, whole milliseconds (a bad clock is a typed error)."""
+        now = self._now()
+        if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now) or now < 0:
+            raise InvalidConfigError("invalid_config", f"now() must return milliseconds since the Unix epoch, got {now!r}", {"field": "now"})
+        return int(now)
 
     def _hydrate(self, plan_json: str, messages: Sequence[Message]) -> Plan:
         """The plan with what the core left out restored: a summary request's ``messages``, and

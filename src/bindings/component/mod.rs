@@ -241,6 +241,10 @@ impl api::GuestCompactor for ComponentCompactor {
         self.0.borrow_mut().forget_ahead(&key)
     }
 
+    fn called_at(&self, now: f64) -> bool {
+        self.0.borrow_mut().called_at(now)
+    }
+
     fn stats(&self) -> String {
         self.0.borrow().stats()
     }

@@ -147,6 +147,13 @@ impl WasmCompactor {
         self.0.forget_ahead(key)
     }
 
+    /// A model call went out at `now` (ms since the Unix epoch, the host's clock); whether
+    /// the state changed.
+    #[wasm_bindgen(js_name = calledAt)]
+    pub fn called_at(&mut self, now: f64) -> bool {
+        self.0.called_at(now)
+    }
+
     pub fn stats(&self) -> String {
         self.0.stats()
     }
