@@ -8,7 +8,8 @@
 //! ```
 //!
 //! A scenario: `{"options": <core config>, "turns": [[message, ...], ...], "summaries"?: [text,
-//! ...], "failing_summarizer"?: true, "refuse"?: "/prefix/", "hook"?: <onPreCompact decision>}`.
+//! ...], "failing_summarizer"?: true, "refuse"?: "/prefix/", "hook"?: <onPreCompact decision>,
+//! "times"?: [ms, ...]}` (`times`: each turn's time, the host's clock: `Host::now`).
 //! Each turn's messages are appended to the history, which `manage` gets whole (raw), as a
 //! stateless-looking long-lived compactor would. Output: `{name: [{prompt, events, files}]}`.
 
@@ -29,6 +30,8 @@ struct App {
     hook: Option<PreCompactDecision>,
     /// The summary requests' prompts of the current turn.
     asked: Vec<String>,
+    /// The current turn's time (the scenario's `times`), if it has them.
+    now: Option<u64>,
 }
 
 impl Host for App {
@@ -58,6 +61,10 @@ impl Host for App {
     fn on_pre_compact(&mut self, _info: &PreCompact, _plan: &Plan) -> PreCompactDecision {
         self.hook.clone().unwrap_or_default()
     }
+
+    fn now(&mut self) -> Option<u64> {
+        self.now
+    }
 }
 
 fn run(scenario: &Value) -> Result<Value, String> {
@@ -81,13 +88,17 @@ fn run(scenario: &Value) -> Result<Value, String> {
             hook => Some(serde_json::from_value(hook.clone()).map_err(|e| e.to_string())?),
         },
         asked: Vec::new(),
+        now: None,
     };
     let mut history: Vec<Value> = Vec::new();
     let mut turns = Vec::new();
-    for turn in scenario["turns"]
+    for (t, turn) in scenario["turns"]
         .as_array()
         .ok_or("turns: expected an array")?
+        .iter()
+        .enumerate()
     {
+        app.now = scenario["times"][t].as_u64();
         history.extend(
             turn.as_array()
                 .ok_or("a turn: expected an array")?

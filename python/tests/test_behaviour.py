@@ -1,6 +1,7 @@
 """One behaviour for every host (issue 31, item 5; docs/LOOP.md): scenarios — a conversation
 growing turn by turn, options, scripted summarizer replies (or a summarizer that fails), a store
-that refuses writes under a prefix, an ``onPreCompact`` decision — run through the npm package
+that refuses writes under a prefix, an ``onPreCompact`` decision, each turn's time (the hosts'
+clocks: a turn after the cache's lifetime) — run through the npm package
 (Node), the Python package and the native Rust driver (``Compactor::manage``, the example
 ``examples/behaviour``) on one long-lived compactor each. Every turn must give the same prompt
 byte for byte, the same events and the same store files. The loop is the core's (``Session``)
@@ -19,6 +20,7 @@ from context_compactor import Compactor, MemoryStore
 
 from conftest import REPO, chat, coding_session
 
+T0 = 1_767_603_600_000  # 2026-01-05 09:00 UTC, ms: the scenarios' clock
 BIG = "\n".join(f"row {i}: value {(i * 7919) % 10_007} ok" for i in range(6_000))
 
 
@@ -89,6 +91,13 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
             "refuse": "/tool_outputs/",
             "turns": [[{"role": "user", "content": "check"}, *tool_turn(1, "logs", BIG)]],
         },
+        "a coding session, then the user is away past the cache's lifetime": {
+            # gpt-4o's cache lives 10 minutes: the third turn, 30 minutes on, takes tier 2's
+            # deferred edits; the second, 2 minutes on, changes nothing.
+            "options": {"model": "gpt-4o", "contextWindow": 24_000, "history": {"strategy": "off"}},
+            "times": [T0, T0 + 2 * 60_000, T0 + 32 * 60_000],
+            "turns": [coding[:8], coding[8:], [{"role": "user", "content": "back: where were we?"}]],
+        },
         "an image and a pasted log in a user message": {
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
@@ -112,11 +121,14 @@ for (const [name, s] of Object.entries(scenarios)) {
   let asked = [];
   const summarize = s.failing_summarizer ? async (r) => { asked.push(r.prompt); throw new Error('down'); } : s.summaries ? async (r) => { asked.push(r.prompt); return s.summaries[n++ % s.summaries.length]; } : undefined;
   const hook = s.hook ? { onPreCompact: () => s.hook } : {};
-  const compactor = await cc.createCompactor({ ...s.options, store, ...(summarize ? { summarize } : {}), ...hook });
+  let clock = 0;
+  const times = s.times ? { now: () => clock } : {};
+  const compactor = await cc.createCompactor({ ...s.options, store, ...(summarize ? { summarize } : {}), ...hook, ...times });
   const history = [];
   const turns = [];
-  for (const turn of s.turns) {
+  for (const [t, turn] of s.turns.entries()) {
     history.push(...turn);
+    if (s.times) clock = s.times[t];
     const result = await compactor.manage(history);
     const files = {};
     for (const path of await memory.list('/')) files[path] = await memory.read(path);
@@ -157,16 +169,21 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
 
         chosen = failing if s.get("failing_summarizer") else summarize if s.get("summaries") else None
         hook = s.get("hook")
+        times = s.get("times")
+        clock = [0]
         compactor = Compactor(
             s["options"],
             store=store,
             **({"summarize": chosen} if chosen else {}),
             **({"on_pre_compact": lambda context, hook=hook: hook} if hook else {}),
+            **({"now": lambda clock=clock: clock[0]} if times else {}),
         )
         history: List[Dict[str, Any]] = []
         turns = []
-        for turn in s["turns"]:
+        for t, turn in enumerate(s["turns"]):
             history.extend(turn)
+            if times:
+                clock[0] = times[t]
             result = compactor.manage(history)
             files = {path: store.read(path) for path in store.list("/")}
             turns.append(
@@ -243,3 +260,10 @@ def test_the_scenarios_exercise_every_tier_and_failure(runs) -> None:
     steered = runs["node"]["onPreCompact's instructions reach the summarizer"]
     assert any("Additional instructions: Focus on the spreadsheet formulas." in p for turn in steered for p in turn["asked"])
     assert len(runs["native"]) == len(scenarios()) - len(NOT_NATIVE)
+
+
+def test_the_time_scenario_breaks_only_after_the_cache_expired(runs) -> None:
+    turns = runs["node"]["a coding session, then the user is away past the cache's lifetime"]
+    # The first two turns stay under tier 2's trigger; the one 30 minutes later takes its edits.
+    assert [bool(turn["events"]) for turn in turns[:2]] == [False, False], turns
+    assert turns[2]["events"] and all(e[1] == "applied" for e in turns[2]["events"]), turns[2]["events"]
