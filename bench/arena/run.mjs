@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { init } from 'context-compactor';
 import { CONTENDERS, runOne } from './lib/arena.mjs';
-import { clearCounts } from './lib/metrics.mjs';
+import { clearCounts, thinkTimeSummary } from './lib/metrics.mjs';
 import { ALL_SESSIONS, defaultSessions, generate } from './sessions/index.mjs';
 import { check, ratios } from './lib/check.mjs';
 import { markdown, x } from './lib/report.mjs';
@@ -93,12 +93,12 @@ async function main() {
   const sessions = [];
   for (const name of values.sessions.split(',')) {
     const session = generate(name, { scale });
-    sessions.push({ name, description: session.description, messages: session.messages.length, needles: session.needles.length, ...(session.source ? { source: session.source } : { scale }) });
+    sessions.push({ name, description: session.description, messages: session.messages.length, needles: session.needles.length, thinkTime: thinkTimeSummary(session), ...(session.source ? { source: session.source } : { scale }) });
     for (const window of windows) {
       for (const contender of contenders) {
         const r = await runOne(contender, session, window, { compactorOptions });
         results.push(r);
-        console.error(r.error ? `${name} ${window} ${contender.name}: ERROR ${r.error}` : `${name} ${window} ${contender.name}: ${r.calls} calls, ${r.inputTokens} input tokens, cost ${r.cost}, re-reads ${r.rereads} (${r.rereadCost}), losses ${r.losses}, over ${r.overWindow}, needles ${r.needlesInPrompt}+${r.needlesRecoverable}/${r.needles}, ${r.wallMs} ms`);
+        console.error(r.error ? `${name} ${window} ${contender.name}: ERROR ${r.error}` : `${name} ${window} ${contender.name}: ${r.calls} calls, ${r.inputTokens} input tokens, cost ${r.cost}, re-reads ${r.rereads} (${r.rereadCost}), losses ${r.losses}, cold ${r.coldCalls}, over ${r.overWindow}, needles ${r.needlesInPrompt}+${r.needlesRecoverable}/${r.needles}, ${r.wallMs} ms`);
       }
       clearCounts();
     }

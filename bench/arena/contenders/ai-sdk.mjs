@@ -68,6 +68,9 @@ export const STATE_PATH = '/state/compactor.json';
  */
 export function arenaSummarizer(recorder, tools = () => []) {
   return {
+    // The arena's clock (think time, time away): a call after the cache lifetime takes the
+    // edits a warm cache defers. `--compactor-options '{"clock":false}'` runs without it.
+    ...(recorder.libraryClock === false ? {} : { now: () => recorder.now() }),
     summarize: (request, { background } = {}) => {
       const continuation = request.continuation;
       const prompt = continuation

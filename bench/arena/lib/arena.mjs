@@ -38,8 +38,16 @@ export const CONTENDERS = [
   { name: 'context-compactor aggressive', via: 'context-compactor `prepareStep` + `wrapTools`, preset aggressive', run: (s, o) => runAiSdk(s, { ...o, kind: 'compactor', preset: 'aggressive' }) },
 ];
 
-/** Feeds the scorer from a contender's models and keeps the harness's own time apart. */
+/** Feeds the scorer from a contender's models and keeps the harness's own time apart. Keeps the
+ * arena's clock in step with the replay: the user's think time before each turn passes when the
+ * replay begins the turn (`Replay.begin` → `#enter`), the same for every contender, since every
+ * contender's calls come through `call` with its replay and every contender begins each turn. */
 export class Recorder {
+  /** The last user turn whose think time the clock has passed. */
+  #turn = -1;
+  /** Whether context-compactor's contenders get the arena's clock as their `now` (`runOne`). */
+  libraryClock = true;
+
   constructor(session, window) {
     this.scorer = new Scorer(window);
     this.ms = 0;
@@ -54,14 +62,35 @@ export class Recorder {
     }
   }
 
+  /** The arena's clock as epoch milliseconds (`Scorer.now`): session start 2026-01-05 09:00 UTC
+   * plus the model calls, the waits on summaries and the users' think time so far. A contender may
+   * hand it to a library as its clock. */
+  now() {
+    return this.scorer.now();
+  }
+
+  /** The clock passes the think time of every turn up to the replay's current one, once each. */
+  #enter(replay) {
+    for (let t = this.#turn + 1; t <= replay.turn; t++) this.scorer.idle(replay.turns[t].thinkSeconds ?? 0);
+    this.#turn = Math.max(this.#turn, replay.turn);
+  }
+
   /** A main model call: `build()` makes the prompt; `replay` says which turn and step it is.
-   * Returns the prompt's tokens. */
+   * Returns the prompt's tokens. The first call attaches the recorder to the replay: from then
+   * on `replay.begin(t)` passes turn t's think time on the clock before the contender plans its
+   * first call (turn 0 has none); a call of a turn not yet entered enters it here too. */
   call(build, replay) {
     const t0 = performance.now();
+    if (!replay.onBegin) replay.onBegin = () => this.#enter(replay);
+    this.#enter(replay);
     const prompt = build();
     // The session message this call answers with, and the earlier outputs that step used.
     const step = replay.turns[replay.turn].stepIndices[replay.step];
     const tokens = this.scorer.call(prompt, { step, uses: this.uses.get(step) });
+    // The turn's last step: background summaries that will be ready by the next user message
+    // are ready now (the contender has the rest of the turn to take them in).
+    const next = replay.turns[replay.turn + 1];
+    if (next && replay.step === replay.turns[replay.turn].steps.length - 1) this.scorer.settleWithin(next.thinkSeconds ?? 0);
     // The first prompt after a compaction (a summary, or a prompt that does not extend the one
     // before): is the latest plan there verbatim, and the working file's latest content?
     if (this.compacted || this.scorer.lastBroke) {
@@ -99,6 +128,13 @@ export class Recorder {
 /** Runs one contender on one session at one window. */
 export async function runOne(contender, session, window, { compactorOptions } = {}) {
   const recorder = new Recorder(session, window);
+  // `{"clock": false}` in the options: context-compactor runs without the arena's clock (no
+  // `now`: every call looks warm to it), the before of issue 32's idle-aware breaks.
+  if (compactorOptions?.clock === false) {
+    recorder.libraryClock = false;
+    const { clock, ...rest } = compactorOptions;
+    compactorOptions = Object.keys(rest).length ? rest : undefined;
+  }
   const t0 = performance.now();
   try {
     // `compactorOptions` (run.mjs --compactor-options, a sweep) reach every context-compactor

@@ -11,6 +11,18 @@ export const CACHE_READ = 0.1;
 export const CACHE_WRITE = 1.25;
 
 /**
+ * How long a cached prefix lives, in seconds: Anthropic's default (ephemeral) cache lifetime,
+ * 5 minutes, the one CACHE_WRITE's 1.25× buys (the 1-hour lifetime costs 2×). Each main call
+ * refreshes it (it reads or writes the prefix); a main call that starts more than this after the
+ * previous main call started finds the cache gone and writes its whole prompt (`coldCalls`), for
+ * every contender alike; a continuation summary reads the cache only while it lives.
+ */
+export const CACHE_LIFETIME_S = 300;
+
+/** The arena clock's epoch: a session starts on Monday 2026-01-05 at 09:00 UTC (`Scorer.now()`). */
+export const SESSION_START_MS = Date.UTC(2026, 0, 5, 9, 0, 0);
+
+/**
  * How long a summarizer call takes, in seconds (issue 32: the time a turn waits on compaction):
  * a fixed part (the request's round trip and time to first token, 1 s), reading the request
  * (10,000 uncached input tokens a second, ten times that from the cache) and writing the summary
@@ -27,10 +39,12 @@ export function summarySeconds(tokens, cached) {
 
 /**
  * How long a main model call takes, in seconds: the arena's clock (a summary made in the
- * background is ready once the calls after it have taken its `summarySeconds`). The same reading
- * speeds as a summary, and 150 output tokens (a tool call or a short answer) at 80 a second.
- * Stated, not measured; no user think time (the replays have none): the least time a background
- * summary gets.
+ * background is ready once the time after it — calls, and the user's think time before a turn —
+ * has reached its `summarySeconds`). The same reading speeds as a summary, and 150 output tokens
+ * (a tool call or a short answer) at 80 a second. Stated, not measured. Tools take no time (the
+ * replay returns recorded outputs); between turns the clock passes the session's think time
+ * (`Scorer.idle`: the real sessions' own, from their logs; the generated ones', drawn from a
+ * stated distribution, sessions/lib.mjs THINK_TIME).
  */
 export const CALL_LATENCY = { fixedS: 1, outputTokens: 150 };
 
@@ -87,8 +101,17 @@ export function measure(prompt, previous) {
   return { tokens: total, pieces: ps, cached, common: i, extendsPrevious: previous ? whole : true };
 }
 
+/** The think time of a session, for the report: `{ gaps, idleMinutes, overCacheLifetime,
+ * longestMinutes }` (`gaps`: user messages after the first). */
+export function thinkTimeSummary(session) {
+  const gaps = (session.thinkSeconds ?? []).slice(1);
+  const minutes = (s) => Math.round(s / 6) / 10;
+  return { gaps: gaps.length, idleMinutes: minutes(gaps.reduce((a, b) => a + b, 0)), overCacheLifetime: gaps.filter((g) => g > CACHE_LIFETIME_S).length, longestMinutes: minutes(Math.max(0, ...gaps)) };
+}
+
 /**
  * Scores one run as it goes (prompts are not kept: an unmanaged run sends gigabytes in all).
+ * `idle(seconds)` before each user turn (the user's think time: the clock passes it);
  * `call(prompt)` for each main model call, in order; `summary(prompt)` for each summarizer call;
  * `needle(needle, prompt)` for the first prompt of the turn that needs it; `result(stored)` at
  * the end (with a digest of every prompt, in order, to compare host shapes byte for byte), `stored(value)` saying whether the contender's store holds the value
@@ -117,6 +140,12 @@ export class Scorer {
   #clock = 0;
   /** Background summaries under way: when each is ready, and what to resolve then. */
   #running = [];
+  /** When the last main call started (it read or wrote the cache then): the cache lives
+   * CACHE_LIFETIME_S from there. */
+  #cacheAt;
+  #cold = 0;
+  /** Seconds of think time the clock passed (`idle`). */
+  #idle = 0;
   #background = 0;
   #needles = [];
   #digests = [];
@@ -129,8 +158,50 @@ export class Scorer {
     this.window = window;
   }
 
+  /** The arena's clock, in seconds since the session started. */
+  get clock() {
+    return this.#clock;
+  }
+
+  /** The arena's clock as epoch milliseconds (SESSION_START_MS + the clock): a contender may hand
+   * it to a library as its clock. */
+  now() {
+    return SESSION_START_MS + Math.round(this.#clock * 1000);
+  }
+
+  /** Whether the cache the last main call read or wrote still lives now. */
+  #cacheAlive() {
+    return this.#cacheAt !== undefined && this.#clock - this.#cacheAt <= CACHE_LIFETIME_S;
+  }
+
+  /** Resolves the background summaries ready by `at` on the clock. */
+  #resolve(at) {
+    const ready = this.#running.filter((r) => r.at <= at);
+    this.#running = this.#running.filter((r) => r.at > at);
+    for (const r of ready) r.resolve();
+  }
+
+  /** The user's think time before a turn: the clock passes `seconds`. Summaries keep running
+   * through it: a background one whose time has come is ready (resolved now, before the turn's
+   * first call is planned), and a summary the next call would wait for has that much less left. */
+  idle(seconds) {
+    if (!(seconds > 0)) return;
+    this.#pendingWait = Math.max(0, this.#pendingWait - seconds);
+    this.#clock += seconds;
+    this.#idle += seconds;
+    this.#resolve(this.#clock);
+  }
+
+  /** Resolves now the background summaries that will be ready `seconds` from now, however the
+   * contender spends the time: at a turn's last call, the think time before the next turn (the
+   * contender then has the rest of the turn to take the summary in, as it has between calls). */
+  settleWithin(seconds) {
+    this.#resolve(this.#clock + Math.max(0, seconds));
+  }
+
   /** A main-model call. `step` (the session message it answers with) and `uses` (the earlier
-   * outputs that step used, `reread.mjs`) feed the re-read accounting. */
+   * outputs that step used, `reread.mjs`) feed the re-read accounting. A call that starts more
+   * than CACHE_LIFETIME_S after the previous one writes its whole prompt (a cold call). */
   call(prompt, { step, uses = [] } = {}) {
     const m = measure(prompt, this.#previous);
     if (this.#pendingWait > 0) {
@@ -139,20 +210,23 @@ export class Scorer {
       this.#clock += this.#pendingWait;
       this.#pendingWait = 0;
     }
+    // The cache: the previous call's prefix, if it still lives (the first call has none).
+    const cold = this.#previous !== undefined && !this.#cacheAlive();
+    if (cold) this.#cold++;
+    const cached = cold ? 0 : m.cached;
+    this.#cacheAt = this.#clock;
     // The call runs; background summaries finish meanwhile.
-    this.#clock += callSeconds(m.tokens, m.cached);
-    const ready = this.#running.filter((r) => r.at <= this.#clock);
-    this.#running = this.#running.filter((r) => r.at > this.#clock);
-    for (const r of ready) r.resolve();
-    this.#reads.push({ step, tokens: m.tokens, pieces: m.pieces.length, common: m.common, uses: uses.map((use) => ({ use, visible: visible(prompt, use) })) });
+    this.#clock += callSeconds(m.tokens, cached);
+    this.#resolve(this.#clock);
+    this.#reads.push({ step, tokens: m.tokens, pieces: m.pieces.length, common: m.common, cold, uses: uses.map((use) => ({ use, visible: visible(prompt, use) })) });
     this.#calls++;
     this.#input += m.tokens;
-    this.#cost += CACHE_READ * m.cached + CACHE_WRITE * (m.tokens - m.cached);
+    this.#cost += CACHE_READ * cached + CACHE_WRITE * (m.tokens - cached);
     if (m.tokens > this.window) this.#over++;
     if (orphans(prompt) > 0) this.#orphaned++;
     if (!m.extendsPrevious) {
       this.#breaks++;
-      this.#breakCalls.push({ call: this.#calls, tokens: m.tokens, cached: m.cached });
+      this.#breakCalls.push({ call: this.#calls, tokens: m.tokens, cached });
     }
     this.lastBroke = !m.extendsPrevious;
     this.#largest = Math.max(this.#largest, m.tokens);
@@ -162,17 +236,19 @@ export class Scorer {
   }
 
   /** A summarizer call. A continuation of the agent's prompt reads from the cache what it
-   * shares with the last main call; a plain request is all new input. A summary on the turn's
+   * shares with the last main call, while that cache lives (CACHE_LIFETIME_S; a continuation does
+   * not refresh it: only main calls do); a plain request is all new input. A summary on the turn's
    * critical path makes the next main call wait for it (`summarySeconds`); one made in the
    * background (`background`, context-compactor's `Plan.ahead`) waits for nobody: the returned
-   * promise resolves once the main calls after it have taken that long (the contender's
-   * summarizer answers then), so a summary the trigger needs before that is not ready. */
+   * promise resolves once the clock after it — main calls, waits, the user's think time — has
+   * passed that long (the contender's summarizer answers then), so a summary the trigger needs
+   * before that is not ready. */
   summary(prompt, { continuation = false, background = false } = {}) {
-    const m = measure(prompt, continuation ? this.#previous : undefined);
+    const m = measure(prompt, continuation && this.#cacheAlive() ? this.#previous : undefined);
     const seconds = summarySeconds(m.tokens, m.cached);
     let done;
     if (background) {
-      // Off the critical path: ready once the main calls after it have taken as long.
+      // Off the critical path: ready once the clock has passed as long (calls, think time).
       this.#background++;
       done = new Promise((resolve) => this.#running.push({ at: this.#clock + seconds, resolve }));
     } else this.#pendingWait += seconds;
@@ -222,6 +298,9 @@ export class Scorer {
       summarizerCost: Math.round(this.#summaryCost),
       callsWaited: this.#waitedCalls,
       secondsWaited: Math.round(this.#waitSeconds * 10) / 10,
+      coldCalls: this.#cold,
+      idleSeconds: Math.round(this.#idle * 10) / 10,
+      clockSeconds: Math.round(this.#clock * 10) / 10,
       backgroundSummaries: this.#background,
       cost,
       uses: reread.uses,

@@ -1,6 +1,7 @@
 // The arena's Markdown: one table per session and window, rows in the contenders' order, then
 // the host-shape variants against their long-lived preset.
 import { effective, ratios, targets } from './check.mjs';
+import { CACHE_LIFETIME_S } from './metrics.mjs';
 
 const k = (n) => (n >= 10_000_000 ? `${(n / 1e6).toFixed(1)}M` : n >= 10_000 ? `${Math.round(n / 1000)}k` : String(n));
 
@@ -11,24 +12,28 @@ export const x = (ratio) => (Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : 
 export const per100 = (n, calls) => (calls ? ((100 * n) / calls).toFixed(1) : '–');
 
 function row(r, none) {
-  if (r.error) return `| ${r.contender} | error: ${r.error.replaceAll('|', '/').slice(0, 160)} |||||||||||||||||`;
+  if (r.error) return `| ${r.contender} | error: ${r.error.replaceAll('|', '/').slice(0, 160)} ||||||||||||||||||`;
   const ratio = none && !none.error ? ` (${((100 * r.cost) / none.cost).toFixed(0)} %)` : '';
   const effRatio = none && !none.error ? ` (${((100 * effective(r)) / effective(none)).toFixed(0)} %)` : '';
   const or = (v, f = String) => (v === undefined ? '–' : f(v));
   const kept = r.needlesInPrompt + r.needlesRecoverable;
   const share = ([ok, of] = [0, 0]) => (of ? `${ok}/${of}` : '–');
-  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${or(r.rereads)} | ${or(r.rereadCost, k)} | ${or(r.losses)} | ${k(effective(r))}${effRatio} | ${r.prefixBreaks} | ${per100(r.prefixBreaks, r.calls)} | ${r.summarizerCalls} | ${r.summarizerCost === undefined ? '–' : k(r.summarizerCost)} | ${r.callsWaited === undefined ? '–' : `${r.callsWaited} / ${r.secondsWaited.toFixed(0)} s`} | ${share(r.planKept)} | ${share(r.workingFileKept)} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
+  return `| ${r.contender} | ${r.overWindow} / ${r.calls} | ${r.orphanedCalls} | ${k(r.inputTokens)} | ${k(r.largestPrompt)} | ${k(r.cost)}${ratio} | ${or(r.rereads)} | ${or(r.rereadCost, k)} | ${or(r.losses)} | ${k(effective(r))}${effRatio} | ${r.prefixBreaks} | ${per100(r.prefixBreaks, r.calls)} | ${r.summarizerCalls} | ${r.summarizerCost === undefined ? '–' : k(r.summarizerCost)} | ${r.callsWaited === undefined ? '–' : `${r.callsWaited} / ${r.secondsWaited.toFixed(0)} s`} | ${or(r.coldCalls)} | ${share(r.planKept)} | ${share(r.workingFileKept)} | ${kept}/${r.needles} (${r.needlesInPrompt} + ${r.needlesRecoverable}) | ${(r.wallMs / 1000).toFixed(1)} |`;
 }
 
 export function markdown(report) {
   const out = [];
-  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | re-reads | re-read cost | losses | effective cost (vs none) | prefix breaks | breaks / 100 calls | summarizer calls | summarizer cost | calls waited on a summary / seconds | plan kept | working file kept | needles kept (prompt + store) | wall s |');
+  out.push('| contender | over window / calls | orphaned | input tokens | largest prompt | cost (vs none) | re-reads | re-read cost | losses | effective cost (vs none) | prefix breaks | breaks / 100 calls | summarizer calls | summarizer cost | calls waited on a summary / seconds | cold calls | plan kept | working file kept | needles kept (prompt + store) | wall s |');
   const header = out.pop();
   for (const session of report.sessions) {
     for (const window of [...new Set(report.results.filter((r) => r.session === session.name).map((r) => r.window))]) {
       const rows = report.results.filter((r) => r.session === session.name && r.window === window);
       const none = rows.find((r) => r.contender === 'none');
-      out.push(`### ${session.name}, ${k(window)} window`, '', header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+      out.push(`### ${session.name}, ${k(window)} window`, '');
+      const t = session.thinkTime;
+      const span = (min) => (min >= 120 ? `${(min / 60).toFixed(1)} h` : `${min} min`);
+      if (t) out.push(`User think time: ${t.gaps} gaps before user turns, ${span(t.idleMinutes)} in all, ${t.overCacheLifetime} longer than the ${CACHE_LIFETIME_S / 60}-minute cache lifetime (the longest ${t.longestMinutes} min); a main call after one of those (or after any ${CACHE_LIFETIME_S / 60} minutes without a call) is a cold call: its whole prompt written.`, '');
+      out.push(header, '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
       for (const r of rows) out.push(row(r, none));
       out.push('');
     }

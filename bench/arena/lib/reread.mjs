@@ -306,9 +306,10 @@ export function roundTrip(use, n) {
 
 /**
  * Prices the re-reads of one run. `calls`: every main-model call in order, `{ step, tokens,
- * pieces, common, uses: [{ use, visible }] }` (`pieces` the prompt's piece count, `common` how
- * many leading pieces it shares with the previous call's, `visible` whether the use's needed part
- * was in this prompt). A call followed by a call for the same step was rejected and retried: only
+ * pieces, common, cold, uses: [{ use, visible }] }` (`pieces` the prompt's piece count, `common` how
+ * many leading pieces it shares with the previous call's, `cold` whether the call found the cache
+ * expired (metrics.mjs CACHE_LIFETIME_S: pages carried are written again, not read), `visible`
+ * whether the use's needed part was in this prompt). A call followed by a call for the same step was rejected and retried: only
  * the retry is checked. `stored(text)`: whether the contender's store holds the text.
  * `count(text)`: tokens of a piece. Returns `{ uses, rereads, rereadCost, losses, rereadCalls,
  * lost }` (`uses` checked, in the calls that went through).
@@ -324,7 +325,7 @@ export function account(calls, { stored, count, read = 0.1, write = 1.25 }) {
   calls.forEach((c, i) => {
     if (i > 0) active = active.filter((a) => c.common >= a.at);
     const carried = active.reduce((n, a) => n + a.tokens, 0);
-    cost += read * carried;
+    cost += (c.cold ? write : read) * carried;
     const retried = i + 1 < calls.length && calls[i + 1].step === c.step;
     if (retried || !c.uses?.length) return;
     uses += c.uses.length;

@@ -2,15 +2,20 @@
 // took (the assistant message) and what its tools returned (by tool call id).
 
 /**
- * `{ turns: [{ index, user, steps: [assistantMessage], stepIndices }], outputs: Map<toolCallId,
- * string> }`. `index` is the user message's index in `session.messages`, `stepIndices[s]` step
- * `s`'s (needles name one of them as `neededAt`).
+ * `{ turns: [{ index, user, thinkSeconds, steps: [assistantMessage], stepIndices }], outputs:
+ * Map<toolCallId, string> }`. `index` is the user message's index in `session.messages`,
+ * `stepIndices[s]` step `s`'s (needles name one of them as `neededAt`), `thinkSeconds` the
+ * wall-clock gap before the user message (`session.thinkSeconds`, one per user message; 0 where
+ * a session has none).
  */
 export function toScript(session) {
   const turns = [];
   const outputs = new Map();
+  const think = session.thinkSeconds;
+  const users = session.messages.filter((m) => m.role === 'user').length;
+  if (think && think.length !== users) throw new Error(`${session.name}: ${think.length} think times for ${users} user messages`);
   session.messages.forEach((m, index) => {
-    if (m.role === 'user') turns.push({ index, user: m.content, steps: [], stepIndices: [] });
+    if (m.role === 'user') turns.push({ index, user: m.content, thinkSeconds: think?.[turns.length] ?? 0, steps: [], stepIndices: [] });
     else if (m.role === 'assistant') {
       if (turns.length === 0) throw new Error(`${session.name}: message ${index} is an assistant message before any user message`);
       turns.at(-1).steps.push(m);
@@ -32,12 +37,17 @@ export class Replay {
     this.outputs = outputs;
     this.turn = -1;
     this.step = 0;
+    /** Told `t` when user turn `t` begins: the arena's clock (`Recorder`, which attaches itself at
+     * the replay's first model call) passes the user's think time there, before the contender
+     * plans the turn's first call. */
+    this.onBegin = undefined;
   }
 
   /** Starts user turn `t`; the next model call gets its first step. */
   begin(t) {
     this.turn = t;
     this.step = 0;
+    this.onBegin?.(t);
   }
 
   /** The assistant message for the model call being made now. */

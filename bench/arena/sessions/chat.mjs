@@ -2,7 +2,7 @@
 // long-ish markdown answers, a user who now and then pastes a document of several thousand
 // tokens, and a handful of calculator/lookup calls.
 import {
-  Rng, hashString, SessionBuilder, markdownAnswer, paragraph, sentence, pastedDocument, needleValue, insertMiddle,
+  Rng, hashString, thinkTimes, SessionBuilder, markdownAnswer, paragraph, sentence, pastedDocument, needleValue, insertMiddle,
   insertSentence, cap,
 } from './lib.mjs';
 
@@ -212,6 +212,8 @@ export function generateChat({ scale = 1 } = {}) {
     system: SYSTEM,
     tools: TOOLS,
     messages: b.messages,
+    // the user's think time before each user message (lib.mjs THINK_TIME)
+    thinkSeconds: thinkTimes('long-chat', b.messages),
     needles: needles.map(({ id, value, messageIndex, kind, neededAt, def }) => ({ id, value, messageIndex, kind, neededAt, question: def.question })),
   };
 }

@@ -2,7 +2,7 @@
 // a Rust crate, Python scripts). Many file reads (and re-reads), whole-file writes, edits,
 // greps and big test/build logs, a few of them larger than a 32k window on their own.
 import {
-  Rng, hashString, Clock, SessionBuilder, codeBlocks, mutateBlock, vitestLog, integrationLog, cargoLog, tscLog, bundleLog,
+  Rng, hashString, thinkTimes, Clock, SessionBuilder, codeBlocks, mutateBlock, vitestLog, integrationLog, cargoLog, tscLog, bundleLog,
   eslintLog, pytestLog, paragraph, sentence, needleValue, insertMiddle, insertSentence, CODE, PROJECT_ROOT,
 } from './lib.mjs';
 
@@ -411,6 +411,8 @@ export function generateCoding({ scale = 1 } = {}) {
     system: SYSTEM,
     tools: TOOLS,
     messages: b.messages,
+    // the user's think time before each user message (lib.mjs THINK_TIME)
+    thinkSeconds: thinkTimes('coding-agent', b.messages),
     needles: needles.map(({ id, value, messageIndex, kind, neededAt, def }) => ({ id, value, messageIndex, kind, neededAt, question: def.question })),
   };
 }

@@ -86,6 +86,44 @@ export class Rng {
 }
 
 // ---------------------------------------------------------------------------------------------
+// User think time (issue 32): the wall-clock gap before each user message
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The stated distribution of a generated session's user think time, the gap between the agent's
+ * last step of a turn and the user's next message. Most gaps are reading and typing: log-normal,
+ * median 30 s, σ 0.8 (90 % between 8 s and 112 s), capped at 4 minutes — all inside a prompt
+ * cache's 5-minute lifetime. A stated share, 12 % of the gaps (rounded: at least one in a session
+ * of six user turns or more), are time away — lunch, a meeting, the next morning: log-uniform
+ * between 10 and 90 minutes (median 30), longer than the cache lifetime, which is what makes time
+ * matter to the cost. The first user message has no gap (the session starts with it).
+ */
+export const THINK_TIME = { medianS: 30, sigma: 0.8, maxS: 240, awayShare: 0.12, awayMinS: 600, awayMaxS: 5400 };
+
+/** One standard normal draw (Box–Muller) from `rng`. */
+function normal(rng) {
+  const u = 1 - rng.next(); // (0, 1]
+  const v = rng.next();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+/**
+ * `THINK_TIME` drawn for session `name`: one gap in seconds (0.1 s steps) per user message of
+ * `messages`, in order, the first 0. Seeded by the session's name alone, on a stream of its own
+ * (the session's messages are not touched): the same session always has the same gaps.
+ */
+export function thinkTimes(name, messages) {
+  const T = THINK_TIME;
+  const rng = new Rng(hashString(`${name}/think-time`));
+  const turns = messages.filter((m) => m.role === 'user').length;
+  const gaps = [0];
+  for (let t = 1; t < turns; t++) gaps.push(Math.min(T.maxS, T.medianS * Math.exp(T.sigma * normal(rng))));
+  const later = Array.from({ length: Math.max(0, turns - 1) }, (_, i) => i + 1);
+  for (const t of rng.pickN(later, Math.round(T.awayShare * later.length))) gaps[t] = T.awayMinS * (T.awayMaxS / T.awayMinS) ** rng.next();
+  return gaps.slice(0, turns).map((g) => Math.round(g * 10) / 10);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Clock (no Date: a fixed calendar day plus milliseconds, formatted by hand)
 // ---------------------------------------------------------------------------------------------
 

@@ -244,7 +244,11 @@ export function convertMiniSweAgent(traj) {
     const order = messages[i - 1].content.filter((p) => p.type === 'tool-call').map((p) => p.toolCallId);
     messages[i].content.sort((a, b) => order.indexOf(a.toolCallId) - order.indexOf(b.toolCallId));
   }
-  return { system, tools: { bash: BASH }, messages };
+  // Time: each step carries `extra.timestamp` (Unix seconds, the model's answer and the tool's
+  // run), but the run has one user message, the task, and no human in the loop: no think time.
+  // Consecutive records are at most 86 s (astroid) and 107 s (sqlfluff) apart: the model's own
+  // latency and the tool's run, which the arena's clock does not take from the log.
+  return { system, tools: { bash: BASH }, messages, thinkSeconds: [0] };
 }
 
 /** The text of a Claude Code tool result's `content`: a string, or blocks (text kept, others named). */
@@ -287,6 +291,10 @@ export const INTERRUPTED = '[interrupted by the user]';
  *   ends the agent's turn with one assistant text, `INTERRUPTED`, so that every user message
  *   follows a text-only assistant message as an app's history would;
  * - a recording that stops mid-step (a call without its result) ends at its last complete turn.
+ * - `thinkSeconds`: for each user message, its record's `timestamp` minus the previous kept
+ *   record's (the agent's last response block or tool result): the user's reading, typing and
+ *   time away, not the model's own time (the arena's clock prices model calls itself); time
+ *   inside a turn (tool runs, permission prompts) is not taken;
  * Tool definitions are derived from the inputs each tool was called with (the log has none), and
  * the system prompt is `CLAUDE_CODE_SYSTEM`.
  */
@@ -297,10 +305,17 @@ export function convertClaudeCode(jsonl) {
     .map((line) => JSON.parse(line));
   const messages = [];
   const inputs = new Map();
+  // The think time before each user message: its first record's `timestamp` minus the previous
+  // kept record's (the agent's last response block or tool result before it).
+  const thinkSeconds = [];
+  let previousAt = null;
   let responseId = null;
   for (const r of records) {
     if ((r.type !== 'user' && r.type !== 'assistant') || r.isSidechain || r.isMeta || r.isCompactSummary) continue;
     const content = r.message.content;
+    const at = Date.parse(r.timestamp); // NaN without one (a hand-made log): no gap known, 0
+    const before = previousAt;
+    previousAt = at;
     if (r.type === 'assistant') {
       let m = messages.at(-1);
       if (!(m?.role === 'assistant' && responseId === r.message.id)) {
@@ -335,6 +350,7 @@ export function convertClaudeCode(jsonl) {
           // The user stopped the agent mid-step (a rejected call, an interrupt): its turn ends there.
           if (messages.at(-1)?.role === 'tool') messages.push({ role: 'assistant', content: [{ type: 'text', text: INTERRUPTED }] });
           messages.push({ role: 'user', content: b.text });
+          thinkSeconds.push(before !== null && Number.isFinite(at - before) ? Math.max(0, Math.round((at - before) / 100) / 10) : 0);
         }
       }
     }
@@ -351,7 +367,8 @@ export function convertClaudeCode(jsonl) {
     out[i].content.sort((a, b) => order.indexOf(a.toolCallId) - order.indexOf(b.toolCallId));
   }
   const tools = Object.fromEntries([...inputs].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, seen]) => [name, { description: `Claude Code's ${name} tool`, inputSchema: schemaFromInputs(seen) }]));
-  return { system: CLAUDE_CODE_SYSTEM, tools, messages: out };
+  // The kept user messages are the first ones (only assistant messages were dropped, then the end).
+  return { system: CLAUDE_CODE_SYSTEM, tools, messages: out, thinkSeconds: thinkSeconds.slice(0, out.filter((m) => m.role === 'user').length) };
 }
 
 /** The raw texts of a message (tool-call inputs as their string values, not JSON). */
@@ -406,15 +423,17 @@ export function deriveNeedles(messages, { max = 8, minGap = Math.max(20, Math.ro
   return pick.map((c, k) => ({ id: `d${k + 1}`, kind: 'tool', derived: true, ...c }));
 }
 
-/** `{ name, description, system, tools, messages, needles, source }` for real session `name`. */
+/** `{ name, description, system, tools, messages, thinkSeconds, needles, source }` for real
+ * session `name`; `thinkSeconds`: the gap before each user message, from the log's own
+ * timestamps (Claude Code), none after the task (mini-swe-agent: no human in the loop). */
 export function loadReal(name, options) {
   const source = REAL[name];
   if (!source) throw new Error(`unknown real session ${JSON.stringify(name)}`);
   const text = sourceText(name, options);
   const convert = { 'mini-swe-agent-toolcall': (t) => convertMiniSweAgent(JSON.parse(t)), 'claude-code-jsonl': convertClaudeCode }[source.format];
   if (!convert) throw new Error(`${name}: unknown format ${source.format}`);
-  const { system, tools, messages } = convert(text);
-  return { name, description: source.description, system, tools, messages, needles: deriveNeedles(messages), source };
+  const { system, tools, messages, thinkSeconds } = convert(text);
+  return { name, description: source.description, system, tools, messages, thinkSeconds, needles: deriveNeedles(messages), source };
 }
 
 async function main(argv) {

@@ -2,7 +2,7 @@
 // retrieval system. Huge web_search results, long fetched pages (some fetched again later,
 // byte-identical), notes, follow-up questions.
 import {
-  Rng, hashString, SessionBuilder, searchResults, webPage, markdownAnswer, paragraph, sentence, needleValue, insertMiddle,
+  Rng, hashString, thinkTimes, SessionBuilder, searchResults, webPage, markdownAnswer, paragraph, sentence, needleValue, insertMiddle,
   insertSentence, cap, messageTexts,
 } from './lib.mjs';
 
@@ -292,6 +292,8 @@ export function generateResearch({ scale = 1 } = {}) {
     system: SYSTEM,
     tools: TOOLS,
     messages: b.messages,
+    // the user's think time before each user message (lib.mjs THINK_TIME)
+    thinkSeconds: thinkTimes('research-agent', b.messages),
     needles: needles.map(({ id, value, messageIndex, kind, neededAt, def }) => ({ id, value, messageIndex, kind, neededAt, question: def.question })),
   };
 

@@ -48,7 +48,7 @@ for (const name of Object.keys(SESSIONS)) {
       });
 
       await t.test('has the documented top-level shape', () => {
-        assert.deepEqual(Object.keys(s).sort(), ['description', 'messages', 'name', 'needles', 'system', 'tools']);
+        assert.deepEqual(Object.keys(s).sort(), ['description', 'messages', 'name', 'needles', 'system', 'thinkSeconds', 'tools']);
         assert.equal(s.name, name);
         assert.equal(typeof s.description, 'string');
         const systemTokens = countTokens(s.system);

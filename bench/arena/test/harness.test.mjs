@@ -6,16 +6,10 @@ import { countTokens, init } from 'context-compactor';
 import { CACHE_READ, CACHE_WRITE, measure, Scorer, summarySeconds } from '../lib/metrics.mjs';
 import { fromAiSdk, fromLangChain, orphans, pieces } from '../lib/prompt.mjs';
 import { Replay, scriptedSummary } from '../lib/script.mjs';
+import { aiPrompt } from './fixtures.mjs';
 
 await init();
 
-const aiPrompt = [
-  { role: 'system', content: 'You are terse.' },
-  { role: 'user', content: [{ type: 'text', text: 'List the files.' }] },
-  { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'ls', input: { path: '/' } }] },
-  { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'ls', output: { type: 'text', value: 'a.txt\nb.txt' } }] },
-  { role: 'assistant', content: [{ type: 'text', text: 'Two files.' }] },
-];
 const lcMessages = [
   new SystemMessage('You are terse.'),
   new HumanMessage('List the files.'),
