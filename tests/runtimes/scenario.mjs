@@ -359,6 +359,12 @@ export async function runScenario(cc, fixture, { expectedEntry, data } = {}) {
       r.identical && r.transcriptImages >= 1 && r.placeholders === 0,
       JSON.stringify({ transcriptImages: r.transcriptImages, placeholders: r.placeholders }));
   });
+  await step('stateless route handler after idle time', async () => {
+    const r = await statelessRouteHandler(cc, { turns: 24, idle: true });
+    check('after half an hour away (past the cache lifetime) every shape takes the same deferred edits at the same call',
+      r.identical && r.expired === 3 && r.coldBreaks >= 1 && r.breaks.every((n) => n === r.breaks[0]),
+      short(r));
+  });
   await step('overflow recovery', async () => {
     // The middleware as the AI SDK drives it (transformParams, then wrapGenerate), with a fake
     // LanguageModelV3-shaped model whose first doGenerate throws Anthropic's overflow error.

@@ -35,10 +35,18 @@ function keepsPrefix(previous, next) {
  * prompt at 0.85 of the uncalibrated estimate: every shape observes it, the route handler saves
  * its state after the call, and the prompts must still be the same.
  * @returns {Promise<{ calls: number, identical: boolean, firstDifference: number | null,
- *   summaries: number[], breaks: number[], stateBytes: number, stored: number, calibrated: number }>}
+ *   summaries: number[], breaks: number[], stateBytes: number, stored: number, calibrated: number,
+ *   expired: number, coldBreaks: number }>} (`expired`: the long-lived shape's calls after the cache
+ *   expired, with `idle`; `coldBreaks`: those that changed the prefix)
  */
-export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_000, calibrate = false, images = false } = {}) {
-  const model = calibrate ? { model: 'claude-sonnet-4-5' } : {};
+export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_000, calibrate = false, images = false, idle = false } = {}) {
+  // With `idle`, the shapes share a clock: a minute between turns, and every eighth turn the user
+  // is away for half an hour (past Claude's 5-minute cache): those calls take the edits a warm
+  // cache defers, in every shape alike.
+  let clock = Date.UTC(2026, 0, 5, 9);
+  const model = { ...(calibrate || idle ? { model: 'claude-sonnet-4-5' } : {}), ...(idle ? { now: () => clock } : {}) };
+  let expired = 0;
+  let coldBreaks = 0;
   const probe = calibrate ? await cc.createCompactor({ ...model, contextWindow }) : undefined;
   const report = (compactor, prompt) => {
     if (probe) compactor.observeUsage({ inputTokens: Math.round(0.85 * probe.usage(prompt).tokens) });
@@ -65,7 +73,10 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
     // One model call per turn; its reply joins the raw history the app saves.
     // A summary made in the background is back before the next request (what a route's
     // `waitUntil` gives in practice): every shape then applies it at the same call.
+    if (idle) clock += t % 8 === 7 ? 30 * 60_000 : 60_000;
     const a = await longLived.manage(raw);
+    const cold = a.plan.notes.some((n) => n.type === 'cache-expired');
+    if (cold) expired += 1;
     await longLived.settled();
     report(longLived, a.messages);
     const handler = await cc.createCompactor({ ...model, contextWindow, store, statePath, summarize: summarizer(1) });
@@ -84,7 +95,10 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
       firstDifference = t;
     }
     prompts.forEach((prompt, shape) => {
-      if (previous[shape] && !keepsPrefix(previous[shape], prompt)) breaks[shape] += 1;
+      if (previous[shape] && !keepsPrefix(previous[shape], prompt)) {
+        breaks[shape] += 1;
+        if (shape === 0 && cold) coldBreaks += 1;
+      }
       previous[shape] = prompt;
     });
     raw.push(...reply(t));
@@ -105,7 +119,7 @@ export async function statelessRouteHandler(cc, { turns = 30, contextWindow = 6_
       }
     }
   }
-  return { calls: turns, identical, firstDifference, summaries, breaks, stateBytes: saved ? saved.length : 0, stored: paths.length, calibrated, transcriptImages, placeholders };
+  return { calls: turns, identical, firstDifference, summaries, breaks, stateBytes: saved ? saved.length : 0, stored: paths.length, calibrated, transcriptImages, placeholders, expired, coldBreaks };
 }
 
 /** A deterministic 'PNG' of 64 bytes for turn `t`. */
