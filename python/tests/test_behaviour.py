@@ -98,6 +98,13 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
             "times": [T0, T0 + 2 * 60_000, T0 + 32 * 60_000],
             "turns": [coding[:8], coding[8:], [{"role": "user", "content": "back: where were we?"}]],
         },
+        "a summary that continues the agent's cached prompt": {
+            # Claude's cache: the request is also offered as a continuation of the agent's
+            # prompt, whose messages the npm and Python hosts hand the summarizer alike.
+            "options": {"model": "claude-sonnet-4-5", "contextWindow": 8_000},
+            "summaries": ["## Session Intent\nContinued from the cache."],
+            "turns": [talk[:30], talk[30:]],
+        },
         "an image and a pasted log in a user message": {
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
@@ -119,7 +126,9 @@ for (const [name, s] of Object.entries(scenarios)) {
   };
   let n = 0;
   let asked = [];
-  const summarize = s.failing_summarizer ? async (r) => { asked.push(r.prompt); throw new Error('down'); } : s.summaries ? async (r) => { asked.push(r.prompt); return s.summaries[n++ % s.summaries.length]; } : undefined;
+  let continued = [];
+  const note = (r) => { asked.push(r.prompt); continued.push(r.continuation ? JSON.stringify(r.continuation.messages) : null); };
+  const summarize = s.failing_summarizer ? async (r) => { note(r); throw new Error('down'); } : s.summaries ? async (r) => { note(r); return s.summaries[n++ % s.summaries.length]; } : undefined;
   const hook = s.hook ? { onPreCompact: () => s.hook } : {};
   let clock = 0;
   const times = s.times ? { now: () => clock } : {};
@@ -132,8 +141,9 @@ for (const [name, s] of Object.entries(scenarios)) {
     const result = await compactor.manage(history);
     const files = {};
     for (const path of await memory.list('/')) files[path] = await memory.read(path);
-    turns.push({ prompt: JSON.stringify(result.messages), events: result.events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files, asked });
+    turns.push({ prompt: JSON.stringify(result.messages), events: result.events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files, asked, continued });
     asked = [];
+    continued = [];
   }
   out[name] = turns;
 }
@@ -152,19 +162,31 @@ class RefusingStore(MemoryStore):
         super().write(path, text)
 
 
+def as_js(value: Any) -> str:
+    """JSON as JavaScript's JSON.stringify writes it (compact, non-ASCII as is, lone surrogates
+    escaped)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
     out = {}
     for name, s in cases.items():
         store = RefusingStore(s.get("refuse"))
         replies = iter((s.get("summaries") or []) * 10)
         asked: List[str] = []
+        continued: List[Optional[str]] = []
 
-        def summarize(request: Dict[str, Any], replies: Any = replies, asked: List[str] = asked) -> str:
+        def note(request: Dict[str, Any], asked: List[str] = asked, continued: List[Optional[str]] = continued) -> None:
             asked.append(request["prompt"])
+            continuation = request.get("continuation")
+            continued.append(None if continuation is None else as_js(continuation["messages"]))
+
+        def summarize(request: Dict[str, Any], replies: Any = replies) -> str:
+            note(request)
             return str(next(replies))
 
-        def failing(request: Dict[str, Any], asked: List[str] = asked) -> str:
-            asked.append(request["prompt"])
+        def failing(request: Dict[str, Any]) -> str:
+            note(request)
             raise RuntimeError("down")
 
         chosen = failing if s.get("failing_summarizer") else summarize if s.get("summaries") else None
@@ -190,13 +212,15 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
                 {
                     # As JavaScript's JSON.stringify writes it (compact, non-ASCII as is, lone
                     # surrogates escaped).
-                    "prompt": json.dumps(result.messages, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace").decode("utf-8"),
+                    "prompt": as_js(result.messages),
                     "events": [[e["strategy"], e["status"], e.get("path"), e["tokensSaved"]] for e in result.events],
                     "files": files,
                     "asked": list(asked),
+                    "continued": list(continued),
                 }
             )
             asked.clear()
+            continued.clear()
         out[name] = turns
     return out
 
@@ -230,6 +254,7 @@ def test_every_host_gives_the_same_prompts_events_and_store(runs, name: str) -> 
     for t, (n, p) in enumerate(zip(node, python)):
         assert p["events"] == n["events"], f"turn {t}: events"
         assert p["asked"] == n["asked"], f"turn {t}: the summary requests"
+        assert p["continued"] == n["continued"], f"turn {t}: the summary requests' continuations"
         assert sorted(p["files"]) == sorted(n["files"]), f"turn {t}: store paths"
         for path in n["files"]:
             assert p["files"][path] == n["files"][path], f"turn {t}: {path}"
@@ -267,3 +292,12 @@ def test_the_time_scenario_breaks_only_after_the_cache_expired(runs) -> None:
     # The first two turns stay under tier 2's trigger; the one 30 minutes later takes its edits.
     assert [bool(turn["events"]) for turn in turns[:2]] == [False, False], turns
     assert turns[2]["events"] and all(e[1] == "applied" for e in turns[2]["events"]), turns[2]["events"]
+
+
+def test_a_continuation_reaches_the_summarizer_in_both_hosts(runs) -> None:
+    turns = runs["node"]["a summary that continues the agent's cached prompt"]
+    offered = [json.loads(c) for turn in turns for c in turn["continued"] if c is not None]
+    assert offered, "a continuation was offered"
+    for messages in offered:
+        assert messages[0]["role"] == "system" and messages[-1]["role"] == "user"
+        assert "Summarize messages" in json.dumps(messages[-1]["content"])

@@ -553,6 +553,7 @@ class Compactor:
         if kind == "summarize":
             summary_request = request["summary"]["request"]
             summary_request["messages"] = [{"role": "user", "content": summary_request["prompt"]}]
+            self._continued(summary_request, refs)
             if self._summarize is None:
                 return {"type": "failed", "error": "no summarizer configured (summarize=)"}
             try:
@@ -617,6 +618,19 @@ class Compactor:
                 outcomes.append({"type": "failed", "id": action["id"], "error": _message(e)})
         return outcomes
 
+    def _continued(self, request: Dict[str, Any], refs: Refs) -> None:
+        """A summary request's continuation (the core offers one with a prompt cache, when it
+        costs less): its ``messages`` are the conversation the core holds, as planned, up to
+        the span's end, then the instruction — the agent's own cached prompt, continued. A
+        summarizer that sends them to the agent's model (with the agent's tools, so that the
+        prefix matches) reads the span from the cache; one that answers with a tool call must
+        fall back to the plain request (``prompt``)."""
+        continuation = request.get("continuation")
+        if not isinstance(continuation, dict):
+            return
+        prefix = decode(str(self._core.call("planned-prefix", int(continuation["end"]))), refs)
+        continuation["messages"] = [*prefix, {"role": "user", "content": continuation["instruction"]}]
+
     def _ask_ahead(self, ahead: Dict[str, Any]) -> _Steps[None]:
         """Starts the plan's summary ahead of need in the background, once per key; the core
         records the ask (saved with the state)."""
@@ -627,8 +641,12 @@ class Compactor:
         self._core.call("ask-ahead", key, int(ahead["end"]))
         self._state_dirty = True
         self._ahead_unread = None
-        request = ahead["request"]
-        request = {"system": request["system"], "prompt": request["prompt"], "messages": [{"role": "user", "content": request["prompt"]}], "maxTokens": request["maxTokens"], "background": True}
+        planned = ahead["request"]
+        request = {"system": planned["system"], "prompt": planned["prompt"], "messages": [{"role": "user", "content": planned["prompt"]}], "maxTokens": planned["maxTokens"], "background": True}
+        if planned.get("continuation") is not None:
+            # The prefix is the conversation as planned now (the core holds it now, not later).
+            request["continuation"] = dict(planned["continuation"])
+            self._continued(request, self._held.refs)
         path = None if self._state_path is None else _ahead_path(self._state_path, key)
 
         def done(text: Optional[str]) -> None:
