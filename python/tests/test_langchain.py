@@ -13,7 +13,7 @@ import pytest
 
 from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
@@ -354,3 +354,71 @@ def test_anthropic_tool_use_blocks_count_once_and_keep_their_place() -> None:
         text, use = message.content
         assert text is original.content[0] or text == original.content[0]
         assert list(use) == ["type", "id", "name", "input"] and use["input"] == message.tool_calls[0]["args"]
+
+
+class CachingAgentModel(BaseChatModel):
+    """The agent's model, also its summarizer: asks for page n at call n; a summary request
+    (the last message asks to summarize) is answered with a summary, or with a tool call when
+    ``refuse`` (then the plain request must follow). Records every prompt and its tools."""
+
+    prompts: List[List[BaseMessage]] = []
+    bound: List[Any] = []
+    refuse: bool = False
+
+    @property
+    def _llm_type(self) -> str:
+        return "caching-agent"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        self.bound.append([getattr(t, "name", None) for t in tools])
+        return self
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        self.prompts.append(list(messages))
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and "Summarize messages" in str(last.content):
+            if self.refuse:
+                message = AIMessage(content="", tool_calls=[{"id": "x", "name": "fetch_page", "args": {"page_number": 0}}])
+            else:
+                message = AIMessage(content="## Session Intent\nRead the report (from the cache).")
+        elif len(messages) > 1 and isinstance(messages[0], SystemMessage) and "You summarize" in str(messages[0].content):
+            message = AIMessage(content="## Session Intent\nRead the report (plain request).")
+        else:
+            n = len(agent_steps(self)) - 1
+            message = AIMessage(content=f"Reading page {n}.", tool_calls=[{"id": f"call_{n}", "name": "fetch_page", "args": {"page_number": n}}]) if n < 24 else AIMessage(content="Done.")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+@pytest.mark.parametrize("refuse", [False, True], ids=["continued", "refused"])
+def test_the_agents_own_model_summarizes_from_its_cached_prompt(refuse: bool) -> None:
+    model = CachingAgentModel(prompts=[], bound=[], refuse=refuse)
+    results: List[Any] = []
+    middleware = CompactorMiddleware(model="claude-sonnet-4-5", context_window=WINDOW, store=MemoryStore(), summary_model=model, background=False, on_result=results.append)
+    agent = create_agent(model, tools=[fetch_page], system_prompt="You read reports.", middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage(content="Read the report.")]}, {"recursion_limit": 100})
+    summaries = [e for r in results for e in r.events if e["strategy"] == "summarize"]
+    assert summaries and all(e["status"] == "applied" for e in summaries), summaries
+    continued = [i for i, p in enumerate(model.prompts) if isinstance(p[-1], HumanMessage) and "Summarize messages" in str(p[-1].content)]
+    assert continued, "the continuation was sent"
+    i = continued[0]
+    request, agent_call = model.prompts[i], model.prompts[i - 1]
+    # The agent's system prompt and messages as the agent last sent them, then the instruction:
+    # the prefix the provider cached, with the agent's tools bound.
+    assert isinstance(request[0], SystemMessage) and request[0].content == agent_call[0].content
+    prefix = request[:-1]
+    assert all(a is b or (type(a) is type(b) and a.content == b.content) for a, b in zip(prefix, agent_call)), "the same prefix"
+    assert len(prefix) <= len(agent_call)
+    assert ["fetch_page"] in model.bound
+    plain = [p for p in model.prompts if isinstance(p[0], SystemMessage) and "You summarize" in str(p[0].content)]
+    if refuse:
+        # A tool call instead of a summary: the plain request follows, and its answer is used.
+        assert plain
+        assert any("plain request" in m.content for p in agent_steps(model) for m in p if isinstance(m, HumanMessage))
+    else:
+        assert not plain, "no plain request when the continuation answered"
+        assert any("from the cache" in m.content for p in agent_steps(model) for m in p if isinstance(m, HumanMessage))
+
+
+def agent_steps(model: CachingAgentModel) -> List[List[BaseMessage]]:
+    """The agent's own calls (not the summary requests)."""
+    return [p for p in model.prompts if not (isinstance(p[-1], HumanMessage) and "Summarize messages" in str(p[-1].content)) and not (isinstance(p[0], SystemMessage) and "You summarize" in str(p[0].content))]

@@ -25,8 +25,10 @@ back as it was (keys in order), a changed one with only its text or arguments re
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import (
@@ -316,7 +318,11 @@ class CompactorMiddleware(AgentMiddleware):
     ``compactor``: a :class:`Compactor` (or the options to make one: ``model``,
     ``context_window``, ``store``, ``summarize`` ...). ``summary_model``: a LangChain chat model
     that writes the summaries (sync ``invoke`` in ``before_model``, ``ainvoke`` in
-    ``abefore_model``) when the compactor has no ``summarize`` of its own. ``on_result`` is
+    ``abefore_model``) when the compactor has no ``summarize`` of its own. When it is the
+    agent's own model and the core offers the summary request as a continuation (a model with a
+    prompt cache, when that costs less), it is sent as one: the agent's system prompt, tools and
+    messages as the agent last sent them, then the instruction, so the span is read from the
+    cache; an answer that is a tool call, no text or an error falls back to the plain request. ``on_result`` is
     called with every ``ManageResult`` (for logs and tests). With ``offload_at_return``, a
     tool's output over the offload threshold is stored the moment the tool returns
     (``wrap_tool_call``), so it never enters the agent's history (the model gets the preview
@@ -335,9 +341,13 @@ class CompactorMiddleware(AgentMiddleware):
         **options: Any,
     ) -> None:
         super().__init__()
+        #: The agent's last model call (its model, tools and system prompt) and the messages the
+        #: last ``before_model`` saw, for a summary continuation.
+        self._agent: Optional[_AgentCall] = None
+        self._seen: Optional[Tuple[Sequence[BaseMessage], List[Dict[str, Any]]]] = None
         if compactor is None:
             if summary_model is not None and "summarize" not in options:
-                options["summarize"] = _summarizer(summary_model)
+                options["summarize"] = _summarizer(summary_model, self._continuation_call)
             compactor = Compactor(**options)
         self.compactor = compactor
         self._on_result = on_result
@@ -351,13 +361,27 @@ class CompactorMiddleware(AgentMiddleware):
         messages = state["messages"]
         self._observe(messages)
         converted = to_model_messages(messages)
+        self._seen = (messages, converted)
         return self._update(self.compactor.manage(converted), messages, converted)
 
     async def abefore_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
         self._observe(messages)
         converted = to_model_messages(messages)
+        self._seen = (messages, converted)
         return self._update(await self.compactor.amanage(converted), messages, converted)
+
+    def _continuation_call(self, continuation: Dict[str, Any]) -> Optional[Tuple["_AgentCall", List[BaseMessage]]]:
+        """A summary continuation as the agent's model would get it (``None`` before the agent
+        made a call): the agent's last call, and its system prompt then the continuation's
+        messages — each one the agent's own message object where it is unchanged, so the prefix
+        is the one the provider cached."""
+        if self._agent is None:
+            return None
+        messages, converted = self._seen if self._seen is not None else ([], [])
+        prefix = from_model_messages(continuation["messages"], messages, converted)
+        system = [self._agent.system] if self._agent.system is not None else []
+        return self._agent, [*system, *prefix]
 
     def _observe(self, messages: Sequence[BaseMessage]) -> None:
         """Calibration: the latest model reply's ``usage_metadata`` says how many input tokens
@@ -374,6 +398,7 @@ class CompactorMiddleware(AgentMiddleware):
             self.compactor.observe_usage(usage["input_tokens"])
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        self._agent = _AgentCall.of(request)
         attempt = 0
         while True:
             try:
@@ -387,6 +412,7 @@ class CompactorMiddleware(AgentMiddleware):
                 request = self._retry(request, result, converted)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        self._agent = _AgentCall.of(request)
         attempt = 0
         while True:
             try:
@@ -431,16 +457,81 @@ def _offloadable(result: Any) -> bool:
     return isinstance(result, ToolMessage) and isinstance(result.content, str) and result.status != "error"
 
 
-def _summarizer(model: Any) -> Callable[[Dict[str, Any]], Any]:
+@dataclass
+class _AgentCall:
+    """What the agent's last model call was made with."""
+
+    model: Any
+    tools: List[Any]
+    system: Optional[SystemMessage]
+
+    @staticmethod
+    def of(request: Any) -> "_AgentCall":
+        return _AgentCall(getattr(request, "model", None), list(getattr(request, "tools", None) or []), getattr(request, "system_message", None))
+
+
+def _model_name(model: Any) -> Optional[str]:
+    for attribute in ("model_name", "model", "model_id"):
+        name = getattr(model, attribute, None)
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _same_model(a: Any, b: Any) -> bool:
+    """The same chat model: the same object, or the same model name (a dated snapshot and a
+    gateway's ``provider/`` prefix included, as the npm package's ``summarizer`` compares)."""
+    if a is b:
+        return True
+    x, y = _model_name(a), _model_name(b)
+    if x is None or y is None:
+        return False
+    x, y = x[x.rfind("/") + 1 :].lower(), y[y.rfind("/") + 1 :].lower()
+    return x == y or x.startswith(f"{y}-") or y.startswith(f"{x}-")
+
+
+_Continued = Callable[[Dict[str, Any]], Optional[Tuple[_AgentCall, List[BaseMessage]]]]
+
+
+def _summarizer(model: Any, continued: Optional[_Continued] = None) -> Callable[[Dict[str, Any]], Any]:
     """A summarizer asking a LangChain chat model (async: ``amanage`` awaits it, ``manage``
-    runs it on a private event loop)."""
+    runs it on a private event loop). ``continued(continuation)``: the continuation's messages
+    as the agent's model gets them (the middleware's), sent first when ``model`` is the agent's
+    own."""
 
     async def summarize(request: Dict[str, Any]) -> str:
+        text = await _continued(model, request, continued)
+        if text is not None:
+            return text
         answer = await model.ainvoke([SystemMessage(content=request["system"]), HumanMessage(content=request["prompt"])])
         content = answer.content
         return _joined(content)
 
     return summarize
+
+
+async def _continued(model: Any, request: Dict[str, Any], continued: Optional[_Continued]) -> Optional[str]:
+    """The summary from the continuation (``None``: not offered, no agent call yet, not the
+    agent's model, or answered with a tool call, no text or an error: the plain request
+    follows)."""
+    continuation = request.get("continuation")
+    if continued is None or not isinstance(continuation, dict) or not isinstance(continuation.get("messages"), list):
+        return None
+    try:
+        made = continued(continuation)
+        if made is None or not _same_model(model, made[0].model):
+            return None
+        call, messages = made
+        bound = model.bind_tools(call.tools) if call.tools else model
+        answer = await bound.ainvoke(messages)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        return None
+    if getattr(answer, "tool_calls", None):
+        return None
+    text = _joined(answer.content)
+    return text if text.strip() else None
 
 
 def recovery_langchain_tools(store: FileStore) -> List[StructuredTool]:
