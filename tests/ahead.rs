@@ -110,11 +110,7 @@ fn the_summary_asked_ahead_is_applied_over_its_span_at_the_trigger() {
     assert_eq!(summarize.end, ahead.end);
     assert_eq!(summarize.ahead_key.as_deref(), Some(key.as_str()));
     assert!(managed.events.iter().all(|e| !e.blocking), "no call waited");
-    let summary = managed
-        .messages
-        .iter()
-        .find(|m| m.text().starts_with("[Conversation summary]"))
-        .expect("the summary message");
+    let summary = support::summary_message(&managed);
     assert!(summary.text().contains("Made ahead"));
     // The messages after the span are the conversation's, unchanged.
     let input = chat(waiting);

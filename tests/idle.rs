@@ -273,11 +273,7 @@ fn a_call_records_its_time_and_a_cold_call_applies_a_summary_made_ahead() {
     let (managed, asked) = manage(&mut compactor, next.clone(), T0 + 61 * MINUTE);
     assert_eq!(asked, 0);
     assert!(expired(&managed.plan).is_some());
-    let summary = managed
-        .messages
-        .iter()
-        .find(|m| m.text().starts_with("[Conversation summary]"))
-        .expect("the summary applied");
+    let summary = support::summary_message(&managed);
     assert!(summary.text().contains("Made ahead"));
     assert!(managed.tokens_after < managed.tokens_before);
     assert!(managed.events.iter().all(|e| !e.blocking));

@@ -292,3 +292,12 @@ pub fn run_session(
         }
     }
 }
+
+/// The summary message a managed call put in the conversation (`[Conversation summary]`).
+pub fn summary_message(managed: &context_compactor::Managed) -> &Message {
+    managed
+        .messages
+        .iter()
+        .find(|m| m.text().starts_with("[Conversation summary]"))
+        .expect("a summary message")
+}
