@@ -64,6 +64,7 @@ mod counting;
 mod edit;
 mod error;
 mod hash;
+pub mod lease;
 pub mod loop_context;
 mod memo;
 mod message;
@@ -75,6 +76,7 @@ pub mod record;
 pub mod recovery;
 pub mod report;
 mod session;
+pub mod stored;
 mod tiers;
 
 mod bindings;

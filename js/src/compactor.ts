@@ -5,7 +5,7 @@ import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, withTimeout, type FileStore } from './store.js';
 import { parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, branchOf, conversationHashes, isStale, leasePath, leaseState, leasedSummary, readState, saveStateIf, stateConflict, unreadState, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, SaveRounds, aheadPath, branchOf, conversationHashes, leasePath, leaseState, leasedSummary, readState, saveStateIf, stateMoved, unreadState, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -256,10 +256,6 @@ const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize'
 
 export { DEFAULT_STATE_PATH };
 
-/** Rounds one call runs: after losing its save it reloads the state and runs again (see `#run`)
- * at most this many times in all; a store that refuses this many saves over the very state it
- * holds throws `state_conflict`. */
-const STATE_ATTEMPTS = 5;
 /** `storeTimeoutMs` by default. */
 const STORE_TIMEOUT_MS = 10_000;
 /** The state read by `createCompactor` (a symbol key: the core never sees it). */
@@ -647,45 +643,32 @@ export class Compactor {
 
   /**
    * One call: compacts, and with `statePath` saves the state over the one it loaded. A save lost
-   * to another request reloads the state (as read back by the lost save) and looks at whose
-   * conversation it was saved for (`branchOf`):
-   * - this one, an earlier turn of it, or a later one (the same branch): run again on it — its
-   *   recorded edits replay, so the same turn gets the same prompt — and save what is new, if
-   *   anything (a later turn's state already covers this call: nothing);
-   * - another branch (two tabs, a retry that went another way): run again on it once, so that
-   *   its edits and this call's are both kept (the record is keyed by content) and save that;
-   *   lost again, answer from that run and leave the state to the other branches;
-   * - nothing changed (the store refused a save over the very state it holds): run again, and
-   *   after `STATE_ATTEMPTS` such refusals throw `state_conflict`: a store that keeps failing.
-   * No call runs more than `STATE_ATTEMPTS` rounds on others' saves: then it answers from its
-   * last run, unsaved (the saves that landed stand; the next request plans this call's edits
-   * again, with the same renderings). Nothing is refused because other requests saved.
+   * to another request reloads the state (as read back by the lost save), and the core's rules
+   * (`src/stored.rs` `Rounds::refused`) say what then: run again on it (its recorded edits
+   * replay, so the same turn gets the same prompt, and what is new is saved), answer unsaved
+   * (another branch lost twice, or the rounds ran out: the saves that landed stand), or throw
+   * `state_conflict` (a store that keeps refusing saves over the very state it holds).
    */
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const call = ++this.#calls;
     this.#input = input;
     this.#summaries = new Map();
     this.#written = new Map();
-    let refusals = 0;
-    let merged = false;
+    let rounds: SaveRounds | undefined;
     try {
-      for (let round = 1; ; round++) {
+      for (;;) {
         const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow });
         if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
         delete result.changed;
         const current = result.conflict;
         delete result.conflict;
         if (current === undefined) return this.#unread(result);
-        if (current.text === this.#stored!.text) {
-          if (++refusals === STATE_ATTEMPTS) throw stateConflict(this.#statePath!, refusals, current, 'refused');
-        } else {
-          const branch = branchOf(current, conversationHashes(input));
-          if (round >= STATE_ATTEMPTS || (branch === 'diverged' && merged)) return this.#unread(result);
-          if (branch === 'diverged') merged = true;
-        }
+        rounds ??= new SaveRounds(this.#statePath!);
+        if (rounds.refused(this.#stored!, current, conversationHashes(input)) === 'answer') return this.#unread(result);
         this.#rebuild(current);
       }
     } finally {
+      rounds?.free();
       this.#summaries = undefined;
       this.#written = undefined;
     }
@@ -895,8 +878,9 @@ export class Compactor {
         const outcome = await this.#summary(action, true, model);
         if (outcome.type === 'summarized') text = outcome.text;
       } else {
-        // Beside the state, as a summary lease (state.ts): instances that ask the same span at
-        // once make it once, and the next request, on any instance, reads it there.
+        // Beside the state, as a summary lease (the core's, `src/lease.rs`): instances that ask
+        // the same span at once make it once, and the next request, on any instance, reads it
+        // there (`keep`: also when the lease could not be taken).
         const shared = await leasedSummary(
           this.#io,
           aheadPath(this.#statePath, key),
@@ -904,19 +888,9 @@ export class Compactor {
             const outcome = await this.#summary(action, true, model);
             return outcome.type === 'summarized' ? { ok: true, text: outcome.text } : { ok: false };
           },
-          { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs },
+          { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs, keep: true },
         );
         text = shared.ok ? shared.text : undefined;
-        // A lease write that failed (or one that went direct) left no summary beside the state:
-        // written plainly, so that the next request finds it.
-        if (text !== undefined) {
-          const path = aheadPath(this.#statePath, key);
-          try {
-            if (leaseState((await this.#io.read(path)) ?? null).summary !== text) await this.#io.write(path, JSON.stringify({ summary: text }));
-          } catch {
-            // The next request asks it again, or summarizes in the call at the hard limit.
-          }
-        }
       }
       try {
         const taken = text !== undefined ? this.#core.offerSummary(key, text) : this.#core.forgetAhead(key);
@@ -1123,7 +1097,7 @@ export class Compactor {
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
     if (checkPath(path) !== this.#statePath) return this.#io.write(path, JSON.stringify(this.state()));
     const outcome = await this.#saveStateIf();
-    if (outcome !== true) throw stateConflict(path, 1, outcome.current, outcome.current.text === this.#stored!.text ? 'refused' : 'moved');
+    if (outcome !== true) throw stateMoved(path, outcome.current, outcome.current.text === this.#stored!.text);
   }
 
   /** Saves over what `statePath` held when last read or saved: true when saved (or when there
@@ -1134,11 +1108,11 @@ export class Compactor {
     const path = this.#statePath!;
     this.#stored ??= await readState(this.#io, path);
     const conversation = conversationHashes(this.#input);
-    if (isStale(this.#stored, conversation)) {
+    if (branchOf(this.#stored, conversation) === 'stale') {
       this.#stateDirty = false;
       return true;
     }
-    const outcome = await saveStateIf(this.#io, path, this.state(), this.#stored, conversation);
+    const outcome = await saveStateIf(this.#io, path, this.#core.state(), this.#stored, conversation);
     if ('current' in outcome) return outcome;
     this.#stored = outcome.saved;
     this.#stateDirty = false;
@@ -1290,10 +1264,6 @@ function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: stri
   return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now });
 }
 
-/** Where the text of a summary asked ahead under `key` waits beside the state at `statePath`. */
-function aheadPath(statePath: string, key: string): string {
-  return `${statePath}.summaries/ahead-${key}.json`;
-}
 
 /** The key of a summary a state asked ahead and holds no text of. */
 function unreadAhead(state: CompactorState | undefined): string | undefined {

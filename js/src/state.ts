@@ -1,14 +1,20 @@
 // The state kept at `statePath`: loaded when a compactor is created, saved with a
 // compare-and-set so that two requests of one conversation (a double submit, a retry, two tabs
-// on two serverless instances) cannot both save over the same state. The saved JSON is the
-// core's state plus two fields of the host's, stripped again on load:
-//   revision      1, 2, 3... — each save is the loaded revision + 1
-//   conversation  a 32-bit hash of each message of the conversation it was saved for (8 hex
-//                 digits a message): a request whose conversation is a strict prefix of that one
-//                 is a stale duplicate or retry of an earlier turn, and saves nothing; one whose
-//                 conversation neither extends that one nor is a prefix of it is on another
-//                 branch (see `branchOf`)
-import { CompactorError, errorMessage } from './errors.js';
+// on two serverless instances) cannot both save over the same state. What the saved text holds
+// (the core's state, a revision, the conversation it was saved for) and every rule of saving it
+// are the core's (`src/stored.rs`); this module reads, writes and hashes the app's messages.
+import { CompactorError, core, errorMessage } from './errors.js';
+import {
+  LeaseRun,
+  StateRounds,
+  aheadPath as coreAheadPath,
+  branchOf as coreBranchOf,
+  conversationHashes as coreConversationHashes,
+  leasePath as coreLeasePath,
+  leaseState as coreLeaseState,
+  nextStateText,
+  storedState,
+} from './wasm/context_compactor.js';
 import { conditionalWrite, writeIf, type FileStore } from './store.js';
 import type { CompactorState } from './types.js';
 
@@ -22,14 +28,12 @@ export interface StoredState {
   /** The stored text, exactly (null when nothing is stored): the `expected` of the next save. */
   text: string | null;
   revision: number;
-  /** See the file's head. */
+  /** The conversation it was saved for (`conversationHashes`). */
   conversation: string;
   /** Set when the state could not be read (the store failed or did not answer): why. The
    * compactor plans as if nothing were stored, and saves only over nothing (`text` null). */
   unread?: string;
 }
-
-const HOST_FIELDS = ['revision', 'conversation'] as const;
 
 /** Reads the state at `path`. A file that is not a state is a typed error, not ignored. */
 export async function readState(store: FileStore, path: string = DEFAULT_STATE_PATH): Promise<StoredState> {
@@ -38,21 +42,8 @@ export async function readState(store: FileStore, path: string = DEFAULT_STATE_P
 
 /** The state in `text`, as stored at `path` (null: nothing stored). */
 export function parseState(text: string | null, path: string): StoredState {
-  if (text === null) return { state: undefined, text: null, revision: 0, conversation: '' };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new CompactorError('invalid_config', `${path} in the store is not a saved compactor state`, { field: 'state', path });
-  }
-  const record = parsed as Record<string, unknown>;
-  const revision = Number.isSafeInteger(record.revision) && (record.revision as number) >= 0 ? (record.revision as number) : 0;
-  const conversation = typeof record.conversation === 'string' ? record.conversation : '';
-  for (const field of HOST_FIELDS) delete record[field];
-  return { state: record as unknown as CompactorState, text, revision, conversation };
+  const parsed = JSON.parse(core(() => storedState(text ?? undefined, path))) as { state: CompactorState | null; revision: number; conversation: string };
+  return { state: parsed.state ?? undefined, text, revision: parsed.revision, conversation: parsed.conversation };
 }
 
 /** What a compactor starts from when the state could not be read: nothing, saved over nothing. */
@@ -61,17 +52,17 @@ export function unreadState(error: unknown): StoredState {
 }
 
 /**
- * Saves `state` over `base` (what was read, or last saved): written only while the store still
- * holds `base.text` — atomically where the store has `writeIf` with compare-and-set, by read,
- * compare and write elsewhere. Returns what is stored now (`saved`), or, when another save came
- * first (nothing written), the state the store holds instead (`current`, read back once). A
- * store that refused and could not be read back is a `store_failed` error.
+ * Saves `state` (the core's state JSON) over `base` (what was read, or last saved): written
+ * only while the store still holds `base.text` — atomically where the store has `writeIf` with
+ * compare-and-set, by read, compare and write elsewhere. Returns what is stored now (`saved`),
+ * or, when another save came first (nothing written), the state the store holds instead
+ * (`current`, read back once). A store that refused and could not be read back is a
+ * `store_failed` error.
  */
-export async function saveStateIf(store: FileStore, path: string, state: CompactorState, base: StoredState, conversation: string): Promise<{ saved: StoredState } | { current: StoredState }> {
-  const next = { revision: base.revision + 1, conversation };
-  const text = JSON.stringify({ ...state, ...next });
+export async function saveStateIf(store: FileStore, path: string, state: string, base: StoredState, conversation: string): Promise<{ saved: StoredState } | { current: StoredState }> {
+  const text = core(() => nextStateText(state, base.revision, conversation));
   const outcome = await conditionalWrite(store, path, base.text, text);
-  if (outcome.written) return { saved: { state, text, ...next } };
+  if (outcome.written) return { saved: { state: undefined, text, revision: base.revision + 1, conversation } };
   if (!('current' in outcome)) {
     const error = new CompactorError('store_failed', `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}`, { path, op: 'read' });
     Object.defineProperty(error, 'cause', { value: outcome.readError, enumerable: false, configurable: true, writable: true });
@@ -80,86 +71,57 @@ export async function saveStateIf(store: FileStore, path: string, state: Compact
   return { current: parseState(outcome.current ?? null, path) };
 }
 
-/**
- * Where a request's conversation stands to the one `stored` was saved for:
- * - `same`: the very conversation (a double submit; its edits are already stored);
- * - `ahead`: it extends that one (a later turn, or nothing is stored);
- * - `stale`: it is a strict prefix of that one (an earlier turn: a slow duplicate, a late retry);
- * - `diverged`: neither — another branch of the conversation (two tabs, a retry that went
- *   another way, an edited message).
- */
+/** Where a request's conversation stands to the one `stored` was saved for (the core's
+ * `Branch`): `same`, `ahead` (a later turn), `stale` (an earlier turn: saves nothing) or
+ * `diverged` (another branch). */
 export function branchOf(stored: StoredState, conversation: string): 'same' | 'ahead' | 'stale' | 'diverged' {
-  if (stored.conversation === conversation) return 'same';
-  if (conversation.startsWith(stored.conversation)) return 'ahead';
-  if (stored.conversation.startsWith(conversation)) return 'stale';
-  return 'diverged';
+  return coreBranchOf(stored.conversation, conversation) as 'same' | 'ahead' | 'stale' | 'diverged';
 }
 
-/** The typed error of a save that cannot land: the store kept refusing conditional saves while
- * it still held the state they were conditional on (`refused`: a store that keeps failing), or
- * an explicit `saveState()` over a state another request saved since (`moved`). */
-export function stateConflict(path: string, attempts: number, stored: StoredState, why: 'refused' | 'moved'): CompactorError {
-  const message =
-    why === 'refused'
-      ? `the store refused to save the state at ${path} ${attempts} times though it still held the state the save was conditional on (its conditional writes keep failing)`
-      : `the state at ${path} changed since this compactor last read or saved it: another request of this conversation saved it`;
-  return new CompactorError('state_conflict', message, { path, attempts, revision: stored.revision });
+/** The rounds of one call with a state path: what to do after a refused save, judged by the
+ * core (`src/stored.rs` `Rounds::refused`). */
+export class SaveRounds {
+  readonly #rounds = new StateRounds();
+  constructor(readonly path: string) {}
+  /** `rerun` on `current`, `answer` unsaved, or throws the `state_conflict` of a store that
+   * keeps refusing. */
+  refused(base: StoredState, current: StoredState, conversation: string): 'rerun' | 'answer' {
+    const verdict = JSON.parse(this.#rounds.refused(this.path, base.text ?? undefined, current.text ?? undefined, current.conversation, conversation)) as { verdict: 'rerun' | 'answer' | 'conflict'; message?: string; attempts?: number };
+    if (verdict.verdict === 'conflict') throw new CompactorError('state_conflict', verdict.message!, { path: this.path, attempts: verdict.attempts, revision: current.revision });
+    return verdict.verdict;
+  }
+  free(): void {
+    this.#rounds.free();
+  }
 }
 
-/** The `conversation` field of `messages`: FNV-1a of each message's JSON (binary values by
- * their size), 8 hex digits each. */
+/** The typed error of an explicit `saveState()` that did not land: another request saved
+ * since (`stored` is what it saved), or the store refused over the very state it holds. */
+export function stateMoved(path: string, stored: StoredState, refused: boolean): CompactorError {
+  const message = refused
+    ? `the store refused to save the state at ${path} though it still held the state the save was conditional on`
+    : `the state at ${path} changed since this compactor last read or saved it: another request of this conversation saved it`;
+  return new CompactorError('state_conflict', message, { path, attempts: 1, revision: stored.revision });
+}
+
+/** The `conversation` field of `messages`: each message's JSON (binary values by their size)
+ * hashed by the core. */
 export function conversationHashes(messages: readonly unknown[]): string {
   const replacer = (_: string, value: unknown): unknown => (ArrayBuffer.isView(value) ? `bin:${value.byteLength}` : value instanceof ArrayBuffer ? `bin:${value.byteLength}` : value);
-  let out = '';
-  for (const message of messages) {
-    out += fnv1a(JSON.stringify(message, replacer) ?? '');
-  }
-  return out;
+  return coreConversationHashes(messages.map((message) => JSON.stringify(message, replacer) ?? ''));
 }
 
-/** FNV-1a (32-bit) over UTF-16 code units from `basis`, as 8 hex digits. */
-function fnv1a(text: string, basis = 0x811c9dc5): string {
-  let h = basis;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
+/** Where the lease of the summary request `prompt` lives: beside the state, named by a hash of
+ * the prompt (two racing requests of one turn plan the same prompt). The core's rule. */
+export const leasePath = (statePath: string, prompt: string): string => coreLeasePath(statePath, prompt);
 
-/** Whether `conversation` is a strict prefix of the one `stored` was saved for: an earlier
- * turn, whose state must not replace the newer one. */
-export function isStale(stored: StoredState, conversation: string): boolean {
-  return stored.conversation.length > conversation.length && stored.conversation.startsWith(conversation);
-}
-
-/** A summary lease beside the state: `{owner, until}` while one request summarizes a span,
- * `{summary}` once it has. */
-interface Lease {
-  owner?: string;
-  until?: number;
-  summary?: string;
-}
-
-/** Where the lease of the summary request `prompt` lives: beside the state, named by a 64-bit
- * hash of the prompt (two racing requests of one turn plan the same prompt). */
-export function leasePath(statePath: string, prompt: string): string {
-  return `${statePath}.summaries/${fnv1a(prompt)}${fnv1a(prompt, 0x01000193 ^ prompt.length)}.json`;
-}
-
-const parseLease = (text: string | null): Lease | undefined => {
-  if (!text) return undefined;
-  try {
-    const value = JSON.parse(text) as unknown;
-    return value && typeof value === 'object' ? (value as Lease) : undefined;
-  } catch {
-    return undefined;
-  }
-};
+/** Where a summary asked ahead under `key` waits beside the state at `statePath`. */
+export const aheadPath = (statePath: string, key: string): string => coreAheadPath(statePath, key);
 
 /** What a summary lease's text says: its summary, once made; else whether a request still
- * holds it (`until` in the future). No text, or not a lease: neither. */
+ * holds it (`until` in the future). No text, or not a lease: neither. The core's rule. */
 export function leaseState(text: string | null): { summary?: string; held: boolean } {
-  const lease = parseLease(text);
-  if (typeof lease?.summary === 'string') return { summary: lease.summary, held: false };
-  return { held: typeof lease?.until === 'number' && lease.until > Date.now() };
+  return JSON.parse(coreLeaseState(text ?? undefined, Date.now())) as { summary?: string; held: boolean };
 }
 
 /** What a lease store call that has not answered in time rejects with. */
@@ -177,64 +139,51 @@ function bounded<T>(op: () => T | PromiseLike<T>, ms: number): Promise<T> {
   return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** What the core's lease run (`src/lease.rs`) asks for next. */
+type LeaseIo =
+  | { type: 'read'; path: string; timeoutMs: number }
+  | { type: 'write-if'; path: string; expected: string | null; text: string; timeoutMs: number }
+  | { type: 'write'; path: string; text: string; timeoutMs: number }
+  | { type: 'summarize' }
+  | { type: 'sleep'; ms: number }
+  | { type: 'done'; text: string | null; shared: boolean };
+
 /**
- * Summarizes a span once across the requests of one conversation. The first request to take the
- * lease (a conditional write of `{owner, until}`) calls `summarize` and leaves the summary in
- * the lease; a request that finds another's lease waits for that summary (polling every
- * `pollMs`), and takes the lease over when it expires unfulfilled (a killed request), or asks
- * itself once `waitMs` have passed. A summarizer failure releases the lease.
- *
- * Store errors never fail the summary, and never make a request wait: a lease read or write that
- * fails (rejects or throws) or has not answered by the end of the wait (`waitMs` from the start,
- * at least `pollMs` a call) settles like any failed write — the summary is asked directly and
- * returned. Only a conditional write the store refused (another request took the lease first)
- * is waited on, `pollMs` between reads, `waitMs` in all. The summary left in the lease gets
- * `waitMs` too; then it is left to the store.
+ * Summarizes a span once across the requests of one conversation, under a lease beside the
+ * state: the core's run (`src/lease.rs`, its rules at the file's head) decides; this only
+ * carries out the store calls it asks for (each bounded by its `timeoutMs`), the summarizer and
+ * the sleeps, on the wall clock (leases are between concurrent requests, whatever the
+ * compactor's `now`). `keep`: a summary made without the lease is left beside the state too (a
+ * summary asked ahead, which the next request reads there).
  */
 export async function leasedSummary(
   store: FileStore,
   path: string,
   summarize: () => Promise<{ text?: string; ok: boolean }>,
-  options: { leaseMs: number; waitMs: number; pollMs?: number },
+  options: { leaseMs: number; waitMs: number; pollMs?: number; keep?: boolean },
 ): Promise<{ text?: string; ok: boolean; shared: boolean }> {
   const owner = Math.random().toString(36).slice(2) + Date.now().toString(36);
-  const started = Date.now();
-  const pollMs = options.pollMs ?? 50;
-  const deadline = started + options.waitMs;
-  const remaining = (): number => Math.max(deadline - Date.now(), pollMs);
-  const direct = async (): Promise<{ text?: string; ok: boolean; shared: boolean }> => ({ ...(await summarize()), shared: false });
-  for (;;) {
-    let current: string | null;
-    try {
-      current = (await bounded(() => store.read(path), remaining())) ?? null;
-    } catch {
-      return direct();
-    }
-    const lease = leaseState(current);
-    if (lease.summary !== undefined) return { text: lease.summary, ok: true, shared: true };
-    const expired = !lease.held;
-    const waited = Date.now() >= deadline;
-    if (!expired && waited) return direct(); // waited long enough for another request's summary
-    if (expired) {
-      const mine = JSON.stringify({ owner, until: Date.now() + options.leaseMs });
-      let taken: boolean;
-      try {
-        taken = await bounded(() => writeIf(store, path, current, mine), remaining());
-      } catch {
-        return direct(); // a failed lease write, not another request's lease
-      }
-      if (taken) {
+  const run = core(() => new LeaseRun(path, owner, Date.now(), JSON.stringify(options)));
+  try {
+    for (;;) {
+      const io = JSON.parse(run.io()) as LeaseIo;
+      if (io.type === 'done') return { ...(io.text !== null ? { text: io.text } : {}), ok: io.text !== null, shared: io.shared };
+      if (io.type === 'summarize') {
         const result = await summarize();
-        try {
-          await bounded(() => writeIf(store, path, mine, JSON.stringify(result.ok ? { summary: result.text } : { owner, until: 0 })), options.waitMs);
-        } catch {
-          // The summary is applied all the same; a racing request asks again.
-        }
-        return { ...result, shared: false };
+        run.handleSummary(result.ok ? result.text : undefined, Date.now());
+      } else if (io.type === 'sleep') {
+        await new Promise((resolve) => setTimeout(resolve, io.ms));
+        run.handleWoke(Date.now());
+      } else if (io.type === 'read') {
+        const read = await bounded(() => store.read(io.path), io.timeoutMs).then((text) => ({ text: text ?? undefined }), (error: unknown) => ({ error: errorMessage(error) }));
+        run.handleRead('text' in read ? read.text : undefined, 'error' in read ? read.error : undefined, Date.now());
+      } else {
+        const write = io.type === 'write' ? () => Promise.resolve(store.write(io.path, io.text)).then(() => true) : () => writeIf(store, io.path, io.expected, io.text);
+        const written = await bounded(write, io.timeoutMs).then((ok) => ({ ok }), (error: unknown) => ({ ok: false, error: errorMessage(error) }));
+        run.handleWritten(written.ok, 'error' in written ? written.error : undefined, Date.now());
       }
-      // Another request took it first: wait for its summary, within the wait.
-      if (waited) return direct();
     }
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(pollMs, deadline - Date.now()))));
+  } finally {
+    run.free();
   }
 }

@@ -191,6 +191,8 @@ def test_state_round_trips_and_plans_are_deterministic(tmp_path) -> None:
     result = first.manage(chat(30))
     assert result.state_error is None
     saved = json.loads(store.read("/state/c.json"))
+    # The core's state, with the revision and the conversation it was saved for.
+    assert saved.pop("revision") == 1 and len(saved.pop("conversation")) == 8 * len(chat(30))
     assert saved == first.state() and saved["stats"]["byStrategy"]["summarize"]["events"] == 1
     # A new compactor (another process, say) continues from the saved state.
     second = Compactor(context_window=8_000, store=store, state_path="/state/c.json")

@@ -778,3 +778,102 @@ pub(crate) fn recovery_tool_run(
 pub(crate) fn recovery_tool_io(run: &crate::recovery::ToolRun) -> String {
     run.poll().to_json()
 }
+
+/// A summary lease run (`crate::lease::LeaseRun`) for the lease at `path`, by `owner`, started
+/// at `now`, with the options' JSON (`{leaseMs, waitMs, pollMs, keep}`, each optional).
+pub(crate) fn lease_run(
+    path: &str,
+    owner: &str,
+    now: f64,
+    options_json: &str,
+) -> Result<crate::lease::LeaseRun> {
+    let options: crate::lease::LeaseOptions = parse("lease options", options_json)?;
+    Ok(crate::lease::LeaseRun::new(path, owner, now, options))
+}
+
+/// A store call's outcome for a lease run: the text read (or written: `Some(..)` unused), or
+/// the store's error.
+pub(crate) fn lease_read(
+    text: Option<String>,
+    error: Option<String>,
+) -> crate::lease::LeaseOutcome {
+    match error {
+        Some(error) => crate::lease::LeaseOutcome::Failed(error),
+        None => crate::lease::LeaseOutcome::Read(text),
+    }
+}
+
+/// A write's outcome for a lease run: whether it happened, or the store's error.
+pub(crate) fn lease_written(ok: bool, error: Option<String>) -> crate::lease::LeaseOutcome {
+    match error {
+        Some(error) => crate::lease::LeaseOutcome::Failed(error),
+        None => crate::lease::LeaseOutcome::Written(ok),
+    }
+}
+
+/// The state stored at `path` as `text`, as JSON: `{"state": <the core's state, or null>,
+/// "revision", "conversation"}` (`crate::stored::Stored`; the host keeps the text it read).
+pub(crate) fn stored_state(text: Option<&str>, path: &str) -> Result<String> {
+    let stored = crate::stored::Stored::parse(text, path)?;
+    Ok(format!(
+        r#"{{"state":{},"revision":{},"conversation":{}}}"#,
+        stored.state.as_deref().unwrap_or("null"),
+        stored.revision,
+        serde_json::to_string(&stored.conversation).unwrap_or_default()
+    ))
+}
+
+/// The text that saves `state` over a stored state of `revision`, for `conversation`.
+pub(crate) fn next_state_text(state: &str, revision: u64, conversation: &str) -> Result<String> {
+    let base = crate::stored::Stored {
+        state: None,
+        text: None,
+        revision,
+        conversation: String::new(),
+    };
+    base.next_text(state, conversation)
+}
+
+/// `same`, `ahead`, `stale` or `diverged`: where `conversation` stands to `stored`'s.
+pub(crate) fn branch_of(stored: &str, conversation: &str) -> &'static str {
+    let base = crate::stored::Stored {
+        state: None,
+        text: None,
+        revision: 0,
+        conversation: stored.to_string(),
+    };
+    match base.branch(conversation) {
+        crate::stored::Branch::Same => "same",
+        crate::stored::Branch::Ahead => "ahead",
+        crate::stored::Branch::Stale => "stale",
+        crate::stored::Branch::Diverged => "diverged",
+    }
+}
+
+/// A refused save judged by `rounds`, as JSON: `{"verdict": "rerun" | "answer"}` or
+/// `{"verdict": "conflict", "message", "attempts"}`.
+pub(crate) fn state_refused(
+    rounds: &mut crate::stored::Rounds,
+    path: &str,
+    base_text: Option<String>,
+    current_text: Option<String>,
+    current_conversation: &str,
+    conversation: &str,
+) -> String {
+    let stored = |text: Option<String>, conversation: &str| crate::stored::Stored {
+        state: None,
+        text,
+        revision: 0,
+        conversation: conversation.to_string(),
+    };
+    let base = stored(base_text, "");
+    let current = stored(current_text, current_conversation);
+    match rounds.refused(path, &base, &current, conversation) {
+        crate::stored::Verdict::Rerun => r#"{"verdict":"rerun"}"#.to_string(),
+        crate::stored::Verdict::Answer => r#"{"verdict":"answer"}"#.to_string(),
+        crate::stored::Verdict::Conflict { message, attempts } => format!(
+            r#"{{"verdict":"conflict","message":{},"attempts":{attempts}}}"#,
+            serde_json::to_string(&message).unwrap_or_default()
+        ),
+    }
+}

@@ -17,5 +17,7 @@ mod host;
     feature = "counter"
 ))]
 mod json;
+#[cfg(any(feature = "wasm", feature = "component"))]
+mod report;
 #[cfg(feature = "wasm")]
 mod wasm;

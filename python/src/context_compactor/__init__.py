@@ -37,6 +37,7 @@ from .errors import (
     PlanMismatchError,
 )
 from .overflow import is_overflow_error, parse_overflow
+from .report import ReportData, ReportRecorder, create_report_recorder, render_report, render_report_chart
 from .stores import AsyncRedisStore, FileStore, LocalStore, MemoryStore, RedisStore, check_path
 from .tokenizers import is_encoding_loaded, load_encoding, load_tokenizer
 from .tools import RecoveryTool, grep, ls, read_file, recovery_tools
@@ -144,6 +145,11 @@ __all__ = [
     "Summarizer",
     "check_path",
     "count_tokens",
+    "create_report_recorder",
+    "render_report",
+    "render_report_chart",
+    "ReportData",
+    "ReportRecorder",
     "grep",
     "load_state",
     "parse_overflow",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import sys
@@ -20,6 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 import wasmtime
 from wasmtime.component import Component, Func, Linker, Record, ResourceAny
 
+from .codec import well_formed
 from .errors import CompactorError, from_core
 
 INTERFACE = "context-compactor:core/api@0.1.0"
@@ -204,6 +206,16 @@ def call(name: str, *args: Any) -> Any:
     return core().call(name, *args)
 
 
+def drop(handle: ResourceAny) -> None:
+    """Frees a resource of the process's core (a run, the rounds of a call)."""
+    c = core()
+    try:
+        with c.lock:
+            handle.drop(c.store)
+    except Exception:
+        pass  # the instance was replaced after a trap: the handle went with it
+
+
 class CoreCompactor:
     """The component's ``compactor`` resource: a compactor and the conversation it holds."""
 
@@ -230,3 +242,26 @@ class CoreCompactor:
             self.close()
         except Exception:
             pass
+
+
+class StateRounds:
+    """The component's ``state-rounds``: the core's rules for a call whose state save another
+    request beat (``src/stored.rs``)."""
+
+    def __init__(self) -> None:
+        self._core = core()
+        self._handle: ResourceAny = self._core.call("[constructor]state-rounds")
+
+    def refused(self, path: str, base: Optional[str], current: Optional[str], conversation_now: str, revision: int, conversation: str) -> str:
+        """``rerun`` on the state the store holds now, or ``answer`` unsaved; a store that keeps
+        refusing is a ``state_conflict`` error."""
+        text = self._core.call(
+            "[method]state-rounds.refused", self._handle, path, None if base is None else well_formed(base), None if current is None else well_formed(current), conversation_now, conversation
+        )
+        verdict = json.loads(text)
+        if verdict["verdict"] == "conflict":
+            raise CompactorError("state_conflict", verdict["message"], {"path": path, "attempts": verdict["attempts"], "revision": revision})
+        return str(verdict["verdict"])
+
+    def __del__(self) -> None:
+        drop(self._handle)

@@ -22,6 +22,7 @@ from typing import (
     Callable,
     Dict,
     Generator,
+    NamedTuple,
     List,
     Mapping,
     Optional,
@@ -34,6 +35,7 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
+from .effects import Steps, drive_async, effect_read, leased, run_sync, write_if
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
 from .overflow import parse_overflow
 from .stores import FileStore, MemoryStore, check_path
@@ -259,18 +261,28 @@ class Compactor:
             )
         self._on_pre_compact = on_pre_compact
         self._state_path = None if state_path is None else check_path(state_path)
+        self._stored: Optional[_Stored] = None
         if self._state_path is not None and state is None:
-            state = load_state(store, self._state_path)
+            try:
+                self._stored = _read_stored(store, self._state_path)
+            except InvalidConfigError:
+                raise  # not a state
+            except Exception as e:
+                # Unreadable: plan from the history alone, save only over nothing (a state that
+                # is there after all is found by the save).
+                self._stored = _Stored(None, None, 0, "", _message(e))
+            state = self._stored.state
+        self._config_json = dumps(core_config)
         self._prefixes = (
             _group(core_config, "offload").get("pathPrefix", "/tool_outputs/"),
             _group(core_config, "history").get("pathPrefix", "/conversation_history/"),
         )
-        self._core = _core.CoreCompactor(dumps(core_config), None if state is None else dumps(state))
+        self._core = _core.CoreCompactor(self._config_json, None if state is None else dumps(state))
         # A model whose tokenizer the package ships (qwen3, deepseek_v3, ...): loaded, then
         # counted exactly with it (the first core compactor, which estimated, is dropped).
         if tokenizers.ensure_loaded(self.model.get("tokenizer")) and self.model.get("tokenRatio") != 1:
             self._core.close()
-            self._core = _core.CoreCompactor(dumps(core_config), None if state is None else dumps(state))
+            self._core = _core.CoreCompactor(self._config_json, None if state is None else dumps(state))
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
         if now is not None and not callable(now):
@@ -287,10 +299,8 @@ class Compactor:
         self._ahead_runs: Dict[str, Any] = {}
         self._ahead_done: Dict[str, Optional[str]] = {}
         self._ahead_lock = threading.Lock()
-        ahead = (state or {}).get("ahead") if isinstance(state, Mapping) else None
-        self._ahead_unread: Optional[str] = (
-            ahead.get("key") if isinstance(ahead, Mapping) and not isinstance(ahead.get("text"), str) else None
-        )
+        self._ahead_unread: Optional[str] = _unread_ahead(state)
+        self._input: Sequence[Message] = []
 
     # -----------------------------------------------------------------------------------------
     # Reading
@@ -354,13 +364,13 @@ class Compactor:
         """Plans, stores what must go (and asks the summarizer), applies. Returns the
         conversation to send. Concurrent calls on one compactor run one after another."""
         with self._lock:
-            return _run_sync(self._run(messages, "auto", None))
+            return run_sync(self._run(messages, "auto", None))
 
     def compact(self, messages: Sequence[Message], *, instructions: Optional[str] = None) -> ManageResult:
         """Compacts now, whatever the usage: every tier runs and older messages are summarized
         (or truncated, per ``history.strategy``). ``instructions`` steer the summary."""
         with self._lock:
-            return _run_sync(self._run(messages, "manual", instructions))
+            return run_sync(self._run(messages, "manual", instructions))
 
     async def amanage(self, messages: Sequence[Message]) -> ManageResult:
         """``manage`` for async code: an async summarizer or store is awaited (the summarizer
@@ -385,7 +395,7 @@ class Compactor:
         if info is None:
             raise error
         with self._lock:
-            return _run_sync(self._recover(messages, error, info, attempt))
+            return run_sync(self._recover(messages, error, info, attempt))
 
     async def arecover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
         """``recover`` for async code."""
@@ -398,7 +408,7 @@ class Compactor:
     def save_state(self, path: Optional[str] = None) -> None:
         """Writes the state to the store; ``load_state(store, path)`` reads it back."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
-        _run_sync(self._save_state(path))
+        run_sync(self._save_state(path))
 
     def offload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
         """Tier 1 at the moment a tool returns: when ``output`` (a str, or JSON data) is over
@@ -406,7 +416,7 @@ class Compactor:
         (naming the stored path); otherwise returns ``output`` unchanged. A failed store write
         returns ``output`` unchanged, so nothing is lost."""
         with self._lock:
-            return _run_sync(self._offload(tool_name, tool_call_id, output))
+            return run_sync(self._offload(tool_name, tool_call_id, output))
 
     async def aoffload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
         async with self._async_lock():
@@ -424,7 +434,7 @@ class Compactor:
         segment = _core.call("recovery-segment", self._prefixes[0], self._prefixes[1])
         system = "\n\n".join(s for s in (base, segment) if s)
         if memory is None or memory:
-            agents_md = _run_sync(_effect_read(self.store, AGENTS_MD_PATH))
+            agents_md = run_sync(effect_read(self.store, AGENTS_MD_PATH))
             if memory or agents_md is not None:
                 system = "\n\n".join((system, _core.call("memory-segment", MEMORIES_PREFIX)))
             system = _core.call("with-memory", system, agents_md)
@@ -437,7 +447,7 @@ class Compactor:
     # -----------------------------------------------------------------------------------------
     # The run: one generator, its IO yielded as effects.
 
-    def _recover(self, messages: Sequence[Message], error: BaseException, info: Dict[str, Any], attempt: int) -> _Steps[ManageResult]:
+    def _recover(self, messages: Sequence[Message], error: BaseException, info: Dict[str, Any], attempt: int) -> Steps[ManageResult]:
         reported = info.get("reportedTokens")
         if isinstance(reported, int):
             self._sync(messages)
@@ -453,9 +463,49 @@ class Compactor:
         result.overflow = info
         return result
 
-    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Dict[str, Any]] = None) -> _Steps[ManageResult]:
+    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Dict[str, Any]] = None) -> Steps[ManageResult]:
+        """One call: compacts, and with ``state_path`` saves the state over the one it loaded.
+        A save lost to another request reloads the state, and the core's rules
+        (``src/stored.rs``) say what then: run again on it (its recorded edits replay, so the
+        same turn gets the same prompt), answer unsaved, or raise ``state_conflict`` (a store
+        that keeps refusing saves over the very state it holds)."""
         self._calls += 1
         call = self._calls
+        rounds: Optional[_core.StateRounds] = None
+        while True:
+            result, current = yield from self._round(input, trigger, instructions, call, overflow)
+            if current is None:
+                return self._unread(result)
+            if rounds is None:
+                rounds = _core.StateRounds()
+            assert self._stored is not None and self._state_path is not None
+            verdict = rounds.refused(self._state_path, self._stored.text, current.text, current.conversation, current.revision, self._conversation(input))
+            if verdict == "answer":
+                return self._unread(result)
+            self._rebuild(current)
+
+    def _unread(self, result: ManageResult) -> ManageResult:
+        unread = None if self._stored is None else self._stored.unread
+        if unread is not None and result.state_error is None:
+            result.state_error = f"state not read from {self._state_path}: {unread}; planned from the messages alone"
+        return result
+
+    def _rebuild(self, stored: "_Stored") -> None:
+        """The core again on ``stored`` (the state at ``state_path`` now)."""
+        fresh = _core.CoreCompactor(self._config_json, None if stored.state is None else dumps(stored.state))
+        self._core.close()
+        self._core = fresh
+        self._stored = stored
+        self._ahead_unread = _unread_ahead(stored.state)
+        self._held = _Held()
+        self._last = None
+        self._state_dirty = False
+
+    def _round(
+        self, input: Sequence[Message], trigger: str, instructions: Optional[str], call: int, overflow: Optional[Dict[str, Any]]
+    ) -> Steps[Tuple[ManageResult, Optional["_Stored"]]]:
+        """One round of a call: the result, and the state another request saved first when
+        this round's save was refused."""
         yield from self._take_ahead()
         messages = self._rebase(input)
         self._sync(messages)
@@ -484,16 +534,18 @@ class Compactor:
         ahead = result.plan.get("ahead")
         if ahead is not None and ahead.get("aheadKey") is not None:
             yield from self._ask_ahead(ahead)
+        current: Optional[_Stored] = None
         if self._state_path is not None and self._state_dirty:
+            self._input = input
             try:
-                yield from self._save_state(self._state_path)
+                current = yield from self._save_if()
             except Exception as e:  # the compaction stands; the next call retries the save
                 result.state_error = f"state not saved to {self._state_path}: {e}"
-        return result
+        return result, current
 
     def _session(
         self, messages: Sequence[Message], options: str, dry: Plan, trigger: str, call: int, overflow: Optional[Dict[str, Any]] = None
-    ) -> _Steps[ManageResult]:
+    ) -> Steps[ManageResult]:
         """Drives the core's loop: carries out its requests (store writes, the summarizer, the
         ``on_pre_compact`` hook) and hands back each outcome, until it is done."""
         held = self._held
@@ -538,7 +590,7 @@ class Compactor:
 
     def _carry_out(
         self, request: Dict[str, Any], plan: Optional[Plan], messages: Sequence[Message], refs: Refs, by_path: Dict[str, Any], trigger: str
-    ) -> _Steps[Dict[str, Any]]:
+    ) -> Steps[Dict[str, Any]]:
         """One request of the core's loop, and how it went (never an exception, but a hook's)."""
         kind = request["type"]
         if kind == "write":
@@ -556,13 +608,15 @@ class Compactor:
             self._continued(summary_request, refs)
             if self._summarize is None:
                 return {"type": "failed", "error": "no summarizer configured (summarize=)"}
-            try:
-                text = yield ("summarize", self._summarize, summary_request, self._summarize_timeout)
-                if not isinstance(text, str):
-                    raise TypeError(f"summarize returned {type(text).__name__}, not a str")
-                return {"type": "text", "text": text}
-            except Exception as e:
-                return {"type": "failed", "error": _message(e)}
+            failures: List[str] = []
+            summary = self._summary(summary_request, failures)
+            if self._state_path is not None:
+                # Once across the requests of this conversation: the core's summary lease.
+                lease = str(_core.call("lease-path", self._state_path, summary_request["prompt"]))
+                text, _ = yield from leased(self.store, lease, lambda: summary, timeout=self._summarize_timeout)
+            else:
+                text = yield from summary
+            return {"type": "text", "text": text} if text is not None else {"type": "failed", "error": failures[-1] if failures else "no summary"}
         if kind == "ask":
             if self._on_pre_compact is None:
                 return {"type": "decision"}
@@ -578,7 +632,18 @@ class Compactor:
             return {"type": "decision", **_decision(decision)}
         raise CompactorError("internal", f"session: unknown request {kind!r}")
 
-    def _offload(self, tool_name: str, tool_call_id: str, output: T) -> _Steps[Union[T, str]]:
+    def _summary(self, request: Dict[str, Any], failures: List[str]) -> Steps[Optional[str]]:
+        """The summarizer's text for ``request``, or None when it failed (why, in ``failures``)."""
+        try:
+            text = yield ("summarize", self._summarize, request, self._summarize_timeout)
+            if not isinstance(text, str):
+                raise TypeError(f"summarize returned {type(text).__name__}, not a str")
+            return text
+        except Exception as e:
+            failures.append(_message(e))
+            return None
+
+    def _offload(self, tool_name: str, tool_call_id: str, output: T) -> Steps[Union[T, str]]:
         if output is None:
             return output
         value = {"type": "text", "value": output} if isinstance(output, str) else {"type": "json", "value": output}
@@ -599,7 +664,7 @@ class Compactor:
         part = applied["messages"][1]["content"][0]["output"]
         return str(part["value"]) if part["type"] == "text" else output
 
-    def _write_all(self, plan: Plan, refs: Refs, messages: Sequence[Message]) -> _Steps[List[Dict[str, Any]]]:
+    def _write_all(self, plan: Plan, refs: Refs, messages: Sequence[Message]) -> Steps[List[Dict[str, Any]]]:
         """The store writes of an offload-only plan (a failure is an outcome, never an
         exception). ``refs``: the binary values of the planned conversation, written out in
         place of their placeholders; ``messages``: the conversation planned, whose JSON outputs
@@ -631,7 +696,7 @@ class Compactor:
         prefix = decode(str(self._core.call("planned-prefix", int(continuation["end"]))), refs)
         continuation["messages"] = [*prefix, {"role": "user", "content": continuation["instruction"]}]
 
-    def _ask_ahead(self, ahead: Dict[str, Any]) -> _Steps[None]:
+    def _ask_ahead(self, ahead: Dict[str, Any]) -> Steps[None]:
         """Starts the plan's summary ahead of need in the background, once per key; the core
         records the ask (saved with the state)."""
         key = str(ahead["aheadKey"])
@@ -647,19 +712,27 @@ class Compactor:
             # The prefix is the conversation as planned now (the core holds it now, not later).
             request["continuation"] = dict(planned["continuation"])
             self._continued(request, self._held.refs)
-        path = None if self._state_path is None else _ahead_path(self._state_path, key)
-
-        def done(text: Optional[str]) -> None:
-            with self._ahead_lock:
-                self._ahead_done[key] = text
-                self._ahead_runs.pop(key, None)
-
-        run = yield ("background", self._summarize, request, self._summarize_timeout, self.store, path, done)
+        run = yield ("background", self._ahead_run(key, request))
         with self._ahead_lock:
             if key not in self._ahead_done:
                 self._ahead_runs[key] = run
 
-    def _take_ahead(self) -> _Steps[None]:
+    def _ahead_run(self, key: str, request: Dict[str, Any]) -> Steps[None]:
+        """The summary asked ahead under ``key``, in the background; with ``state_path`` under
+        the core's lease beside the state (instances that ask the same span at once make it
+        once, and the next request, on any instance, reads it there)."""
+        failures: List[str] = []
+        summary = self._summary(request, failures)
+        if self._state_path is None:
+            text = yield from summary
+        else:
+            path = str(_core.call("ahead-path", self._state_path, key))
+            text, _ = yield from leased(self.store, path, lambda: summary, keep=True, timeout=self._summarize_timeout)
+        with self._ahead_lock:
+            self._ahead_done[key] = text if text is not None and text.strip() else None
+            self._ahead_runs.pop(key, None)
+
+    def _take_ahead(self) -> Steps[None]:
         """Hands the summaries made in the background to the core; with ``state_path``, one a
         loaded state asked (another request's) once it is beside the state."""
         with self._ahead_lock:
@@ -672,18 +745,18 @@ class Compactor:
         if key is None or self._state_path is None or key in self._ahead_runs:
             return
         try:
-            text = yield ("read", self.store, _ahead_path(self._state_path, key))
-            value = json.loads(text) if text else None
+            text = yield ("read", self.store, str(_core.call("ahead-path", self._state_path, key)))
         except Exception:
-            return
-        if isinstance(value, dict) and isinstance(value.get("summary"), str):
-            self._ahead_unread = None
-            if self._core.call("offer-summary", key, value["summary"]):
-                self._state_dirty = True
-        elif isinstance(value, dict) and "failed" in value:
-            self._ahead_unread = None
-            if self._core.call("forget-ahead", key):
-                self._state_dirty = True
+            return  # unreadable: the plan waits for it until the hard limit
+        # Its lease: the summary, or a request still making it, or one that failed or was
+        # killed (expired): then the lossy tier summarizes in the call.
+        lease = json.loads(_core.call("lease-state", None if text is None else well_formed(str(text)), time.time() * 1000))
+        if "summary" not in lease and (text is None or lease["held"]):
+            return  # still being made
+        self._ahead_unread = None
+        taken = self._core.call("offer-summary", key, lease["summary"]) if "summary" in lease else self._core.call("forget-ahead", key)
+        if taken:
+            self._state_dirty = True
 
     def settled(self) -> None:
         """Waits for every summary made in the background by ``manage`` (threads)."""
@@ -709,10 +782,48 @@ class Compactor:
                 else:
                     await asyncio.gather(run, return_exceptions=True)
 
-    def _save_state(self, path: str) -> _Steps[None]:
-        yield ("write", self.store, path, dumps(self.state()))
-        if path == self._state_path:
+    def _save_state(self, path: str) -> Steps[None]:
+        if path != self._state_path:
+            yield ("write", self.store, path, dumps(self.state()))
+            return
+        current = yield from self._save_if()
+        if current is not None:
+            assert self._stored is not None
+            refused = current.text == self._stored.text
+            raise CompactorError(
+                "state_conflict",
+                f"the store refused to save the state at {path} though it still held the state the save was conditional on"
+                if refused
+                else f"the state at {path} changed since this compactor last read or saved it: another request of this conversation saved it",
+                {"path": path, "attempts": 1, "revision": current.revision},
+            )
+
+    def _save_if(self) -> Steps[Optional["_Stored"]]:
+        """Saves over what ``state_path`` held when last read or saved: None when saved (or
+        when there is nothing to save: a call on an earlier turn of the conversation the stored
+        state was saved for saves nothing), else the state the store holds instead."""
+        path = self._state_path
+        assert path is not None
+        if self._stored is None:
+            text = yield ("read", self.store, path)
+            self._stored = _parse_stored(None if text is None else str(text), path)
+        conversation = self._conversation(self._input)
+        if _core.call("branch-of", self._stored.conversation, conversation) == "stale":
             self._state_dirty = False
+            return None
+        text = str(_core.call("next-state-text", str(self._core.call("state")), self._stored.revision, conversation))
+        if (yield from write_if(self.store, path, self._stored.text, text)):
+            self._stored = _Stored(None, text, self._stored.revision + 1, conversation)
+            self._state_dirty = False
+            return None
+        current = yield ("read", self.store, path)
+        return _parse_stored(None if current is None else str(current), path)
+
+    @staticmethod
+    def _conversation(messages: Sequence[Message]) -> str:
+        """The ``conversation`` a state is saved for: each message's JSON (binary values by
+        their size), hashed by the core."""
+        return str(_core.call("conversation-hashes", [well_formed(json.dumps(m, ensure_ascii=False, separators=(",", ":"), default=_bin_size)) for m in messages]))
 
     # -----------------------------------------------------------------------------------------
     # The conversation the core holds
@@ -805,169 +916,53 @@ class Compactor:
             self._alock = asyncio.Lock()
         return self._alock
 
-    async def _run_async(self, steps: _Steps[T]) -> T:
+    async def _run_async(self, steps: Steps[T]) -> T:
         # The core calls inside the run are synchronous; the thread lock keeps a sync call from
         # another thread out of them while this run awaits an effect.
-        return await _drive_async(steps, self._lock)
+        return await drive_async(steps, self._lock)
 
 
 def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dict[str, Any]]:
     """A state saved by ``save_state()`` (or ``state_path``), or None when there is none. A
     file that is not a state is a typed error, not silently ignored."""
-    text = _run_sync(_effect_read(store, check_path(path)))
-    if text is None:
-        return None
-    try:
-        state = json.loads(text)
-    except ValueError:
-        state = None
-    if isinstance(state, dict):
-        return cast(Dict[str, Any], state)
-    raise InvalidConfigError(
-        "invalid_config", f"{path} in the store is not a saved compactor state", {"field": "state", "path": path}
-    )
+    return _read_stored(store, check_path(path)).state
 
 
-# ---------------------------------------------------------------------------------------------
-# Effects and their drivers
+class _Stored(NamedTuple):
+    """A state as read from the store (the core's ``stored::Stored``): the core's state, the
+    text exactly (the ``expected`` of the next save), its revision and conversation; ``unread``:
+    why it could not be read."""
+
+    state: Optional[Dict[str, Any]]
+    text: Optional[str]
+    revision: int
+    conversation: str
+    unread: Optional[str] = None
+
+
+def _parse_stored(text: Optional[str], path: str) -> _Stored:
+    parsed = json.loads(_core.call("stored-state", None if text is None else well_formed(text), path))
+    return _Stored(parsed["state"], text, int(parsed["revision"]), str(parsed["conversation"]))
+
+
+def _read_stored(store: FileStore, path: str) -> _Stored:
+    text = run_sync(effect_read(store, path))
+    return _parse_stored(text, path)
+
+
+def _unread_ahead(state: Any) -> Optional[str]:
+    """The key of a summary a loaded state asked ahead whose text it does not hold."""
+    ahead = state.get("ahead") if isinstance(state, Mapping) else None
+    return ahead.get("key") if isinstance(ahead, Mapping) and not isinstance(ahead.get("text"), str) else None
+
+
+def _bin_size(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"bin:{len(value)}"
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
 
 T = TypeVar("T")
-#: A run: yields effects (tuples), is sent their results, returns a T.
-_Steps = Generator[Tuple[Any, ...], Any, T]
-
-
-def _effect_read(store: FileStore, path: str) -> _Steps[Optional[str]]:
-    text = yield ("read", store, path)
-    return None if text is None else str(text)
-
-
-def _perform(effect: Tuple[Any, ...]) -> Any:
-    """An effect's call; its result may be an awaitable (an async store or summarizer)."""
-    kind = effect[0]
-    if kind == "write":
-        return effect[1].write(effect[2], effect[3])
-    if kind == "read":
-        return effect[1].read(effect[2])
-    if kind == "summarize":
-        return effect[1](effect[2])
-    if kind == "ask":
-        return effect[1](effect[2])
-    if kind == "background":
-        return _background_thread(effect)
-    raise AssertionError(kind)
-
-
-def _ahead_path(state_path: str, key: str) -> str:
-    """Where a summary asked ahead under ``key`` waits beside the state at ``state_path``."""
-    return f"{state_path}.summaries/ahead-{key}.json"
-
-
-def _background_text(text: Any) -> Optional[str]:
-    return text if isinstance(text, str) and text.strip() else None
-
-
-def _background_thread(effect: Tuple[Any, ...]) -> threading.Thread:
-    """A summary made in the background of a sync call: ``_background_task`` on a daemon
-    thread's own event loop."""
-    thread = threading.Thread(target=lambda: asyncio.run(_background_task(effect)), name="context-compactor summary", daemon=True)
-    thread.start()
-    return thread
-
-
-async def _awaited(value: Awaitable[Any]) -> Any:
-    return await value
-
-
-async def _background_task(effect: Tuple[Any, ...]) -> None:
-    """A summary made in the background of an async call: a task on the running loop (a sync
-    summarizer or store runs in the loop's executor)."""
-    _, summarize, request, timeout, store, path, done = effect
-    loop = asyncio.get_running_loop()
-    text: Optional[str] = None
-    try:
-        value = await loop.run_in_executor(None, summarize, request)
-        if inspect.isawaitable(value):
-            value = await asyncio.wait_for(_awaited(value), timeout)
-        text = _background_text(value)
-    except Exception:
-        text = None
-    if path is not None:
-        try:
-            written = await loop.run_in_executor(None, store.write, path, dumps({"summary": text} if text is not None else {"failed": True}))
-            if inspect.isawaitable(written):
-                await written
-        except Exception:
-            pass
-    done(text)
-
-
-#: What each effect calls, in errors.
-_EFFECT_NAMES = {"summarize": "summarizer", "ask": "on_pre_compact hook"}
-
-
-def _run_sync(steps: _Steps[T]) -> T:
-    value: Any = None
-    error: Optional[BaseException] = None
-    while True:
-        try:
-            effect = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as done:
-            return cast(T, done.value)
-        value, error = None, None
-        try:
-            value = _perform(effect)
-            if inspect.isawaitable(value):
-                value = _await_blocking(value, effect)
-        except Exception as e:
-            error = e
-
-
-def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
-    """An async store or summarizer called from the sync API: run it on a private event loop,
-    unless this thread is already running one (then the caller must use the async API)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        if inspect.iscoroutine(awaitable):
-            awaitable.close()
-        raise CompactorError(
-            "invalid_config",
-            f"an async {_EFFECT_NAMES.get(effect[0], 'store')} inside a running event loop: use amanage/acompact",
-        )
-    timeout = effect[3] if effect[0] == "summarize" else None
-
-    async def wait() -> Any:
-        return await asyncio.wait_for(awaitable, timeout)
-
-    return asyncio.run(wait())
-
-
-async def _drive_async(steps: _Steps[T], lock: threading.RLock) -> T:
-    value: Any = None
-    error: Optional[BaseException] = None
-    while True:
-        with lock:
-            try:
-                effect = steps.throw(error) if error is not None else steps.send(value)
-            except StopIteration as done:
-                return cast(T, done.value)
-        value, error = None, None
-        if effect[0] == "background":
-            value = asyncio.ensure_future(_background_task(effect))
-            continue
-        try:
-            value = _perform(effect)
-            if inspect.isawaitable(value):
-                timeout = effect[3] if effect[0] == "summarize" else None
-                value = await asyncio.wait_for(value, timeout)
-        except asyncio.TimeoutError:
-            error = TimeoutError(f"no summary within {effect[3]:g} s")
-        except Exception as e:
-            error = e
-
-
 # ---------------------------------------------------------------------------------------------
 # Helpers
 

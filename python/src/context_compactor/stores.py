@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import threading
 import uuid
 from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, runtime_checkable
 
@@ -79,6 +80,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._files: Dict[str, str] = {}
+        self._lock = threading.Lock()
 
     def read(self, path: str) -> Optional[str]:
         return self._files.get(check_path(path))
@@ -94,6 +96,18 @@ class MemoryStore:
 
     def delete(self, path: str) -> None:
         self._files.pop(check_path(path), None)
+
+    def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+        """Writes ``text`` only while ``path`` holds ``expected`` (None: nothing), atomically
+        (compare-and-set, as summary leases need between threads)."""
+        if not isinstance(text, str):
+            raise TypeError(f"MemoryStore.write_if({path}): text must be a str")
+        with self._lock:
+            checked = check_path(path)
+            if self._files.get(checked) != expected:
+                return False
+            self._files[checked] = text
+            return True
 
     def __len__(self) -> int:
         return len(self._files)

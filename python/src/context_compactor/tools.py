@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
+from . import _core
 from ._core import core
 from .codec import well_formed as _well_formed
 from .stores import FileStore, check_path, check_prefix
@@ -52,11 +53,7 @@ def _run(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[s
                     error = str(e)
                 c.call("[method]tool-run.handle-list", run, [_well_formed(p) for p in paths], error)
     finally:
-        try:
-            with c.lock:
-                run.drop(c.store)
-        except Exception:
-            pass  # the instance was replaced after a trap: the handle went with it
+        _core.drop(run)
 
 
 def _options(

@@ -62,9 +62,81 @@ impl api::GuestToolRun for ComponentToolRun {
     }
 }
 
+/// The resource behind `state-rounds`: the rounds of one call with a state path.
+pub struct ComponentStateRounds(RefCell<crate::stored::Rounds>);
+
+impl api::GuestStateRounds for ComponentStateRounds {
+    fn new() -> Self {
+        ComponentStateRounds(RefCell::new(crate::stored::Rounds::new()))
+    }
+
+    fn refused(
+        &self,
+        path: String,
+        base_text: Option<String>,
+        current_text: Option<String>,
+        current_conversation: String,
+        conversation: String,
+    ) -> String {
+        json::state_refused(
+            &mut self.0.borrow_mut(),
+            &path,
+            base_text,
+            current_text,
+            &current_conversation,
+            &conversation,
+        )
+    }
+}
+
+/// The resource behind `lease-run`: one leased summary.
+pub struct ComponentLeaseRun(RefCell<crate::lease::LeaseRun>);
+
+impl api::GuestLeaseRun for ComponentLeaseRun {
+    fn start(
+        path: String,
+        owner: String,
+        now: f64,
+        options: String,
+    ) -> Result<api::LeaseRun, api::Error> {
+        let run = json::lease_run(&path, &owner, now, &options).map_err(error)?;
+        Ok(api::LeaseRun::new(ComponentLeaseRun(RefCell::new(run))))
+    }
+
+    fn io(&self) -> String {
+        self.0.borrow().poll().to_json()
+    }
+
+    fn handle_read(&self, text: Option<String>, error: Option<String>, now: f64) {
+        self.0
+            .borrow_mut()
+            .handle(json::lease_read(text, error), now);
+    }
+
+    fn handle_written(&self, ok: bool, error: Option<String>, now: f64) {
+        self.0
+            .borrow_mut()
+            .handle(json::lease_written(ok, error), now);
+    }
+
+    fn handle_summary(&self, text: Option<String>, now: f64) {
+        self.0
+            .borrow_mut()
+            .handle(crate::lease::LeaseOutcome::Summary(text), now);
+    }
+
+    fn handle_woke(&self, now: f64) {
+        self.0
+            .borrow_mut()
+            .handle(crate::lease::LeaseOutcome::Woke, now);
+    }
+}
+
 impl api::Guest for Component {
     type Compactor = ComponentCompactor;
     type ToolRun = ComponentToolRun;
+    type LeaseRun = ComponentLeaseRun;
+    type StateRounds = ComponentStateRounds;
 
     fn count_tokens(text: String, encoding: String) -> Result<u32, api::Error> {
         json::count_tokens(&text, &encoding).map_err(error)
@@ -125,6 +197,48 @@ impl api::Guest for Component {
 
     fn loop_build_prompt(context: String, config: String) -> Result<String, api::Error> {
         json::loop_build_prompt(&context, &config).map_err(error)
+    }
+
+    fn render_report(report: String) -> Result<String, api::Error> {
+        let report = crate::bindings::report::parse(&report).map_err(error)?;
+        Ok(crate::report::render_html(&report))
+    }
+
+    fn render_report_chart(report: String) -> Result<String, api::Error> {
+        let report = crate::bindings::report::parse(&report).map_err(error)?;
+        Ok(crate::report::render_chart(&report))
+    }
+
+    fn stored_state(text: Option<String>, path: String) -> Result<String, api::Error> {
+        json::stored_state(text.as_deref(), &path).map_err(error)
+    }
+
+    fn next_state_text(
+        state: String,
+        revision: u64,
+        conversation: String,
+    ) -> Result<String, api::Error> {
+        json::next_state_text(&state, revision, &conversation).map_err(error)
+    }
+
+    fn branch_of(stored: String, conversation: String) -> String {
+        json::branch_of(&stored, &conversation).to_string()
+    }
+
+    fn conversation_hashes(messages: Vec<String>) -> String {
+        crate::stored::conversation_hashes(&messages)
+    }
+
+    fn lease_path(state_path: String, prompt: String) -> String {
+        crate::lease::lease_path(&state_path, &prompt)
+    }
+
+    fn ahead_path(state_path: String, key: String) -> String {
+        crate::lease::ahead_path(&state_path, &key)
+    }
+
+    fn lease_state(text: Option<String>, now: f64) -> String {
+        crate::lease::LeaseState::of(text.as_deref(), now).to_json()
     }
 
     fn recovery_segment(offload_prefix: String, history_prefix: String) -> String {

@@ -250,6 +250,130 @@ impl RecoveryToolRun {
     }
 }
 
+/// One leased summary (`crate::lease::LeaseRun`): `io()` says which store call, sleep or summary
+/// it needs; the host hands back each outcome with the time, until `io()` is `done`.
+#[wasm_bindgen(js_name = LeaseRun)]
+pub struct LeaseRun(crate::lease::LeaseRun);
+
+#[wasm_bindgen(js_class = LeaseRun)]
+impl LeaseRun {
+    /// A run for the lease at `path` by the request `owner`, at `now` (ms since the epoch).
+    #[wasm_bindgen(constructor)]
+    pub fn new(path: &str, owner: &str, now: f64, options_json: &str) -> JsResult<LeaseRun> {
+        json::lease_run(path, owner, now, options_json)
+            .map(LeaseRun)
+            .map_err(throw)
+    }
+
+    /// `{type: "read" | "write-if" | "write" | "summarize" | "sleep" | "done", ...}`.
+    pub fn io(&self) -> String {
+        self.0.poll().to_json()
+    }
+
+    /// What the store holds at the path (undefined: nothing), or its error.
+    #[wasm_bindgen(js_name = handleRead)]
+    pub fn handle_read(&mut self, text: Option<String>, error: Option<String>, now: f64) {
+        self.0.handle(json::lease_read(text, error), now);
+    }
+
+    /// Whether the write happened, or the store's error.
+    #[wasm_bindgen(js_name = handleWritten)]
+    pub fn handle_written(&mut self, ok: bool, error: Option<String>, now: f64) {
+        self.0.handle(json::lease_written(ok, error), now);
+    }
+
+    /// The summarizer's text (undefined: it failed).
+    #[wasm_bindgen(js_name = handleSummary)]
+    pub fn handle_summary(&mut self, text: Option<String>, now: f64) {
+        self.0
+            .handle(crate::lease::LeaseOutcome::Summary(text), now);
+    }
+
+    /// The sleep asked for is over.
+    #[wasm_bindgen(js_name = handleWoke)]
+    pub fn handle_woke(&mut self, now: f64) {
+        self.0.handle(crate::lease::LeaseOutcome::Woke, now);
+    }
+}
+
+/// The state stored at `path` as `text` (undefined: nothing): `{state, revision, conversation}`
+/// as JSON (`crate::stored`); a text that is not a saved state throws `invalid_config`.
+#[wasm_bindgen(js_name = storedState)]
+pub fn stored_state(text: Option<String>, path: &str) -> JsResult<String> {
+    json::stored_state(text.as_deref(), path).map_err(throw)
+}
+
+/// The text that saves `state` (the core's state JSON) over a stored state of `revision`.
+#[wasm_bindgen(js_name = nextStateText)]
+pub fn next_state_text(state: &str, revision: f64, conversation: &str) -> JsResult<String> {
+    json::next_state_text(state, revision.max(0.0) as u64, conversation).map_err(throw)
+}
+
+/// `same`, `ahead`, `stale` or `diverged`: where `conversation` stands to `stored`'s.
+#[wasm_bindgen(js_name = branchOf)]
+pub fn branch_of(stored: &str, conversation: &str) -> String {
+    json::branch_of(stored, conversation).to_string()
+}
+
+/// The `conversation` field for messages whose JSON texts are `messages`.
+#[wasm_bindgen(js_name = conversationHashes)]
+pub fn conversation_hashes(messages: Vec<String>) -> String {
+    crate::stored::conversation_hashes(&messages)
+}
+
+/// The rounds of one call with a state path (`crate::stored::Rounds`).
+#[wasm_bindgen(js_name = StateRounds)]
+pub struct StateRounds(crate::stored::Rounds);
+
+#[wasm_bindgen(js_class = StateRounds)]
+impl StateRounds {
+    /// A call's first round.
+    #[wasm_bindgen(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> StateRounds {
+        StateRounds(crate::stored::Rounds::new())
+    }
+
+    /// A refused save over `baseText`, the store holding `currentText` (saved for
+    /// `currentConversation`): `{verdict: "rerun" | "answer"}` or `{verdict: "conflict",
+    /// message, attempts}`.
+    pub fn refused(
+        &mut self,
+        path: &str,
+        base_text: Option<String>,
+        current_text: Option<String>,
+        current_conversation: &str,
+        conversation: &str,
+    ) -> String {
+        json::state_refused(
+            &mut self.0,
+            path,
+            base_text,
+            current_text,
+            current_conversation,
+            conversation,
+        )
+    }
+}
+
+/// Where the lease of the summary request `prompt` lives beside the state at `statePath`.
+#[wasm_bindgen(js_name = leasePath)]
+pub fn lease_path(state_path: &str, prompt: &str) -> String {
+    crate::lease::lease_path(state_path, prompt)
+}
+
+/// Where a summary asked ahead under `key` waits beside the state at `statePath`.
+#[wasm_bindgen(js_name = aheadPath)]
+pub fn ahead_path(state_path: &str, key: &str) -> String {
+    crate::lease::ahead_path(state_path, key)
+}
+
+/// What a lease's text says at `now`: `{summary, held: false}` or `{held}`.
+#[wasm_bindgen(js_name = leaseState)]
+pub fn lease_state(text: Option<String>, now: f64) -> String {
+    crate::lease::LeaseState::of(text.as_deref(), now).to_json()
+}
+
 /// Whether the texts an error carries (message, code, response body, causes) are a provider's
 /// "prompt too long" error: `{provider, reportedTokens?, limit?, message}` as JSON, or `null`.
 /// `status`: the HTTP status, when known.

@@ -1,0 +1,227 @@
+"""The compactor's IO as effects: a run is a generator that yields what it needs done (a store
+read or write, a summary, the ``on_pre_compact`` hook, a sleep, a run in the background), and
+is driven here synchronously (``run_sync``) or on an event loop (``drive_async``), so the sync
+and async APIs cannot drift apart. ``leased`` carries out the core's summary lease run
+(``src/lease.rs``): the rules are the core's, the store calls and the clock are the host's."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import threading
+import time
+import uuid
+from typing import Any, Awaitable, Callable, Generator, Optional, Tuple, TypeVar, cast
+
+from . import _core
+from .codec import well_formed
+from .errors import CompactorError
+from .stores import FileStore
+
+T = TypeVar("T")
+
+Steps = Generator[Tuple[Any, ...], Any, T]
+"""A run: yields effects, is sent each one's result (or has its exception thrown in)."""
+
+
+def effect_read(store: FileStore, path: str) -> Steps[Optional[str]]:
+    text = yield ("read", store, path)
+    return None if text is None else str(text)
+
+
+def write_if(store: FileStore, path: str, expected: Optional[str], text: str) -> Steps[bool]:
+    """Writes ``text`` at ``path`` only while it holds ``expected`` (None: nothing): the store's
+    ``write_if`` (compare-and-set) where it has one, else read, compare and write (not atomic:
+    a store shared between processes should have ``write_if``)."""
+    if callable(getattr(store, "write_if", None)):
+        return bool((yield ("write-if", store, path, expected, text)))
+    current = yield ("read", store, path)
+    if current != expected:
+        return False
+    yield ("write", store, path, text)
+    return True
+
+
+def _plain_write(store: FileStore, path: str, text: str) -> Steps[bool]:
+    yield ("write", store, path, text)
+    return True
+
+
+def _wall() -> float:
+    """The wall clock in ms: leases are between concurrent requests, whatever the compactor's
+    ``now``."""
+    return time.time() * 1000
+
+
+def leased(
+    store: FileStore,
+    path: str,
+    summarize: Callable[[], Steps[Optional[str]]],
+    *,
+    timeout: float,
+    keep: bool = False,
+) -> Steps[Tuple[Optional[str], bool]]:
+    """A summary made once across the requests of a conversation, under the lease at ``path``:
+    the core's run decides (its rules: ``src/lease.rs``); this carries out what it asks for.
+    ``summarize`` runs the summarizer (its text, or None when it failed). Returns the summary
+    (None: none) and whether another request made it. ``timeout``: the summarizer's, in
+    seconds: a lease holds for it and 5 s more, and a request waits as long for another's
+    summary (as the npm package). ``keep``: a summary made without the lease is left at
+    ``path`` too (a summary asked ahead, which the next request reads there)."""
+    c = _core.core()
+    options = json.dumps({"leaseMs": timeout * 1000 + 5_000, "waitMs": timeout * 1000, "keep": keep})
+    run = c.call("[static]lease-run.start", well_formed(path), uuid.uuid4().hex, _wall(), options)
+    try:
+        while True:
+            io = json.loads(c.call("[method]lease-run.io", run))
+            kind = io["type"]
+            if kind == "done":
+                return io["text"], bool(io["shared"])
+            if kind == "summarize":
+                text = yield from summarize()
+                c.call("[method]lease-run.handle-summary", run, None if text is None else well_formed(text), _wall())
+            elif kind == "sleep":
+                yield ("sleep", io["ms"] / 1000)
+                c.call("[method]lease-run.handle-woke", run, _wall())
+            elif kind == "read":
+                try:
+                    read = yield ("read", store, io["path"])
+                    text = None if read is None else well_formed(str(read))
+                    c.call("[method]lease-run.handle-read", run, text, None, _wall())
+                except Exception as e:
+                    c.call("[method]lease-run.handle-read", run, None, str(e) or type(e).__name__, _wall())
+            else:
+                try:
+                    written = yield from (write_if(store, io["path"], io["expected"], io["text"]) if kind == "write-if" else _plain_write(store, io["path"], io["text"]))
+                    c.call("[method]lease-run.handle-written", run, bool(written), None, _wall())
+                except Exception as e:
+                    c.call("[method]lease-run.handle-written", run, False, str(e) or type(e).__name__, _wall())
+    finally:
+        _core.drop(run)
+
+
+def perform(effect: Tuple[Any, ...]) -> Any:
+    """An effect's call; its result may be an awaitable (an async store or summarizer)."""
+    kind = effect[0]
+    if kind == "write":
+        return effect[1].write(effect[2], effect[3])
+    if kind == "read":
+        return effect[1].read(effect[2])
+    if kind == "write-if":
+        return effect[1].write_if(effect[2], effect[3], effect[4])
+    if kind in ("summarize", "ask"):
+        return effect[1](effect[2])
+    if kind == "sleep":
+        return time.sleep(effect[1])
+    if kind == "background":
+        return _background_thread(effect[1])
+    raise AssertionError(kind)
+
+
+def _background_thread(steps: Steps[None]) -> threading.Thread:
+    """A run in the background of a sync call: ``_background`` on a daemon thread's own event
+    loop."""
+    thread = threading.Thread(target=lambda: asyncio.run(_background(steps)), name="context-compactor summary", daemon=True)
+    thread.start()
+    return thread
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+async def _background(steps: Steps[None]) -> None:
+    """A run in the background (a summary asked ahead): a task on the running loop, each
+    blocking call (a sync summarizer or store) in the loop's executor; a summarizer's
+    awaitable gets its timeout."""
+    loop = asyncio.get_running_loop()
+    value: Any = None
+    error: Optional[BaseException] = None
+    while True:
+        try:
+            effect = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration:
+            return
+        value, error = None, None
+        try:
+            if effect[0] == "sleep":
+                await asyncio.sleep(effect[1])
+                continue
+            value = await loop.run_in_executor(None, perform, effect)
+            if inspect.isawaitable(value):
+                value = await asyncio.wait_for(_awaited(value), effect[3] if effect[0] == "summarize" else None)
+        except Exception as e:
+            error = e
+
+
+#: What each effect calls, in errors.
+_EFFECT_NAMES = {"summarize": "summarizer", "ask": "on_pre_compact hook"}
+
+
+def run_sync(steps: Steps[T]) -> T:
+    value: Any = None
+    error: Optional[BaseException] = None
+    while True:
+        try:
+            effect = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as done:
+            return cast(T, done.value)
+        value, error = None, None
+        try:
+            value = perform(effect)
+            if inspect.isawaitable(value):
+                value = _await_blocking(value, effect)
+        except Exception as e:
+            error = e
+
+
+def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
+    """An async store or summarizer called from the sync API: run it on a private event loop,
+    unless this thread is already running one (then the caller must use the async API)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise CompactorError(
+            "invalid_config",
+            f"an async {_EFFECT_NAMES.get(effect[0], 'store')} inside a running event loop: use amanage/acompact",
+        )
+    timeout = effect[3] if effect[0] == "summarize" else None
+
+    async def wait() -> Any:
+        return await asyncio.wait_for(awaitable, timeout)
+
+    return asyncio.run(wait())
+
+
+async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
+    value: Any = None
+    error: Optional[BaseException] = None
+    while True:
+        with lock:
+            try:
+                effect = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration as done:
+                return cast(T, done.value)
+        value, error = None, None
+        if effect[0] == "background":
+            value = asyncio.ensure_future(_background(effect[1]))
+            continue
+        if effect[0] == "sleep":
+            await asyncio.sleep(effect[1])
+            continue
+        try:
+            value = perform(effect)
+            if inspect.isawaitable(value):
+                timeout = effect[3] if effect[0] == "summarize" else None
+                value = await asyncio.wait_for(value, timeout)
+        except asyncio.TimeoutError:
+            error = TimeoutError(f"no summary within {effect[3]:g} s")
+        except Exception as e:
+            error = e
+
+

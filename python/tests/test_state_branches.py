@@ -1,0 +1,161 @@
+"""Versioned state in the Python host (issue 31, parity with js/test/state-branches.test.mjs):
+the state at ``state_path`` carries a revision and the conversation it was saved for, and is
+saved with a compare-and-set; what a call does after losing its save is the core's rule
+(``src/stored.rs``), the same as the npm package's. Other requests' saves are slipped in right
+before this call's conditional writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+from context_compactor import Compactor, CompactorError, MemoryStore, load_state
+
+PATH = "/state/compactor.json"
+
+
+def big(fill: str) -> str:
+    return "\n".join(f"line {i}: {fill * 20}" for i in range(3000))
+
+
+def turn(call_id: str, fill: str) -> List[Dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": call_id, "toolName": "bash", "input": {"cmd": call_id}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": call_id, "toolName": "bash", "output": {"type": "text", "value": big(fill)}}]},
+    ]
+
+
+START: List[Dict[str, Any]] = [{"role": "user", "content": "go"}, *turn("c1", "a")]
+
+
+class RacedStore(MemoryStore):
+    """A store whose state saves first run the next of ``before`` (another request saving)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.before: List[Callable[[], None]] = []
+        self.saves = 0
+        self.refuse_all = False
+
+    def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+        if path == PATH:
+            self.saves += 1
+            if self.refuse_all:
+                return False
+            if self.before:
+                self.before.pop(0)()
+        return super().write_if(path, expected, text)
+
+    def plain(self) -> MemoryStore:
+        """The same files, without the race."""
+        store = self
+
+        class Plain(MemoryStore):
+            def read(self, path: str) -> Optional[str]:
+                return store.read(path)
+
+            def write(self, path: str, text: str) -> None:
+                store.write(path, text)
+
+            def list(self, prefix: str) -> List[str]:
+                return store.list(prefix)
+
+            def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+                return MemoryStore.write_if(store, path, expected, text)
+
+        return Plain()
+
+    def save(self, messages: List[Dict[str, Any]]) -> Callable[[], None]:
+        def run() -> None:
+            result = Compactor(context_window=32_000, store=self.plain(), state_path=PATH).manage(messages)
+            assert result.state_error is None
+
+        return run
+
+
+def stored(store: MemoryStore) -> Dict[str, Any]:
+    return dict(json.loads(store.read(PATH) or "{}"))
+
+
+def offloaded(state: Dict[str, Any]) -> List[str]:
+    return sorted(e["toolCallId"] for e in state["record"]["edits"])
+
+
+def test_saves_carry_a_revision_and_the_conversation_and_load_state_strips_them() -> None:
+    store = RacedStore()
+    store.save(START)()
+    first = stored(store)
+    assert first["revision"] == 1 and len(first["conversation"]) == 8 * len(START)
+    state = load_state(store, PATH)
+    assert state is not None and "revision" not in state and "conversation" not in state
+    store.save([*START, *turn("c2", "b")])()
+    assert stored(store)["revision"] == 2
+    # A stale request (an earlier turn, answered late) saves nothing over the later state.
+    Compactor(context_window=32_000, store=store, state_path=PATH).manage(START)
+    assert stored(store)["revision"] == 2
+
+
+def test_another_branch_saved_first_twice_merges_once_then_answers_unsaved() -> None:
+    store = RacedStore()
+    store.save(START)()
+    store.before += [store.save([*START, *turn("c2", "b")]), store.save([*START, *turn("c4", "d")])]
+    mine = [*START, *turn("c3", "c")]
+    result = Compactor(context_window=32_000, store=store, state_path=PATH).manage(mine)
+    assert result.state_error is None
+    assert store.saves == 2, "saved once on its own state, once merged"
+    assert "/tool_outputs/" in result.messages[4]["content"][0]["output"]["value"]
+    state = stored(store)
+    assert state["revision"] == 3
+    assert offloaded(state) == ["c1", "c2", "c4"], "the other branches' state, not overwritten"
+    # With one branch ahead of it: it merges and lands, both branches recorded.
+    store.before.append(store.save([*START, *turn("c5", "e")]))
+    again = Compactor(context_window=32_000, store=store, state_path=PATH).manage([*START, *turn("c6", "f")])
+    assert again.state_error is None
+    assert offloaded(stored(store)) == ["c1", "c2", "c4", "c5", "c6"]
+
+
+def test_the_same_branch_moved_on_five_times_answers_unsaved_with_the_same_prompt() -> None:
+    store = RacedStore()
+    store.save(START)()
+    turns = [turn(i, f) for i, f in zip(["c2", "c3", "c4", "c5", "c6", "c7"], "bcdefg")]
+
+    def prefix(n: int) -> List[Dict[str, Any]]:
+        return [*START, *(m for t in turns[:n] for m in t)]
+
+    store.before += [store.save(prefix(n)) for n in range(1, 6)]
+    result = Compactor(context_window=32_000, store=store, state_path=PATH).manage(prefix(6))
+    assert result.state_error is None
+    assert any(e.get("toolCallId") == "c7" and e["status"] == "applied" for e in result.events)
+    assert stored(store)["revision"] == 6, "the five saves that landed stand"
+    following = Compactor(context_window=32_000, store=store, state_path=PATH).manage(prefix(6))
+    assert following.messages == result.messages
+    assert stored(store)["revision"] == 7
+
+
+def test_a_store_that_keeps_refusing_is_a_state_conflict_and_an_unreadable_state_is_said() -> None:
+    store = RacedStore()
+    store.save(START)()
+    store.refuse_all = True
+    with pytest.raises(CompactorError) as conflict:
+        Compactor(context_window=32_000, store=store, state_path=PATH).manage([*START, *turn("c2", "b")])
+    assert conflict.value.code == "state_conflict" and "refused to save the state at /state/compactor.json 5 times" in str(conflict.value)
+
+    class Unreadable(MemoryStore):
+        failing = 1
+
+        def read(self, path: str) -> Optional[str]:
+            if path == PATH and self.failing > 0:
+                self.failing -= 1
+                raise ConnectionError("connection reset")
+            return super().read(path)
+
+    flaky = Unreadable()
+    Compactor(context_window=32_000, store=flaky, state_path=PATH).manage(START)
+    flaky.failing = 1
+    reference = Compactor(context_window=32_000, store=MemoryStore()).manage([*START, *turn("c2", "b")])
+    result = Compactor(context_window=32_000, store=flaky, state_path=PATH).manage([*START, *turn("c2", "b")])
+    assert result.state_error is None, "the save read the state back and the call ran on it"
+    assert result.messages == reference.messages
+    assert json.loads(flaky.read(PATH) or "{}")["revision"] == 2

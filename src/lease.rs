@@ -1,0 +1,665 @@
+//! Summary leases: one summary of a span across the requests of one conversation.
+//!
+//! Two requests of a conversation (a double submit, a retry, two tabs on two serverless
+//! instances) that plan the same summary would each pay the summarizer. A lease beside the
+//! state makes the first one summarize and the other wait for its text. The lease is one store
+//! file: `{"owner","until"}` while a request summarizes, `{"summary"}` once it has.
+//!
+//! Sans-IO like [`crate::recovery::ToolRun`]: a [`LeaseRun`] says which store call, sleep or
+//! summary it needs ([`LeaseRun::poll`]), the host carries it out and hands back the outcome
+//! with the time. The rules, the same in every host:
+//!
+//! - The first request to take the lease (a conditional write over what it read) summarizes and
+//!   leaves the summary in the lease; a failed summary releases it (`until` 0).
+//! - A request that finds another's lease waits for that summary, reading every `poll_ms`; it
+//!   takes the lease over once it expires unfulfilled (a killed request), and summarizes itself
+//!   once `wait_ms` have passed.
+//! - Store errors never fail the summary and never make a request wait: a lease read or write
+//!   that fails (or does not answer within the `timeout_ms` each request carries) settles as a
+//!   direct summary. Only a conditional write the store refused (another request took the lease
+//!   first) is waited on.
+//! - With `keep` (a summary asked ahead of need, which the next request reads beside the state),
+//!   a summary made without the lease is written there plainly, unless the store holds it.
+//!
+//! ```
+//! use context_compactor::lease::{LeaseIo, LeaseOptions, LeaseOutcome, LeaseRun};
+//!
+//! let mut run = LeaseRun::new("/state/a.json.summaries/x.json", "me", 1_000.0, LeaseOptions::default());
+//! assert!(matches!(run.poll(), LeaseIo::Read { .. }));
+//! run.handle(LeaseOutcome::Read(None), 1_001.0); // no lease yet: take it
+//! assert!(matches!(run.poll(), LeaseIo::WriteIf { expected: None, .. }));
+//! run.handle(LeaseOutcome::Written(true), 1_002.0);
+//! assert_eq!(run.poll(), LeaseIo::Summarize);
+//! run.handle(LeaseOutcome::Summary(Some("the summary".into())), 9_000.0);
+//! assert!(matches!(run.poll(), LeaseIo::WriteIf { .. })); // leaves the summary in the lease
+//! run.handle(LeaseOutcome::Written(true), 9_001.0);
+//! assert_eq!(run.poll(), LeaseIo::Done { text: Some("the summary".into()), shared: false });
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// How long a lease holds and how long a request waits for another's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct LeaseOptions {
+    /// How long a taken lease holds another request off (the summarizer's timeout and a margin).
+    pub lease_ms: f64,
+    /// How long a request waits for another's summary before it summarizes itself; also the
+    /// bound on each store call.
+    pub wait_ms: f64,
+    /// How often a waiting request reads the lease.
+    pub poll_ms: f64,
+    /// Write a summary made without the lease beside the state (a summary asked ahead).
+    pub keep: bool,
+}
+
+impl Default for LeaseOptions {
+    fn default() -> Self {
+        LeaseOptions {
+            lease_ms: 125_000.0,
+            wait_ms: 120_000.0,
+            poll_ms: 50.0,
+            keep: false,
+        }
+    }
+}
+
+/// What a [`LeaseRun`] needs next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeaseIo {
+    /// Read the lease at `path` within `timeout_ms`; hand back [`LeaseOutcome::Read`].
+    Read {
+        /// The lease's store path.
+        path: String,
+        /// The longest the host waits for the store.
+        timeout_ms: f64,
+    },
+    /// Write `text` at `path` only while it holds `expected` (`None`: nothing): the store's
+    /// compare-and-set, or read, compare and write. Hand back [`LeaseOutcome::Written`].
+    WriteIf {
+        /// The lease's store path.
+        path: String,
+        /// What the store must hold for the write to happen.
+        expected: Option<String>,
+        /// The lease's new text.
+        text: String,
+        /// The longest the host waits for the store.
+        timeout_ms: f64,
+    },
+    /// Write `text` at `path` (a summary kept for the next request); hand back
+    /// [`LeaseOutcome::Written`].
+    Write {
+        /// The lease's store path.
+        path: String,
+        /// `{"summary": ...}`.
+        text: String,
+        /// The longest the host waits for the store.
+        timeout_ms: f64,
+    },
+    /// Call the summarizer; hand back [`LeaseOutcome::Summary`].
+    Summarize,
+    /// Wait `ms`, then hand back [`LeaseOutcome::Woke`].
+    Sleep {
+        /// How long.
+        ms: f64,
+    },
+    /// The run is over. `text`: the summary (`None`: the summarizer failed); `shared`: another
+    /// request made it (this one did not call the summarizer).
+    Done {
+        /// The summary, if there is one.
+        text: Option<String>,
+        /// Whether it is another request's.
+        shared: bool,
+    },
+}
+
+impl LeaseIo {
+    /// As JSON (`{"type":"read","path","timeoutMs"}`, ...), written out rather than serialized
+    /// (as [`crate::recovery::ToolIo::to_json`]).
+    pub fn to_json(&self) -> String {
+        let text = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let opt = |s: &Option<String>| s.as_deref().map_or_else(|| "null".to_string(), text);
+        match self {
+            LeaseIo::Read { path, timeout_ms } => {
+                format!(
+                    r#"{{"type":"read","path":{},"timeoutMs":{}}}"#,
+                    text(path),
+                    ms(*timeout_ms)
+                )
+            }
+            LeaseIo::WriteIf {
+                path,
+                expected,
+                text: t,
+                timeout_ms,
+            } => format!(
+                r#"{{"type":"write-if","path":{},"expected":{},"text":{},"timeoutMs":{}}}"#,
+                text(path),
+                opt(expected),
+                text(t),
+                ms(*timeout_ms)
+            ),
+            LeaseIo::Write {
+                path,
+                text: t,
+                timeout_ms,
+            } => format!(
+                r#"{{"type":"write","path":{},"text":{},"timeoutMs":{}}}"#,
+                text(path),
+                text(t),
+                ms(*timeout_ms)
+            ),
+            LeaseIo::Summarize => r#"{"type":"summarize"}"#.to_string(),
+            LeaseIo::Sleep { ms: m } => format!(r#"{{"type":"sleep","ms":{}}}"#, ms(*m)),
+            LeaseIo::Done { text: t, shared } => {
+                format!(r#"{{"type":"done","text":{},"shared":{}}}"#, opt(t), shared)
+            }
+        }
+    }
+}
+
+/// A duration or time in whole milliseconds, as JSON.
+fn ms(value: f64) -> String {
+    format!("{}", value.max(0.0).round() as i64)
+}
+
+/// How the host's IO went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeaseOutcome {
+    /// What the store holds at the lease's path (`None`: nothing).
+    Read(Option<String>),
+    /// Whether the conditional (or plain) write happened.
+    Written(bool),
+    /// The store call failed or did not answer in time.
+    Failed(String),
+    /// The summarizer's text (`None`: it failed).
+    Summary(Option<String>),
+    /// The sleep is over.
+    Woke,
+}
+
+/// What a lease's text says: its summary, once made; else whether a request still holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseState {
+    /// The summary left in the lease.
+    pub summary: Option<String>,
+    /// A request holds the lease (its `until` is after `now`).
+    pub held: bool,
+}
+
+impl LeaseState {
+    /// The lease in `text` at `now` (ms since the epoch). No text, or not a lease: neither.
+    pub fn of(text: Option<&str>, now: f64) -> LeaseState {
+        let value: Option<serde_json::Value> = text.and_then(|t| serde_json::from_str(t).ok());
+        let object = value.as_ref().and_then(|v| v.as_object());
+        if let Some(summary) = object
+            .and_then(|o| o.get("summary"))
+            .and_then(|s| s.as_str())
+        {
+            return LeaseState {
+                summary: Some(summary.to_string()),
+                held: false,
+            };
+        }
+        let until = object.and_then(|o| o.get("until")).and_then(|u| u.as_f64());
+        LeaseState {
+            summary: None,
+            held: until.is_some_and(|u| u > now),
+        }
+    }
+
+    /// As JSON: `{"summary": ...}` or `{"held": bool}`.
+    pub fn to_json(&self) -> String {
+        match &self.summary {
+            Some(s) => format!(
+                r#"{{"summary":{},"held":false}}"#,
+                serde_json::to_string(s).unwrap_or_default()
+            ),
+            None => format!(r#"{{"held":{}}}"#, self.held),
+        }
+    }
+}
+
+/// Where the lease of the summary request `prompt` lives beside the state at `state_path`:
+/// named by a 64-bit hash of the prompt (two racing requests of one turn plan the same prompt).
+/// FNV-1a over the prompt's UTF-16 code units, twice with two bases, as the npm package
+/// named them before the rule moved here.
+pub fn lease_path(state_path: &str, prompt: &str) -> String {
+    let units = || prompt.encode_utf16();
+    let len = units().count() as u32;
+    let a = fnv1a(units(), 0x811c_9dc5);
+    let b = fnv1a(units(), 0x0100_0193 ^ len);
+    format!("{state_path}.summaries/{a:08x}{b:08x}.json")
+}
+
+/// Where a summary asked ahead of need under `key` waits beside the state at `state_path`.
+pub fn ahead_path(state_path: &str, key: &str) -> String {
+    format!("{state_path}.summaries/ahead-{key}.json")
+}
+
+fn fnv1a(units: impl Iterator<Item = u16>, basis: u32) -> u32 {
+    units.fold(basis, |h, u| (h ^ u32::from(u)).wrapping_mul(0x0100_0193))
+}
+
+/// `{"summary": text}`: a lease once its summary is made.
+fn summary_text(text: &str) -> String {
+    format!(
+        r#"{{"summary":{}}}"#,
+        serde_json::to_string(text).unwrap_or_default()
+    )
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    /// Reading the lease.
+    Read,
+    /// Taking it over what was read (`expected`): `mine` is the lease written.
+    Take {
+        expected: Option<String>,
+        mine: String,
+    },
+    /// Asleep before the next read.
+    Sleep {
+        ms: f64,
+    },
+    /// The summarizer runs: `mine` when under this request's lease.
+    Summarize {
+        mine: Option<String>,
+    },
+    /// Leaving the summary in the lease `mine` (or releasing it).
+    Release {
+        mine: String,
+        text: Option<String>,
+    },
+    /// `keep`: reading what is stored before writing the summary there.
+    KeepRead {
+        text: String,
+    },
+    /// `keep`: writing the summary there.
+    KeepWrite {
+        text: String,
+    },
+    Done {
+        text: Option<String>,
+        shared: bool,
+    },
+}
+
+/// One leased summary: see the module's head.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseRun {
+    path: String,
+    owner: String,
+    options: LeaseOptions,
+    deadline: f64,
+    step: Step,
+}
+
+impl LeaseRun {
+    /// A run for the lease at `path`, by the request `owner` (unique per request: the host's
+    /// random id), started at `now` (ms since the epoch).
+    pub fn new(path: &str, owner: &str, now: f64, options: LeaseOptions) -> LeaseRun {
+        LeaseRun {
+            path: path.to_string(),
+            owner: owner.to_string(),
+            deadline: now + options.wait_ms,
+            options,
+            step: Step::Read,
+        }
+    }
+
+    /// What the run needs now; [`LeaseIo::Done`] once it is over (again on every call).
+    pub fn poll(&self) -> LeaseIo {
+        let path = self.path.clone();
+        // Store calls are bounded by the wait (a call's at least one poll).
+        let timeout_ms = self.options.wait_ms.max(self.options.poll_ms);
+        match &self.step {
+            Step::Read | Step::KeepRead { .. } => LeaseIo::Read { path, timeout_ms },
+            Step::Take { expected, mine } => LeaseIo::WriteIf {
+                path,
+                expected: expected.clone(),
+                text: mine.clone(),
+                timeout_ms,
+            },
+            Step::Sleep { ms } => LeaseIo::Sleep { ms: *ms },
+            Step::Summarize { .. } => LeaseIo::Summarize,
+            Step::Release { mine, text } => LeaseIo::WriteIf {
+                path,
+                expected: Some(mine.clone()),
+                text: text
+                    .as_deref()
+                    .map(summary_text)
+                    .unwrap_or_else(|| self.lease(0.0)),
+                timeout_ms,
+            },
+            Step::KeepWrite { text } => LeaseIo::Write {
+                path,
+                text: summary_text(text),
+                timeout_ms,
+            },
+            Step::Done { text, shared } => LeaseIo::Done {
+                text: text.clone(),
+                shared: *shared,
+            },
+        }
+    }
+
+    /// The outcome of the IO [`LeaseRun::poll`] asked for, at `now`. An outcome of another kind
+    /// than asked (a host bug) ends the run as a direct summary would: it never hangs.
+    pub fn handle(&mut self, outcome: LeaseOutcome, now: f64) {
+        let step = std::mem::replace(&mut self.step, Step::Read);
+        self.step = match (step, outcome) {
+            (Step::Read, LeaseOutcome::Read(current)) => self.after_read(current, now),
+            (Step::Take { mine, .. }, LeaseOutcome::Written(true)) => {
+                Step::Summarize { mine: Some(mine) }
+            }
+            (Step::Take { .. }, LeaseOutcome::Written(false)) => self.wait_or_direct(now),
+            (Step::Sleep { .. }, LeaseOutcome::Woke) => Step::Read,
+            (Step::Summarize { mine: Some(mine) }, LeaseOutcome::Summary(text)) => {
+                Step::Release { mine, text }
+            }
+            (Step::Summarize { mine: None }, LeaseOutcome::Summary(text)) => {
+                self.finish(text, false)
+            }
+            (Step::Release { text, .. }, LeaseOutcome::Written(true)) => Step::Done {
+                text,
+                shared: false,
+            },
+            (Step::Release { text, .. }, _) => self.finish(text, false),
+            (Step::KeepRead { text }, LeaseOutcome::Read(current)) => {
+                if LeaseState::of(current.as_deref(), now).summary.as_deref() == Some(&text) {
+                    Step::Done {
+                        text: Some(text),
+                        shared: false,
+                    }
+                } else {
+                    Step::KeepWrite { text }
+                }
+            }
+            (Step::KeepRead { text } | Step::KeepWrite { text }, _) => Step::Done {
+                text: Some(text),
+                shared: false,
+            },
+            (done @ Step::Done { .. }, _) => done,
+            // A failed or timed-out store call, or an outcome not asked for: summarize directly.
+            (Step::Summarize { mine: None }, _) => Step::Summarize { mine: None },
+            (Step::Summarize { mine: Some(mine) }, _) => Step::Release { mine, text: None },
+            _ => Step::Summarize { mine: None },
+        };
+    }
+
+    /// The run's answer once done: `(text, shared)`.
+    pub fn result(&self) -> Option<(Option<&str>, bool)> {
+        match &self.step {
+            Step::Done { text, shared } => Some((text.as_deref(), *shared)),
+            _ => None,
+        }
+    }
+
+    fn after_read(&self, current: Option<String>, now: f64) -> Step {
+        let lease = LeaseState::of(current.as_deref(), now);
+        if let Some(summary) = lease.summary {
+            return Step::Done {
+                text: Some(summary),
+                shared: true,
+            };
+        }
+        let waited = now >= self.deadline;
+        if lease.held {
+            return if waited {
+                Step::Summarize { mine: None }
+            } else {
+                self.sleep(now)
+            };
+        }
+        Step::Take {
+            expected: current,
+            mine: self.lease(now + self.options.lease_ms),
+        }
+    }
+
+    fn wait_or_direct(&self, now: f64) -> Step {
+        if now >= self.deadline {
+            Step::Summarize { mine: None }
+        } else {
+            self.sleep(now)
+        }
+    }
+
+    fn sleep(&self, now: f64) -> Step {
+        Step::Sleep {
+            ms: self.options.poll_ms.min(self.deadline - now).max(0.0),
+        }
+    }
+
+    fn finish(&self, text: Option<String>, shared: bool) -> Step {
+        match text {
+            Some(text) if self.options.keep && !shared => Step::KeepRead { text },
+            text => Step::Done { text, shared },
+        }
+    }
+
+    /// This request's lease until `until`.
+    fn lease(&self, until: f64) -> String {
+        format!(
+            r#"{{"owner":{},"until":{}}}"#,
+            serde_json::to_string(&self.owner).unwrap_or_default(),
+            ms(until)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> LeaseOptions {
+        LeaseOptions {
+            lease_ms: 1_000.0,
+            wait_ms: 500.0,
+            poll_ms: 50.0,
+            keep: false,
+        }
+    }
+
+    /// Drives `run` through `outcomes` (each at its time) and returns the IO asked before each.
+    fn drive(run: &mut LeaseRun, outcomes: Vec<(LeaseOutcome, f64)>) -> Vec<LeaseIo> {
+        let mut asked = Vec::new();
+        for (outcome, now) in outcomes {
+            asked.push(run.poll());
+            run.handle(outcome, now);
+        }
+        asked.push(run.poll());
+        asked
+    }
+
+    #[test]
+    fn paths_are_the_npm_package_names() {
+        // As js/src/state.ts named them (FNV-1a over UTF-16 code units), so that leases
+        // written before the rule moved into the core are found.
+        assert_eq!(
+            lease_path("/state/a.json", "Summarize this \u{1F600} conversation"),
+            "/state/a.json.summaries/d187e7d62b90489e.json"
+        );
+        assert_eq!(lease_path("/s", ""), "/s.summaries/811c9dc501000193.json");
+        assert_eq!(
+            ahead_path("/state/a.json", "k1"),
+            "/state/a.json.summaries/ahead-k1.json"
+        );
+    }
+
+    #[test]
+    fn a_free_lease_is_taken_summarized_and_left_with_the_summary() {
+        let mut run = LeaseRun::new("/l", "me", 1_000.0, options());
+        let asked = drive(
+            &mut run,
+            vec![
+                (
+                    LeaseOutcome::Read(Some(r#"{"owner":"old","until":999}"#.into())),
+                    1_001.0,
+                ),
+                (LeaseOutcome::Written(true), 1_002.0),
+                (LeaseOutcome::Summary(Some("S".into())), 3_000.0),
+                (LeaseOutcome::Written(true), 3_001.0),
+            ],
+        );
+        assert_eq!(
+            asked[1],
+            LeaseIo::WriteIf {
+                path: "/l".into(),
+                expected: Some(r#"{"owner":"old","until":999}"#.into()),
+                text: r#"{"owner":"me","until":2001}"#.into(),
+                timeout_ms: 500.0
+            }
+        );
+        assert_eq!(asked[2], LeaseIo::Summarize);
+        assert_eq!(
+            asked[3],
+            LeaseIo::WriteIf {
+                path: "/l".into(),
+                expected: Some(r#"{"owner":"me","until":2001}"#.into()),
+                text: r#"{"summary":"S"}"#.into(),
+                timeout_ms: 500.0
+            }
+        );
+        assert_eq!(run.result(), Some((Some("S"), false)));
+    }
+
+    #[test]
+    fn another_requests_lease_is_waited_on_and_its_summary_shared() {
+        let mut run = LeaseRun::new("/l", "me", 1_000.0, options());
+        let held = r#"{"owner":"other","until":5000}"#;
+        let asked = drive(
+            &mut run,
+            vec![
+                (LeaseOutcome::Read(Some(held.into())), 1_000.0),
+                (LeaseOutcome::Woke, 1_050.0),
+                (
+                    LeaseOutcome::Read(Some(r#"{"summary":"theirs"}"#.into())),
+                    1_060.0,
+                ),
+            ],
+        );
+        assert_eq!(asked[1], LeaseIo::Sleep { ms: 50.0 });
+        assert_eq!(run.result(), Some((Some("theirs"), true)));
+    }
+
+    #[test]
+    fn a_lease_held_past_the_wait_is_not_waited_on_again() {
+        let mut run = LeaseRun::new("/l", "me", 1_000.0, options());
+        let held = r#"{"owner":"other","until":5000}"#;
+        run.handle(LeaseOutcome::Read(Some(held.into())), 1_480.0);
+        assert_eq!(run.poll(), LeaseIo::Sleep { ms: 20.0 }); // only what is left of the wait
+        run.handle(LeaseOutcome::Woke, 1_500.0);
+        run.handle(LeaseOutcome::Read(Some(held.into())), 1_500.0);
+        assert_eq!(run.poll(), LeaseIo::Summarize);
+        run.handle(LeaseOutcome::Summary(Some("mine".into())), 2_000.0);
+        assert_eq!(run.result(), Some((Some("mine"), false)));
+    }
+
+    #[test]
+    fn store_failures_summarize_directly_and_never_wait() {
+        for fail_at in 0..2 {
+            let mut run = LeaseRun::new("/l", "me", 0.0, options());
+            if fail_at == 1 {
+                run.handle(LeaseOutcome::Read(None), 0.0);
+            }
+            run.handle(LeaseOutcome::Failed("down".into()), 1.0);
+            assert_eq!(run.poll(), LeaseIo::Summarize, "failure at step {fail_at}");
+            run.handle(LeaseOutcome::Summary(None), 2.0);
+            assert_eq!(run.result(), Some((None, false)));
+        }
+    }
+
+    #[test]
+    fn a_refused_take_waits_and_a_failed_summary_releases_the_lease() {
+        let mut run = LeaseRun::new("/l", "me", 0.0, options());
+        run.handle(LeaseOutcome::Read(None), 0.0);
+        run.handle(LeaseOutcome::Written(false), 1.0);
+        assert_eq!(run.poll(), LeaseIo::Sleep { ms: 50.0 });
+        run.handle(LeaseOutcome::Woke, 51.0);
+        run.handle(
+            LeaseOutcome::Read(Some(r#"{"owner":"x","until":0}"#.into())),
+            52.0,
+        );
+        run.handle(LeaseOutcome::Written(true), 53.0);
+        run.handle(LeaseOutcome::Summary(None), 60.0);
+        assert_eq!(
+            run.poll(),
+            LeaseIo::WriteIf {
+                path: "/l".into(),
+                expected: Some(r#"{"owner":"me","until":1052}"#.into()),
+                text: r#"{"owner":"me","until":0}"#.into(),
+                timeout_ms: 500.0
+            }
+        );
+        run.handle(LeaseOutcome::Failed("timeout".into()), 70.0);
+        assert_eq!(run.result(), Some((None, false)));
+    }
+
+    #[test]
+    fn keep_writes_a_summary_made_without_the_lease_unless_it_is_stored() {
+        let keep = LeaseOptions {
+            keep: true,
+            ..options()
+        };
+        let mut run = LeaseRun::new("/a", "me", 0.0, keep);
+        run.handle(LeaseOutcome::Failed("down".into()), 0.0);
+        run.handle(LeaseOutcome::Summary(Some("S\n\"q\"".into())), 1.0);
+        assert!(matches!(run.poll(), LeaseIo::Read { .. }));
+        run.handle(LeaseOutcome::Read(None), 2.0);
+        assert_eq!(
+            run.poll(),
+            LeaseIo::Write {
+                path: "/a".into(),
+                text: r#"{"summary":"S\n\"q\""}"#.into(),
+                timeout_ms: 500.0
+            }
+        );
+        run.handle(LeaseOutcome::Failed("down".into()), 3.0);
+        assert_eq!(run.result(), Some((Some("S\n\"q\""), false)));
+
+        let mut stored = LeaseRun::new("/a", "me", 0.0, keep);
+        stored.handle(LeaseOutcome::Failed("down".into()), 0.0);
+        stored.handle(LeaseOutcome::Summary(Some("S".into())), 1.0);
+        stored.handle(LeaseOutcome::Read(Some(r#"{"summary":"S"}"#.into())), 2.0);
+        assert_eq!(stored.result(), Some((Some("S"), false)));
+    }
+
+    #[test]
+    fn lease_state_reads_summaries_and_holders() {
+        assert_eq!(
+            LeaseState::of(Some(r#"{"summary":"x","until":9}"#), 0.0)
+                .summary
+                .as_deref(),
+            Some("x")
+        );
+        assert!(LeaseState::of(Some(r#"{"owner":"o","until":10}"#), 9.0).held);
+        assert!(!LeaseState::of(Some(r#"{"owner":"o","until":10}"#), 10.0).held);
+        assert!(!LeaseState::of(Some("not json"), 0.0).held);
+        assert!(!LeaseState::of(None, 0.0).held);
+        assert_eq!(LeaseState::of(None, 0.0).to_json(), r#"{"held":false}"#);
+    }
+
+    #[test]
+    fn io_as_json() {
+        let io = LeaseIo::WriteIf {
+            path: "/l".into(),
+            expected: None,
+            text: "{}".into(),
+            timeout_ms: 12.4,
+        };
+        assert_eq!(
+            io.to_json(),
+            r#"{"type":"write-if","path":"/l","expected":null,"text":"{}","timeoutMs":12}"#
+        );
+        let done = LeaseIo::Done {
+            text: None,
+            shared: false,
+        };
+        assert_eq!(
+            done.to_json(),
+            r#"{"type":"done","text":null,"shared":false}"#
+        );
+    }
+}

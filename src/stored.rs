@@ -1,0 +1,311 @@
+//! The state as stored at a state path, and the rules of saving it when several requests of one
+//! conversation run at once (a double submit, a retry, two tabs on two serverless instances).
+//!
+//! The saved text is the core's state plus two fields of its own, stripped again on load:
+//! - `revision`: 1, 2, 3... — each save is the loaded revision + 1;
+//! - `conversation`: a 32-bit hash of each message of the conversation it was saved for (8 hex
+//!   digits a message, [`conversation_hashes`]).
+//!
+//! A save is conditional: it lands only while the store still holds the text the request
+//! started from (compare-and-set). A save another request beat is judged by
+//! [`Rounds::refused`] from where the stored conversation stands to this one ([`Branch`]).
+//! Sans-IO: the host reads and writes, hashes its own messages' JSON and runs the rounds; every
+//! rule is here, the same for every host.
+
+use serde_json::Value;
+
+use crate::{Error, Result};
+
+/// The host's fields of a saved state.
+const HOST_FIELDS: [&str; 2] = ["revision", "conversation"];
+
+/// Rounds one call runs on others' saves before it answers unsaved, and refusals of a save over
+/// the very text the store holds before the store counts as failing.
+pub const STATE_ATTEMPTS: u32 = 5;
+
+/// A state as read from the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// The core's state (its JSON, the host fields stripped), or `None` when nothing is stored.
+    pub state: Option<String>,
+    /// The stored text, exactly (`None`: nothing stored): the `expected` of the next save.
+    pub text: Option<String>,
+    /// The stored revision (0: none).
+    pub revision: u64,
+    /// The conversation it was saved for (see the module's head).
+    pub conversation: String,
+}
+
+impl Stored {
+    /// The state stored at `path` as `text` (`None`: nothing stored). A text that is not a
+    /// saved state is an `invalid_config` error naming the path.
+    pub fn parse(text: Option<&str>, path: &str) -> Result<Stored> {
+        let Some(text) = text else {
+            return Ok(Stored {
+                state: None,
+                text: None,
+                revision: 0,
+                conversation: String::new(),
+            });
+        };
+        let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(text) else {
+            return Err(Error::InvalidConfig {
+                field: "state".into(),
+                message: format!("{path} in the store is not a saved compactor state"),
+            });
+        };
+        let revision = record
+            .get("revision")
+            .and_then(Value::as_u64)
+            .filter(|r| *r < (1 << 53))
+            .unwrap_or(0);
+        let conversation = record
+            .get("conversation")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        for field in HOST_FIELDS {
+            record.shift_remove(field);
+        }
+        Ok(Stored {
+            state: Some(Value::Object(record).to_string()),
+            text: Some(text.to_string()),
+            revision,
+            conversation,
+        })
+    }
+
+    /// The text that saves `state` (the core's state JSON, an object) over this one, for the
+    /// conversation `conversation`: the state with the next revision and the conversation.
+    pub fn next_text(&self, state: &str, conversation: &str) -> Result<String> {
+        let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(state) else {
+            return Err(Error::InvalidConfig {
+                field: "state".into(),
+                message: "the state to save is not a JSON object".into(),
+            });
+        };
+        record.insert("revision".into(), Value::from(self.revision + 1));
+        record.insert("conversation".into(), Value::from(conversation));
+        Ok(Value::Object(record).to_string())
+    }
+
+    /// Where a request's conversation stands to the one this state was saved for.
+    pub fn branch(&self, conversation: &str) -> Branch {
+        let stored = self.conversation.as_str();
+        if stored == conversation {
+            Branch::Same
+        } else if conversation.starts_with(stored) {
+            Branch::Ahead
+        } else if stored.starts_with(conversation) {
+            Branch::Stale
+        } else {
+            Branch::Diverged
+        }
+    }
+
+    /// Whether a request on `conversation` must not save over this state: its conversation is
+    /// an earlier turn of the stored one (a slow double submit or a late retry), which that
+    /// state already covers.
+    pub fn is_stale_for(&self, conversation: &str) -> bool {
+        self.branch(conversation) == Branch::Stale
+    }
+}
+
+/// Where a request's conversation stands to the one a stored state was saved for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Branch {
+    /// The very conversation (a double submit; its edits are already stored).
+    Same,
+    /// It extends that one (a later turn, or nothing is stored).
+    Ahead,
+    /// It is a strict prefix of that one (an earlier turn: a slow duplicate, a late retry).
+    Stale,
+    /// Neither: another branch (two tabs, a retry that went another way, an edited message).
+    Diverged,
+}
+
+/// What a call does after its save was refused (another request saved first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Rebuild the compactor on the state the store holds now and run the call again: its
+    /// recorded edits replay, so the same turn gets the same prompt, and what is new is saved.
+    Rerun,
+    /// Answer from the last run without saving (the saves that landed stand; the next request
+    /// plans this call's edits again, with the same renderings).
+    Answer,
+    /// The store refused [`STATE_ATTEMPTS`] saves while it still held the text they were
+    /// conditional on: a store that keeps failing. `message` says so, for the host's
+    /// `state_conflict` error.
+    Conflict {
+        /// The error's message.
+        message: String,
+        /// The refusals.
+        attempts: u32,
+    },
+}
+
+/// The rounds of one call (`manage`, `compact`, ...) with a state path: see [`Rounds::refused`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rounds {
+    round: u32,
+    refusals: u32,
+    merged: bool,
+}
+
+impl Rounds {
+    /// A call's first round.
+    pub fn new() -> Rounds {
+        Rounds {
+            round: 1,
+            ..Rounds::default()
+        }
+    }
+
+    /// The save of this round over `base` (what the call last read or saved) was refused, and
+    /// the store holds `current` instead; the call's conversation hashes to `conversation`.
+    /// - The store still holds `base`: it refused a save over the very text it holds; run
+    ///   again, and after [`STATE_ATTEMPTS`] such refusals, [`Verdict::Conflict`].
+    /// - This conversation, an earlier or a later turn of it (the same branch): run again on
+    ///   `current`.
+    /// - Another branch: run again on it once, so that its edits and this call's are both kept
+    ///   (the record is keyed by content); lost again, answer unsaved.
+    /// - No call runs more than [`STATE_ATTEMPTS`] rounds on others' saves: then it answers.
+    pub fn refused(
+        &mut self,
+        path: &str,
+        base: &Stored,
+        current: &Stored,
+        conversation: &str,
+    ) -> Verdict {
+        let round = self.round;
+        self.round += 1;
+        if current.text == base.text {
+            self.refusals += 1;
+            if self.refusals >= STATE_ATTEMPTS {
+                return Verdict::Conflict {
+                    message: format!(
+                        "the store refused to save the state at {path} {} times though it still held the state the save was conditional on (its conditional writes keep failing)",
+                        self.refusals
+                    ),
+                    attempts: self.refusals,
+                };
+            }
+            return Verdict::Rerun;
+        }
+        let diverged = current.branch(conversation) == Branch::Diverged;
+        if round >= STATE_ATTEMPTS || (diverged && self.merged) {
+            return Verdict::Answer;
+        }
+        self.merged |= diverged;
+        Verdict::Rerun
+    }
+}
+
+/// The `conversation` field for messages whose JSON texts are `messages` (each as the host
+/// writes it, binary values as `bin:<bytes>`): FNV-1a (32-bit) over each text's UTF-16 code
+/// units, 8 hex digits each.
+pub fn conversation_hashes<S: AsRef<str>>(messages: &[S]) -> String {
+    let mut out = String::with_capacity(messages.len() * 8);
+    for message in messages {
+        let h = message
+            .as_ref()
+            .encode_utf16()
+            .fold(0x811c_9dc5_u32, |h, u| {
+                (h ^ u32::from(u)).wrapping_mul(0x0100_0193)
+            });
+        out.push_str(&format!("{h:08x}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(conversation: &str, text: &str) -> Stored {
+        Stored {
+            state: Some("{}".into()),
+            text: Some(text.into()),
+            revision: 1,
+            conversation: conversation.into(),
+        }
+    }
+
+    #[test]
+    fn parse_strips_the_host_fields_and_next_text_adds_them() {
+        let s = Stored::parse(
+            Some(r#"{"version":3,"revision":4,"conversation":"0000aaaa","stats":{"n":1}}"#),
+            "/s",
+        )
+        .unwrap();
+        assert_eq!(s.state.as_deref(), Some(r#"{"version":3,"stats":{"n":1}}"#));
+        assert_eq!((s.revision, s.conversation.as_str()), (4, "0000aaaa"));
+        assert_eq!(
+            s.next_text(r#"{"version":3}"#, "0000aaaa1111bbbb").unwrap(),
+            r#"{"version":3,"revision":5,"conversation":"0000aaaa1111bbbb"}"#
+        );
+        let none = Stored::parse(None, "/s").unwrap();
+        assert_eq!((none.text, none.revision), (None, 0));
+        let bad = Stored::parse(Some("[1]"), "/state/x.json").unwrap_err();
+        assert!(bad
+            .to_string()
+            .contains("/state/x.json in the store is not a saved compactor state"));
+    }
+
+    #[test]
+    fn branches() {
+        let s = stored("aaaaaaaabbbbbbbb", "t");
+        assert_eq!(s.branch("aaaaaaaabbbbbbbb"), Branch::Same);
+        assert_eq!(s.branch("aaaaaaaabbbbbbbbcccccccc"), Branch::Ahead);
+        assert_eq!(s.branch("aaaaaaaa"), Branch::Stale);
+        assert!(s.is_stale_for("aaaaaaaa"));
+        assert_eq!(s.branch("aaaaaaaacccccccc"), Branch::Diverged);
+        assert_eq!(stored("", "t").branch("aaaaaaaa"), Branch::Ahead);
+    }
+
+    #[test]
+    fn rounds_rerun_on_others_saves_merge_a_branch_once_and_give_up_on_a_failing_store() {
+        let base = stored("aa", "base");
+        let mut rounds = Rounds::new();
+        // Another branch: once run again on, then answered.
+        assert_eq!(
+            rounds.refused("/s", &base, &stored("bb", "other"), "aacc"),
+            Verdict::Rerun
+        );
+        assert_eq!(
+            rounds.refused("/s", &base, &stored("bb", "other2"), "aacc"),
+            Verdict::Answer
+        );
+        // The same branch: run again until the rounds run out.
+        let mut rounds = Rounds::new();
+        for _ in 1..STATE_ATTEMPTS {
+            assert_eq!(
+                rounds.refused("/s", &base, &stored("aabb", "later"), "aabbcc"),
+                Verdict::Rerun
+            );
+        }
+        assert_eq!(
+            rounds.refused("/s", &base, &stored("aabb", "later"), "aabbcc"),
+            Verdict::Answer
+        );
+        // Refused over the very text the store holds: a failing store.
+        let mut rounds = Rounds::new();
+        for _ in 1..STATE_ATTEMPTS {
+            assert_eq!(rounds.refused("/s", &base, &base, "aa"), Verdict::Rerun);
+        }
+        let Verdict::Conflict { message, attempts } = rounds.refused("/s", &base, &base, "aa")
+        else {
+            panic!("expected a conflict")
+        };
+        assert_eq!(attempts, STATE_ATTEMPTS);
+        assert!(message.contains("refused to save the state at /s 5 times"));
+    }
+
+    #[test]
+    fn conversation_hashes_are_fnv1a_over_utf16() {
+        // As js/src/state.ts hashed each message's JSON before the rule moved here.
+        assert_eq!(conversation_hashes(&[""]), "811c9dc5");
+        assert_eq!(conversation_hashes(&["a", "\u{1F600}"]).len(), 16);
+        assert_eq!(conversation_hashes(&["a"]), "e40c292c");
+    }
+}
