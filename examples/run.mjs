@@ -13,6 +13,7 @@ const EXAMPLES = {
   'serverless-route': ['node', ['examples/serverless-route/test.mjs']],
   'browser-chat': ['node', ['examples/browser-chat/test.mjs']],
   'rust-native': ['cargo', ['run', '--quiet', '--example', 'rust-native']],
+  'rust-native-async': ['cargo', ['run', '--quiet', '--example', 'rust-native', '--', '--async', '--replay']],
 };
 const TIMEOUT_MS = 300_000;
 

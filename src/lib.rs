@@ -61,6 +61,7 @@ mod cache;
 mod compactor;
 mod config;
 mod counting;
+mod driver;
 mod edit;
 mod error;
 mod hash;
@@ -98,6 +99,7 @@ pub use counting::{
     CachedCounter, Encoding, Exact, MessageTokens, PartTokens, TokenCounter, Tokenizer,
     ToolsTokens, TOOL_DEFINITION_OVERHEAD,
 };
+pub use driver::{AsyncHost, Host};
 pub use error::{Error, Result};
 pub use message::{
     messages_from_value, parse_messages, parse_messages_at, validate, ApprovalRequest,
@@ -114,6 +116,5 @@ pub use plan::{
     Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
 };
 pub use session::{
-    Call, Host, Io, Managed, Poll, PreCompact, PreCompactDecision, Reply, Request, Session,
-    SessionCore,
+    Call, Io, Managed, Poll, PreCompact, PreCompactDecision, Reply, Request, Session, SessionCore,
 };

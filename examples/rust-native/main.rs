@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --quiet --example rust-native -- [SESSION.json] [--store DIR] [--model M]
-//!                                            [--window N] [--fail-summary] [--replay]
+//!                                            [--window N] [--fail-summary] [--replay] [--async]
 //! ```
 //!
 //! - `SESSION.json`: `{"messages": [...]}` or a bare array of AI SDK `ModelMessage`s. Default:
@@ -14,6 +14,8 @@
 //! - `--fail-summary`: the "LLM" fails, so the core applies its heuristic fallback summary.
 //! - `--replay`: instead of compacting the whole session once, replay it message by message
 //!   and run the host loop before every model call, as an agent would.
+//! - `--async`: drive the same loop with `compactor.manage_async(messages, &mut host)` and the
+//!   host's `AsyncHost` implementation, as an async app does in its own runtime.
 //!
 //! The host: `compactor.manage(messages, &mut host)`, the core's loop, with a `Host` that writes
 //! to the disk store (atomic: temp file, fsync, rename) and answers a summary request with a
@@ -29,8 +31,8 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use context_compactor::{
-    messages_from_value, Action, Applied, Compactor, Config, EventStatus, Host, Message, Part,
-    Plan, Role, Summarize,
+    messages_from_value, Action, Applied, AsyncHost, Compactor, Config, EventStatus, Host, Message,
+    Part, Plan, Role, Summarize,
 };
 use serde_json::Value;
 
@@ -38,7 +40,7 @@ const BUNDLED_NAME: &str = "tests/fixtures/golden/coding-agent.json (bundled)";
 const BUNDLED: &str = include_str!("../../tests/fixtures/golden/coding-agent.json");
 
 const USAGE: &str = "usage: rust-native [SESSION.json] [--store DIR] [--model M] [--window N] \
-                     [--fail-summary] [--replay]";
+                     [--fail-summary] [--replay] [--async]";
 
 struct Args {
     session: Option<PathBuf>,
@@ -47,6 +49,8 @@ struct Args {
     window: u32,
     fail_summary: bool,
     replay: bool,
+    /// Drive the loop with `manage_async` and an `AsyncHost` (the same store and summarizer).
+    run_async: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -57,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
         window: 32_000,
         fail_summary: false,
         replay: false,
+        run_async: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -72,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--fail-summary" => args.fail_summary = true,
             "--replay" => args.replay = true,
+            "--async" => args.run_async = true,
             "-h" | "--help" => return Err(USAGE.into()),
             flag if flag.starts_with('-') => return Err(format!("unknown flag {flag}\n{USAGE}")),
             path if args.session.is_none() => args.session = Some(PathBuf::from(path)),
@@ -89,6 +95,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    ASYNC.store(args.run_async, std::sync::atomic::Ordering::Relaxed);
     match run(&args) {
         Ok(failures) if failures.is_empty() => ExitCode::SUCCESS,
         Ok(failures) => {
@@ -227,6 +234,43 @@ impl Host for DiskHost<'_> {
     }
 }
 
+/// The same host for an async app (`--async`): an app whose store or LLM client awaits
+/// implements `AsyncHost` and awaits `compactor.manage_async(...)` in its own runtime (tokio,
+/// smol, ...); here the calls are the disk store's, ready at once.
+impl AsyncHost for DiskHost<'_> {
+    async fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
+        Host::write(self, path, content)
+    }
+
+    async fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
+        Host::summarize(self, summary)
+    }
+}
+
+/// `--async`: whether `host_loop` drives `manage_async`.
+static ASYNC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A minimal executor for the example (an app uses its runtime's): polls, parks until woken.
+fn block_on<T>(future: impl std::future::Future<Output = T>) -> T {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(value) = future
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(&waker))
+        {
+            return value;
+        }
+        std::thread::park();
+    }
+}
+
 /// `manage` (the core's loop: plan → the host's writes, in one batch → the summary, once its
 /// transcript is stored → apply) against the disk store → re-plan; the checks go to `failures`.
 fn host_loop(
@@ -242,7 +286,11 @@ fn host_loop(
         fail_summary,
         written: Vec::new(),
     };
-    let managed = compactor.manage(messages.clone(), &mut host)?;
+    let managed = if ASYNC.load(std::sync::atomic::Ordering::Relaxed) {
+        block_on(compactor.manage_async(messages.clone(), &mut host))?
+    } else {
+        compactor.manage(messages.clone(), &mut host)?
+    };
     let written = host.written;
     let plan = managed.plan;
     let events = managed.events;

@@ -38,7 +38,7 @@ from .codec import Refs, decode, dumps, encode, storable, well_formed
 from .effects import Steps, drive_async, effect_read, leased, run_sync, write_if
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
 from .overflow import parse_overflow
-from .stores import FileStore, MemoryStore, check_path
+from .stores import FileStore, MemoryStore, TimedStore, check_path
 from .tools import RecoveryTool, recovery_tools
 
 Message = Dict[str, Any]
@@ -170,6 +170,9 @@ class Compactor:
     - ``store``: where offloaded content and transcripts go (default: a new ``MemoryStore``);
     - ``summarize``: the summarizer (sync or async); without one, the heuristic summary;
     - ``summarize_timeout``: seconds an async summarizer may take (default 120);
+    - ``store_timeout``: seconds a store call may take (default 10): one that has not answered
+      by then fails with ``store_failed`` as a failing call does, never a hang (a synchronous
+      store's calls run on worker threads for this);
     - ``state``: a state saved from ``state()`` (stats, calibration, compaction record);
     - ``state_path``: keep the state in ``store`` at this path, loaded now and saved after
       every call that changed it;
@@ -199,6 +202,7 @@ class Compactor:
         store: Optional[FileStore] = None,
         summarize: Optional[Summarizer] = None,
         summarize_timeout: float = 120.0,
+        store_timeout: float = 10.0,
         state: Optional[Mapping[str, Any]] = None,
         state_path: Optional[str] = None,
         on_event: Optional[Callable[[Event], None]] = None,
@@ -243,6 +247,12 @@ class Compactor:
                 "summarize_timeout must be a positive number of seconds",
                 {"field": "summarize_timeout"},
             )
+        if not (isinstance(store_timeout, (int, float)) and store_timeout > 0 and math.isfinite(store_timeout)):
+            raise InvalidConfigError(
+                "invalid_config",
+                "store_timeout must be a positive number of seconds",
+                {"field": "store_timeout"},
+            )
         if summarize is not None and not callable(summarize):
             raise InvalidConfigError(
                 "invalid_config", "summarize must be callable", {"field": "summarize"}
@@ -252,6 +262,8 @@ class Compactor:
                 "invalid_config", "on_event must be callable", {"field": "on_event"}
             )
         self.store: FileStore = store
+        #: The store as the compactor calls it: every call bounded by ``store_timeout``.
+        self._io: FileStore = TimedStore(store, float(store_timeout))
         self._summarize = summarize
         self._summarize_timeout = float(summarize_timeout)
         self._on_event = on_event
@@ -264,7 +276,7 @@ class Compactor:
         self._stored: Optional[_Stored] = None
         if self._state_path is not None and state is None:
             try:
-                self._stored = _read_stored(store, self._state_path)
+                self._stored = _read_stored(self._io, self._state_path)
             except InvalidConfigError:
                 raise  # not a state
             except Exception as e:
@@ -425,7 +437,7 @@ class Compactor:
     def tools(self, *, default_limit: int = 500) -> Dict[str, RecoveryTool]:
         """The recovery tools (``read_file``, ``grep``, ``ls``) over this compactor's store, a
         ``read_file`` page ending at 10 % of the model's window."""
-        return recovery_tools(self.store, default_limit=default_limit, context_window=int(self.model["contextWindow"]))
+        return recovery_tools(self._io, default_limit=default_limit, context_window=int(self.model["contextWindow"]))
 
     def system_prompt(self, base: str, *, memory: Optional[bool] = None) -> str:
         """``base`` with what the agent must know about context management: where offloaded
@@ -434,7 +446,7 @@ class Compactor:
         segment = _core.call("recovery-segment", self._prefixes[0], self._prefixes[1])
         system = "\n\n".join(s for s in (base, segment) if s)
         if memory is None or memory:
-            agents_md = run_sync(effect_read(self.store, AGENTS_MD_PATH))
+            agents_md = run_sync(effect_read(self._io, AGENTS_MD_PATH))
             if memory or agents_md is not None:
                 system = "\n\n".join((system, _core.call("memory-segment", MEMORIES_PREFIX)))
             system = _core.call("with-memory", system, agents_md)
@@ -598,7 +610,7 @@ class Compactor:
             action = by_path.get(path)
             content = request["content"] if action is None else _app_json(action, messages, request["content"])
             try:
-                yield ("write", self.store, path, storable(content, refs))
+                yield ("write", self._io, path, storable(content, refs))
                 return {"type": "done"}
             except Exception as e:
                 return {"type": "failed", "error": _message(e)}
@@ -613,7 +625,7 @@ class Compactor:
             if self._state_path is not None:
                 # Once across the requests of this conversation: the core's summary lease.
                 lease = str(_core.call("lease-path", self._state_path, summary_request["prompt"]))
-                text, _ = yield from leased(self.store, lease, lambda: summary, timeout=self._summarize_timeout)
+                text, _ = yield from leased(self._io, lease, lambda: summary, timeout=self._summarize_timeout)
             else:
                 text = yield from summary
             return {"type": "text", "text": text} if text is not None else {"type": "failed", "error": failures[-1] if failures else "no summary"}
@@ -677,7 +689,7 @@ class Compactor:
             try:
                 for path, content in writes:
                     content = _app_json(action, messages, content)
-                    yield ("write", self.store, path, storable(content, refs))
+                    yield ("write", self._io, path, storable(content, refs))
                 outcomes.append({"type": "written", "id": action["id"]})
             except Exception as e:
                 outcomes.append({"type": "failed", "id": action["id"], "error": _message(e)})
@@ -727,7 +739,7 @@ class Compactor:
             text = yield from summary
         else:
             path = str(_core.call("ahead-path", self._state_path, key))
-            text, _ = yield from leased(self.store, path, lambda: summary, keep=True, timeout=self._summarize_timeout)
+            text, _ = yield from leased(self._io, path, lambda: summary, keep=True, timeout=self._summarize_timeout)
         with self._ahead_lock:
             self._ahead_done[key] = text if text is not None and text.strip() else None
             self._ahead_runs.pop(key, None)
@@ -745,7 +757,7 @@ class Compactor:
         if key is None or self._state_path is None or key in self._ahead_runs:
             return
         try:
-            text = yield ("read", self.store, str(_core.call("ahead-path", self._state_path, key)))
+            text = yield ("read", self._io, str(_core.call("ahead-path", self._state_path, key)))
         except Exception:
             return  # unreadable: the plan waits for it until the hard limit
         # Its lease: the summary, or a request still making it, or one that failed or was
@@ -784,7 +796,7 @@ class Compactor:
 
     def _save_state(self, path: str) -> Steps[None]:
         if path != self._state_path:
-            yield ("write", self.store, path, dumps(self.state()))
+            yield ("write", self._io, path, dumps(self.state()))
             return
         current = yield from self._save_if()
         if current is not None:
@@ -805,18 +817,18 @@ class Compactor:
         path = self._state_path
         assert path is not None
         if self._stored is None:
-            text = yield ("read", self.store, path)
+            text = yield ("read", self._io, path)
             self._stored = _parse_stored(None if text is None else str(text), path)
         conversation = self._conversation(self._input)
         if _core.call("branch-of", self._stored.conversation, conversation) == "stale":
             self._state_dirty = False
             return None
         text = str(_core.call("next-state-text", str(self._core.call("state")), self._stored.revision, conversation))
-        if (yield from write_if(self.store, path, self._stored.text, text)):
+        if (yield from write_if(self._io, path, self._stored.text, text)):
             self._stored = _Stored(None, text, self._stored.revision + 1, conversation)
             self._state_dirty = False
             return None
-        current = yield ("read", self.store, path)
+        current = yield ("read", self._io, path)
         return _parse_stored(None if current is None else str(current), path)
 
     @staticmethod

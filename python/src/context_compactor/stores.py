@@ -4,10 +4,12 @@ backslash, empty segment, over-long path or segment."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as _FutureTimeout
 import uuid
 from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, runtime_checkable
 
@@ -478,3 +480,62 @@ class AsyncRedisStore(_RedisKeys):
             return int(await self._script(keys=[key], args=args)) == 1
         except self._errors() as e:
             raise self._failed("write_if", path, e) from e
+
+
+#: The threads a timed store's synchronous calls run on (a stalled call keeps its thread; calls
+#: queued behind stalled ones time out like them: never a hang).
+_STORE_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context-compactor store")
+
+
+class TimedStore:
+    """``store`` with a bounded wait on every call (the npm package's ``withTimeout``): a call
+    (read, write, list, delete, write_if) that has not answered within ``seconds`` raises
+    :class:`CompactorError` ``store_failed`` (``details``: ``path``, ``op``, ``timeoutMs``), as a
+    failed call does. A synchronous store's call runs on a worker thread and is left to finish
+    (its late result dropped); an async store's call is awaited with ``asyncio.wait_for``.
+    ``write_if`` is there while ``store`` has it."""
+
+    def __init__(self, store: FileStore, seconds: float) -> None:
+        self.store = store
+        self.seconds = seconds
+
+    def _bounded(self, op: str, path: str, *args: Any) -> Any:
+        method = getattr(self.store, op)
+        if inspect.iscoroutinefunction(method):
+            return self._awaited(op, path, method(*args))
+        future = _STORE_THREADS.submit(method, *args)
+        try:
+            return future.result(timeout=self.seconds)
+        except _FutureTimeout:
+            raise self._timeout(op, path) from None
+
+    async def _awaited(self, op: str, path: str, call: Any) -> Any:
+        try:
+            return await asyncio.wait_for(call, self.seconds)
+        except asyncio.TimeoutError:
+            raise self._timeout(op, path) from None
+
+    def _timeout(self, op: str, path: str) -> CompactorError:
+        return CompactorError(
+            "store_failed",
+            f"store {op} of {json.dumps(path, ensure_ascii=False)} did not answer within {self.seconds:g} s (store_timeout)",
+            {"path": path, "op": op, "timeoutMs": self.seconds * 1000},
+        )
+
+    def read(self, path: str) -> Any:
+        return self._bounded("read", path, path)
+
+    def write(self, path: str, text: str) -> Any:
+        return self._bounded("write", path, path, text)
+
+    def list(self, prefix: str) -> Any:
+        return self._bounded("list", prefix, prefix)
+
+    def delete(self, path: str) -> Any:
+        return self._bounded("delete", path, path)
+
+    def __getattr__(self, name: str) -> Any:
+        # ``write_if`` only while the store has it (``effects.write_if`` looks for it).
+        if name == "write_if" and callable(getattr(self.store, "write_if", None)):
+            return lambda path, expected, text: self._bounded("write_if", path, path, expected, text)
+        raise AttributeError(name)
