@@ -14,8 +14,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use context_compactor::{
     AsyncHost, Compactor, Host, Message, Plan, PreCompact, PreCompactDecision, Summarize,
 };
-use serde_json::json;
-use support::{agent_session, gpt4o, parse_values, prose};
+use support::gpt4o;
 
 /// A future that is pending once (waking its task), then ready with `value`.
 struct Later<T>(Option<T>, bool);
@@ -121,16 +120,7 @@ impl AsyncHost for Async {
 }
 
 fn long() -> Vec<Message> {
-    let mut values = agent_session(14, 500, |_, _| {});
-    let huge: String = (0..3_000)
-        .map(|i| format!("log line {i}: {}\n", prose(i, 3)))
-        .collect();
-    values.push(json!({"role": "user", "content": "Run the build."}));
-    values.push(json!({"role": "assistant", "content": [
-        {"type": "tool-call", "toolCallId": "build", "toolName": "run", "input": {"cmd": "make"}}]}));
-    values.push(json!({"role": "tool", "content": [
-        {"type": "tool-result", "toolCallId": "build", "toolName": "run", "output": {"type": "text", "value": huge}}]}));
-    parse_values(&values)
+    support::long_build_session()
 }
 
 #[test]

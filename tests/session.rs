@@ -52,18 +52,8 @@ impl Host for App {
     }
 }
 
-/// A conversation with one huge tool result and enough history to summarize in 16k.
 fn long() -> Vec<Message> {
-    let mut values = agent_session(14, 500, |_, _| {});
-    let huge: String = (0..3_000)
-        .map(|i| format!("log line {i}: {}\n", prose(i, 3)))
-        .collect();
-    values.push(json!({"role": "user", "content": "Run the build."}));
-    values.push(json!({"role": "assistant", "content": [
-        {"type": "tool-call", "toolCallId": "build", "toolName": "run", "input": {"cmd": "make"}}]}));
-    values.push(json!({"role": "tool", "content": [
-        {"type": "tool-result", "toolCallId": "build", "toolName": "run", "output": {"type": "text", "value": huge}}]}));
-    parse_values(&values)
+    support::long_build_session()
 }
 
 fn compactor() -> Compactor {
