@@ -422,3 +422,27 @@ def test_the_agents_own_model_summarizes_from_its_cached_prompt(refuse: bool) ->
 def agent_steps(model: CachingAgentModel) -> List[List[BaseMessage]]:
     """The agent's own calls (not the summary requests)."""
     return [p for p in model.prompts if not (isinstance(p[-1], HumanMessage) and "Summarize messages" in str(p[-1].content)) and not (isinstance(p[0], SystemMessage) and "You summarize" in str(p[0].content))]
+
+
+def test_the_middleware_records_a_session_report() -> None:
+    from context_compactor import create_report_recorder
+
+    store = MemoryStore()
+    report = create_report_recorder(title="report agent")
+    compactor = Compactor(
+        model="gpt-4o",
+        context_window=WINDOW,
+        store=store,
+        summarize=lambda request: "## Session Intent\nRead the quarterly report page by page.",
+        on_event=report.on_event,
+    )
+    model = ScriptedModel(prompts=[])
+    agent = create_agent(model, tools=[fetch_page], system_prompt="You read reports.", middleware=[CompactorMiddleware(compactor, report=report)])
+    agent.invoke({"messages": [HumanMessage(content="Read the whole report, page by page.")]}, {"recursion_limit": 4 * STEPS})
+    data = report.data()
+    assert len(data["calls"]) == STEPS, "one entry per model call"
+    compacted = [c for c in data["calls"] if any(e["status"] == "applied" for e in c["events"])]
+    assert compacted and all(c["tokensAfter"] < c["tokensBefore"] for c in compacted)
+    assert all(c["tokensAfter"] < WINDOW for c in data["calls"])
+    assert {f["strategy"] for f in data["store"]} >= {"offload"}
+    assert "report agent" in report.html()

@@ -45,6 +45,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from .compactor import Compactor, ManageResult
 from .errors import InvalidConfigError
 from .overflow import parse_overflow
+from .report import ReportRecorder
 from .stores import FileStore
 from .tools import recovery_tools
 
@@ -328,7 +329,9 @@ class CompactorMiddleware(AgentMiddleware):
     (``wrap_tool_call``), so it never enters the agent's history (the model gets the preview
     naming its path). When the provider refuses a prompt as too long (``parse_overflow``), the
     model call is retried ``overflow_retries`` times (default 1) on ``compactor.recover``'s
-    harder compaction (``wrap_model_call``)."""
+    harder compaction (``wrap_model_call``). ``report``: a :func:`create_report_recorder` recorder
+    that records every model call (pass its ``on_event`` to the compactor too, for the events of
+    offloads at tool return)."""
 
     def __init__(
         self,
@@ -338,6 +341,7 @@ class CompactorMiddleware(AgentMiddleware):
         on_result: Optional[Callable[[ManageResult], None]] = None,
         offload_at_return: bool = False,
         overflow_retries: int = 1,
+        report: Optional[ReportRecorder] = None,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -351,6 +355,7 @@ class CompactorMiddleware(AgentMiddleware):
             compactor = Compactor(**options)
         self.compactor = compactor
         self._on_result = on_result
+        self._report = report
         self._offload_at_return = offload_at_return
         if not isinstance(overflow_retries, int) or isinstance(overflow_retries, bool) or overflow_retries < 0:
             raise InvalidConfigError("invalid_config", "overflow_retries must be a whole number >= 0", {"field": "overflow_retries"})
@@ -448,6 +453,8 @@ class CompactorMiddleware(AgentMiddleware):
     def _update(self, result: ManageResult, messages: Sequence[BaseMessage], converted: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         if self._on_result is not None:
             self._on_result(result)
+        if self._report is not None:
+            self._report.add(self.compactor, converted, result)
         if result.messages == converted:
             return None
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *from_model_messages(result.messages, messages, converted)]}

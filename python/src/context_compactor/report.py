@@ -72,25 +72,25 @@ class ReportRecorder:
     def manage(self, compactor: "Compactor", messages: Sequence["Message"]) -> "ManageResult":
         """``compactor.manage(messages)``, recorded."""
         result = compactor.manage(messages)
-        self._from_result(compactor, messages, result)
+        self.add(compactor, messages, result)
         return result
 
     def compact(self, compactor: "Compactor", messages: Sequence["Message"], *, instructions: Optional[str] = None) -> "ManageResult":
         """``compactor.compact(messages)``, recorded."""
         result = compactor.compact(messages, instructions=instructions)
-        self._from_result(compactor, messages, result)
+        self.add(compactor, messages, result)
         return result
 
     async def amanage(self, compactor: "Compactor", messages: Sequence["Message"]) -> "ManageResult":
         """``await compactor.amanage(messages)``, recorded."""
         result = await compactor.amanage(messages)
-        self._from_result(compactor, messages, result)
+        self.add(compactor, messages, result)
         return result
 
     async def acompact(self, compactor: "Compactor", messages: Sequence["Message"], *, instructions: Optional[str] = None) -> "ManageResult":
         """``await compactor.acompact(messages)``, recorded."""
         result = await compactor.acompact(messages, instructions=instructions)
-        self._from_result(compactor, messages, result)
+        self.add(compactor, messages, result)
         return result
 
     def record(self, compactor: "Compactor", handed_in: Sequence["Message"], prompt: Sequence["Message"], events: Sequence[Dict[str, Any]] = ()) -> None:
@@ -142,7 +142,9 @@ class ReportRecorder:
         """``render_report(data())``."""
         return render_report(self.data(compactor))
 
-    def _from_result(self, compactor: "Compactor", messages: Sequence["Message"], result: "ManageResult") -> None:
+    def add(self, compactor: "Compactor", messages: Sequence["Message"], result: "ManageResult") -> None:
+        """Records a call made elsewhere (the LangChain middleware's ``report=``): the
+        conversation handed to ``manage`` and what it returned."""
         if self._trigger is None:
             self._trigger = result.plan["trigger"]
         for action in result.plan["actions"]:
