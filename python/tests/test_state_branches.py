@@ -159,3 +159,19 @@ def test_a_store_that_keeps_refusing_is_a_state_conflict_and_an_unreadable_state
     assert result.state_error is None, "the save read the state back and the call ran on it"
     assert result.messages == reference.messages
     assert json.loads(flaky.read(PATH) or "{}")["revision"] == 2
+
+
+def test_an_explicit_save_is_for_the_last_calls_conversation() -> None:
+    store = MemoryStore()
+    compactor = Compactor(context_window=32_000, store=store, state_path=PATH)
+    compactor.manage(START)
+    before = stored(store).get("revision", 0)
+    compactor.save_state()
+    saved = stored(store)
+    assert saved["revision"] == before + 1
+    assert len(saved["conversation"]) == 8 * len(START)
+    # A request on another branch saved since: an explicit save over it is a state_conflict
+    # (one on a later turn of this conversation would make this save a stale one: skipped).
+    Compactor(context_window=32_000, store=store, state_path=PATH).manage([START[0], *turn("c9", "z")])
+    with pytest.raises(CompactorError, match="changed since this compactor last read or saved it"):
+        compactor.save_state()

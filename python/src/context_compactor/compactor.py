@@ -483,6 +483,7 @@ class Compactor:
         that keeps refusing saves over the very state it holds)."""
         self._calls += 1
         call = self._calls
+        self._input = input  # the conversation a save is for (``_conversation``)
         rounds: Optional[_core.StateRounds] = None
         while True:
             result, current = yield from self._round(input, trigger, instructions, call, overflow)
@@ -548,7 +549,6 @@ class Compactor:
             yield from self._ask_ahead(ahead)
         current: Optional[_Stored] = None
         if self._state_path is not None and self._state_dirty:
-            self._input = input
             try:
                 current = yield from self._save_if()
             except Exception as e:  # the compaction stands; the next call retries the save
