@@ -44,8 +44,9 @@ use serde::{Deserialize, Serialize};
 pub struct LeaseOptions {
     /// How long a taken lease holds another request off (the summarizer's timeout and a margin).
     pub lease_ms: f64,
-    /// How long a request waits for another's summary before it summarizes itself; also the
-    /// bound on each store call.
+    /// How long a request waits for another's summary before it summarizes itself. A store
+    /// call while waiting gets what is left of the wait (at least `poll_ms`); leaving or keeping
+    /// the summary gets a whole wait.
     pub wait_ms: f64,
     /// How often a waiting request reads the lease.
     pub poll_ms: f64,
@@ -292,6 +293,8 @@ pub struct LeaseRun {
     owner: String,
     options: LeaseOptions,
     deadline: f64,
+    /// The time of the last input.
+    now: f64,
     step: Step,
 }
 
@@ -303,6 +306,7 @@ impl LeaseRun {
             path: path.to_string(),
             owner: owner.to_string(),
             deadline: now + options.wait_ms,
+            now,
             options,
             step: Step::Read,
         }
@@ -311,15 +315,21 @@ impl LeaseRun {
     /// What the run needs now; [`LeaseIo::Done`] once it is over (again on every call).
     pub fn poll(&self) -> LeaseIo {
         let path = self.path.clone();
-        // Store calls are bounded by the wait (a call's at least one poll).
+        // While waiting for the lease, a store call is bounded by what is left of the wait (at
+        // least one poll); leaving the summary (or keeping it) gets a whole wait.
+        let waiting = (self.deadline - self.now).max(self.options.poll_ms);
         let timeout_ms = self.options.wait_ms.max(self.options.poll_ms);
         match &self.step {
-            Step::Read | Step::KeepRead { .. } => LeaseIo::Read { path, timeout_ms },
+            Step::Read => LeaseIo::Read {
+                path,
+                timeout_ms: waiting,
+            },
+            Step::KeepRead { .. } => LeaseIo::Read { path, timeout_ms },
             Step::Take { expected, mine } => LeaseIo::WriteIf {
                 path,
                 expected: expected.clone(),
                 text: mine.clone(),
-                timeout_ms,
+                timeout_ms: waiting,
             },
             Step::Sleep { ms } => LeaseIo::Sleep { ms: *ms },
             Step::Summarize { .. } => LeaseIo::Summarize,
@@ -347,6 +357,7 @@ impl LeaseRun {
     /// The outcome of the IO [`LeaseRun::poll`] asked for, at `now`. An outcome of another kind
     /// than asked (a host bug) ends the run as a direct summary would: it never hangs.
     pub fn handle(&mut self, outcome: LeaseOutcome, now: f64) {
+        self.now = now;
         let step = std::mem::replace(&mut self.step, Step::Read);
         self.step = match (step, outcome) {
             (Step::Read, LeaseOutcome::Read(current)) => self.after_read(current, now),
@@ -509,6 +520,14 @@ mod tests {
                 path: "/l".into(),
                 expected: Some(r#"{"owner":"old","until":999}"#.into()),
                 text: r#"{"owner":"me","until":2001}"#.into(),
+                // What is left of the wait (it started at 1,000 and waits 500).
+                timeout_ms: 499.0
+            }
+        );
+        assert_eq!(
+            asked[0],
+            LeaseIo::Read {
+                path: "/l".into(),
                 timeout_ms: 500.0
             }
         );

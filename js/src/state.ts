@@ -42,7 +42,15 @@ export async function readState(store: FileStore, path: string = DEFAULT_STATE_P
 
 /** The state in `text`, as stored at `path` (null: nothing stored). */
 export function parseState(text: string | null, path: string): StoredState {
-  const parsed = JSON.parse(core(() => storedState(text ?? undefined, path))) as { state: CompactorState | null; revision: number; conversation: string };
+  let json: string;
+  try {
+    json = core(() => storedState(text ?? undefined, path));
+  } catch (error) {
+    // Not a saved state: the core's error, with the path where the host keeps it.
+    if (error instanceof CompactorError && error.code === 'invalid_config') throw new CompactorError('invalid_config', error.message, { ...error.details, field: 'state', path });
+    throw error;
+  }
+  const parsed = JSON.parse(json) as { state: CompactorState | null; revision: number; conversation: string };
   return { state: parsed.state ?? undefined, text, revision: parsed.revision, conversation: parsed.conversation };
 }
 

@@ -69,7 +69,7 @@ class RacedStore(MemoryStore):
 
     def save(self, messages: List[Dict[str, Any]]) -> Callable[[], None]:
         def run() -> None:
-            result = Compactor(context_window=32_000, store=self.plain(), state_path=PATH).manage(messages)
+            result = Compactor(context_window=32_000, store=self.plain(), state_path=PATH, store_timeout=120).manage(messages)
             assert result.state_error is None
 
         return run
@@ -93,7 +93,7 @@ def test_saves_carry_a_revision_and_the_conversation_and_load_state_strips_them(
     store.save([*START, *turn("c2", "b")])()
     assert stored(store)["revision"] == 2
     # A stale request (an earlier turn, answered late) saves nothing over the later state.
-    Compactor(context_window=32_000, store=store, state_path=PATH).manage(START)
+    Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage(START)
     assert stored(store)["revision"] == 2
 
 
@@ -102,7 +102,7 @@ def test_another_branch_saved_first_twice_merges_once_then_answers_unsaved() -> 
     store.save(START)()
     store.before += [store.save([*START, *turn("c2", "b")]), store.save([*START, *turn("c4", "d")])]
     mine = [*START, *turn("c3", "c")]
-    result = Compactor(context_window=32_000, store=store, state_path=PATH).manage(mine)
+    result = Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage(mine)
     assert result.state_error is None
     assert store.saves == 2, "saved once on its own state, once merged"
     assert "/tool_outputs/" in result.messages[4]["content"][0]["output"]["value"]
@@ -111,7 +111,7 @@ def test_another_branch_saved_first_twice_merges_once_then_answers_unsaved() -> 
     assert offloaded(state) == ["c1", "c2", "c4"], "the other branches' state, not overwritten"
     # With one branch ahead of it: it merges and lands, both branches recorded.
     store.before.append(store.save([*START, *turn("c5", "e")]))
-    again = Compactor(context_window=32_000, store=store, state_path=PATH).manage([*START, *turn("c6", "f")])
+    again = Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage([*START, *turn("c6", "f")])
     assert again.state_error is None
     assert offloaded(stored(store)) == ["c1", "c2", "c4", "c5", "c6"]
 
@@ -125,11 +125,11 @@ def test_the_same_branch_moved_on_five_times_answers_unsaved_with_the_same_promp
         return [*START, *(m for t in turns[:n] for m in t)]
 
     store.before += [store.save(prefix(n)) for n in range(1, 6)]
-    result = Compactor(context_window=32_000, store=store, state_path=PATH).manage(prefix(6))
+    result = Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage(prefix(6))
     assert result.state_error is None
     assert any(e.get("toolCallId") == "c7" and e["status"] == "applied" for e in result.events)
     assert stored(store)["revision"] == 6, "the five saves that landed stand"
-    following = Compactor(context_window=32_000, store=store, state_path=PATH).manage(prefix(6))
+    following = Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage(prefix(6))
     assert following.messages == result.messages
     assert stored(store)["revision"] == 7
 
@@ -139,7 +139,7 @@ def test_a_store_that_keeps_refusing_is_a_state_conflict_and_an_unreadable_state
     store.save(START)()
     store.refuse_all = True
     with pytest.raises(CompactorError) as conflict:
-        Compactor(context_window=32_000, store=store, state_path=PATH).manage([*START, *turn("c2", "b")])
+        Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage([*START, *turn("c2", "b")])
     assert conflict.value.code == "state_conflict" and "refused to save the state at /state/compactor.json 5 times" in str(conflict.value)
 
     class Unreadable(MemoryStore):
@@ -163,7 +163,7 @@ def test_a_store_that_keeps_refusing_is_a_state_conflict_and_an_unreadable_state
 
 def test_an_explicit_save_is_for_the_last_calls_conversation() -> None:
     store = MemoryStore()
-    compactor = Compactor(context_window=32_000, store=store, state_path=PATH)
+    compactor = Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120)
     compactor.manage(START)
     before = stored(store).get("revision", 0)
     compactor.save_state()
@@ -172,6 +172,6 @@ def test_an_explicit_save_is_for_the_last_calls_conversation() -> None:
     assert len(saved["conversation"]) == 8 * len(START)
     # A request on another branch saved since: an explicit save over it is a state_conflict
     # (one on a later turn of this conversation would make this save a stale one: skipped).
-    Compactor(context_window=32_000, store=store, state_path=PATH).manage([START[0], *turn("c9", "z")])
+    Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage([START[0], *turn("c9", "z")])
     with pytest.raises(CompactorError, match="changed since this compactor last read or saved it"):
         compactor.save_state()

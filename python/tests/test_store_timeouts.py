@@ -98,3 +98,63 @@ def test_store_timeout_must_be_a_positive_number() -> None:
     for bad in (0, -1, float("inf"), "10"):
         with pytest.raises(CompactorError, match="store_timeout"):
             Compactor(store_timeout=bad)  # type: ignore[arg-type]
+
+
+def test_none_calls_the_store_directly_on_the_callers_thread() -> None:
+    threads: List[str] = []
+
+    class ThreadBound(MemoryStore):
+        def write(self, path: str, text: str) -> None:
+            threads.append(threading.current_thread().name)
+            super().write(path, text)
+
+    Compactor(context_window=16_000, store=ThreadBound(), store_timeout=None).manage(CONVERSATION)
+    assert threads and set(threads) == {threading.current_thread().name}
+
+
+def test_a_store_runs_in_the_callers_context_and_its_own_errors_stay_its_own() -> None:
+    import contextvars
+
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+    seen: List[str] = []
+
+    class Traced(MemoryStore):
+        def write(self, path: str, text: str) -> None:
+            seen.append(request_id.get())
+            super().write(path, text)
+
+    request_id.set("r-42")
+    Compactor(context_window=16_000, store=Traced()).manage(CONVERSATION)
+    assert seen and set(seen) == {"r-42"}
+
+    class OwnTimeout(MemoryStore):
+        async def read(self, path: str) -> Optional[str]:  # type: ignore[override]
+            raise TimeoutError("the store's own socket timeout")
+
+    async def run() -> Any:
+        from context_compactor.stores import TimedStore
+
+        return await TimedStore(OwnTimeout(), 5).read("/a")
+
+    with pytest.raises(TimeoutError, match="the store's own socket timeout"):
+        asyncio.run(run())
+
+
+def test_a_write_if_that_failed_after_landing_counts_as_written() -> None:
+    from context_compactor.effects import run_sync, write_if
+
+    class LostReply(MemoryStore):
+        def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+            super().write_if(path, expected, text)
+            raise ConnectionError("the reply was lost")
+
+    store = LostReply()
+    assert run_sync(write_if(store, "/a", None, "mine")) is True
+    assert store.read("/a") == "mine"
+    with pytest.raises(ConnectionError):
+        run_sync(write_if(store, "/a", None, "another"))  # refused, and not ours: the failure
+
+
+def test_timeouts_must_be_finite() -> None:
+    with pytest.raises(CompactorError, match="summarize_timeout"):
+        Compactor(summarize_timeout=float("inf"))

@@ -172,7 +172,9 @@ class Compactor:
     - ``summarize_timeout``: seconds an async summarizer may take (default 120);
     - ``store_timeout``: seconds a store call may take (default 10): one that has not answered
       by then fails with ``store_failed`` as a failing call does, never a hang (a synchronous
-      store's calls run on worker threads for this);
+      store's calls run on a thread of their own for this, in the caller's context); None calls
+      the store directly, on the caller's thread (a store bound to its thread, such as a
+      ``sqlite3`` connection), unbounded;
     - ``state``: a state saved from ``state()`` (stats, calibration, compaction record);
     - ``state_path``: keep the state in ``store`` at this path, loaded now and saved after
       every call that changed it;
@@ -202,7 +204,7 @@ class Compactor:
         store: Optional[FileStore] = None,
         summarize: Optional[Summarizer] = None,
         summarize_timeout: float = 120.0,
-        store_timeout: float = 10.0,
+        store_timeout: Optional[float] = 10.0,
         state: Optional[Mapping[str, Any]] = None,
         state_path: Optional[str] = None,
         on_event: Optional[Callable[[Event], None]] = None,
@@ -241,16 +243,16 @@ class Compactor:
                 f"store must implement read, write, list and delete; missing: {', '.join(missing)}",
                 {"field": "store"},
             )
-        if not (isinstance(summarize_timeout, (int, float)) and summarize_timeout > 0):
+        if not (isinstance(summarize_timeout, (int, float)) and summarize_timeout > 0 and math.isfinite(summarize_timeout)):
             raise InvalidConfigError(
                 "invalid_config",
-                "summarize_timeout must be a positive number of seconds",
+                "summarize_timeout must be a positive, finite number of seconds",
                 {"field": "summarize_timeout"},
             )
-        if not (isinstance(store_timeout, (int, float)) and store_timeout > 0 and math.isfinite(store_timeout)):
+        if store_timeout is not None and not (isinstance(store_timeout, (int, float)) and store_timeout > 0 and math.isfinite(store_timeout)):
             raise InvalidConfigError(
                 "invalid_config",
-                "store_timeout must be a positive number of seconds",
+                "store_timeout must be a positive, finite number of seconds, or None (store calls made directly)",
                 {"field": "store_timeout"},
             )
         if summarize is not None and not callable(summarize):
@@ -263,7 +265,7 @@ class Compactor:
             )
         self.store: FileStore = store
         #: The store as the compactor calls it: every call bounded by ``store_timeout``.
-        self._io: FileStore = TimedStore(store, float(store_timeout))
+        self._io: FileStore = store if store_timeout is None else TimedStore(store, float(store_timeout))
         self._summarize = summarize
         self._summarize_timeout = float(summarize_timeout)
         self._on_event = on_event
@@ -277,8 +279,10 @@ class Compactor:
         if self._state_path is not None and state is None:
             try:
                 self._stored = _read_stored(self._io, self._state_path)
-            except InvalidConfigError:
-                raise  # not a state
+            except CompactorError as e:
+                if e.code != "store_failed":
+                    raise  # not a state, or an async store inside a running loop
+                self._stored = _Stored(None, None, 0, "", _message(e))
             except Exception as e:
                 # Unreadable: plan from the history alone, save only over nothing (a state that
                 # is there after all is found by the save).
@@ -733,16 +737,21 @@ class Compactor:
         """The summary asked ahead under ``key``, in the background; with ``state_path`` under
         the core's lease beside the state (instances that ask the same span at once make it
         once, and the next request, on any instance, reads it there)."""
-        failures: List[str] = []
-        summary = self._summary(request, failures)
-        if self._state_path is None:
-            text = yield from summary
-        else:
-            path = str(_core.call("ahead-path", self._state_path, key))
-            text, _ = yield from leased(self._io, path, lambda: summary, keep=True, timeout=self._summarize_timeout)
-        with self._ahead_lock:
-            self._ahead_done[key] = text if text is not None and text.strip() else None
-            self._ahead_runs.pop(key, None)
+        text: Optional[str] = None
+        try:
+            failures: List[str] = []
+            summary = self._summary(request, failures)
+            if self._state_path is None:
+                text = yield from summary
+            else:
+                path = str(_core.call("ahead-path", self._state_path, key))
+                text, _ = yield from leased(self._io, path, lambda: summary, keep=True, timeout=self._summarize_timeout)
+        finally:
+            # Whatever happened (a failure here is the summary's: the lossy tier summarizes in
+            # the call), the run is over: ``settled()`` must not wait for it again.
+            with self._ahead_lock:
+                self._ahead_done[key] = text if text is not None and text.strip() else None
+                self._ahead_runs.pop(key, None)
 
     def _take_ahead(self) -> Steps[None]:
         """Hands the summaries made in the background to the core; with ``state_path``, one a
@@ -968,9 +977,13 @@ def _unread_ahead(state: Any) -> Optional[str]:
     return ahead.get("key") if isinstance(ahead, Mapping) and not isinstance(ahead.get("text"), str) else None
 
 
-def _bin_size(value: Any) -> str:
+def _bin_size(value: Any) -> Any:
+    """Binary values by their size (as the npm host hashes them); tuples and sets as lists (as
+    the codec sends them)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return f"bin:{len(value)}"
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, Generator, Optional, Tuple, TypeVar
 from . import _core
 from .codec import well_formed
 from .errors import CompactorError
-from .stores import FileStore
+from .stores import FileStore, TimedStore
 
 T = TypeVar("T")
 
@@ -33,14 +33,33 @@ def effect_read(store: FileStore, path: str) -> Steps[Optional[str]]:
 def write_if(store: FileStore, path: str, expected: Optional[str], text: str) -> Steps[bool]:
     """Writes ``text`` at ``path`` only while it holds ``expected`` (None: nothing): the store's
     ``write_if`` (compare-and-set) where it has one, else read, compare and write (not atomic:
-    a store shared between processes should have ``write_if``)."""
-    if callable(getattr(store, "write_if", None)):
-        return bool((yield ("write-if", store, path, expected, text)))
-    current = yield ("read", store, path)
-    if current != expected:
-        return False
-    yield ("write", store, path, text)
-    return True
+    a store shared between processes should have ``write_if``). As the npm package's
+    ``conditionalWrite``: a ``write_if`` that was refused or failed is checked by reading
+    ``path`` back, and holding ``text`` it is ours (a client that sent it again after a lost
+    reply); a failure that is not is raised."""
+    if not callable(getattr(store, "write_if", None)):
+        current = yield ("read", store, path)
+        if current != expected:
+            return False
+        yield ("write", store, path, text)
+        return True
+    failure: Optional[BaseException] = None
+    try:
+        if (yield ("write-if", store, path, expected, text)):
+            return True
+    except Exception as e:
+        if isinstance(e, CompactorError) and "timeoutMs" in (e.details or {}):
+            raise  # no answer: reading back would wait as long again
+        failure = e
+    try:
+        current = yield ("read", store, path)
+    except Exception:
+        current = None
+    if current == text:
+        return True
+    if failure is not None:
+        raise failure
+    return False
 
 
 def _plain_write(store: FileStore, path: str, text: str) -> Steps[bool]:
@@ -71,34 +90,55 @@ def leased(
     ``path`` too (a summary asked ahead, which the next request reads there)."""
     c = _core.core()
     options = json.dumps({"leaseMs": timeout * 1000 + 5_000, "waitMs": timeout * 1000, "keep": keep})
+    generation = c.generation
     run = c.call("[static]lease-run.start", well_formed(path), uuid.uuid4().hex, _wall(), options)
+    summarized = False
+
+    def call(method: str, *args: Any) -> Any:
+        if c.generation != generation:  # the core failed on another thread: the handle is gone
+            raise CompactorError("internal", "the core instance was replaced during a summary lease")
+        return c.call(f"[method]lease-run.{method}", run, *args)
+
     try:
         while True:
-            io = json.loads(c.call("[method]lease-run.io", run))
+            io = json.loads(call("io"))
             kind = io["type"]
             if kind == "done":
                 return io["text"], bool(io["shared"])
+            # Each store call bounded by the run (what is left of the wait), within store_timeout.
+            bounded = store.within(io["timeoutMs"] / 1000) if isinstance(store, TimedStore) and "timeoutMs" in io else store
             if kind == "summarize":
+                summarized = True
                 text = yield from summarize()
-                c.call("[method]lease-run.handle-summary", run, None if text is None else well_formed(text), _wall())
+                call("handle-summary", None if text is None else well_formed(text), _wall())
             elif kind == "sleep":
                 yield ("sleep", io["ms"] / 1000)
-                c.call("[method]lease-run.handle-woke", run, _wall())
+                call("handle-woke", _wall())
             elif kind == "read":
                 try:
-                    read = yield ("read", store, io["path"])
+                    read = yield ("read", bounded, io["path"])
                     text = None if read is None else well_formed(str(read))
-                    c.call("[method]lease-run.handle-read", run, text, None, _wall())
                 except Exception as e:
-                    c.call("[method]lease-run.handle-read", run, None, str(e) or type(e).__name__, _wall())
+                    call("handle-read", None, str(e) or type(e).__name__, _wall())
+                else:
+                    call("handle-read", text, None, _wall())
             else:
                 try:
-                    written = yield from (write_if(store, io["path"], io["expected"], io["text"]) if kind == "write-if" else _plain_write(store, io["path"], io["text"]))
-                    c.call("[method]lease-run.handle-written", run, bool(written), None, _wall())
+                    written = yield from (write_if(bounded, io["path"], io["expected"], io["text"]) if kind == "write-if" else _plain_write(bounded, io["path"], io["text"]))
                 except Exception as e:
-                    c.call("[method]lease-run.handle-written", run, False, str(e) or type(e).__name__, _wall())
+                    call("handle-written", False, str(e) or type(e).__name__, _wall())
+                else:
+                    call("handle-written", bool(written), None, _wall())
+    except CompactorError:
+        # The core failed (never the store: its failures are outcomes): the summary all the
+        # same, directly, unless it was made.
+        if summarized:
+            raise
+        text = yield from summarize()
+        return text, False
     finally:
-        _core.drop(run)
+        if c.generation == generation:
+            _core.drop(run)
 
 
 def perform(effect: Tuple[Any, ...]) -> Any:

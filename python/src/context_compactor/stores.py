@@ -5,11 +5,11 @@ backslash, empty segment, over-long path or segment."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as _FutureTimeout
 import uuid
 from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, runtime_checkable
 
@@ -482,17 +482,13 @@ class AsyncRedisStore(_RedisKeys):
             raise self._failed("write_if", path, e) from e
 
 
-#: The threads a timed store's synchronous calls run on (a stalled call keeps its thread; calls
-#: queued behind stalled ones time out like them: never a hang).
-_STORE_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="context-compactor store")
-
-
 class TimedStore:
     """``store`` with a bounded wait on every call (the npm package's ``withTimeout``): a call
     (read, write, list, delete, write_if) that has not answered within ``seconds`` raises
     :class:`CompactorError` ``store_failed`` (``details``: ``path``, ``op``, ``timeoutMs``), as a
-    failed call does. A synchronous store's call runs on a worker thread and is left to finish
-    (its late result dropped); an async store's call is awaited with ``asyncio.wait_for``.
+    failed call does. A synchronous store's call runs on a thread of its own (a daemon, in the
+    caller's context) and is left to finish (its late result dropped); an async store's call is
+    awaited with ``asyncio.wait_for`` (cancelled when it times out).
     ``write_if`` is there while ``store`` has it."""
 
     def __init__(self, store: FileStore, seconds: float) -> None:
@@ -503,17 +499,40 @@ class TimedStore:
         method = getattr(self.store, op)
         if inspect.iscoroutinefunction(method):
             return self._awaited(op, path, method(*args))
-        future = _STORE_THREADS.submit(method, *args)
-        try:
-            return future.result(timeout=self.seconds)
-        except _FutureTimeout:
-            raise self._timeout(op, path) from None
+        # A thread of its own, in the caller's context (contextvars: a framework's store or
+        # tracing reads them): a call that stalls keeps only its own thread, a daemon (it never
+        # holds the process at exit), and nothing queues behind it.
+        context = contextvars.copy_context()
+        box: Dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                box["value"] = context.run(method, *args)
+            except BaseException as e:  # handed to the caller below
+                box["error"] = e
+
+        thread = threading.Thread(target=call, name=f"context-compactor store {op}", daemon=True)
+        thread.start()
+        thread.join(self.seconds)
+        if thread.is_alive():
+            raise self._timeout(op, path)
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
 
     async def _awaited(self, op: str, path: str, call: Any) -> Any:
-        try:
-            return await asyncio.wait_for(call, self.seconds)
-        except asyncio.TimeoutError:
-            raise self._timeout(op, path) from None
+        # Not wait_for: a store's own TimeoutError must stay the store's error.
+        task = asyncio.ensure_future(call)
+        done, _ = await asyncio.wait({task}, timeout=self.seconds)
+        if not done:
+            task.cancel()
+            raise self._timeout(op, path)
+        return task.result()
+
+    def within(self, seconds: float) -> "TimedStore":
+        """This store with calls bounded by ``seconds`` when that is sooner (a summary lease's
+        calls: what is left of its wait)."""
+        return TimedStore(self.store, min(self.seconds, seconds))
 
     def _timeout(self, op: str, path: str) -> CompactorError:
         return CompactorError(
