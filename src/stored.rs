@@ -74,40 +74,34 @@ impl Stored {
             conversation,
         })
     }
+}
 
-    /// The text that saves `state` (the core's state JSON, an object) over this one, for the
-    /// conversation `conversation`: the state with the next revision and the conversation.
-    pub fn next_text(&self, state: &str, conversation: &str) -> Result<String> {
-        let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(state) else {
-            return Err(Error::InvalidConfig {
-                field: "state".into(),
-                message: "the state to save is not a JSON object".into(),
-            });
-        };
-        record.insert("revision".into(), Value::from(self.revision + 1));
-        record.insert("conversation".into(), Value::from(conversation));
-        Ok(Value::Object(record).to_string())
-    }
+/// The text that saves `state` (the core's state JSON, an object) over a stored state of
+/// `revision`, for the conversation `conversation`: the state with the next revision and the
+/// conversation.
+pub fn next_text(state: &str, revision: u64, conversation: &str) -> Result<String> {
+    let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(state) else {
+        return Err(Error::InvalidConfig {
+            field: "state".into(),
+            message: "the state to save is not a JSON object".into(),
+        });
+    };
+    record.insert("revision".into(), Value::from(revision + 1));
+    record.insert("conversation".into(), Value::from(conversation));
+    Ok(Value::Object(record).to_string())
+}
 
-    /// Where a request's conversation stands to the one this state was saved for.
-    pub fn branch(&self, conversation: &str) -> Branch {
-        let stored = self.conversation.as_str();
-        if stored == conversation {
-            Branch::Same
-        } else if conversation.starts_with(stored) {
-            Branch::Ahead
-        } else if stored.starts_with(conversation) {
-            Branch::Stale
-        } else {
-            Branch::Diverged
-        }
-    }
-
-    /// Whether a request on `conversation` must not save over this state: its conversation is
-    /// an earlier turn of the stored one (a slow double submit or a late retry), which that
-    /// state already covers.
-    pub fn is_stale_for(&self, conversation: &str) -> bool {
-        self.branch(conversation) == Branch::Stale
+/// Where a request's `conversation` stands to `stored`, the one a state was saved for. An
+/// earlier turn ([`Branch::Stale`]) must not save over that state: it already covers it.
+pub fn branch(stored: &str, conversation: &str) -> Branch {
+    if stored == conversation {
+        Branch::Same
+    } else if conversation.starts_with(stored) {
+        Branch::Ahead
+    } else if stored.starts_with(conversation) {
+        Branch::Stale
+    } else {
+        Branch::Diverged
     }
 }
 
@@ -161,8 +155,9 @@ impl Rounds {
         }
     }
 
-    /// The save of this round over `base` (what the call last read or saved) was refused, and
-    /// the store holds `current` instead; the call's conversation hashes to `conversation`.
+    /// The save of this round over `base_text` (what the call last read or saved) was refused,
+    /// and the store holds `current_text` instead, saved for `current_conversation`; the call's
+    /// conversation hashes to `conversation`.
     /// - The store still holds `base`: it refused a save over the very text it holds; run
     ///   again, and after [`STATE_ATTEMPTS`] such refusals, [`Verdict::Conflict`].
     /// - This conversation, an earlier or a later turn of it (the same branch): run again on
@@ -173,13 +168,14 @@ impl Rounds {
     pub fn refused(
         &mut self,
         path: &str,
-        base: &Stored,
-        current: &Stored,
+        base_text: Option<&str>,
+        current_text: Option<&str>,
+        current_conversation: &str,
         conversation: &str,
     ) -> Verdict {
         let round = self.round;
         self.round += 1;
-        if current.text == base.text {
+        if current_text == base_text {
             self.refusals += 1;
             if self.refusals >= STATE_ATTEMPTS {
                 return Verdict::Conflict {
@@ -192,7 +188,7 @@ impl Rounds {
             }
             return Verdict::Rerun;
         }
-        let diverged = current.branch(conversation) == Branch::Diverged;
+        let diverged = branch(current_conversation, conversation) == Branch::Diverged;
         if round >= STATE_ATTEMPTS || (diverged && self.merged) {
             return Verdict::Answer;
         }
@@ -222,13 +218,9 @@ pub fn conversation_hashes<S: AsRef<str>>(messages: &[S]) -> String {
 mod tests {
     use super::*;
 
-    fn stored(conversation: &str, text: &str) -> Stored {
-        Stored {
-            state: Some("{}".into()),
-            text: Some(text.into()),
-            revision: 1,
-            conversation: conversation.into(),
-        }
+    /// A stored state's text and the conversation it was saved for.
+    fn stored<'a>(conversation: &'a str, text: &'a str) -> (Option<&'a str>, &'a str) {
+        (Some(text), conversation)
     }
 
     #[test]
@@ -241,7 +233,7 @@ mod tests {
         assert_eq!(s.state.as_deref(), Some(r#"{"version":3,"stats":{"n":1}}"#));
         assert_eq!((s.revision, s.conversation.as_str()), (4, "0000aaaa"));
         assert_eq!(
-            s.next_text(r#"{"version":3}"#, "0000aaaa1111bbbb").unwrap(),
+            next_text(r#"{"version":3}"#, s.revision, "0000aaaa1111bbbb").unwrap(),
             r#"{"version":3,"revision":5,"conversation":"0000aaaa1111bbbb"}"#
         );
         let none = Stored::parse(None, "/s").unwrap();
@@ -254,13 +246,21 @@ mod tests {
 
     #[test]
     fn branches() {
-        let s = stored("aaaaaaaabbbbbbbb", "t");
-        assert_eq!(s.branch("aaaaaaaabbbbbbbb"), Branch::Same);
-        assert_eq!(s.branch("aaaaaaaabbbbbbbbcccccccc"), Branch::Ahead);
-        assert_eq!(s.branch("aaaaaaaa"), Branch::Stale);
-        assert!(s.is_stale_for("aaaaaaaa"));
-        assert_eq!(s.branch("aaaaaaaacccccccc"), Branch::Diverged);
-        assert_eq!(stored("", "t").branch("aaaaaaaa"), Branch::Ahead);
+        let s = "aaaaaaaabbbbbbbb";
+        assert_eq!(branch(s, "aaaaaaaabbbbbbbb"), Branch::Same);
+        assert_eq!(branch(s, "aaaaaaaabbbbbbbbcccccccc"), Branch::Ahead);
+        assert_eq!(branch(s, "aaaaaaaa"), Branch::Stale);
+        assert_eq!(branch(s, "aaaaaaaacccccccc"), Branch::Diverged);
+        assert_eq!(branch("", "aaaaaaaa"), Branch::Ahead);
+    }
+
+    fn refused(
+        rounds: &mut Rounds,
+        base: (Option<&str>, &str),
+        current: (Option<&str>, &str),
+        conversation: &str,
+    ) -> Verdict {
+        rounds.refused("/s", base.0, current.0, current.1, conversation)
     }
 
     #[test]
@@ -269,32 +269,31 @@ mod tests {
         let mut rounds = Rounds::new();
         // Another branch: once run again on, then answered.
         assert_eq!(
-            rounds.refused("/s", &base, &stored("bb", "other"), "aacc"),
+            refused(&mut rounds, base, stored("bb", "other"), "aacc"),
             Verdict::Rerun
         );
         assert_eq!(
-            rounds.refused("/s", &base, &stored("bb", "other2"), "aacc"),
+            refused(&mut rounds, base, stored("bb", "other2"), "aacc"),
             Verdict::Answer
         );
         // The same branch: run again until the rounds run out.
         let mut rounds = Rounds::new();
         for _ in 1..STATE_ATTEMPTS {
             assert_eq!(
-                rounds.refused("/s", &base, &stored("aabb", "later"), "aabbcc"),
+                refused(&mut rounds, base, stored("aabb", "later"), "aabbcc"),
                 Verdict::Rerun
             );
         }
         assert_eq!(
-            rounds.refused("/s", &base, &stored("aabb", "later"), "aabbcc"),
+            refused(&mut rounds, base, stored("aabb", "later"), "aabbcc"),
             Verdict::Answer
         );
         // Refused over the very text the store holds: a failing store.
         let mut rounds = Rounds::new();
         for _ in 1..STATE_ATTEMPTS {
-            assert_eq!(rounds.refused("/s", &base, &base, "aa"), Verdict::Rerun);
+            assert_eq!(refused(&mut rounds, base, base, "aa"), Verdict::Rerun);
         }
-        let Verdict::Conflict { message, attempts } = rounds.refused("/s", &base, &base, "aa")
-        else {
+        let Verdict::Conflict { message, attempts } = refused(&mut rounds, base, base, "aa") else {
             panic!("expected a conflict")
         };
         assert_eq!(attempts, STATE_ATTEMPTS);

@@ -1264,7 +1264,6 @@ function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: stri
   return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now });
 }
 
-
 /** The key of a summary a state asked ahead and holds no text of. */
 function unreadAhead(state: CompactorState | undefined): string | undefined {
   const ahead = (state as { ahead?: { key?: unknown; text?: unknown } } | undefined)?.ahead;

@@ -823,26 +823,9 @@ pub(crate) fn stored_state(text: Option<&str>, path: &str) -> Result<String> {
     ))
 }
 
-/// The text that saves `state` over a stored state of `revision`, for `conversation`.
-pub(crate) fn next_state_text(state: &str, revision: u64, conversation: &str) -> Result<String> {
-    let base = crate::stored::Stored {
-        state: None,
-        text: None,
-        revision,
-        conversation: String::new(),
-    };
-    base.next_text(state, conversation)
-}
-
 /// `same`, `ahead`, `stale` or `diverged`: where `conversation` stands to `stored`'s.
 pub(crate) fn branch_of(stored: &str, conversation: &str) -> &'static str {
-    let base = crate::stored::Stored {
-        state: None,
-        text: None,
-        revision: 0,
-        conversation: stored.to_string(),
-    };
-    match base.branch(conversation) {
+    match crate::stored::branch(stored, conversation) {
         crate::stored::Branch::Same => "same",
         crate::stored::Branch::Ahead => "ahead",
         crate::stored::Branch::Stale => "stale",
@@ -855,20 +838,18 @@ pub(crate) fn branch_of(stored: &str, conversation: &str) -> &'static str {
 pub(crate) fn state_refused(
     rounds: &mut crate::stored::Rounds,
     path: &str,
-    base_text: Option<String>,
-    current_text: Option<String>,
+    base_text: Option<&str>,
+    current_text: Option<&str>,
     current_conversation: &str,
     conversation: &str,
 ) -> String {
-    let stored = |text: Option<String>, conversation: &str| crate::stored::Stored {
-        state: None,
-        text,
-        revision: 0,
-        conversation: conversation.to_string(),
-    };
-    let base = stored(base_text, "");
-    let current = stored(current_text, current_conversation);
-    match rounds.refused(path, &base, &current, conversation) {
+    match rounds.refused(
+        path,
+        base_text,
+        current_text,
+        current_conversation,
+        conversation,
+    ) {
         crate::stored::Verdict::Rerun => r#"{"verdict":"rerun"}"#.to_string(),
         crate::stored::Verdict::Answer => r#"{"verdict":"answer"}"#.to_string(),
         crate::stored::Verdict::Conflict { message, attempts } => format!(

@@ -81,8 +81,8 @@ impl api::GuestStateRounds for ComponentStateRounds {
         json::state_refused(
             &mut self.0.borrow_mut(),
             &path,
-            base_text,
-            current_text,
+            base_text.as_deref(),
+            current_text.as_deref(),
             &current_conversation,
             &conversation,
         )
@@ -218,7 +218,7 @@ impl api::Guest for Component {
         revision: u64,
         conversation: String,
     ) -> Result<String, api::Error> {
-        json::next_state_text(&state, revision, &conversation).map_err(error)
+        crate::stored::next_text(&state, revision, &conversation).map_err(error)
     }
 
     fn branch_of(stored: String, conversation: String) -> String {

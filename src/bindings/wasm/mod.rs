@@ -306,7 +306,7 @@ pub fn stored_state(text: Option<String>, path: &str) -> JsResult<String> {
 /// The text that saves `state` (the core's state JSON) over a stored state of `revision`.
 #[wasm_bindgen(js_name = nextStateText)]
 pub fn next_state_text(state: &str, revision: f64, conversation: &str) -> JsResult<String> {
-    json::next_state_text(state, revision.max(0.0) as u64, conversation).map_err(throw)
+    crate::stored::next_text(state, revision.max(0.0) as u64, conversation).map_err(throw)
 }
 
 /// `same`, `ahead`, `stale` or `diverged`: where `conversation` stands to `stored`'s.
@@ -348,8 +348,8 @@ impl StateRounds {
         json::state_refused(
             &mut self.0,
             path,
-            base_text,
-            current_text,
+            base_text.as_deref(),
+            current_text.as_deref(),
             current_conversation,
             conversation,
         )
