@@ -662,9 +662,11 @@ export class Compactor {
         delete result.changed;
         const current = result.conflict;
         delete result.conflict;
-        if (current === undefined) return this.#unread(result);
+        // Events reach `onEvent` once, from the round whose result the call answers (a round run
+        // again after a lost save makes its events anew).
+        if (current === undefined) return this.#told(this.#unread(result));
         rounds ??= new SaveRounds(this.#statePath!);
-        if (rounds.refused(this.#stored!, current, conversationHashes(input)) === 'answer') return this.#unread(result);
+        if (rounds.refused(this.#stored!, current, conversationHashes(input)) === 'answer') return this.#told(this.#unread(result));
         this.#rebuild(current);
       }
     } finally {
@@ -939,16 +941,21 @@ export class Compactor {
     return this.#applied<M>(applied.messages, applied.events, plan);
   }
 
-  /** The result of an apply: events stamped with the call and told to `onEvent`. */
+  /** The result of an apply: events stamped with the call (told to `onEvent` by `#told`). */
   #applied<M extends MessageLike>(messages: M[], events: CompactionEvent[], plan: Plan, stamp: Stamp = {}): ManageResult<M> {
     if (events.length > 0) this.#stateDirty = true;
     for (const event of events) {
       if (stamp.call !== undefined) event.call = stamp.call;
       if (stamp.stepNumber !== undefined) event.stepNumber = stamp.stepNumber;
       if (stamp.overflow !== undefined) event.overflow = { ...stamp.overflow };
-      this.#onEvent?.(event);
     }
     return { messages, events, plan };
+  }
+
+  /** `result`, its events told to `onEvent`. */
+  #told<R extends ManageResult<MessageLike>>(result: R): R {
+    for (const event of result.events) this.#onEvent?.(event);
+    return result;
   }
 
   /**
@@ -1052,7 +1059,7 @@ export class Compactor {
     const planned = this.#planCore(encoded.json, JSON.stringify({ offloadOnly: true }));
     const plan = this.#hydrate(planned, messages, encoded.refs);
     if (plan.actions.length === 0) return output;
-    const result = this.#apply<MessageLike>(encoded, planned.json, plan, await this.#writeAll(plan));
+    const result = this.#told(this.#apply<MessageLike>(encoded, planned.json, plan, await this.#writeAll(plan)));
     if (!result.events.some((e) => e.status === 'applied')) return output;
     const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
     return part.output.type === 'text' ? String(part.output.value) : output;

@@ -51,11 +51,14 @@ test('another branch saved first, twice: the call merges once, then answers unsa
   const { store, before, save, saves } = racedStore();
   await save(start)();
   before.push(save([...start, ...turn('c2', 'b')]), save([...start, ...turn('c4', 'd')]));
+  const told = [];
   const options = { contextWindow: 32_000, store, statePath: PATH };
   const mine = [...start, ...turn('c3', 'c')];
-  const result = await (await createCompactor(options)).manage(mine);
+  const result = await (await createCompactor({ ...options, onEvent: (e) => told.push(e) })).manage(mine);
   assert.equal(result.stateError, undefined);
   assert.equal(saves(), 2, 'saved once on its own state, once merged');
+  // Two rounds ran; onEvent heard the answered round's events, once each.
+  assert.deepEqual(told, result.events);
   const part = result.messages[4].content[0];
   assert.match(part.output.value, /\/tool_outputs\//, 'its own output is offloaded');
   assert.equal(await store.read(result.events.find((e) => e.toolCallId === 'c3').path), big('c'));

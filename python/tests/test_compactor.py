@@ -4,8 +4,11 @@ summarizer, the sync and async APIs, state, incremental sync."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
-from typing import Any, Dict, List
+import threading
+import time
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -159,6 +162,48 @@ def test_an_async_summarizer_that_never_answers_times_out_into_the_fallback() ->
     assert event["status"] == "fallback"
 
 
+def test_a_synchronous_summarizer_that_stalls_is_left_behind_within_the_timeout() -> None:
+    release = threading.Event()
+    seen: List[str] = []
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="none")
+
+    def stalls(request: Dict[str, Any]) -> str:
+        seen.append(marker.get())
+        release.wait(30)
+        return "late"
+
+    try:
+        marker.set("the caller's")
+        started = time.monotonic()
+        sync = Compactor(context_window=8_000, background=False, summarize=stalls, summarize_timeout=0.3)
+        event = next(e for e in sync.manage(chat(30)).events if e["strategy"] == "summarize")
+        assert event["status"] == "fallback" and "no summary within 0.3 s" in event["error"]
+        assert time.monotonic() - started < 5
+        assert seen == ["the caller's"], "run in the caller's context"
+
+        # amanage: the summarizer is off the event loop, which goes on meanwhile.
+        async def both() -> Tuple[Dict[str, Any], int]:
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.02)
+                    ticks += 1
+
+            ticker = asyncio.ensure_future(tick())
+            compactor = Compactor(context_window=8_000, background=False, summarize=stalls, summarize_timeout=0.3)
+            result = await compactor.amanage(chat(30))
+            ticker.cancel()
+            return next(e for e in result.events if e["strategy"] == "summarize"), ticks
+
+        event, ticks = asyncio.run(both())
+        assert event["status"] == "fallback" and "no summary within 0.3 s" in event["error"]
+        assert ticks >= 5, f"the event loop was blocked ({ticks} ticks in 0.3 s)"
+    finally:
+        release.set()
+
+
 def test_a_failed_transcript_write_blocks_the_summary_and_removes_nothing() -> None:
     class Broken(MemoryStore):
         def write(self, path: str, text: str) -> None:
@@ -306,8 +351,10 @@ def test_loop_context_rolling_window_summary_request_failure_and_prompt() -> Non
 
 def test_offload_tool_output_at_return_time() -> None:
     store = MemoryStore()
-    compactor = Compactor(model="gpt-4o", context_window=16_000, store=store)
+    events: List[Dict[str, Any]] = []
+    compactor = Compactor(model="gpt-4o", context_window=16_000, store=store, on_event=events.append)
     assert compactor.offload_tool_output("search", "c1", "small") == "small"
+    assert events == []
     data = {"rows": [{"n": i, "text": f"row {i} of the table"} for i in range(3_000)]}
     as_json = compactor.offload_tool_output("search", "c2", data)  # JSON data: stored as JSON text
     assert isinstance(as_json, str) and as_json.startswith("[Tool output offloaded:")
@@ -318,6 +365,8 @@ def test_offload_tool_output_at_return_time() -> None:
     assert isinstance(preview, str) and preview.startswith("[Tool output offloaded:")
     [path] = [p for p in store.list("/tool_outputs/") if p != json_path]
     assert store.read(path) == big and path in preview
+    # on_event hears each offload at return time, as npm's onEvent does.
+    assert [(e["strategy"], e["status"], e["path"]) for e in events] == [("offload", "applied", json_path), ("offload", "applied", path)]
     assert asyncio.run(compactor.aoffload_tool_output("search", "c4", big)).startswith("[Tool output offloaded:")
 
     class Full(MemoryStore):

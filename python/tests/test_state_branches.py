@@ -102,9 +102,12 @@ def test_another_branch_saved_first_twice_merges_once_then_answers_unsaved() -> 
     store.save(START)()
     store.before += [store.save([*START, *turn("c2", "b")]), store.save([*START, *turn("c4", "d")])]
     mine = [*START, *turn("c3", "c")]
-    result = Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage(mine)
+    told: List[Dict[str, Any]] = []
+    result = Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120, on_event=told.append).manage(mine)
     assert result.state_error is None
     assert store.saves == 2, "saved once on its own state, once merged"
+    # Two rounds ran; on_event heard the answered round's events, once each.
+    assert told == result.events
     assert "/tool_outputs/" in result.messages[4]["content"][0]["output"]["value"]
     state = stored(store)
     assert state["revision"] == 3

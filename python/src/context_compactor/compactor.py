@@ -116,9 +116,10 @@ Event = Dict[str, Any]
 
 Summarizer = Callable[[Dict[str, Any]], Union[str, Awaitable[str]]]
 """Writes a summary: send ``request["system"]`` and ``request["messages"]`` to an LLM, at most
-``request["maxTokens"]`` out, and return the text. Sync or ``async``. An exception (or, for an
-async one, no answer within ``summarize_timeout`` seconds) makes the core use its heuristic
-summary; the event says so."""
+``request["maxTokens"]`` out, and return the text. Sync or ``async``. An exception, or no
+answer within ``summarize_timeout`` seconds, makes the core use its heuristic summary; the
+event says so. A synchronous one runs on a thread of its own (in the caller's context) so that
+one that stalls is left behind there: the call goes on, never a hang."""
 
 #: Where ``save_state()`` writes by default.
 DEFAULT_STATE_PATH = "/state/compactor.json"
@@ -169,7 +170,7 @@ class Compactor:
 
     - ``store``: where offloaded content and transcripts go (default: a new ``MemoryStore``);
     - ``summarize``: the summarizer (sync or async); without one, the heuristic summary;
-    - ``summarize_timeout``: seconds an async summarizer may take (default 120);
+    - ``summarize_timeout``: seconds the summarizer may take (default 120), sync or async;
     - ``store_timeout``: seconds a store call may take (default 10): one that has not answered
       by then fails with ``store_failed`` as a failing call does, never a hang (a synchronous
       store's calls run on a thread of their own for this, in the caller's context); None calls
@@ -491,15 +492,24 @@ class Compactor:
         rounds: Optional[_core.StateRounds] = None
         while True:
             result, current = yield from self._round(input, trigger, instructions, call, overflow)
+            # Events reach ``on_event`` once, from the round whose result the call answers (a
+            # round run again after a lost save makes its events anew).
             if current is None:
-                return self._unread(result)
+                return self._told(self._unread(result))
             if rounds is None:
                 rounds = _core.StateRounds()
             assert self._stored is not None and self._state_path is not None
             verdict = rounds.refused(self._state_path, self._stored.text, current.text, current.conversation, current.revision, self._conversation(input))
             if verdict == "answer":
-                return self._unread(result)
+                return self._told(self._unread(result))
             self._rebuild(current)
+
+    def _told(self, result: ManageResult) -> ManageResult:
+        """``result``, its events told to ``on_event``."""
+        if self._on_event is not None:
+            for event in result.events:
+                self._on_event(event)
+        return result
 
     def _unread(self, result: ManageResult) -> ManageResult:
         unread = None if self._stored is None else self._stored.unread
@@ -600,8 +610,6 @@ class Compactor:
             event["call"] = call
             if overflow is not None:
                 event["overflow"] = dict(overflow)
-            if self._on_event is not None:
-                self._on_event(event)
         return ManageResult(out, events, plan, cancelled=False, cancel_overridden=bool(step["cancelOverridden"]))
 
     def _carry_out(
@@ -675,6 +683,9 @@ class Compactor:
             return output
         outcomes = yield from self._write_all(plan, refs, messages)
         applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
+        if self._on_event is not None:  # told as the npm host tells them
+            for event in applied["events"]:
+                self._on_event(event)
         if not any(e["status"] == "applied" for e in applied["events"]):
             return output
         part = applied["messages"][1]["content"][0]["output"]

@@ -15,6 +15,7 @@ import uuid
 from typing import Any, Awaitable, Callable, Generator, Optional, Tuple, TypeVar, cast
 
 from . import _core
+from ._threads import call_within, call_within_async
 from .codec import well_formed
 from .errors import CompactorError
 from .stores import FileStore, TimedStore
@@ -173,8 +174,8 @@ async def _awaited(value: Awaitable[Any]) -> Any:
 
 async def _background(steps: Steps[None]) -> None:
     """A run in the background (a summary asked ahead): a task on the running loop, each
-    blocking call (a sync summarizer or store) in the loop's executor; a summarizer's
-    awaitable gets its timeout."""
+    blocking store call in the loop's executor, a synchronous summarizer on a thread of its own;
+    the summarizer within its timeout either way."""
     loop = asyncio.get_running_loop()
     value: Any = None
     error: Optional[BaseException] = None
@@ -188,9 +189,14 @@ async def _background(steps: Steps[None]) -> None:
             if effect[0] == "sleep":
                 await asyncio.sleep(effect[1])
                 continue
+            if _summarizer_call(effect):
+                value = await _summary_async(effect)
+                continue
             value = await loop.run_in_executor(None, perform, effect)
             if inspect.isawaitable(value):
                 value = await asyncio.wait_for(_awaited(value), effect[3] if effect[0] == "summarize" else None)
+        except asyncio.TimeoutError as e:
+            error = _no_summary(effect[3]) if effect[0] == "summarize" else e
         except Exception as e:
             error = e
 
@@ -209,11 +215,52 @@ def run_sync(steps: Steps[T]) -> T:
             return cast(T, done.value)
         value, error = None, None
         try:
-            value = perform(effect)
-            if inspect.isawaitable(value):
-                value = _await_blocking(value, effect)
+            if _summarizer_call(effect):
+                value = _summary_blocking(effect)
+            else:
+                value = perform(effect)
+                if inspect.isawaitable(value):
+                    value = _await_blocking(value, effect)
         except Exception as e:
             error = e
+
+
+def _summarizer_call(effect: Tuple[Any, ...]) -> bool:
+    """Whether ``effect`` calls a synchronous summarizer: one that may block, and so runs on a
+    thread of its own within ``summarize_timeout`` (``_threads``). A stalled one is left behind
+    there and the call goes on with the core's heuristic summary."""
+    return effect[0] == "summarize" and not inspect.iscoroutinefunction(effect[1])
+
+
+def _no_summary(seconds: float) -> TimeoutError:
+    return TimeoutError(f"no summary within {seconds:g} s")
+
+
+def _left(effect: Tuple[Any, ...], since: float) -> Tuple[Any, ...]:
+    """A summarize effect with what is left of its timeout (a synchronous summarizer that
+    returned an awaitable)."""
+    return (*effect[:3], max(effect[3] - (time.monotonic() - since), 0.001))
+
+
+def _summary_blocking(effect: Tuple[Any, ...]) -> Any:
+    since = time.monotonic()
+    finished, value = call_within(effect[3], "summarizer", effect[1], effect[2])
+    if not finished:
+        raise _no_summary(effect[3])
+    return _await_blocking(value, _left(effect, since)) if inspect.isawaitable(value) else value
+
+
+async def _summary_async(effect: Tuple[Any, ...]) -> Any:
+    since = time.monotonic()
+    finished, value = await call_within_async(effect[3], "summarizer", effect[1], effect[2])
+    if not finished:
+        raise _no_summary(effect[3])
+    if inspect.isawaitable(value):
+        try:
+            value = await asyncio.wait_for(_awaited(value), _left(effect, since)[3])
+        except asyncio.TimeoutError:
+            raise _no_summary(effect[3]) from None
+    return value
 
 
 def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
@@ -233,7 +280,12 @@ def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
     timeout = effect[3] if effect[0] == "summarize" else None
 
     async def wait() -> Any:
-        return await asyncio.wait_for(awaitable, timeout)
+        try:
+            return await asyncio.wait_for(awaitable, timeout)
+        except asyncio.TimeoutError:
+            if timeout is None:
+                raise
+            raise _no_summary(timeout) from None
 
     return asyncio.run(wait())
 
@@ -255,12 +307,16 @@ async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
             await asyncio.sleep(effect[1])
             continue
         try:
-            value = perform(effect)
-            if inspect.isawaitable(value):
-                timeout = effect[3] if effect[0] == "summarize" else None
-                value = await asyncio.wait_for(value, timeout)
-        except asyncio.TimeoutError:
-            error = TimeoutError(f"no summary within {effect[3]:g} s")
+            if _summarizer_call(effect):
+                value = await _summary_async(effect)
+            else:
+                value = perform(effect)
+                if inspect.isawaitable(value):
+                    timeout = effect[3] if effect[0] == "summarize" else None
+                    value = await asyncio.wait_for(value, timeout)
+        except asyncio.TimeoutError as e:
+            # wait_for's, for a summarizer (a store's own TimeoutError stays its own)
+            error = _no_summary(effect[3]) if effect[0] == "summarize" else e
         except Exception as e:
             error = e
 

@@ -5,7 +5,6 @@ backslash, empty segment, over-long path or segment."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import json
 import os
@@ -13,6 +12,7 @@ import threading
 import uuid
 from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, runtime_checkable
 
+from ._threads import call_within
 from .errors import CompactorError, InvalidConfigError, InvalidPathError
 
 #: Longest path a store accepts (characters; generous for content hashes).
@@ -499,26 +499,10 @@ class TimedStore:
         method = getattr(self.store, op)
         if inspect.iscoroutinefunction(method):
             return self._awaited(op, path, method(*args))
-        # A thread of its own, in the caller's context (contextvars: a framework's store or
-        # tracing reads them): a call that stalls keeps only its own thread, a daemon (it never
-        # holds the process at exit), and nothing queues behind it.
-        context = contextvars.copy_context()
-        box: Dict[str, Any] = {}
-
-        def call() -> None:
-            try:
-                box["value"] = context.run(method, *args)
-            except BaseException as e:  # handed to the caller below
-                box["error"] = e
-
-        thread = threading.Thread(target=call, name=f"context-compactor store {op}", daemon=True)
-        thread.start()
-        thread.join(self.seconds)
-        if thread.is_alive():
+        finished, value = call_within(self.seconds, f"store {op}", method, *args)
+        if not finished:
             raise self._timeout(op, path)
-        if "error" in box:
-            raise box["error"]
-        return box.get("value")
+        return value
 
     async def _awaited(self, op: str, path: str, call: Any) -> Any:
         # Not wait_for: a store's own TimeoutError must stay the store's error.
