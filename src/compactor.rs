@@ -1234,14 +1234,15 @@ impl Compactor {
 
     /// Hands back the summary asked ahead under `key` ([`Summarize::ahead_key`]). `false` when
     /// the state no longer waits for it (another was asked since, or the span was summarized
-    /// in a call): nothing changes. An empty text is refused as a failed summary (the state
-    /// forgets the ask, so the lossy tier summarizes in the call).
+    /// in a call): nothing changes. An empty text is refused as a failed summary: the state
+    /// forgets the ask, as [`Compactor::forget_ahead`] does, so the lossy tier summarizes in
+    /// the call (`true`: the state changed, and is saved).
     pub fn offer_summary(&mut self, key: &str, text: String) -> bool {
         match &mut self.state.ahead {
             Some(ahead) if ahead.key == key => {
                 if text.trim().is_empty() {
                     self.state.ahead = None;
-                    return false;
+                    return true;
                 }
                 ahead.text = Some(text);
                 true

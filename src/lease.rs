@@ -221,6 +221,44 @@ impl LeaseState {
     }
 }
 
+/// What a request does with the text beside the state where a summary another request asked
+/// ahead waits ([`ahead_path`]), read before a call while the loaded state holds no text of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AheadRead {
+    /// Still being made (nothing there yet, or a request holds its lease): read again before
+    /// the next call; the plan waits for it until the hard limit.
+    Wait,
+    /// The summary: offer it to the core (`offer_summary`).
+    Offer(String),
+    /// Failed, or its request died (an expired lease): forget it (`forget_ahead`), and the
+    /// lossy tier summarizes in the call.
+    Forget,
+}
+
+impl AheadRead {
+    /// The text at the ahead path (none: nothing there) at `now` (ms since the epoch).
+    pub fn of(text: Option<&str>, now: f64) -> AheadRead {
+        let lease = LeaseState::of(text, now);
+        match lease.summary {
+            Some(summary) => AheadRead::Offer(summary),
+            None if text.is_none() || lease.held => AheadRead::Wait,
+            None => AheadRead::Forget,
+        }
+    }
+
+    /// As JSON: `{"read": "wait"}`, `{"read": "offer", "text": ...}` or `{"read": "forget"}`.
+    pub fn to_json(&self) -> String {
+        match self {
+            AheadRead::Wait => r#"{"read":"wait"}"#.to_string(),
+            AheadRead::Offer(text) => format!(
+                r#"{{"read":"offer","text":{}}}"#,
+                serde_json::to_string(text).unwrap_or_default()
+            ),
+            AheadRead::Forget => r#"{"read":"forget"}"#.to_string(),
+        }
+    }
+}
+
 /// Where the lease of the summary request `prompt` lives beside the state at `state_path`:
 /// named by a 64-bit hash of the prompt (two racing requests of one turn plan the same prompt).
 /// FNV-1a over the prompt's UTF-16 code units, twice with two bases, as the npm package
@@ -679,6 +717,35 @@ mod tests {
         assert_eq!(
             done.to_json(),
             r#"{"type":"done","text":null,"shared":false}"#
+        );
+    }
+
+    #[test]
+    fn what_a_request_does_with_a_summary_asked_ahead() {
+        let now = 1_000.0;
+        assert_eq!(AheadRead::of(None, now), AheadRead::Wait, "not there yet");
+        assert_eq!(
+            AheadRead::of(Some(r#"{"owner":"a","until":2000}"#), now),
+            AheadRead::Wait,
+            "being made"
+        );
+        assert_eq!(
+            AheadRead::of(Some(r#"{"owner":"a","until":500}"#), now),
+            AheadRead::Forget,
+            "its request died"
+        );
+        assert_eq!(
+            AheadRead::of(Some(r#"{"owner":"a","until":0}"#), now),
+            AheadRead::Forget,
+            "failed, released"
+        );
+        assert_eq!(
+            AheadRead::of(Some(r###"{"summary":"## S"}"###), now),
+            AheadRead::Offer("## S".into())
+        );
+        assert_eq!(
+            AheadRead::of(Some(r#"{"summary":"a \"b\""}"#), now).to_json(),
+            r#"{"read":"offer","text":"a \"b\""}"#
         );
     }
 }

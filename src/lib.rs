@@ -110,7 +110,10 @@ pub use models::{
     count_for_model, info as model_info, lookup as lookup_model, nearest as nearest_models, Family,
     ModelCount, ModelInfo, CLAUDE_47_RATIO,
 };
-pub use overflow::{parse_overflow, OverflowError};
+pub use overflow::{
+    overflow_verdict, parse_overflow, OverflowDetails, OverflowError, OverflowMoment,
+    OverflowReport, OverflowVerdict,
+};
 pub use plan::{
     Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,
     Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,

@@ -353,6 +353,131 @@ fn field(text: &str, key: &str) -> Option<u32> {
     None
 }
 
+/// Where a model call stands when a host that retries overflows asks what to do
+/// ([`overflow_verdict`]). Every host's retry loop (the AI SDK middleware's generate and stream
+/// paths, the LangChain middlewares, the OpenAI Agents model, `recover`) asks this, so the
+/// rules and the texts of their errors are written once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverflowMoment {
+    /// The call failed with an error.
+    Refused,
+    /// The call answered, stopped at the context window (`model_context_window_exceeded`).
+    Cut,
+    /// A stream reported an error after content had reached the caller.
+    RefusedAfterContent,
+    /// A stream stopped at the context window after content had reached the caller.
+    CutAfterContent,
+    /// `recover` compacted the refused prompt and nothing was left to compact.
+    NothingLeft,
+}
+
+/// An overflow as a host hands it back ([`parse_overflow`]'s answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverflowReport {
+    /// The row of the table that matched.
+    pub provider: String,
+    /// The provider's count of the refused prompt.
+    pub reported_tokens: Option<u32>,
+    /// The provider's input limit.
+    pub limit: Option<u32>,
+    /// The text that matched.
+    pub message: String,
+}
+
+/// What a host does next ([`overflow_verdict`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum OverflowVerdict {
+    /// Not the retry loop's: the error is thrown, the answer returned, as they are.
+    AsIs,
+    /// Compact the refused prompt harder (`recover` with this `attempt`) and call again.
+    Retry {
+        /// The attempt the retry is.
+        attempt: u32,
+    },
+    /// Fail with a `context_overflow` error: this message and these details.
+    Fail {
+        /// What happened, for the error's message.
+        message: String,
+        /// The error's details.
+        details: OverflowDetails,
+    },
+}
+
+/// The details of a `context_overflow` error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OverflowDetails {
+    /// Which row of the overflow table matched.
+    pub provider: String,
+    /// The provider's count of the refused prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported_tokens: Option<u32>,
+    /// The provider's input limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Compactions (and retries) made for this model call.
+    pub attempts: u32,
+}
+
+/// What a host's retry loop does at `moment`: `overflow` is what the call's error (or cut
+/// answer) said (`None`: not an overflow), `attempt` the compactions made for this model call so
+/// far, `retries` how many it may make (`overflow.retries`).
+///
+/// - Not an overflow, or no retries allowed: as is (the provider's own error, unchanged).
+/// - Refused or cut with retries left: retry, compacted harder.
+/// - Refused after the last retry: `context_overflow`, "still refused"; cut after the last
+///   retry: the answer as is (it has content).
+/// - After content reached the caller (a stream): `context_overflow`, never a retry (the caller
+///   would see two answers).
+/// - Nothing left to compact: `context_overflow`.
+///
+/// ```
+/// use context_compactor::{overflow_verdict, OverflowMoment, OverflowReport, OverflowVerdict};
+/// let said = OverflowReport { provider: "anthropic".into(), reported_tokens: Some(219_898), limit: Some(200_000), message: "prompt is too long".into() };
+/// assert_eq!(overflow_verdict(OverflowMoment::Refused, Some(&said), 0, 1), OverflowVerdict::Retry { attempt: 1 });
+/// let OverflowVerdict::Fail { message, details } = overflow_verdict(OverflowMoment::Refused, Some(&said), 1, 1) else { panic!() };
+/// assert!(message.starts_with("the provider still refused the prompt as too long after 1 compaction and retry"));
+/// assert_eq!(details.attempts, 1);
+/// ```
+pub fn overflow_verdict(
+    moment: OverflowMoment,
+    overflow: Option<&OverflowReport>,
+    attempt: u32,
+    retries: u32,
+) -> OverflowVerdict {
+    let Some(said) = overflow else {
+        return OverflowVerdict::AsIs;
+    };
+    let quoted: String = said.message.chars().take(200).collect();
+    let fail = |message: String| OverflowVerdict::Fail {
+        message,
+        details: OverflowDetails {
+            provider: said.provider.clone(),
+            reported_tokens: said.reported_tokens,
+            limit: said.limit,
+            attempts: attempt,
+        },
+    };
+    match moment {
+        OverflowMoment::NothingLeft => fail(format!(
+            "the provider refused the prompt as too long ({quoted}) and nothing is left to compact"
+        )),
+        _ if retries == 0 => OverflowVerdict::AsIs,
+        OverflowMoment::RefusedAfterContent | OverflowMoment::CutAfterContent => fail(format!(
+            "the provider reported the prompt as too long after the stream had started ({quoted}); content had reached the caller, so it was not retried"
+        )),
+        OverflowMoment::Refused | OverflowMoment::Cut if attempt < retries => OverflowVerdict::Retry { attempt: attempt + 1 },
+        OverflowMoment::Cut => OverflowVerdict::AsIs,
+        OverflowMoment::Refused => {
+            let (s, y) = if attempt == 1 { ("", "y") } else { ("s", "ies") };
+            fail(format!(
+                "the provider still refused the prompt as too long after {attempt} compaction{s} and retr{y} ({quoted})"
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -451,5 +576,67 @@ mod tests {
             "x".repeat(300)
         );
         assert_eq!(parse(&far), None);
+    }
+
+    #[test]
+    fn the_verdicts_of_a_retry_loop() {
+        let said = OverflowReport {
+            provider: "openai".into(),
+            reported_tokens: Some(204_308),
+            limit: None,
+            message: "x".repeat(300),
+        };
+        let v = |moment, attempt, retries| overflow_verdict(moment, Some(&said), attempt, retries);
+        assert_eq!(
+            overflow_verdict(OverflowMoment::Refused, None, 0, 1),
+            OverflowVerdict::AsIs
+        );
+        assert_eq!(
+            v(OverflowMoment::Refused, 0, 0),
+            OverflowVerdict::AsIs,
+            "retries off: the provider's error"
+        );
+        assert_eq!(
+            v(OverflowMoment::Refused, 0, 2),
+            OverflowVerdict::Retry { attempt: 1 }
+        );
+        assert_eq!(
+            v(OverflowMoment::Cut, 1, 2),
+            OverflowVerdict::Retry { attempt: 2 }
+        );
+        assert_eq!(
+            v(OverflowMoment::Cut, 2, 2),
+            OverflowVerdict::AsIs,
+            "a cut answer after the last retry is returned"
+        );
+        let OverflowVerdict::Fail { message, details } = v(OverflowMoment::Refused, 2, 2) else {
+            panic!("still refused")
+        };
+        assert_eq!(
+            message,
+            format!("the provider still refused the prompt as too long after 2 compactions and retries ({})", "x".repeat(200))
+        );
+        assert_eq!(
+            (
+                details.provider.as_str(),
+                details.reported_tokens,
+                details.attempts
+            ),
+            ("openai", Some(204_308), 2)
+        );
+        assert!(
+            matches!(v(OverflowMoment::CutAfterContent, 0, 1), OverflowVerdict::Fail { message, .. } if message.contains("after the stream had started"))
+        );
+        assert!(
+            matches!(v(OverflowMoment::NothingLeft, 1, 0), OverflowVerdict::Fail { message, .. } if message.ends_with("and nothing is left to compact"))
+        );
+        let json = serde_json::to_string(&v(OverflowMoment::Refused, 1, 1)).unwrap();
+        assert!(json.starts_with(r#"{"verdict":"fail","message":"the provider still refused the prompt as too long after 1 compaction and retry ("#), "{json}");
+        assert!(
+            json.ends_with(
+                r#""details":{"provider":"openai","reportedTokens":204308,"attempts":1}}"#
+            ),
+            "{json}"
+        );
     }
 }

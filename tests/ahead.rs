@@ -93,6 +93,11 @@ fn the_summary_asked_ahead_is_applied_over_its_span_at_the_trigger() {
     }
     let waiting = waiting.expect("a call past the trigger waited for the summary");
 
+    // An empty text is a failed summary: the ask is forgotten, and that is a change to save.
+    let mut emptied =
+        Compactor::with_state(compactor.config().clone(), compactor.state().clone()).unwrap();
+    assert!(emptied.offer_summary(&key, " \n".into()));
+    assert!(emptied.state().ahead.is_none());
     // Back: applied over the span it was asked for, without asking the summarizer.
     assert!(!compactor.offer_summary("another key", "x".into()));
     assert!(compactor.offer_summary(&key, "## Session Intent\nMade ahead".into()));

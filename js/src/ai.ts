@@ -3,12 +3,12 @@
 // and apps that bundle only what they use. For types, `ai` is an optional peer dependency: the
 // recovery tools' schemas are typed as the installed SDK's own `Schema` (see `AiSdkSchema`); the
 // middleware and `prepareStep` are generic, so they fit any version's types without it.
-import { overflowError, type Compactor } from './compactor.js';
+import type { Compactor } from './compactor.js';
 import { stringify } from './codec.js';
 import { assertInitialized } from './core.js';
 import { CompactorError, core, errorMessage } from './errors.js';
 import { RecoveryToolRun, recoveryToolSpecs } from './wasm/context_compactor.js';
-import { isOverflowResult, parseOverflow, type OverflowInfo } from './overflow.js';
+import { isOverflowResult, overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
 import { checkPath, checkPrefix, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
 
@@ -309,26 +309,28 @@ async function recovering<P extends { prompt: unknown }, R>(
 ): Promise<Attempted<P, R>> {
   const retries = compactor.overflowRetries;
   let current = params;
-  for (; ; attempt++) {
-    let failure: unknown;
+  for (;;) {
+    let outcome: { refused: false; result: R } | { refused: true; error: unknown };
     try {
       const pending = first ? first() : call(current);
       first = undefined;
-      const result = await pending;
-      if (!(checkResult && attempt < retries && Array.isArray(current.prompt) && isOverflowResult(result))) return { result, params: current, attempt };
-      failure = new Error('stop_reason: model_context_window_exceeded');
+      outcome = { refused: false, result: await pending };
     } catch (error) {
-      const info = retries > 0 && Array.isArray(current.prompt) ? parseOverflow(error) : undefined;
-      if (!info) throw error;
-      if (attempt >= retries) throw stillRefused(info, attempt, error);
-      failure = error;
+      outcome = { refused: true, error };
     }
-    current = await compacted(compactor, current, failure, attempt + 1);
+    const local = Array.isArray(current.prompt);
+    if (!outcome.refused && !(checkResult && local && isOverflowResult(outcome.result))) return { result: outcome.result, params: current, attempt };
+    const failure = outcome.refused ? outcome.error : new Error('stop_reason: model_context_window_exceeded');
+    // The core's rules (src/overflow.rs): retry, fail typed, or let it through as it is.
+    const verdict = overflowVerdict(outcome.refused ? 'refused' : 'cut', local ? parseOverflow(failure) : undefined, attempt, retries, failure);
+    if (verdict.verdict === 'fail') throw verdict.error;
+    if (verdict.verdict === 'as-is') {
+      if (outcome.refused) throw outcome.error;
+      return { result: outcome.result, params: current, attempt };
+    }
+    attempt = verdict.attempt;
+    current = await compacted(compactor, current, failure, attempt);
   }
-}
-
-function stillRefused(info: OverflowInfo, attempt: number, cause: unknown): CompactorError {
-  return overflowError(`the provider still refused the prompt as too long after ${attempt} compaction${attempt === 1 ? '' : 's'} and retr${attempt === 1 ? 'y' : 'ies'} (${info.message.slice(0, 200)})`, { ...info, attempt }, cause);
 }
 
 /** `params` with the refused prompt compacted harder (`compactor.recover`), for the retry. */
@@ -428,21 +430,17 @@ function recoveringStream<P extends { prompt: unknown }, R>(
           enqueue(part);
           return;
         }
-        if (delivered) {
-          const typed = overflowError(
-            `the provider reported the prompt as too long after the stream had started (${info.message.slice(0, 200)}); content had reached the caller, so it was not retried`,
-            { ...info, attempt },
-            failure,
-          );
-          if (type !== 'finish') return end(typed);
-          // A cut answer: the typed error, then the finish with its usage.
-          enqueue({ type: 'error', error: typed });
+        const cut = type === 'finish';
+        const verdict = overflowVerdict(delivered ? (cut ? 'cut-after-content' : 'refused-after-content') : cut ? 'cut' : 'refused', info, attempt, retries, failure);
+        if (verdict.verdict === 'fail' && delivered && cut) {
+          // A cut answer after content: the typed error, then the finish with its usage.
+          enqueue({ type: 'error', error: verdict.error });
           observe?.(part!.usage);
           controller.enqueue(part);
           return;
         }
-        if (attempt >= retries) {
-          if (type !== 'finish') return end(stillRefused(info, attempt, failure));
+        if (verdict.verdict === 'fail') return end(verdict.error);
+        if (verdict.verdict === 'as-is') {
           // As the generate path: a context-window stop after the last retry is returned as is.
           observe?.(part!.usage);
           enqueue(part);

@@ -3,9 +3,9 @@ import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type Mi
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
-import { MemoryStore, checkPath, withTimeout, type FileStore } from './store.js';
-import { parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, SaveRounds, aheadPath, branchOf, conversationHashes, leasePath, leaseState, leasedSummary, readState, saveStateIf, stateMoved, unreadState, type StoredState } from './state.js';
+import { MemoryStore, checkPath, timerMs, withTimeout, type FileStore } from './store.js';
+import { overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
+import { DEFAULT_STATE_PATH, SaveRounds, aheadPath, branchOf, conversationHashes, aheadRead, leasePath, leasedSummary, readState, saveStateIf, stateMoved, unreadState, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -351,6 +351,7 @@ function storeTimeout(options: CompactorOptions): number {
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.
  * A file that is not a state is a typed error, not silently ignored. */
 export async function loadState(store: FileStore, path: string = DEFAULT_STATE_PATH): Promise<CompactorState | undefined> {
+  await init(); // the core reads the state (it may be the first call of a process)
   return (await readState(store, path)).state;
 }
 
@@ -737,7 +738,9 @@ export class Compactor {
       this.#held = held;
       const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
       const json = this.#core.takeResult();
-      return { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
+      // Cancelled, the call still goes out: its time (and any summary asked ahead) is saved.
+      this.#startAhead(plan);
+      return this.#persistState({ messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true });
     }
     const result: ManageResult<M> & { changed?: boolean; conflict?: StoredState } = done.changed
       ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp)
@@ -779,14 +782,20 @@ export class Compactor {
       case 'ask': {
         if (!this.#onPreCompact) return { type: 'decision' };
         const context = request.preCompact;
-        const decision = (await this.#onPreCompact({
+        const decision: unknown = (await this.#onPreCompact({
           trigger: options.trigger,
           currentTokens: context.currentTokens,
           targetTokens: context.targetTokens,
           messageCount: context.messageCount,
           plan: this.#hydrated(plan!, undefined, messages, refs, written, true),
         })) ?? {};
-        return { type: 'decision', ...decision };
+        // Handed on as given: the core reads it (a cancel that is not true or false is a typed
+        // error there, in every host).
+        if (typeof decision !== 'object' || decision === null || Array.isArray(decision)) {
+          throw new CompactorError('invalid_config', `onPreCompact returned ${Array.isArray(decision) ? 'an array' : typeof decision}: expected an object (cancel, customInstructions, customSummary) or nothing`, { field: 'onPreCompact' });
+        }
+        const { cancel, customInstructions, customSummary } = decision as PreCompactDecision;
+        return { type: 'decision', cancel, customInstructions, customSummary };
       }
     }
   }
@@ -844,7 +853,7 @@ export class Compactor {
         const error = new Error(`no summary within ${this.#summarizeTimeoutMs} ms`);
         controller.abort(error);
         reject(error);
-      }, this.#summarizeTimeoutMs);
+      }, timerMs(this.#summarizeTimeoutMs));
     });
     try {
       const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal, model: model ?? this.model.name, ...(background ? { background } : {}) }), timeout]);
@@ -920,12 +929,11 @@ export class Compactor {
     } catch {
       return; // unreadable: the plan waits for it until the hard limit
     }
-    // Its lease (state.ts `leasedSummary`): the summary, or a request still making it, or one
-    // that failed or was killed (expired): then the lossy tier summarizes in the call.
-    const lease = leaseState(text);
-    if (lease.summary === undefined && (text === null || lease.held)) return; // still being made
+    // What its lease says, by the core's rule (`src/lease.rs` `AheadRead`).
+    const read = aheadRead(text);
+    if (read.read === 'wait') return;
     this.#aheadUnread = undefined;
-    const taken = lease.summary !== undefined ? this.#core.offerSummary(key, lease.summary) : this.#core.forgetAhead(key);
+    const taken = read.read === 'offer' ? this.#core.offerSummary(key, read.text) : this.#core.forgetAhead(key);
     if (taken) this.#stateDirty = true;
   }
 
@@ -1015,7 +1023,8 @@ export class Compactor {
       }
       const result = await this.#run(messages, { trigger: 'auto', overflow });
       if (!result.events.some((e) => e.status === 'applied' || e.status === 'fallback')) {
-        throw overflowError(`the provider refused the prompt as too long (${info.message.slice(0, 200)}) and nothing is left to compact`, overflow, error);
+        const verdict = overflowVerdict('nothing-left', info, overflow.attempt, this.#overflowRetries, error);
+        throw verdict.verdict === 'fail' ? verdict.error : error;
       }
       return this.#sent({ ...result, overflow: info });
     });
@@ -1275,19 +1284,6 @@ function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: stri
 function unreadAhead(state: CompactorState | undefined): string | undefined {
   const ahead = (state as { ahead?: { key?: unknown; text?: unknown } } | undefined)?.ahead;
   return ahead && typeof ahead.key === 'string' && typeof ahead.text !== 'string' ? ahead.key : undefined;
-}
-
-/** The typed error of an overflow recovery that cannot go on: nothing left to compact, or
- * the retries spent. `cause` is the provider's error. */
-export function overflowError(message: string, overflow: OverflowInfo & { attempt?: number }, cause: unknown): CompactorError {
-  const error = new CompactorError('context_overflow', message, {
-    provider: overflow.provider,
-    ...(overflow.reportedTokens !== undefined ? { reportedTokens: overflow.reportedTokens } : {}),
-    ...(overflow.limit !== undefined ? { limit: overflow.limit } : {}),
-    ...(overflow.attempt !== undefined ? { attempts: overflow.attempt } : {}),
-  });
-  Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true, writable: true });
-  return error;
 }
 
 function isAsyncIterable(value: unknown): boolean {

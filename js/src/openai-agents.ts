@@ -34,10 +34,10 @@
 // a provider's "prompt too long" error by compacting the refused request harder
 // (`compactor.recover`) and calling the model again, at most `overflow.retries` times.
 import { tool, type AgentInputItem, type CallModelInputFilter, type FunctionTool, type Model, type ModelProvider, type ModelRequest, type StreamEvent, type Tool } from '@openai/agents-core';
-import { overflowError, type Compactor } from './compactor.js';
+import type { Compactor } from './compactor.js';
 import type { RecoveryToolOptions } from './ai.js';
 import type { ManageResult } from './types.js';
-import { parseOverflow } from './overflow.js';
+import { overflowVerdict, parseOverflow } from './overflow.js';
 import { checkCompactor, isObject, mapBack, type CoreMessage, type Json, type Part } from './adapters.js';
 
 export type { CoreMessage } from './adapters.js';
@@ -152,13 +152,10 @@ function local(request: ModelRequest): boolean {
  * the instructions counted as the system prompt, as the filter counts them). Rethrows an error
  * that is not an overflow; an overflow after the last retry is a typed `context_overflow`. */
 async function retryRequest(compactor: Compactor, request: ModelRequest, error: unknown, attempt: number, options: CompactorModelOptions): Promise<ModelRequest> {
-  const retries = compactor.overflowRetries;
-  const info = retries > 0 && local(request) ? parseOverflow(error) : undefined;
-  if (!info) throw error;
-  if (attempt > retries) {
-    const done = attempt - 1;
-    throw overflowError(`the provider still refused the prompt as too long after ${done} compaction${done === 1 ? '' : 's'} and retr${done === 1 ? 'y' : 'ies'} (${info.message.slice(0, 200)})`, { ...info, attempt: done }, error);
-  }
+  // The core's rules (src/overflow.rs), as every other middleware's: `attempt - 1` made so far.
+  const verdict = overflowVerdict('refused', local(request) ? parseOverflow(error) : undefined, attempt - 1, compactor.overflowRetries, error);
+  if (verdict.verdict === 'as-is') throw error;
+  if (verdict.verdict === 'fail') throw verdict.error;
   const items: AgentInputItem[] = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
   const converted = toModelMessages(items);
   const system: CoreMessage[] = request.systemInstructions ? [{ role: 'system', content: request.systemInstructions }] : [];

@@ -2,8 +2,9 @@
 // and the limit from it where the text gives them, is the core's (`src/overflow.rs`, one table
 // for every host, each row citing where its text comes from). This file only gathers the texts
 // a JavaScript error carries.
-import { parseOverflow as coreParseOverflow } from './wasm/context_compactor.js';
+import { overflowVerdict as coreOverflowVerdict, parseOverflow as coreParseOverflow } from './wasm/context_compactor.js';
 import { assertInitialized } from './core.js';
+import { CompactorError, core } from './errors.js';
 
 /** What an overflow error said. */
 export interface OverflowInfo {
@@ -84,4 +85,29 @@ export function isOverflowResult(result: unknown): boolean {
   const finish = r?.finishReason;
   const raw = typeof finish === 'object' && finish !== null ? (finish as { raw?: unknown }).raw : undefined;
   return raw === 'model_context_window_exceeded' || r?.providerMetadata?.anthropic?.stopReason === 'model_context_window_exceeded';
+}
+
+/** Where a model call stands when a retry loop asks what to do (`overflowVerdict`). */
+export type OverflowMoment = 'refused' | 'cut' | 'refused-after-content' | 'cut-after-content' | 'nothing-left';
+
+/** What a retry loop does next: let the error or answer through `as-is`, `retry` compacted
+ * harder (`compactor.recover` with `attempt`), or `fail` with the typed `context_overflow`
+ * error (its `cause` the provider's error). */
+export type OverflowVerdict = { verdict: 'as-is' } | { verdict: 'retry'; attempt: number } | { verdict: 'fail'; error: CompactorError };
+
+/**
+ * The core's rules for a retry loop (`src/overflow.rs` `overflow_verdict`, the same for every
+ * host and middleware): `info` is what the call's error or cut answer said (`parseOverflow`;
+ * undefined: not an overflow), `attempt` the compactions made for this model call so far,
+ * `retries` how many it may make.
+ */
+export function overflowVerdict(moment: OverflowMoment, info: OverflowInfo | undefined, attempt: number, retries: number, cause: unknown): OverflowVerdict {
+  const said = JSON.parse(core(() => coreOverflowVerdict(JSON.stringify({ moment, overflow: info ?? null, attempt, retries })))) as
+    | { verdict: 'as-is' }
+    | { verdict: 'retry'; attempt: number }
+    | { verdict: 'fail'; message: string; details: Record<string, unknown> };
+  if (said.verdict !== 'fail') return said;
+  const error = new CompactorError('context_overflow', said.message, said.details);
+  Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true, writable: true });
+  return { verdict: 'fail', error };
 }

@@ -11,7 +11,7 @@ import {
   branchOf as coreBranchOf,
   conversationHashes as coreConversationHashes,
   leasePath as coreLeasePath,
-  leaseState as coreLeaseState,
+  aheadRead as coreAheadRead,
   nextStateText,
   storedState,
 } from './wasm/context_compactor.js';
@@ -126,10 +126,11 @@ export const leasePath = (statePath: string, prompt: string): string => coreLeas
 /** Where a summary asked ahead under `key` waits beside the state at `statePath`. */
 export const aheadPath = (statePath: string, key: string): string => coreAheadPath(statePath, key);
 
-/** What a summary lease's text says: its summary, once made; else whether a request still
- * holds it (`until` in the future). No text, or not a lease: neither. The core's rule. */
-export function leaseState(text: string | null): { summary?: string; held: boolean } {
-  return JSON.parse(coreLeaseState(text ?? undefined, Date.now())) as { summary?: string; held: boolean };
+/** What a request does with the text at a summary asked ahead's path (`aheadPath`), by the
+ * core's rule (`src/lease.rs` `AheadRead`): still being made (`wait`: read again next call), its
+ * summary (`offer`), or failed or its request died (`forget`). */
+export function aheadRead(text: string | null): { read: 'wait' } | { read: 'offer'; text: string } | { read: 'forget' } {
+  return JSON.parse(coreAheadRead(text ?? undefined, Date.now())) as { read: 'wait' } | { read: 'offer'; text: string } | { read: 'forget' };
 }
 
 /** What a lease store call that has not answered in time rejects with. */

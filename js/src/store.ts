@@ -80,6 +80,12 @@ export function isStoreTimeout(error: unknown): boolean {
 /** Longest wait `setTimeout` takes (a longer one fires at once). */
 const MAX_TIMER_MS = 2_147_483_647;
 
+/** `ms` as a `setTimeout` delay: at least 1, and at most what a timer takes (a longer wait is
+ * as good as none, where a longer delay would fire at once). */
+export function timerMs(ms: number): number {
+  return Math.min(Math.max(ms, 1), MAX_TIMER_MS);
+}
+
 /**
  * `store` with a bounded wait on every call: a call (read, write, list, delete, writeIf) that
  * has not settled within `ms` rejects with `CompactorError('store_failed')` (`details.path`,
@@ -88,7 +94,7 @@ const MAX_TIMER_MS = 2_147_483_647;
  * unhandled rejection). `writeIf` is there while `store` has it.
  */
 export function withTimeout(store: FileStore, ms: number): FileStore {
-  const wait = Math.min(Math.max(ms, 1), MAX_TIMER_MS);
+  const wait = timerMs(ms);
   const bounded = <T>(op: string, path: string, call: () => MaybePromise<T>): Promise<T> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const running = new Promise<T>((resolve) => resolve(call()));

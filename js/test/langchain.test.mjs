@@ -7,9 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
+import { AIMessage, ChatMessage, FunctionMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import { createAgent, tool } from 'langchain';
-import { MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+import { CompactorError, MemoryStore, createCompactor, init } from '../dist/entry/node.js';
 import { STEPS, WINDOW, checkLoop, loopCompactor, output, stepOf } from '../test-helpers/framework-loop.mjs';
 import { compactorMiddleware, fromModelMessages, recoveryLangChainTools, toModelMessages } from '../dist/langchain.js';
 
@@ -117,4 +117,181 @@ test('messages cross to the core and back: unchanged ones are the same objects, 
   assert.equal(rebuilt[3].tool_call_id, 'c1');
   assert.equal(rebuilt[3].content, '[Tool output offloaded …]');
   assert.throws(() => compactorMiddleware({}), /must be a compactor/);
+});
+
+test('file and audio blocks (each LangChain form) count as files, and come back as the very block, also in a rebuilt message', async () => {
+  // ~300 kB of base64: as JSON text it is ~100k tokens and gets offloaded; as a file, a file.
+  const base64 = Buffer.from(Array.from({ length: 225_000 }, (_, i) => (i * 7919) % 251)).toString('base64');
+  const forms = {
+    'v1 file (data)': { type: 'file', data: base64, mimeType: 'application/pdf', metadata: { filename: 'r.pdf' } },
+    'v1 file (bytes)': { type: 'file', data: Buffer.from(base64, 'base64'), mimeType: 'application/pdf' },
+    'v1 file (Python base64)': { type: 'file', base64, mime_type: 'application/pdf', extras: { filename: 'r.pdf' } },
+    'v0 source_type': { type: 'file', source_type: 'base64', data: base64, mime_type: 'application/pdf' },
+    'v1 file url': { type: 'file', url: 'https://example.com/report.pdf', mimeType: 'application/pdf' },
+    'v1 audio': { type: 'audio', data: base64, mimeType: 'audio/wav' },
+    'openai input_audio': { type: 'input_audio', input_audio: { data: base64, format: 'wav' } },
+    'v1 image fileId': { type: 'image', fileId: 'file-abc123' },
+  };
+  const log = Array.from({ length: 3_000 }, (_, i) => `log line ${i}: status ok, latency ${i % 97} ms`).join('\n');
+  for (const [name, block] of Object.entries(forms)) {
+    const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 16_000, store: new MemoryStore() });
+    let messages = [new HumanMessage({ content: [{ type: 'text', text: 'What does this say?' }, block] })];
+    let converted = toModelMessages(messages);
+    assert.ok(['image', 'file'].includes(converted[0].content[1].type), `${name}: ${converted[0].content[1].type}`);
+    assert.ok(compactor.usage(converted).tokens < 5_000, `${name}: ${compactor.usage(converted).tokens} tokens`);
+    let result = await compactor.manage(converted);
+    assert.deepEqual(result.events, [], name);
+    assert.equal(fromModelMessages(result.messages, messages, converted)[0], messages[0], name);
+    // A pasted log beside it is offloaded: the message is rebuilt, the block is itself again.
+    messages = [new HumanMessage({ id: 'h1', content: [{ type: 'text', text: log }, block] })];
+    converted = toModelMessages(messages);
+    result = await compactor.manage(converted);
+    assert.deepEqual(result.events.map((e) => e.strategy), ['offload'], name);
+    const [rebuilt] = fromModelMessages(result.messages, messages, converted);
+    assert.equal(rebuilt.id, 'h1', name);
+    assert.deepEqual(rebuilt.content[1], block, name);
+    assert.deepEqual(Object.keys(rebuilt.content[1]), Object.keys(block), name);
+    assert.match(rebuilt.content[0].text, /^\[Long message text stored: /, name);
+  }
+  assert.deepEqual(toModelMessages([new HumanMessage({ content: [forms['v1 file (Python base64)']] })])[0].content[0], { type: 'file', data: base64, mediaType: 'application/pdf', filename: 'r.pdf' });
+  assert.deepEqual(toModelMessages([new HumanMessage({ content: [forms['openai input_audio']] })])[0].content[0], { type: 'file', data: base64, mediaType: 'audio/wav' });
+
+  // In a tool result: a `file-data` item of a `content` output; a changed text beside it leaves
+  // the block as it was.
+  const pdf = forms['v1 file (data)'];
+  const tool = new ToolMessage({ id: 't1', content: [{ type: 'text', text: 'The report:' }, pdf], tool_call_id: 'c1', name: 'fetch' });
+  const converted = toModelMessages([tool]);
+  assert.deepEqual(converted[0].content[0].output, { type: 'content', value: [{ type: 'text', text: 'The report:' }, { type: 'file-data', data: base64, mediaType: 'application/pdf', filename: 'r.pdf' }] });
+  const changed = structuredClone(converted);
+  changed[0].content[0].output.value[0].text = 'The report (abridged):';
+  const [back] = fromModelMessages(changed, [tool], converted);
+  assert.deepEqual(back.content, [{ type: 'text', text: 'The report (abridged):' }, pdf]);
+  assert.equal(back.id, 't1');
+});
+
+test('a message of another class (ChatMessage, FunctionMessage) crosses as the user\'s, and comes back as itself', async () => {
+  const messages = [new ChatMessage({ role: 'assistant', content: 'Noted.' }), new FunctionMessage({ name: 'lookup', content: [{ type: 'text', text: 'found' }] })];
+  const converted = toModelMessages(messages);
+  assert.deepEqual(converted, [
+    { role: 'user', content: [{ type: 'text', text: 'Noted.' }] },
+    { role: 'user', content: [{ type: 'text', text: 'found' }] },
+  ]);
+  const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 128_000, store: new MemoryStore() });
+  const { messages: managed } = await compactor.manage(converted);
+  fromModelMessages(managed, messages, converted).forEach((m, i) => assert.equal(m, messages[i]));
+});
+
+test("an OpenAI function_call block repeating a tool call (matched by call_id) crosses once, as the call", () => {
+  const message = new AIMessage({
+    content: [
+      { type: 'text', text: 'Looking it up.' },
+      { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'lookup', arguments: '{"q":"x"}' },
+    ],
+    tool_calls: [{ id: 'call_1', name: 'lookup', args: { q: 'x' }, type: 'tool_call' }],
+  });
+  assert.deepEqual(toModelMessages([message])[0].content, [
+    { type: 'text', text: 'Looking it up.' },
+    { type: 'tool-call', toolCallId: 'call_1', toolName: 'lookup', input: { q: 'x' } },
+  ]);
+});
+
+const OVERFLOW_LIMIT = 8_000;
+const page = (n) => Array.from({ length: 60 }, (_, i) => `page ${n} line ${i}: the quarterly figure for region ${i % 13} was ${(n * 7919 + i * 31) % 10_007}`).join('\n');
+
+/** Refuses its first `refusals` calls as too long: with the provider's error (Anthropic's text,
+ * its count of the prompt and a limit of 8k), or, with `stop`, by answering with Anthropic's
+ * `stop_reason: model_context_window_exceeded`. Then answers. Records each prompt's size. */
+class RefusingModel extends BaseChatModel {
+  constructor({ refusals = 1, stop = false, error } = {}) {
+    super({});
+    Object.assign(this, { refusals, stop, error, sizes: [] });
+  }
+  _llmType() {
+    return 'refusing';
+  }
+  bindTools() {
+    return this;
+  }
+  async _generate(messages) {
+    const counter = await createCompactor({ model: 'gpt-4o', contextWindow: 64_000, store: new MemoryStore() });
+    const tokens = counter.usage(toModelMessages(messages)).tokens;
+    this.sizes.push(tokens);
+    let message = new AIMessage('done');
+    if (this.sizes.length <= this.refusals) {
+      if (this.error) throw this.error;
+      if (!this.stop) throw new Error(`prompt is too long: ${tokens} tokens > ${OVERFLOW_LIMIT} maximum`);
+      message = new AIMessage({ content: 'The pages s', response_metadata: { stop_reason: 'model_context_window_exceeded' } });
+    }
+    return { generations: [{ text: String(message.content), message }] };
+  }
+}
+
+/** What an agent run threw from inside the middleware: LangChain wraps every error a
+ * `wrapModelCall` throws in its `MiddlewareError`, the error itself as `cause`. */
+const failureOf = (run) =>
+  run.then(
+    () => assert.fail('no error'),
+    (error) => {
+      assert.equal(error['~brand'], 'MiddlewareError', String(error));
+      return error.cause;
+    },
+  );
+
+/** An agent over ~14k tokens of history (under the 64k window, so `beforeModel` leaves it):
+ * twelve pages a tool fetched (a first recovery masks the older ones, a second summarizes). */
+async function overflowRun(model, options = {}) {
+  const history = [new HumanMessage('Read the report, then sum it up.')];
+  for (let n = 0; n < 12; n++) {
+    history.push(new AIMessage({ content: '', tool_calls: [{ id: `c${n}`, name: 'fetch_page', args: { n }, type: 'tool_call' }] }));
+    history.push(new ToolMessage({ content: page(n), tool_call_id: `c${n}`, name: 'fetch_page' }));
+  }
+  const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 64_000, store: new MemoryStore(), summarize: async () => '## Session Intent\nRead the report.' });
+  const results = [];
+  const agent = createAgent({ model, tools: [], middleware: [compactorMiddleware(compactor, { onResult: (r) => results.push(r), ...options })] });
+  return { final: await agent.invoke({ messages: history }), results };
+}
+
+test('a model call the provider refuses as too long is retried on a harder compaction; after the last retry it is a typed error', async () => {
+  let model = new RefusingModel();
+  const { final, results } = await overflowRun(model);
+  assert.equal(model.sizes.length, 2);
+  assert.ok(model.sizes[1] < model.sizes[0], `${model.sizes}`);
+  assert.equal(final.messages.at(-1).content, 'done');
+  assert.ok(results.at(-1).overflow, 'onResult gets the recover result');
+
+  // As the AI SDK middleware: once the retries are spent, `CompactorError('context_overflow')`.
+  model = new RefusingModel({ refusals: 2 });
+  const error = await failureOf(overflowRun(model));
+  assert.ok(error instanceof CompactorError, String(error));
+  assert.equal(error.code, 'context_overflow');
+  assert.equal(error.message, `the provider still refused the prompt as too long after 1 compaction and retry (prompt is too long: ${model.sizes[1]} tokens > ${OVERFLOW_LIMIT} maximum)`);
+  assert.deepEqual(error.details, { provider: 'anthropic', reportedTokens: model.sizes[1], limit: OVERFLOW_LIMIT, attempts: 1 });
+  assert.match(error.cause.message, /^prompt is too long/);
+  model = new RefusingModel({ refusals: 3 });
+  const twice = await failureOf(overflowRun(model, { overflowRetries: 2 }));
+  assert.match(twice.message, /^the provider still refused the prompt as too long after 2 compactions and retries \(/);
+  assert.equal(twice.details.attempts, 2);
+  assert.equal(model.sizes.length, 3);
+
+  // No retries: the provider's error as it was; any other error is never retried.
+  model = new RefusingModel();
+  const plain = await failureOf(overflowRun(model, { overflowRetries: 0 }));
+  assert.match(plain.message, /^prompt is too long/);
+  model = new RefusingModel({ error: Object.assign(new Error('Rate limit reached'), { statusCode: 429 }) });
+  const other = await failureOf(overflowRun(model));
+  assert.equal(other, model.error);
+  assert.equal(model.sizes.length, 1);
+  assert.throws(() => compactorMiddleware({ manage() {}, overflowRetries: 1 }, { overflowRetries: -1 }), /overflowRetries must be a whole number/);
+});
+
+test('a reply cut at the context window (stop_reason model_context_window_exceeded) is retried; after the last retry it is the answer as it is', async () => {
+  let model = new RefusingModel({ stop: true });
+  let { final } = await overflowRun(model);
+  assert.equal(model.sizes.length, 2);
+  assert.ok(model.sizes[1] < model.sizes[0], `${model.sizes}`);
+  assert.equal(final.messages.at(-1).content, 'done');
+  model = new RefusingModel({ refusals: 2, stop: true });
+  ({ final } = await overflowRun(model));
+  assert.equal(model.sizes.length, 2);
+  assert.equal(final.messages.at(-1).response_metadata.stop_reason, 'model_context_window_exceeded');
 });

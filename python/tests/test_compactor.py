@@ -204,6 +204,12 @@ def test_a_synchronous_summarizer_that_stalls_is_left_behind_within_the_timeout(
         release.set()
 
 
+def test_a_summarize_timeout_past_what_a_thread_wait_takes_still_waits_for_the_summary() -> None:
+    compactor = Compactor(context_window=8_000, background=False, summarize=lambda request: "## S\nMade.", summarize_timeout=1e12)
+    event = next(e for e in compactor.manage(chat(30)).events if e["strategy"] == "summarize")
+    assert event["status"] == "applied", event.get("error")
+
+
 def test_a_failed_transcript_write_blocks_the_summary_and_removes_nothing() -> None:
     class Broken(MemoryStore):
         def write(self, path: str, text: str) -> None:

@@ -6,7 +6,7 @@ paired, offloaded pages are in the store byte for byte, and the agent finishes."
 from __future__ import annotations
 
 import asyncio
-from typing import Any, List
+from typing import Annotated, Any, List
 
 import pytest
 
@@ -15,7 +15,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 
 from context_compactor import Compactor, MemoryStore
 from context_compactor.langchain import CompactorMiddleware, from_model_messages, recovery_langchain_tools, to_model_messages
@@ -68,6 +68,7 @@ def run_agent(use_async: bool) -> tuple:
         store=store,
         summarize=lambda request: "## Session Intent\nRead the quarterly report page by page.",
         on_result=results.append,
+        offload_at_return=False,  # big pages enter the history: ``before_model`` offloads them
     )
     model = ScriptedModel(prompts=[])
     agent = create_agent(model, tools=[fetch_page, *recovery_langchain_tools(store)], system_prompt="You read reports.", middleware=[middleware])
@@ -437,7 +438,7 @@ def test_the_middleware_records_a_session_report() -> None:
         on_event=report.on_event,
     )
     model = ScriptedModel(prompts=[])
-    agent = create_agent(model, tools=[fetch_page], system_prompt="You read reports.", middleware=[CompactorMiddleware(compactor, report=report)])
+    agent = create_agent(model, tools=[fetch_page], system_prompt="You read reports.", middleware=[CompactorMiddleware(compactor, report=report, offload_at_return=False)])
     agent.invoke({"messages": [HumanMessage(content="Read the whole report, page by page.")]}, {"recursion_limit": 4 * STEPS})
     data = report.data()
     assert len(data["calls"]) == STEPS, "one entry per model call"
@@ -446,3 +447,179 @@ def test_the_middleware_records_a_session_report() -> None:
     assert all(c["tokensAfter"] < WINDOW for c in data["calls"])
     assert {f["strategy"] for f in data["store"]} >= {"offload"}
     assert "report agent" in report.html()
+
+
+def test_offload_at_return_is_on_by_default() -> None:
+    """As the npm package's ``offloadAtReturn``: without the option, a big tool output is its
+    preview already in the tools step's update (``wrap_tool_call``), not only once the next
+    ``before_model`` compacts the history."""
+    middleware = CompactorMiddleware(model="gpt-4o", context_window=WINDOW, store=MemoryStore())
+    agent = create_agent(ScriptedModel(prompts=[]), tools=[fetch_page], middleware=[middleware])
+    returned = {}
+    for update in agent.stream({"messages": [HumanMessage(content="Read it.")]}, {"recursion_limit": 4 * STEPS}, stream_mode="updates"):
+        for message in (update.get("tools") or {}).get("messages", []):
+            returned[message.tool_call_id] = message.content
+    big = [f"call_{n}" for n in range(STEPS - 1) if n % 7 == 3]
+    assert big and all(returned[c].startswith("[Tool output offloaded:") for c in big), [returned[c][:80] for c in big]
+
+
+def test_a_nameless_tool_message_is_offloaded_under_its_tools_name() -> None:
+    """A tool that returns its own ``ToolMessage`` without a ``name``: the output is stored
+    under the name of the tool call that ran it (npm's ``result.name ?? request.toolCall.name``),
+    not under a generic one."""
+    @tool
+    def fetch_page(page_number: int, tool_call_id: Annotated[str, InjectedToolCallId]) -> ToolMessage:
+        """Fetch one page of the report."""
+        return ToolMessage(content=page(3), tool_call_id=tool_call_id)
+
+    store = MemoryStore()
+    agent = create_agent(ScriptedModel(prompts=[]), tools=[fetch_page], middleware=[CompactorMiddleware(model="gpt-4o", context_window=WINDOW, store=store, offload_at_return=True)])
+    first = next(u for u in agent.stream({"messages": [HumanMessage(content="Read it.")]}, {"recursion_limit": 4 * STEPS}, stream_mode="updates") if "tools" in u)
+    [message] = first["tools"]["messages"]
+    assert message.name is None and "Full content: /tool_outputs/fetch_page_" in message.content, message.content[:200]
+    assert store.read(message.content.split("Full content: ")[1].split("]")[0]) == page(3)
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_the_agents_system_prompt_is_counted(use_async: bool) -> None:
+    """The system prompt goes with every model call but is not in the agent's messages: the
+    middleware counts it (the one the last model call carried) as the first message, as the npm
+    middleware does, so prompts with a 6k-token system prompt stay under a 16k window (they
+    reached 17.4k when it was left out). It never enters the agent's state."""
+    system = "You read reports.\n" + "\n".join(f"Rule {i}: quote the region and the figure of line {i} exactly as the page gives them." for i in range(300))
+    model = ScriptedModel(prompts=[])
+    results: List[Any] = []
+    middleware = CompactorMiddleware(
+        model="gpt-4o",
+        context_window=WINDOW,
+        store=MemoryStore(),
+        summarize=lambda request: "## Session Intent\nRead the quarterly report page by page.",
+        on_result=results.append,
+    )
+    agent = create_agent(model, tools=[fetch_page], system_prompt=system, middleware=[middleware])
+    question = {"messages": [HumanMessage(content="Read the whole report, page by page.")]}
+    config = {"recursion_limit": 4 * STEPS}
+    final = asyncio.run(agent.ainvoke(question, config)) if use_async else agent.invoke(question, config)
+    counter = Compactor(model="gpt-4o", context_window=WINDOW)
+    sizes = [counter.usage(to_model_messages(p))["tokens"] for p in model.prompts]
+    assert len(sizes) == STEPS and max(sizes) < WINDOW, sizes
+    # From the second call on (the first is made before the system prompt is seen).
+    assert all(r.messages[0] == {"role": "system", "content": system} for r in results[1:])
+    assert not any(isinstance(m, SystemMessage) for m in final["messages"])
+    assert final["messages"][-1].content == "The report is read."
+
+
+def test_recovery_tools_over_a_compactor_page_within_its_window() -> None:
+    """``recovery_langchain_tools(compactor)`` (the npm package's ``recoveryLangChainTools``)
+    goes through ``compactor.tools()``: a ``read_file`` page ends at 10 % of the model's window
+    (4 characters a token). A plain store still works, unbounded."""
+    store = MemoryStore()
+    store.write("/tool_outputs/report.txt", page(3))
+    compactor = Compactor(model="gpt-4o", context_window=WINDOW, store=store)
+    paged = {t.name: t for t in recovery_langchain_tools(compactor)}
+    whole = {t.name: t for t in recovery_langchain_tools(store)}
+    assert sorted(paged) == sorted(whole) == ["grep", "ls", "read_file"]
+    first = paged["read_file"].invoke({"path": "/tool_outputs/report.txt"})
+    lines, note = first.rsplit("\n", 1)
+    assert len(lines) <= WINDOW // 10 * 4 and "more lines: read_file with offset=" in note, note
+    assert "page 3 line 0:" in first and "page 3 line 599:" not in first
+    assert "page 3 line 599:" in whole["read_file"].invoke({"path": "/tool_outputs/report.txt", "limit": 1000})
+    assert "report.txt" in paged["ls"].invoke({"path": "/tool_outputs"})
+
+
+OVERFLOW_LIMIT = 8_000
+
+
+class RefusingModel(BaseChatModel):
+    """Refuses its first ``refusals`` calls as too long: with the provider's error (Anthropic's
+    text, its count of the prompt and a limit of 8k), or, with ``stop``, by answering with
+    Anthropic's ``stop_reason: model_context_window_exceeded``. Then answers. Records every
+    prompt and its size."""
+
+    prompts: List[List[BaseMessage]] = []
+    sizes: List[int] = []
+    refusals: int = 1
+    stop: bool = False
+
+    @property
+    def _llm_type(self) -> str:
+        return "refusing"
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        tokens = Compactor(context_window=64_000).usage(to_model_messages(messages))["tokens"]
+        self.prompts.append(list(messages))
+        self.sizes.append(tokens)
+        if len(self.sizes) > self.refusals:
+            message = AIMessage(content="done")
+        elif self.stop:
+            message = AIMessage(content="The pages s", response_metadata={"stop_reason": "model_context_window_exceeded"})
+        else:
+            raise ValueError(f"prompt is too long: {tokens} tokens > {OVERFLOW_LIMIT} maximum")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def overflow_run(model: RefusingModel, use_async: bool, **options: Any) -> Any:
+    """An agent with a system prompt over ~14k tokens of history (under the 64k window, so
+    ``before_model`` leaves it), asked to sum it up."""
+    history: List[BaseMessage] = []
+    for n in range(6):
+        history += [HumanMessage(content=f"Page {n}:\n" + page(n if n % 7 != 3 else 0)), AIMessage(content=f"Noted page {n}.")]
+    history.append(HumanMessage(content="Sum it up."))
+    middleware = CompactorMiddleware(context_window=64_000, store=MemoryStore(), summarize=lambda request: "## Session Intent\nRead the report.", **options)
+    agent = create_agent(model, tools=[], system_prompt="You sum up reports.", middleware=[middleware])
+    return asyncio.run(agent.ainvoke({"messages": history})) if use_async else agent.invoke({"messages": history})
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_an_overflow_after_the_last_retry_is_a_typed_error(use_async: bool) -> None:
+    """As the npm package's AI SDK middleware: once ``overflow_retries`` are spent, the refusal
+    is a ``CompactorError('context_overflow')`` with the same text and details, raised from the
+    provider's error."""
+    from context_compactor import CompactorError
+
+    model = RefusingModel(prompts=[], sizes=[], refusals=2)
+    with pytest.raises(CompactorError) as raised:
+        overflow_run(model, use_async)
+    error = raised.value
+    assert len(model.sizes) == 2 and model.sizes[1] < model.sizes[0], model.sizes
+    assert error.code == "context_overflow"
+    assert str(error) == f"the provider still refused the prompt as too long after 1 compaction and retry (prompt is too long: {model.sizes[1]} tokens > {OVERFLOW_LIMIT} maximum)"
+    assert error.details == {"provider": "anthropic", "reportedTokens": model.sizes[1], "limit": OVERFLOW_LIMIT, "attempts": 1}
+    assert isinstance(error.__cause__, ValueError)
+    # A second retry, with nothing left to compact: ``recover``'s own ``context_overflow``.
+    model = RefusingModel(prompts=[], sizes=[], refusals=3)
+    with pytest.raises(CompactorError, match=r"^the provider refused the prompt as too long \(.*\) and nothing is left to compact") as raised:
+        overflow_run(model, use_async, overflow_retries=2)
+    assert raised.value.details["attempts"] == 2 and isinstance(raised.value.__cause__, ValueError) and len(model.sizes) == 2
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_reply_cut_at_the_context_window_is_retried(use_async: bool) -> None:
+    """A reply whose stop reason says the context window filled up (Anthropic's
+    ``model_context_window_exceeded`` in ``response_metadata``) is retried on a harder
+    compaction, as the npm package's AI SDK middleware does; after the last retry it is the
+    answer, as it is."""
+    model = RefusingModel(prompts=[], sizes=[], refusals=1, stop=True)
+    final = overflow_run(model, use_async)
+    assert len(model.sizes) == 2 and model.sizes[1] < model.sizes[0], model.sizes
+    assert final["messages"][-1].content == "done"
+    # The retry keeps the agent's system prompt, once, first; the state never holds it.
+    assert all([type(m) for m in p].count(SystemMessage) == 1 and p[0].content == "You sum up reports." for p in model.prompts)
+    assert not any(isinstance(m, SystemMessage) for m in final["messages"])
+    model = RefusingModel(prompts=[], sizes=[], refusals=2, stop=True)
+    final = overflow_run(model, use_async)
+    assert len(model.sizes) == 2
+    assert final["messages"][-1].response_metadata["stop_reason"] == "model_context_window_exceeded"
+
+
+def test_a_request_of_langchain_1_0_gives_its_system_prompt_too() -> None:
+    """langchain 1.0's ``ModelRequest`` has ``system_prompt`` (a str) and no ``system_message``."""
+    from types import SimpleNamespace
+
+    from context_compactor.langchain import _prompt
+
+    system, converted = _prompt(SimpleNamespace(system_prompt="You sum up reports.", messages=[HumanMessage(content="hi")]))
+    assert system == [{"role": "system", "content": "You sum up reports."}]
+    assert converted == [{"role": "user", "content": "hi"}]
+    assert _prompt(SimpleNamespace(system_prompt=None, messages=[]))[0] == []
+

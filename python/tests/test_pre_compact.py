@@ -5,6 +5,7 @@ js/test/tier3.test.mjs's onPreCompact test, through the Python host."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any, Dict, List
 
 import pytest
@@ -96,3 +97,24 @@ def test_an_async_hook_through_amanage_and_a_bad_answer_is_a_typed_error() -> No
     # The compactor still works after the failed call (the core's session was abandoned).
     assert Compactor(context_window=8_000).compact(chat(7, 80)).events
     assert bad.usage(chat(3))["tokens"] > 0
+
+
+@pytest.mark.parametrize(
+    "answer, field",
+    [
+        ({"cancel": 1}, "on_pre_compact.cancel"),
+        ({"cancel": "no"}, "on_pre_compact.cancel"),
+        ({"custom_instructions": 5}, "on_pre_compact.custom_instructions"),
+        # What JSON cannot carry: the same typed error, from the host.
+        ({"custom_instructions": datetime.date(2026, 1, 1)}, "on_pre_compact.custom_instructions"),
+        ({"cancel": float("nan")}, "on_pre_compact.cancel"),
+    ],
+)
+def test_an_answer_of_the_wrong_type_is_a_typed_error_naming_the_field(answer: Dict[str, Any], field: str) -> None:
+    # The core reads the answer, for every host (npm: js/test/host-parity.test.mjs): a cancel is
+    # True or False, never 1 or "no" read as one.
+    compactor = Compactor(context_window=8_000, on_pre_compact=lambda context: answer)
+    with pytest.raises(CompactorError) as raised:
+        compactor.compact(chat(7, 80))
+    assert raised.value.code == "invalid_config" and raised.value.details["field"] == field
+    assert "on_pre_compact returned" in raised.value.message

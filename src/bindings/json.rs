@@ -624,6 +624,69 @@ impl HeldCompactor {
     }
 }
 
+/// `overflow_verdict` of `{"moment", "overflow", "attempt", "retries"}` as JSON (`overflow`:
+/// `parse_overflow`'s answer, or null), its answer as JSON.
+pub(crate) fn overflow_verdict(asked_json: &str) -> Result<String> {
+    // Read from a `Value`, as `reply` is: derived deserializers for these few fields cost the
+    // wasm core about 20 kB.
+    let asked: serde_json::Value = parse("overflow verdict", asked_json)?;
+    let bad = |message: &str| Error::InvalidConfig {
+        field: "overflow".into(),
+        message: format!("overflow verdict: {message}"),
+    };
+    let moment = match asked.get("moment").and_then(|m| m.as_str()) {
+        Some("refused") => crate::OverflowMoment::Refused,
+        Some("cut") => crate::OverflowMoment::Cut,
+        Some("refused-after-content") => crate::OverflowMoment::RefusedAfterContent,
+        Some("cut-after-content") => crate::OverflowMoment::CutAfterContent,
+        Some("nothing-left") => crate::OverflowMoment::NothingLeft,
+        _ => return Err(bad("moment: expected refused, cut, refused-after-content, cut-after-content or nothing-left")),
+    };
+    // Counts past u32 (a host's `retries: 2 ** 32`) saturate: as many as asked, in effect.
+    let whole = |key: &str| {
+        asked
+            .get(key)
+            .and_then(|v| v.as_u64())
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+            .ok_or_else(|| bad(&format!("{key}: expected a whole number >= 0")))
+    };
+    let overflow = match asked.get("overflow") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(said) if !said.is_object() => {
+            return Err(bad(
+                "overflow: expected parse-overflow's answer (an object) or null",
+            ))
+        }
+        Some(said) => {
+            let count = |key: &str| {
+                said.get(key)
+                    .and_then(|v| v.as_u64())
+                    .and_then(|n| u32::try_from(n).ok())
+            };
+            Some(crate::OverflowReport {
+                provider: said
+                    .get("provider")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("generic")
+                    .to_owned(),
+                reported_tokens: count("reportedTokens"),
+                limit: count("limit"),
+                message: said
+                    .get("message")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+            })
+        }
+    };
+    Ok(to_json(&crate::overflow_verdict(
+        moment,
+        overflow.as_ref(),
+        whole("attempt")?,
+        whole("retries")?,
+    )))
+}
+
 /// `parse_overflow` of the texts an error carries, as JSON (`null`: not an overflow).
 pub(crate) fn parse_overflow(texts: &[String], status: Option<u16>) -> String {
     to_json(&crate::parse_overflow(texts, status))
@@ -647,17 +710,40 @@ fn reply(json: &str) -> Result<Reply> {
             error: text("error").unwrap_or_else(|| "failed".into()),
         }),
         Some("decision") => Ok(Reply::Decision {
-            decision: crate::PreCompactDecision {
-                cancel: value.get("cancel").and_then(|v| v.as_bool()) == Some(true),
-                custom_instructions: text("customInstructions"),
-                custom_summary: text("customSummary"),
-            },
+            decision: decision(&value)?,
         }),
         other => Err(bad(format!(
             "type {}: expected done, text, decision or failed",
             other.map_or_else(|| "missing".to_owned(), |t| format!("\"{t}\""))
         ))),
     }
+}
+
+/// The `onPreCompact` hook's answer, as the host hands it on (every host the same): `cancel`
+/// true or false, `customInstructions` and `customSummary` strings, each absent or null when not
+/// given. Anything else is the app's mistake, a typed `invalid_config` naming the field, rather
+/// than read one way by one host and another by the next (`1` or `"no"` as a cancel).
+fn decision(value: &serde_json::Value) -> Result<crate::PreCompactDecision> {
+    let field = |key: &str| value.get(key).filter(|v| !v.is_null());
+    let invalid = |key: &str, expected: &str, got: &serde_json::Value| Error::InvalidConfig {
+        field: format!("onPreCompact.{key}"),
+        message: format!("onPreCompact returned {key}: {got}, expected {expected}"),
+    };
+    let string = |key: &str| match field(key) {
+        None => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(invalid(key, "a string", other)),
+    };
+    let cancel = match field("cancel") {
+        None => false,
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(other) => return Err(invalid("cancel", "true or false", other)),
+    };
+    Ok(crate::PreCompactDecision {
+        cancel,
+        custom_instructions: string("customInstructions")?,
+        custom_summary: string("customSummary")?,
+    })
 }
 
 /// A plan as it crosses to the host: transcripts without their files, a summary request
@@ -856,5 +942,79 @@ pub(crate) fn state_refused(
             r#"{{"verdict":"conflict","message":{},"attempts":{attempts}}}"#,
             serde_json::to_string(&message).unwrap_or_default()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_overflow_verdict_asked_with_bad_input_is_a_typed_error() {
+        let ask = |json: &str| overflow_verdict(json);
+        let said = r#"{"provider":"anthropic","reportedTokens":219898,"limit":200000,"message":"prompt is too long"}"#;
+        assert_eq!(
+            ask(&format!(
+                r#"{{"moment":"refused","overflow":{said},"attempt":0,"retries":1}}"#
+            ))
+            .unwrap(),
+            r#"{"verdict":"retry","attempt":1}"#
+        );
+        // A host's retries past u32 saturate.
+        assert_eq!(
+            ask(&format!(
+                r#"{{"moment":"refused","overflow":{said},"attempt":1,"retries":4294967296}}"#
+            ))
+            .unwrap(),
+            r#"{"verdict":"retry","attempt":2}"#
+        );
+        for bad in [
+            r#"{"moment":"refused","overflow":"nope","attempt":0,"retries":1}"#,
+            r#"{"moment":"sideways","overflow":null,"attempt":0,"retries":1}"#,
+            r#"{"moment":"refused","overflow":null,"attempt":1.5,"retries":1}"#,
+            r#"{"moment":"refused","overflow":null,"attempt":-1,"retries":1}"#,
+            r#"[]"#,
+            r#"not json"#,
+        ] {
+            let error = ask(bad).expect_err(bad);
+            assert!(
+                matches!(
+                    error,
+                    Error::InvalidConfig { .. } | Error::MalformedJson { .. }
+                ),
+                "{bad}: {error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_on_pre_compact_answer_is_read_strictly() {
+        let read = |json: &str| reply(json);
+        assert_eq!(
+            read(r#"{"type":"decision","cancel":true,"customInstructions":null}"#).unwrap(),
+            Reply::Decision {
+                decision: crate::PreCompactDecision {
+                    cancel: true,
+                    custom_instructions: None,
+                    custom_summary: None
+                }
+            }
+        );
+        for (bad, field) in [
+            (r#"{"type":"decision","cancel":1}"#, "onPreCompact.cancel"),
+            (
+                r#"{"type":"decision","cancel":"no"}"#,
+                "onPreCompact.cancel",
+            ),
+            (
+                r#"{"type":"decision","customSummary":5}"#,
+                "onPreCompact.customSummary",
+            ),
+        ] {
+            match read(bad) {
+                Err(Error::InvalidConfig { field: f, .. }) => assert_eq!(f, field, "{bad}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
     }
 }

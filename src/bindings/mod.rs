@@ -11,6 +11,7 @@ mod counting;
 #[cfg(any(feature = "wasm", feature = "compiler", feature = "counter"))]
 mod host;
 #[cfg(any(
+    test,
     feature = "wasm",
     feature = "component",
     feature = "compiler",

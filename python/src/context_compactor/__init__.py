@@ -17,7 +17,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
 from . import _core, loop, tokenizers
 from .codec import well_formed as _well_formed
 from .compactor import (
-    AGENTS_MD_PATH,
     DEFAULT_STATE_PATH,
     Compactor,
     ManageResult,
@@ -38,7 +37,20 @@ from .errors import (
 )
 from .overflow import is_overflow_error, parse_overflow
 from .report import ReportData, ReportRecorder, create_report_recorder, render_report, render_report_chart
-from .stores import AsyncRedisStore, FileStore, LocalStore, MemoryStore, RedisStore, check_path
+from .stores import (
+    AGENTS_MD_PATH,
+    MEMORIES_PREFIX,
+    AsyncCompositeStore,
+    AsyncRedisStore,
+    CompositeStore,
+    FileStore,
+    LocalStore,
+    MemoryStore,
+    RedisStore,
+    aload_agents_md,
+    check_path,
+    load_agents_md,
+)
 from .tokenizers import is_encoding_loaded, load_encoding, load_tokenizer
 from .tools import RecoveryTool, grep, ls, read_file, recovery_tools
 
@@ -124,7 +136,10 @@ __all__ = [
     "count_model_tokens",
     "model_info",
     "AGENTS_MD_PATH",
+    "MEMORIES_PREFIX",
+    "AsyncCompositeStore",
     "AsyncRedisStore",
+    "CompositeStore",
     "DEFAULT_STATE_PATH",
     "Compactor",
     "CompactorError",
@@ -152,6 +167,8 @@ __all__ = [
     "ReportRecorder",
     "grep",
     "load_state",
+    "load_agents_md",
+    "aload_agents_md",
     "parse_overflow",
     "is_overflow_error",
     "loop",

@@ -26,7 +26,7 @@ def call_within(seconds: float, name: str, fn: Callable[..., Any], *args: Any) -
 
     thread = threading.Thread(target=call, name=f"context-compactor {name}", daemon=True)
     thread.start()
-    thread.join(seconds)
+    thread.join(min(seconds, threading.TIMEOUT_MAX))  # a longer wait is as good as none
     if thread.is_alive():
         return False, None
     if "error" in box:
@@ -60,7 +60,7 @@ async def call_within_async(seconds: float, name: str, fn: Callable[..., Any], *
 
     threading.Thread(target=call, name=f"context-compactor {name}", daemon=True).start()
     # Not wait_for: the call's own TimeoutError must stay its own.
-    done, _ = await asyncio.wait({future}, timeout=seconds)
+    done, _ = await asyncio.wait({future}, timeout=min(seconds, threading.TIMEOUT_MAX))
     if not done:
         return False, None
     return True, future.result()

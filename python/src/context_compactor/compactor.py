@@ -35,10 +35,10 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
-from .effects import Steps, drive_async, effect_read, leased, run_sync, write_if
+from .effects import Steps, conditional_write, drive_async, effect_read, leased, run_sync
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
-from .overflow import parse_overflow
-from .stores import FileStore, MemoryStore, TimedStore, check_path
+from .overflow import overflow_verdict, parse_overflow
+from .stores import AGENTS_MD_PATH, MEMORIES_PREFIX, FileStore, MemoryStore, TimedStore, check_path
 from .tools import RecoveryTool, recovery_tools
 
 Message = Dict[str, Any]
@@ -123,9 +123,6 @@ one that stalls is left behind there: the call goes on, never a hang."""
 
 #: Where ``save_state()`` writes by default.
 DEFAULT_STATE_PATH = "/state/compactor.json"
-#: The long-term memory file ``system_prompt`` reads (the npm package's ``AGENTS_MD_PATH``).
-MEMORIES_PREFIX = "/memories/"
-AGENTS_MD_PATH = "/memories/AGENTS.md"
 
 # Option groups whose keys are option names (snake_case accepted, sent as the core's
 # camelCase). `tools` is not one: its schemas are user JSON and cross untouched.
@@ -358,8 +355,8 @@ class Compactor:
         prompt whose ``count_raw`` was ``predicted_raw``); a second report of the prompt
         ``manage`` returned is ignored."""
         raw = self._last_raw if predicted_raw is None else predicted_raw
-        if raw is None or not isinstance(input_tokens, (int, float)) or input_tokens != input_tokens:
-            return
+        if raw is None or not isinstance(input_tokens, (int, float)) or not math.isfinite(input_tokens):
+            return  # as npm: only a finite count is a sample
         with self._lock:
             self._core.call("observe-usage", int(raw), int(round(input_tokens)))
             self._state_dirty = True
@@ -472,11 +469,8 @@ class Compactor:
             self._state_dirty = True
         result = yield from self._run(messages, "auto", None, overflow={**info, "attempt": attempt})
         if not any(e.get("status") in ("applied", "fallback") for e in result.events):
-            raise CompactorError(
-                "context_overflow",
-                f"the provider refused the prompt as too long ({info['message'][:200]}) and nothing is left to compact",
-                {k: v for k, v in (("provider", info["provider"]), ("reportedTokens", info.get("reportedTokens")), ("limit", info.get("limit")), ("attempts", attempt)) if v is not None},
-            ) from error
+            verdict = overflow_verdict("nothing-left", info, attempt, 0)
+            raise (verdict["error"] if verdict["verdict"] == "fail" else error) from error
         result.overflow = info
         return result
 
@@ -606,6 +600,8 @@ class Compactor:
         events: List[Event] = step["events"]
         if events:
             self._state_dirty = True
+        if any(e["strategy"] == "summarize" for e in events):
+            self._ahead_unread = None  # the core forgot the one asked ahead, if any
         for event in events:
             event["call"] = call
             if overflow is not None:
@@ -683,6 +679,8 @@ class Compactor:
             return output
         outcomes = yield from self._write_all(plan, refs, messages)
         applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
+        if applied["events"]:
+            self._state_dirty = True  # its stats go with the next save
         if self._on_event is not None:  # told as the npm host tells them
             for event in applied["events"]:
                 self._on_event(event)
@@ -761,18 +759,13 @@ class Compactor:
             # Whatever happened (a failure here is the summary's: the lossy tier summarizes in
             # the call), the run is over: ``settled()`` must not wait for it again.
             with self._ahead_lock:
-                self._ahead_done[key] = text if text is not None and text.strip() else None
+                self._ahead_done[key] = text  # the core judges it (an empty text it forgets)
                 self._ahead_runs.pop(key, None)
 
     def _take_ahead(self) -> Steps[None]:
         """Hands the summaries made in the background to the core; with ``state_path``, one a
         loaded state asked (another request's) once it is beside the state."""
-        with self._ahead_lock:
-            done, self._ahead_done = self._ahead_done, {}
-        for done_key, text in done.items():
-            taken = self._core.call("offer-summary", done_key, text) if text is not None else self._core.call("forget-ahead", done_key)
-            if taken:
-                self._state_dirty = True
+        self._offer_done()
         key = self._ahead_unread
         if key is None or self._state_path is None or key in self._ahead_runs:
             return
@@ -780,39 +773,54 @@ class Compactor:
             text = yield ("read", self._io, str(_core.call("ahead-path", self._state_path, key)))
         except Exception:
             return  # unreadable: the plan waits for it until the hard limit
-        # Its lease: the summary, or a request still making it, or one that failed or was
-        # killed (expired): then the lossy tier summarizes in the call.
-        lease = json.loads(_core.call("lease-state", None if text is None else well_formed(str(text)), time.time() * 1000))
-        if "summary" not in lease and (text is None or lease["held"]):
-            return  # still being made
+        # What its lease says, by the core's rule (``src/lease.rs`` ``AheadRead``).
+        read = json.loads(_core.call("ahead-read", None if text is None else well_formed(str(text)), time.time() * 1000))
+        if read["read"] == "wait":
+            return
         self._ahead_unread = None
-        taken = self._core.call("offer-summary", key, lease["summary"]) if "summary" in lease else self._core.call("forget-ahead", key)
+        taken = self._core.call("offer-summary", key, read["text"]) if read["read"] == "offer" else self._core.call("forget-ahead", key)
         if taken:
             self._state_dirty = True
 
+    def _offer_done(self) -> None:
+        """The summaries made in the background since, to the core (the background runs never
+        touch it: they leave their text here)."""
+        with self._ahead_lock:
+            done, self._ahead_done = self._ahead_done, {}
+        for key, text in done.items():
+            taken = self._core.call("offer-summary", key, text) if text is not None else self._core.call("forget-ahead", key)
+            if taken:
+                self._state_dirty = True
+
     def settled(self) -> None:
-        """Waits for every summary made in the background by ``manage`` (threads)."""
+        """Waits for every summary made in the background by ``manage`` (threads), and hands
+        their texts to the core, so ``state()`` holds them (as npm's ``settled()``)."""
         while True:
             with self._ahead_lock:
                 runs = [r for r in self._ahead_runs.values() if isinstance(r, threading.Thread)]
             if not runs:
-                return
+                break
             for run in runs:
                 run.join()
+        with self._lock:
+            self._offer_done()
 
     async def asettled(self) -> None:
         """Waits for every summary made in the background (tasks of ``amanage``, threads of
-        ``manage``)."""
+        ``manage``), and hands their texts to the core, as ``settled()``."""
         while True:
             with self._ahead_lock:
                 runs = list(self._ahead_runs.values())
             if not runs:
-                return
+                break
             for run in runs:
                 if isinstance(run, threading.Thread):
                     await asyncio.get_running_loop().run_in_executor(None, run.join)
                 else:
                     await asyncio.gather(run, return_exceptions=True)
+        async with self._async_lock():
+            with self._lock:
+                self._offer_done()
 
     def _save_state(self, path: str) -> Steps[None]:
         if path != self._state_path:
@@ -844,11 +852,16 @@ class Compactor:
             self._state_dirty = False
             return None
         text = str(_core.call("next-state-text", str(self._core.call("state")), self._stored.revision, conversation))
-        if (yield from write_if(self._io, path, self._stored.text, text)):
+        outcome = yield from conditional_write(self._io, path, self._stored.text, text)
+        if outcome["written"]:
             self._stored = _Stored(None, text, self._stored.revision + 1, conversation)
             self._state_dirty = False
             return None
-        current = yield ("read", self._io, path)
+        if "read_error" in outcome:
+            raise CompactorError(
+                "store_failed", f"the save was refused and the state could not be read back: {_message(outcome['read_error'])}", {"path": path, "op": "read"}
+            ) from outcome["read_error"]
+        current = outcome["current"]
         return _parse_stored(None if current is None else str(current), path)
 
     @staticmethod
@@ -973,7 +986,13 @@ class _Stored(NamedTuple):
 
 
 def _parse_stored(text: Optional[str], path: str) -> _Stored:
-    parsed = json.loads(_core.call("stored-state", None if text is None else well_formed(text), path))
+    try:
+        parsed = json.loads(_core.call("stored-state", None if text is None else well_formed(text), path))
+    except CompactorError as e:
+        # Not a saved state: the core's error, with the path where the host keeps it (as npm).
+        if e.code == "invalid_config":
+            raise InvalidConfigError("invalid_config", e.message, {**(e.details or {}), "field": "state", "path": path}) from None
+        raise
     return _Stored(parsed["state"], text, int(parsed["revision"]), str(parsed["conversation"]))
 
 
@@ -1011,11 +1030,19 @@ def _decision(decision: Any) -> Dict[str, Any]:
             "invalid_config",
             f"on_pre_compact returned {type(decision).__name__}: expected a dict (cancel, custom_instructions, custom_summary) or None",
         )
+    # As given: the core reads them (a cancel that is not True or False is a typed error there,
+    # as in the npm host). A value JSON cannot carry never reaches it: the same typed error here.
     out: Dict[str, Any] = {}
     for key in ("cancel", "custom_instructions", "custom_summary"):
         value = decision.get(key, decision.get(_camel(key)))
-        if value is not None:
-            out[_camel(key)] = bool(value) if key == "cancel" else str(value)
+        if value is None:
+            continue
+        if not isinstance(value, (bool, str, int)) and not (isinstance(value, float) and math.isfinite(value)):
+            expected = "True or False" if key == "cancel" else "a str"
+            raise InvalidConfigError(
+                "invalid_config", f"on_pre_compact returned {key}: {type(value).__name__}, expected {expected}", {"field": f"on_pre_compact.{key}"}
+            )
+        out[_camel(key)] = value
     return out
 
 

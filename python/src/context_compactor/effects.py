@@ -12,7 +12,7 @@ import json
 import threading
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Generator, Optional, Tuple, TypeVar, cast
+from typing import Any, Awaitable, Callable, Dict, Generator, Optional, Tuple, TypeVar, cast
 
 from . import _core
 from ._threads import call_within, call_within_async
@@ -31,36 +31,42 @@ def effect_read(store: FileStore, path: str) -> Steps[Optional[str]]:
     return None if text is None else str(text)
 
 
-def write_if(store: FileStore, path: str, expected: Optional[str], text: str) -> Steps[bool]:
+def conditional_write(store: FileStore, path: str, expected: Optional[str], text: str) -> Steps[Dict[str, Any]]:
     """Writes ``text`` at ``path`` only while it holds ``expected`` (None: nothing): the store's
     ``write_if`` (compare-and-set) where it has one, else read, compare and write (not atomic:
     a store shared between processes should have ``write_if``). As the npm package's
-    ``conditionalWrite``: a ``write_if`` that was refused or failed is checked by reading
-    ``path`` back, and holding ``text`` it is ours (a client that sent it again after a lost
-    reply); a failure that is not is raised."""
+    ``conditionalWrite``: ``{"written": True}``; or, refused, ``{"written": False, "current":
+    <the text there now, read back once>}`` (``"read_error"`` in its place when that read
+    failed). A ``write_if`` that was refused or failed is checked by that read: holding ``text``
+    it is ours (a client that sent it again after a lost reply); a failure that is not is
+    raised."""
+
+    def read_back() -> Steps[Dict[str, Any]]:
+        try:
+            current = yield ("read", store, path)
+        except Exception as e:
+            return {"written": False, "read_error": e}
+        return {"written": True} if current == text else {"written": False, "current": current}
+
     if not callable(getattr(store, "write_if", None)):
         current = yield ("read", store, path)
         if current != expected:
-            return False
+            return {"written": False, "current": current}
         yield ("write", store, path, text)
-        return True
-    failure: Optional[BaseException] = None
+        return {"written": True}
     try:
-        if (yield ("write-if", store, path, expected, text)):
-            return True
+        done = yield ("write-if", store, path, expected, text)
     except Exception as e:
-        if isinstance(e, CompactorError) and "timeoutMs" in (e.details or {}):
-            raise  # no answer: reading back would wait as long again
-        failure = e
-    try:
-        current = yield ("read", store, path)
-    except Exception:
-        current = None
-    if current == text:
-        return True
-    if failure is not None:
-        raise failure
-    return False
+        # No answer (a store timeout): reading back would wait as long again.
+        if not (isinstance(e, CompactorError) and "timeoutMs" in (e.details or {})) and (yield from read_back())["written"]:
+            return {"written": True}
+        raise
+    return {"written": True} if done else (yield from read_back())
+
+
+def write_if(store: FileStore, path: str, expected: Optional[str], text: str) -> Steps[bool]:
+    """``conditional_write``: whether it was written."""
+    return bool((yield from conditional_write(store, path, expected, text))["written"])
 
 
 def _plain_write(store: FileStore, path: str, text: str) -> Steps[bool]:

@@ -87,6 +87,8 @@ _PYTHON_NAMES = (
     ("loadEncoding", "load_encoding"),
     ("countTokens", "count_tokens"),
     ("onPreCompact", "on_pre_compact"),
+    ("customInstructions", "custom_instructions"),
+    ("customSummary", "custom_summary"),
     ("statePath", "state_path"),
 )
 
@@ -107,4 +109,6 @@ def from_core(json_text: str) -> CompactorError:
         message = fields.pop("message")
     except (ValueError, KeyError, AttributeError):
         return CompactorError("internal", f"context-compactor core failed: {json_text}")
+    if isinstance(fields.get("field"), str):
+        fields["field"] = python_names(fields["field"])
     return error(code, python_names(message), fields)

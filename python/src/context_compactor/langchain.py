@@ -3,9 +3,10 @@
 Its ``before_model`` hook runs the compactor on the agent's messages before every model call
 and, when something changed, replaces them in the agent's state (``RemoveMessage(id=
 REMOVE_ALL_MESSAGES)`` then the compacted list, as LangChain's own ``SummarizationMiddleware``
-does), so the compaction persists into later steps. Offloaded content goes to the compactor's
-store; give the agent the recovery tools (``recovery_langchain_tools(compactor.store)``) to read
-it back.
+does), so the compaction persists into later steps. The agent's system prompt (the one its
+last model call carried) is counted as the first message and kept out of the state. Offloaded
+content goes to the compactor's store; give the agent the recovery tools
+(``recovery_langchain_tools(compactor)``) to read it back.
 
 Messages are converted to the core's (AI SDK) shape and back: ``SystemMessage`` → ``system``,
 ``HumanMessage`` → ``user``, ``AIMessage`` → ``assistant`` (text and ``tool_calls``),
@@ -28,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import (
@@ -44,7 +45,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .compactor import Compactor, ManageResult
 from .errors import InvalidConfigError
-from .overflow import parse_overflow
+from .overflow import overflow_verdict, parse_overflow
 from .report import ReportRecorder
 from .stores import FileStore
 from .tools import recovery_tools
@@ -324,12 +325,17 @@ class CompactorMiddleware(AgentMiddleware):
     prompt cache, when that costs less), it is sent as one: the agent's system prompt, tools and
     messages as the agent last sent them, then the instruction, so the span is read from the
     cache; an answer that is a tool call, no text or an error falls back to the plain request. ``on_result`` is
-    called with every ``ManageResult`` (for logs and tests). With ``offload_at_return``, a
-    tool's output over the offload threshold is stored the moment the tool returns
-    (``wrap_tool_call``), so it never enters the agent's history (the model gets the preview
-    naming its path). When the provider refuses a prompt as too long (``parse_overflow``), the
-    model call is retried ``overflow_retries`` times (default 1) on ``compactor.recover``'s
-    harder compaction (``wrap_model_call``). ``report``: a :func:`create_report_recorder` recorder
+    called with every ``ManageResult`` (for logs and tests). With ``offload_at_return`` (default
+    True, as the npm package's ``offloadAtReturn``), a tool's output over the offload threshold is
+    stored the moment the tool returns (``wrap_tool_call``), so it never enters the agent's
+    history (the model gets the preview naming its path). When the provider refuses a prompt as
+    too long (``parse_overflow``), or a reply stops because the context window filled up
+    (``stop_reason`` or ``finish_reason`` ``model_context_window_exceeded`` in its
+    ``response_metadata``), the model call is retried ``overflow_retries`` times (default 1) on
+    ``compactor.recover``'s harder compaction (``wrap_model_call``). A refusal after the last
+    retry is a ``CompactorError('context_overflow')`` raised from the provider's error (with no
+    retries, the provider's error itself); a cut reply after it is the answer, as it is — as the
+    npm package's AI SDK middleware does. ``report``: a :func:`create_report_recorder` recorder
     that records every model call (pass its ``on_event`` to the compactor too, for the events of
     offloads at tool return)."""
 
@@ -339,7 +345,7 @@ class CompactorMiddleware(AgentMiddleware):
         *,
         summary_model: Any = None,
         on_result: Optional[Callable[[ManageResult], None]] = None,
-        offload_at_return: bool = False,
+        offload_at_return: bool = True,
         overflow_retries: int = 1,
         report: Optional[ReportRecorder] = None,
         **options: Any,
@@ -364,29 +370,34 @@ class CompactorMiddleware(AgentMiddleware):
 
     def before_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
-        self._observe(messages)
-        converted = to_model_messages(messages)
-        self._seen = (messages, converted)
-        return self._update(self.compactor.manage(converted), messages, converted)
+        system, converted = self._input(messages)
+        return self._update(self.compactor.manage([*system, *converted]), messages, system, converted)
 
     async def abefore_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
+        system, converted = self._input(messages)
+        return self._update(await self.compactor.amanage([*system, *converted]), messages, system, converted)
+
+    def _input(self, messages: Sequence[BaseMessage]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+        """The system prompt to count before the agent's messages (the one the agent's last
+        model call carried: it goes with every call but is not in the agent's messages; none
+        before the first call) and the messages, both converted; recorded for a summary
+        continuation. Observes the latest reply's usage first."""
         self._observe(messages)
-        converted = to_model_messages(messages)
-        self._seen = (messages, converted)
-        return self._update(await self.compactor.amanage(converted), messages, converted)
+        counted = _counted(self._agent.system if self._agent is not None else None)
+        system, converted = to_model_messages(counted), to_model_messages(messages)
+        self._seen = ([*counted, *messages], [*system, *converted])
+        return system, converted
 
     def _continuation_call(self, continuation: Dict[str, Any]) -> Optional[Tuple["_AgentCall", List[BaseMessage]]]:
         """A summary continuation as the agent's model would get it (``None`` before the agent
-        made a call): the agent's last call, and its system prompt then the continuation's
-        messages — each one the agent's own message object where it is unchanged, so the prefix
-        is the one the provider cached."""
+        made a call): the agent's last call, and the continuation's messages (the system prompt
+        first, as counted) — each one the agent's own message object where it is unchanged, so
+        the prefix is the one the provider cached."""
         if self._agent is None:
             return None
         messages, converted = self._seen if self._seen is not None else ([], [])
-        prefix = from_model_messages(continuation["messages"], messages, converted)
-        system = [self._agent.system] if self._agent.system is not None else []
-        return self._agent, [*system, *prefix]
+        return self._agent, from_model_messages(continuation["messages"], messages, converted)
 
     def _observe(self, messages: Sequence[BaseMessage]) -> None:
         """Calibration: the latest model reply's ``usage_metadata`` says how many input tokens
@@ -407,61 +418,128 @@ class CompactorMiddleware(AgentMiddleware):
         attempt = 0
         while True:
             try:
-                return handler(request)
-            except Exception as error:
-                attempt += 1
-                if attempt > self._overflow_retries or parse_overflow(error) is None:
-                    raise
-                converted = to_model_messages(request.messages)
-                result = self.compactor.recover(converted, error, attempt=attempt)
-                request = self._retry(request, result, converted)
+                response, error = handler(request), None
+            except Exception as e:
+                response, error = None, e
+            retry = self._next(attempt, response, error)
+            if retry is None:
+                if error is not None:
+                    raise error
+                return response
+            attempt, failure = retry
+            system, converted = _prompt(request)
+            result = self.compactor.recover([*system, *converted], failure, attempt=attempt)
+            request = self._retry(request, result, system, converted)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         self._agent = _AgentCall.of(request)
         attempt = 0
         while True:
             try:
-                return await handler(request)
-            except Exception as error:
-                attempt += 1
-                if attempt > self._overflow_retries or parse_overflow(error) is None:
-                    raise
-                converted = to_model_messages(request.messages)
-                result = await self.compactor.arecover(converted, error, attempt=attempt)
-                request = self._retry(request, result, converted)
+                response, error = await handler(request), None
+            except Exception as e:
+                response, error = None, e
+            retry = self._next(attempt, response, error)
+            if retry is None:
+                if error is not None:
+                    raise error
+                return response
+            attempt, failure = retry
+            system, converted = _prompt(request)
+            result = await self.compactor.arecover([*system, *converted], failure, attempt=attempt)
+            request = self._retry(request, result, system, converted)
 
-    def _retry(self, request: Any, result: ManageResult, converted: List[Dict[str, Any]]) -> Any:
-        """The model request again, with the recovered messages."""
+    def _next(self, attempt: int, response: Any, error: Optional[BaseException]) -> Optional[Tuple[int, BaseException]]:
+        """After one model call: None to answer it as it is (``response``, or ``error`` raised),
+        else the retry's attempt and the failure to recover from, by the core's rules
+        (``overflow_verdict``, as every other middleware's); raises the typed
+        ``context_overflow`` once the retries are spent."""
+        if error is None and not _cut_at_window(response):
+            return None
+        failure = error if error is not None else RuntimeError(_WINDOW_EXCEEDED)
+        verdict = overflow_verdict("refused" if error is not None else "cut", parse_overflow(failure), attempt, self._overflow_retries)
+        if verdict["verdict"] == "fail":
+            raise verdict["error"] from failure
+        if verdict["verdict"] == "as-is":
+            return None
+        return int(verdict["attempt"]), failure
+
+    def _retry(self, request: Any, result: ManageResult, system: List[Dict[str, Any]], converted: List[Dict[str, Any]]) -> Any:
+        """The model request again, with the recovered messages (the system prompt, counted
+        first, stays the request's own)."""
         if self._on_result is not None:
             self._on_result(result)
-        return request.override(messages=from_model_messages(result.messages, request.messages, converted))
+        return request.override(messages=from_model_messages(result.messages[len(system) :], request.messages, converted))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         result = handler(request)
         if not self._offload_at_return or not _offloadable(result):
             return result
-        preview = self.compactor.offload_tool_output(result.name or "tool", result.tool_call_id, result.content)
+        preview = self.compactor.offload_tool_output(result.name or request.tool_call["name"], result.tool_call_id, result.content)
         return result if preview is result.content else result.model_copy(update={"content": preview})
 
     async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         result = await handler(request)
         if not self._offload_at_return or not _offloadable(result):
             return result
-        preview = await self.compactor.aoffload_tool_output(result.name or "tool", result.tool_call_id, result.content)
+        preview = await self.compactor.aoffload_tool_output(result.name or request.tool_call["name"], result.tool_call_id, result.content)
         return result if preview is result.content else result.model_copy(update={"content": preview})
 
-    def _update(self, result: ManageResult, messages: Sequence[BaseMessage], converted: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    def _update(
+        self, result: ManageResult, messages: Sequence[BaseMessage], system: List[Dict[str, Any]], converted: List[Dict[str, Any]]
+    ) -> Optional[Dict[str, Any]]:
+        """The agent's state update for ``result`` (of the system prompt then the messages):
+        the compacted messages, the system prompt left out (it is not in the state); none when
+        nothing changed."""
         if self._on_result is not None:
             self._on_result(result)
         if self._report is not None:
-            self._report.add(self.compactor, converted, result)
-        if result.messages == converted:
+            self._report.add(self.compactor, [*system, *converted], result)
+        compacted = result.messages[len(system) :]
+        if compacted == converted:
             return None
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *from_model_messages(result.messages, messages, converted)]}
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *from_model_messages(compacted, messages, converted)]}
 
 
 def _offloadable(result: Any) -> bool:
     return isinstance(result, ToolMessage) and isinstance(result.content, str) and result.status != "error"
+
+
+def _counted(system: Optional[BaseMessage]) -> List[BaseMessage]:
+    """The system prompt as counted before the messages: none when it has no text (as the npm
+    middleware's)."""
+    return [system] if system is not None and _joined(system.content) else []
+
+
+def _prompt(request: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """A model request's system prompt (as counted) and messages, converted."""
+    return to_model_messages(_counted(_system_of(request))), to_model_messages(request.messages)
+
+
+def _system_of(request: Any) -> Optional[SystemMessage]:
+    """A model request's system prompt: ``system_message`` (langchain 1.1 and later), else its
+    ``system_prompt`` text (langchain 1.0)."""
+    system = getattr(request, "system_message", None)
+    if system is None and isinstance(getattr(request, "system_prompt", None), str):
+        system = SystemMessage(content=request.system_prompt)
+    return system if isinstance(system, SystemMessage) else None
+
+
+#: The error text ``recover`` is given for a reply cut at the context window: the overflow
+#: table's ``anthropic-stop-reason`` row (the npm middleware's text).
+_WINDOW_EXCEEDED = "stop_reason: model_context_window_exceeded"
+
+
+def _cut_at_window(response: Any) -> bool:
+    """A model call's answer (a ``ModelResponse``, or a bare ``AIMessage``) that stopped
+    because the context window filled up: its ``response_metadata`` says
+    ``model_context_window_exceeded`` as the stop reason (Anthropic's ``stop_reason``) or the
+    finish reason (``finish_reason``, the OpenAI-shaped APIs that pass it on)."""
+    messages = getattr(response, "result", [response])
+    return any(
+        isinstance(m, AIMessage) and "model_context_window_exceeded" in (m.response_metadata.get("stop_reason"), m.response_metadata.get("finish_reason"))
+        for m in messages
+    )
 
 
 @dataclass
@@ -474,7 +552,7 @@ class _AgentCall:
 
     @staticmethod
     def of(request: Any) -> "_AgentCall":
-        return _AgentCall(getattr(request, "model", None), list(getattr(request, "tools", None) or []), getattr(request, "system_message", None))
+        return _AgentCall(getattr(request, "model", None), list(getattr(request, "tools", None) or []), _system_of(request))
 
 
 def _model_name(model: Any) -> Optional[str]:
@@ -541,9 +619,14 @@ async def _continued(model: Any, request: Dict[str, Any], continued: Optional[_C
     return text if text.strip() else None
 
 
-def recovery_langchain_tools(store: FileStore) -> List[StructuredTool]:
-    """The recovery tools (``read_file``, ``grep``, ``ls``) as LangChain tools over ``store``."""
+def recovery_langchain_tools(source: Union[Compactor, FileStore]) -> List[StructuredTool]:
+    """The recovery tools (``read_file``, ``grep``, ``ls``) as LangChain tools. Given the
+    compactor (as the npm package's ``recoveryLangChainTools``), over its store through
+    ``compactor.tools()``: a ``read_file`` page ends at 10 % of the model's window, so one read
+    cannot fill it, and every store call is bounded by its ``store_timeout``. Given a store
+    (as before), over that store directly: pages unbounded, calls not timed."""
+    tools = source.tools() if isinstance(source, Compactor) else recovery_tools(source)
     return [
         StructuredTool.from_function(func=tool.func, name=tool.name, description=tool.description, args_schema=tool.input_schema)
-        for tool in recovery_tools(store).values()
+        for tool in tools.values()
     ]

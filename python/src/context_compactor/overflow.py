@@ -10,6 +10,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from . import _core
+from .errors import CompactorError, error as typed_error
 
 #: How much of each text is read: a provider's overflow message is short, and a huge response
 #: body (an echoed prompt) must not make every failed call slow.
@@ -27,6 +28,21 @@ def parse_overflow(error: Any) -> Optional[Dict[str, Any]]:
     if found is None and _is_langchain_overflow(error):
         found = {"provider": "generic", "message": texts[0] if texts else type(error).__name__}
     return found if isinstance(found, dict) else None
+
+
+def overflow_verdict(moment: str, info: Optional[Dict[str, Any]], attempt: int, retries: int) -> Dict[str, Any]:
+    """What a retry loop does next, by the core's rules (``src/overflow.rs``, the same for every
+    host and middleware): ``moment`` is ``"refused"`` (the call raised), ``"cut"`` (it answered,
+    stopped at the context window) or ``"nothing-left"`` (``recover`` found nothing to compact);
+    ``info`` what the error said (``parse_overflow``; None: not an overflow), ``attempt`` the
+    compactions made for this model call so far, ``retries`` how many it may make. Returns
+    ``{"verdict": "as-is"}`` (raise or return it as it is), ``{"verdict": "retry", "attempt"}``
+    or ``{"verdict": "fail", "error": CompactorError("context_overflow")}``."""
+    said: Dict[str, Any] = json.loads(_core.call("overflow-verdict", json.dumps({"moment": moment, "overflow": info, "attempt": attempt, "retries": retries})))
+    if said["verdict"] == "fail":
+        failure: CompactorError = typed_error("context_overflow", said["message"], said["details"])
+        return {"verdict": "fail", "error": failure}
+    return said
 
 
 def is_overflow_error(error: Any) -> bool:

@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import uuid
-from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, runtime_checkable
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple, Type, cast, runtime_checkable
 
 from ._threads import call_within
 from .errors import CompactorError, InvalidConfigError, InvalidPathError
@@ -542,3 +542,198 @@ class TimedStore:
         if name == "write_if" and callable(getattr(self.store, "write_if", None)):
             return lambda path, expected, text: self._bounded("write_if", path, path, expected, text)
         raise AttributeError(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Routing paths to stores (the npm package's ``CompositeStore``), and the long-term memory file
+
+#: Where long-term memory lives, and the file ``system_prompt`` loads (the npm package's
+#: ``MEMORIES_PREFIX`` / ``AGENTS_MD_PATH``; ``compactor.py`` reads the same paths).
+MEMORIES_PREFIX = "/memories/"
+AGENTS_MD_PATH = "/memories/AGENTS.md"
+
+_STORE_METHODS = ("read", "write", "list", "delete")
+
+
+def _is_async(store: object) -> bool:
+    """Whether ``store`` is an async store: any of its methods a coroutine function (a
+    :class:`TimedStore` is as async as the store it bounds)."""
+    if isinstance(store, TimedStore):
+        return _is_async(store.store)
+    return any(inspect.iscoroutinefunction(getattr(store, m, None)) for m in (*_STORE_METHODS, "write_if"))
+
+
+class CompositeStore:
+    """A store that sends each path to the store of its longest matching route prefix, or to
+    ``fallback`` (the npm package's ``CompositeStore``); paths are passed on unchanged. Route
+    prefixes start and end with ``/``. ``list`` merges the paths under a prefix from every
+    store that can hold them, each path from the store that owns it; ``write_if`` is the owning
+    store's, read-compare-write where it has none.
+
+    >>> store = CompositeStore(MemoryStore(), {"/memories/": LocalStore(".memories")})  # doctest: +SKIP
+
+    Made of synchronous stores only, it is a synchronous store. With an async store in it (one
+    whose methods are ``async def``, such as :class:`AsyncRedisStore`), ``CompositeStore(...)``
+    is an :class:`AsyncCompositeStore`: every method a coroutine that awaits the async stores and
+    calls the others, so the compactor, which tells an async store by its coroutine functions
+    (``TimedStore``), treats it as one (``amanage``/``acompact``).
+
+    Why ``__new__`` picks the variant rather than one class whose methods return an awaitable
+    or a value as the stores answer: a Python store is either sync or async by its methods'
+    kind, as everywhere in this package (``RedisStore`` / ``AsyncRedisStore``), and callers
+    (``TimedStore``, the recovery tools, users) test that kind before calling; a method whose
+    kind depended on the stores routed to could not be told apart. The async variant is a
+    subclass, so ``isinstance(store, CompositeStore)`` holds for both, and may also be made
+    directly (``AsyncCompositeStore(...)``: async even over sync stores)."""
+
+    def __new__(cls, fallback: FileStore, routes: Optional[Mapping[str, FileStore]] = None) -> "CompositeStore":
+        if cls is CompositeStore and (
+            _is_async(fallback) or (isinstance(routes, Mapping) and any(_is_async(s) for s in routes.values()))
+        ):
+            cls = AsyncCompositeStore
+        return super().__new__(cls)
+
+    def __init__(self, fallback: FileStore, routes: Optional[Mapping[str, FileStore]] = None) -> None:
+        if routes is None:
+            routes = {}
+        name = type(self).__name__
+        if not isinstance(routes, Mapping):
+            raise InvalidConfigError(
+                "invalid_config", f"{name}: routes must be a mapping of path prefix to store, got {type(routes).__name__}", {"field": "routes"}
+            )
+        _check_store(name, fallback, "fallback")
+        checked: List[Tuple[str, FileStore]] = []
+        for prefix, store in routes.items():
+            if not isinstance(prefix, str) or not prefix.startswith("/") or not prefix.endswith("/"):
+                shown = json.dumps(prefix, ensure_ascii=False) if isinstance(prefix, str) else repr(prefix)
+                raise InvalidConfigError("invalid_config", f'route {shown} must start and end with "/"', {"field": "routes"})
+            try:
+                check_prefix(prefix)
+            except InvalidPathError as e:
+                raise InvalidConfigError("invalid_config", f"route {e.message}", {"field": "routes", "path": prefix}) from e
+            _check_store(name, store, "routes")
+            checked.append((prefix, store))
+        self.fallback = fallback
+        # Longest first: the first that matches is the longest match.
+        self._routes = sorted(checked, key=lambda route: len(route[0]), reverse=True)
+
+    @property
+    def routes(self) -> Dict[str, FileStore]:
+        """The route prefixes and their stores, longest prefix first."""
+        return dict(self._routes)
+
+    def store_for(self, path: str) -> FileStore:
+        """The store ``path`` goes to."""
+        return next((store for prefix, store in self._routes if path.startswith(prefix)), self.fallback)
+
+    def _listing(self, prefix: str) -> List[FileStore]:
+        """The stores that can hold paths under ``prefix`` (each once)."""
+        stores: List[FileStore] = [self.fallback]
+        for route, store in self._routes:
+            if (route.startswith(prefix) or prefix.startswith(route)) and not any(s is store for s in stores):
+                stores.append(store)
+        return stores
+
+    def _owned(self, store: FileStore, paths: Any) -> List[str]:
+        return [str(p) for p in paths if self.store_for(str(p)) is store]
+
+    def read(self, path: str) -> Optional[str]:
+        return self.store_for(check_path(path)).read(path)
+
+    def write(self, path: str, text: str) -> None:
+        self.store_for(check_path(path)).write(path, text)
+
+    def delete(self, path: str) -> None:
+        self.store_for(check_path(path)).delete(path)
+
+    def list(self, prefix: str) -> List[str]:
+        """Paths under ``prefix`` from every store that can hold them, each from the store that
+        owns it, sorted."""
+        prefix = check_prefix(prefix)
+        return sorted(p for store in self._listing(prefix) for p in self._owned(store, store.list(prefix)))
+
+    def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+        """The owning store's ``write_if``; where it has none, read, compare and write (not
+        atomic)."""
+        store = self.store_for(check_path(path))
+        method = getattr(store, "write_if", None)
+        if callable(method):
+            return bool(method(path, expected, text))
+        if store.read(path) != expected:
+            return False
+        store.write(path, text)
+        return True
+
+
+class AsyncCompositeStore(CompositeStore):
+    """:class:`CompositeStore` with every method a coroutine: the async stores in it awaited,
+    the synchronous ones called (what ``CompositeStore(...)`` is when a store in it is async)."""
+
+    async def read(self, path: str) -> Optional[str]:  # type: ignore[override]
+        return cast(Optional[str], await _call(self.store_for(check_path(path)), "read", path))
+
+    async def write(self, path: str, text: str) -> None:  # type: ignore[override]
+        await _call(self.store_for(check_path(path)), "write", path, text)
+
+    async def delete(self, path: str) -> None:  # type: ignore[override]
+        await _call(self.store_for(check_path(path)), "delete", path)
+
+    async def list(self, prefix: str) -> List[str]:  # type: ignore[override]
+        prefix = check_prefix(prefix)
+        stores = self._listing(prefix)
+        lists = await asyncio.gather(*(_call(store, "list", prefix) for store in stores))
+        return sorted(p for store, paths in zip(stores, lists) for p in self._owned(store, paths))
+
+    async def write_if(self, path: str, expected: Optional[str], text: str) -> bool:  # type: ignore[override]
+        store = self.store_for(check_path(path))
+        if callable(getattr(store, "write_if", None)):
+            return bool(await _call(store, "write_if", path, expected, text))
+        if await _call(store, "read", path) != expected:
+            return False
+        await _call(store, "write", path, text)
+        return True
+
+
+async def _call(store: object, method: str, *args: Any) -> Any:
+    """``store.<method>(*args)``, awaited when it answers with an awaitable (an async store)."""
+    return await _maybe(getattr(store, method)(*args))
+
+
+async def _maybe(value: Any) -> Any:
+    """``value``, awaited when it is an awaitable (an async store's answer)."""
+    return await value if inspect.isawaitable(value) else value
+
+
+def _check_store(name: str, store: object, field: str) -> None:
+    missing = [m for m in _STORE_METHODS if not callable(getattr(store, m, None))]
+    if missing:
+        raise InvalidConfigError(
+            "invalid_config",
+            f"{name}: {field} must be stores (read, write, list, delete), got {type(store).__name__} without {', '.join(missing)}",
+            {"field": field},
+        )
+
+
+def load_agents_md(store: FileStore, path: str = AGENTS_MD_PATH) -> Optional[str]:
+    """The long-term memory file (``/memories/AGENTS.md``) from ``store``, or None (the npm
+    package's ``loadAgentsMd``). An async store is run to completion here, as ``load_state``
+    does, outside a running event loop; inside one, use :func:`aload_agents_md`."""
+    text: Any = store.read(check_path(path))
+    if inspect.isawaitable(text):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            text = asyncio.run(_maybe(text))
+        else:
+            if inspect.iscoroutine(text):
+                text.close()
+            raise InvalidConfigError(
+                "invalid_config", "load_agents_md: an async store inside a running event loop: use aload_agents_md", {"field": "store"}
+            )
+    return None if text is None else str(text)
+
+
+async def aload_agents_md(store: FileStore, path: str = AGENTS_MD_PATH) -> Optional[str]:
+    """:func:`load_agents_md`, awaited (an async store's read awaited, a sync store's called)."""
+    text = await _maybe(store.read(check_path(path)))
+    return None if text is None else str(text)

@@ -241,6 +241,10 @@ impl api::Guest for Component {
         crate::lease::LeaseState::of(text.as_deref(), now).to_json()
     }
 
+    fn ahead_read(text: Option<String>, now: f64) -> String {
+        crate::lease::AheadRead::of(text.as_deref(), now).to_json()
+    }
+
     fn recovery_segment(offload_prefix: String, history_prefix: String) -> String {
         crate::prompts::recovery_segment(&offload_prefix, &history_prefix)
     }
@@ -251,6 +255,10 @@ impl api::Guest for Component {
 
     fn parse_overflow(texts: Vec<String>, status: Option<u16>) -> String {
         json::parse_overflow(&texts, status)
+    }
+
+    fn overflow_verdict(asked: String) -> Result<String, api::Error> {
+        json::overflow_verdict(&asked).map_err(error)
     }
 
     fn memory_segment(memories_prefix: String) -> String {

@@ -374,12 +374,26 @@ pub fn lease_state(text: Option<String>, now: f64) -> String {
     crate::lease::LeaseState::of(text.as_deref(), now).to_json()
 }
 
+/// What a request does with the text at a summary asked ahead's path (`aheadPath`):
+/// `{read: "wait"}`, `{read: "offer", text}` or `{read: "forget"}` (`crate::lease::AheadRead`).
+#[wasm_bindgen(js_name = aheadRead)]
+pub fn ahead_read(text: Option<String>, now: f64) -> String {
+    crate::lease::AheadRead::of(text.as_deref(), now).to_json()
+}
+
 /// Whether the texts an error carries (message, code, response body, causes) are a provider's
 /// "prompt too long" error: `{provider, reportedTokens?, limit?, message}` as JSON, or `null`.
 /// `status`: the HTTP status, when known.
 #[wasm_bindgen(js_name = parseOverflow)]
 pub fn parse_overflow(texts: Vec<String>, status: Option<u16>) -> String {
     json::parse_overflow(&texts, status)
+}
+
+/// What a host's overflow retry loop does next: `{moment, overflow, attempt, retries}` in,
+/// `{verdict: "as-is" | "retry" | "fail", attempt?, message?, details?}` out (`src/overflow.rs`).
+#[wasm_bindgen(js_name = overflowVerdict)]
+pub fn overflow_verdict(asked_json: &str) -> JsResult<String> {
+    json::overflow_verdict(asked_json).map_err(throw)
 }
 
 #[wasm_bindgen(js_name = memorySegment)]
