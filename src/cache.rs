@@ -173,6 +173,67 @@ impl CachePricing {
     }
 }
 
+/// Anthropic accepts at most this many cache breakpoints (`cache_control`) per request.
+pub const ANTHROPIC_MAX_BREAKPOINTS: usize = 4;
+
+/// Where a request's Anthropic cache breakpoints go ([`anthropic_breakpoints`]): the messages to
+/// mark and the ones to unmark, by index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Breakpoints {
+    /// Messages to give a breakpoint.
+    pub add: Vec<usize>,
+    /// Messages whose breakpoint to take off.
+    pub remove: Vec<usize>,
+}
+
+/// The breakpoints for a request of `system.len()` messages (`system[i]`: message `i` is a
+/// system message; `marked[i]`: it carries a breakpoint already), at most `max` in all (at most
+/// [`ANTHROPIC_MAX_BREAKPOINTS`]; fewer when the tools carry some): one on the last system
+/// message and one on the last message, so the next call reads the whole conversation so far
+/// from the cache; the breakpoints already set are kept, newest first, and the oldest others
+/// taken off to stay within `max`. One rule for every host (npm `anthropicCacheControl`, Python
+/// `anthropic_cache_control`).
+///
+/// ```
+/// use context_compactor::anthropic_breakpoints;
+/// let b = anthropic_breakpoints(&[true, false, false, false], &[false, true, false, false], 4);
+/// assert_eq!((b.add, b.remove), (vec![0, 3], vec![]));
+/// let b = anthropic_breakpoints(&[false; 6], &[true, true, true, true, false, false], 4);
+/// assert_eq!((b.add, b.remove), (vec![5], vec![0]));
+/// ```
+pub fn anthropic_breakpoints(system: &[bool], marked: &[bool], max: usize) -> Breakpoints {
+    let n = system.len().min(marked.len());
+    let max = max.min(ANTHROPIC_MAX_BREAKPOINTS);
+    let mut wanted: Vec<usize> = Vec::new();
+    if let Some(last_system) = (0..n).rev().find(|&i| system[i]) {
+        wanted.push(last_system);
+    }
+    if n > 0 && !wanted.contains(&(n - 1)) {
+        wanted.push(n - 1);
+    }
+    wanted.truncate(max);
+    let mut out = Breakpoints::default();
+    let mut on: Vec<bool> = marked[..n].to_vec();
+    for &i in &wanted {
+        if !on[i] {
+            on[i] = true;
+            out.add.push(i);
+        }
+    }
+    let mut count = on.iter().filter(|&&m| m).count();
+    for i in 0..n {
+        if count <= max {
+            break;
+        }
+        if on[i] && !wanted.contains(&i) {
+            on[i] = false;
+            out.remove.push(i);
+            count -= 1;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +271,22 @@ mod tests {
         assert_eq!(CacheConfig::default().min_break_saving(&p, 200_000), 2_000);
         let p = CacheConfig::default().pricing(&claude);
         assert!((p.break_cost(1_000) - 1_150.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn anthropic_breakpoints_stay_within_the_limit() {
+        assert_eq!(anthropic_breakpoints(&[], &[], 4), Breakpoints::default());
+        // The system prompt last: one breakpoint serves both.
+        let b = anthropic_breakpoints(&[false, true], &[false, false], 4);
+        assert_eq!((b.add, b.remove), (vec![1], vec![]));
+        // One allowed: the system prompt's; the others go, oldest first.
+        let b = anthropic_breakpoints(&[true, false, false], &[false, true, true], 1);
+        assert_eq!((b.add, b.remove), (vec![0], vec![1, 2]));
+        // None allowed: every breakpoint goes.
+        let b = anthropic_breakpoints(&[true, false], &[true, true], 0);
+        assert_eq!((b.add, b.remove), (vec![], vec![0, 1]));
+        // More than Anthropic takes: four.
+        let b = anthropic_breakpoints(&[false; 7], &[true; 7], 9);
+        assert_eq!((b.add, b.remove), (vec![], vec![0, 1, 2]));
     }
 }

@@ -82,7 +82,10 @@ mod tiers;
 
 mod bindings;
 
-pub use cache::{CacheConfig, CachePricing, CacheProvider, CacheTtl};
+pub use cache::{
+    anthropic_breakpoints, Breakpoints, CacheConfig, CachePricing, CacheProvider, CacheTtl,
+    ANTHROPIC_MAX_BREAKPOINTS,
+};
 pub use compactor::{
     Ahead, Calibration, Compactor, Overflow, PlanOptions, State, Stats, StrategyStats, TriggerKind,
     Usage, UsagePoint,

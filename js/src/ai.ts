@@ -7,7 +7,7 @@ import type { Compactor } from './compactor.js';
 import { stringify } from './codec.js';
 import { assertInitialized } from './core.js';
 import { CompactorError, core, errorMessage } from './errors.js';
-import { RecoveryToolRun, recoveryToolSpecs } from './wasm/context_compactor.js';
+import { RecoveryToolRun, anthropicBreakpoints, recoveryToolSpecs } from './wasm/context_compactor.js';
 import { isOverflowResult, overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
 import { checkPath, checkPrefix, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
@@ -621,30 +621,23 @@ function mark<M extends WithProviderOptions>(message: M, cacheControl: Record<st
  * Sets Anthropic `cacheControl` breakpoints: on the last system message and on the last message
  * (so the next call reads the whole conversation so far from cache). Breakpoints already set
  * are kept, newest first; the oldest non-system ones are removed so the total stays within
- * `maxBreakpoints` (at most 4; pass fewer when your tools carry breakpoints). Returns copies;
- * the input is not changed.
+ * `maxBreakpoints` (at most 4; pass fewer when your tools carry breakpoints). The rule is the
+ * core's (`src/cache.rs` `anthropic_breakpoints`, Python's `anthropic_cache_control` too).
+ * Returns copies; the input is not changed.
  */
 export function anthropicCacheControl<M extends MessageLike>(
   messages: readonly M[],
   options: { maxBreakpoints?: number; ttl?: '5m' | '1h' } = {},
 ): M[] {
   if (!Array.isArray(messages)) throw new TypeError('anthropicCacheControl: messages must be an array');
-  const max = Math.min(options.maxBreakpoints ?? ANTHROPIC_MAX_BREAKPOINTS, ANTHROPIC_MAX_BREAKPOINTS);
+  assertInitialized('anthropicCacheControl');
+  const max = options.maxBreakpoints ?? ANTHROPIC_MAX_BREAKPOINTS;
+  if (!Number.isInteger(max) || max < 0) throw new CompactorError('invalid_config', `anthropicCacheControl: maxBreakpoints must be a whole number >= 0, got ${String(max)}`, { field: 'maxBreakpoints' });
   const cacheControl = { type: 'ephemeral', ...(options.ttl ? { ttl: options.ttl } : {}) };
   const out = messages.map((m) => m as WithProviderOptions) as WithProviderOptions[];
-  let lastSystem = -1;
-  out.forEach((m, i) => {
-    if (m.role === 'system') lastSystem = i;
-  });
-  const wanted = [lastSystem, out.length - 1].filter((i, k, all) => i >= 0 && all.indexOf(i) === k).slice(0, max);
-  for (const i of wanted) if (!marked(out[i]!)) out[i] = mark(out[i]!, cacheControl);
-  // Over the limit: drop the oldest breakpoints that are not the ones just placed.
-  let count = out.filter(marked).length;
-  for (let i = 0; i < out.length && count > max; i++) {
-    if (marked(out[i]!) && !wanted.includes(i)) {
-      out[i] = mark(out[i]!, undefined);
-      count--;
-    }
-  }
+  const flags = (test: (m: WithProviderOptions) => boolean) => Uint8Array.from(out, (m) => (test(m) ? 1 : 0));
+  const { add, remove } = JSON.parse(anthropicBreakpoints(flags((m) => m.role === 'system'), flags(marked), Math.min(max, ANTHROPIC_MAX_BREAKPOINTS))) as { add: number[]; remove: number[] };
+  for (const i of add) out[i] = mark(out[i]!, cacheControl);
+  for (const i of remove) out[i] = mark(out[i]!, undefined);
   return out as M[];
 }

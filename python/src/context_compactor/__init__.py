@@ -90,6 +90,62 @@ def _json_bytes(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+#: Anthropic accepts at most this many cache breakpoints per request.
+ANTHROPIC_MAX_BREAKPOINTS = 4
+
+
+def anthropic_cache_control(
+    messages: Sequence[Mapping[str, Any]], *, max_breakpoints: int = ANTHROPIC_MAX_BREAKPOINTS, ttl: Optional[str] = None
+) -> List[Dict[str, Any]]:
+    """Anthropic cache breakpoints (``providerOptions.anthropic.cacheControl``) for messages in
+    the core's (AI SDK ``ModelMessage``) shape, as the npm package's ``anthropicCacheControl``:
+    on the last system message and on the last message, so the next call reads the whole
+    conversation so far from the cache; breakpoints already set are kept, newest first, and the
+    oldest others taken off to stay within ``max_breakpoints`` (at most 4; fewer when the tools
+    carry some). ``ttl``: ``"5m"`` or ``"1h"``. The rule is the core's. Returns a new list (the
+    messages it marks or unmarks are copies); the input is not changed."""
+    if not isinstance(messages, (list, tuple)):
+        raise InvalidMessageError("invalid_messages", f"anthropic_cache_control: messages must be a list, got {type(messages).__name__}")
+    if not isinstance(max_breakpoints, int) or isinstance(max_breakpoints, bool) or max_breakpoints < 0:
+        raise InvalidConfigError("invalid_config", f"anthropic_cache_control: max_breakpoints must be a whole number >= 0, got {max_breakpoints!r}", {"field": "max_breakpoints"})
+    if ttl not in (None, "5m", "1h"):
+        raise InvalidConfigError("invalid_config", f"anthropic_cache_control: ttl must be '5m' or '1h', got {ttl!r}", {"field": "ttl"})
+    control: Dict[str, Any] = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+    out: List[Dict[str, Any]] = [cast(Dict[str, Any], m) for m in messages]
+    system = [isinstance(m, Mapping) and m.get("role") == "system" for m in out]
+    marked = [_anthropic(m).get("cacheControl") is not None for m in out]
+    where = json.loads(_core.call("anthropic-breakpoints", system, marked, min(max_breakpoints, ANTHROPIC_MAX_BREAKPOINTS)))
+    for i in where["add"]:
+        out[i] = _with_cache_control(out[i], dict(control))
+    for i in where["remove"]:
+        out[i] = _with_cache_control(out[i], None)
+    return out
+
+
+def _anthropic(message: Any) -> Dict[str, Any]:
+    options = message.get("providerOptions") if isinstance(message, Mapping) else None
+    anthropic = options.get("anthropic") if isinstance(options, Mapping) else None
+    return dict(anthropic) if isinstance(anthropic, Mapping) else {}
+
+
+def _with_cache_control(message: Dict[str, Any], control: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A copy of ``message`` with ``control`` as its breakpoint (None: without one), its other
+    provider options kept; emptied option objects left out."""
+    anthropic = _anthropic(message)
+    if control is None:
+        anthropic.pop("cacheControl", None)
+    else:
+        anthropic["cacheControl"] = control
+    options = dict(message.get("providerOptions") or {})
+    options["anthropic"] = anthropic
+    if not anthropic:
+        del options["anthropic"]
+    copy = {**message, "providerOptions": options}
+    if not options:
+        del copy["providerOptions"]
+    return copy
+
+
 def model_info(model: str) -> Dict[str, Any]:
     """The model registry's entry for ``model`` (``gpt-4o``, ``claude-sonnet-4-5``,
     ``qwen/qwen3-32b``, ...): ``contextWindow``, ``encoding``, ``tokenizer`` (the Hugging Face
@@ -129,6 +185,8 @@ def with_memory(system: str, agents_md: Optional[str]) -> str:
 
 
 __all__ = [
+    "ANTHROPIC_MAX_BREAKPOINTS",
+    "anthropic_cache_control",
     "count_breakdown",
     "is_encoding_loaded",
     "load_encoding",

@@ -261,6 +261,14 @@ impl api::Guest for Component {
         json::overflow_verdict(&asked).map_err(error)
     }
 
+    fn anthropic_breakpoints(system: Vec<bool>, marked: Vec<bool>, max: u32) -> String {
+        json::to_json(&crate::anthropic_breakpoints(
+            &system,
+            &marked,
+            max as usize,
+        ))
+    }
+
     fn memory_segment(memories_prefix: String) -> String {
         crate::prompts::memory_segment(&memories_prefix)
     }

@@ -396,6 +396,19 @@ pub fn overflow_verdict(asked_json: &str) -> JsResult<String> {
     json::overflow_verdict(asked_json).map_err(throw)
 }
 
+/// Where a request's Anthropic cache breakpoints go (`crate::anthropic_breakpoints`): per
+/// message, 1 for a system message in `system` and 1 for a breakpoint already set in `marked`;
+/// `{add: [index...], remove: [index...]}` as JSON.
+#[wasm_bindgen(js_name = anthropicBreakpoints)]
+pub fn anthropic_breakpoints(system: &[u8], marked: &[u8], max: u32) -> String {
+    let flags = |bytes: &[u8]| bytes.iter().map(|&b| b != 0).collect::<Vec<bool>>();
+    json::to_json(&crate::anthropic_breakpoints(
+        &flags(system),
+        &flags(marked),
+        max as usize,
+    ))
+}
+
 #[wasm_bindgen(js_name = memorySegment)]
 pub fn memory_segment(memories_prefix: &str) -> String {
     crate::prompts::memory_segment(memories_prefix)
