@@ -421,15 +421,10 @@ class CompactorMiddleware(AgentMiddleware):
                 response, error = handler(request), None
             except Exception as e:
                 response, error = None, e
-            retry = self._next(attempt, response, error)
-            if retry is None:
-                if error is not None:
-                    raise error
+            if (retry := self._next(request, attempt, response, error)) is None:
                 return response
-            attempt, failure = retry
-            system, converted = _prompt(request)
-            result = self.compactor.recover([*system, *converted], failure, attempt=attempt)
-            request = self._retry(request, result, system, converted)
+            attempt, failure, system, converted = retry
+            request = self._retry(request, self.compactor.recover([*system, *converted], failure, attempt=attempt), system, converted)
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         self._agent = _AgentCall.of(request)
@@ -439,20 +434,18 @@ class CompactorMiddleware(AgentMiddleware):
                 response, error = await handler(request), None
             except Exception as e:
                 response, error = None, e
-            retry = self._next(attempt, response, error)
-            if retry is None:
-                if error is not None:
-                    raise error
+            if (retry := self._next(request, attempt, response, error)) is None:
                 return response
-            attempt, failure = retry
-            system, converted = _prompt(request)
-            result = await self.compactor.arecover([*system, *converted], failure, attempt=attempt)
-            request = self._retry(request, result, system, converted)
+            attempt, failure, system, converted = retry
+            request = self._retry(request, await self.compactor.arecover([*system, *converted], failure, attempt=attempt), system, converted)
 
-    def _next(self, attempt: int, response: Any, error: Optional[BaseException]) -> Optional[Tuple[int, BaseException]]:
-        """After one model call: None to answer it as it is (``response``, or ``error`` raised),
-        else the retry's attempt and the failure to recover from, by the core's rules
-        (``overflow_verdict``, as every other middleware's); raises the typed
+    def _next(
+        self, request: Any, attempt: int, response: Any, error: Optional[BaseException]
+    ) -> Optional[Tuple[int, BaseException, List[Dict[str, Any]], List[Dict[str, Any]]]]:
+        """After one model call on ``request``: None to answer it as it is (``response``;
+        ``error`` is raised here), else the retry's attempt, the failure to recover from and the
+        request's system prompt (counted first) and messages, converted, by the core's
+        rules (``overflow_verdict``, as every other middleware's); raises the typed
         ``context_overflow`` once the retries are spent."""
         if error is None and not _cut_at_window(response):
             return None
@@ -461,8 +454,10 @@ class CompactorMiddleware(AgentMiddleware):
         if verdict["verdict"] == "fail":
             raise verdict["error"] from failure
         if verdict["verdict"] == "as-is":
+            if error is not None:
+                raise error
             return None
-        return int(verdict["attempt"]), failure
+        return (int(verdict["attempt"]), failure, *_prompt(request))
 
     def _retry(self, request: Any, result: ManageResult, system: List[Dict[str, Any]], converted: List[Dict[str, Any]]) -> Any:
         """The model request again, with the recovered messages (the system prompt, counted
