@@ -246,7 +246,7 @@ impl Compactor {
         let model = resolve_model(&config);
         // A model whose Hugging Face tokenizer is loaded counts with it, exactly.
         let mut counter = match model.loaded_tokenizer() {
-            Some(t) => CachedCounter::with_counter(model.encoding, Box::new(t)),
+            Some(t) => CachedCounter::with_tokenizer(model.encoding, t),
             None => CachedCounter::new(model.encoding)?,
         };
         counter.image_tokens = config.image_tokens;

@@ -16,6 +16,8 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 
 mod direct;
+#[cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
+pub(crate) mod seen;
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,6 +1,6 @@
 // Issue 32 item 3's figures (a bench, not a test): a new compactor's first manage on a long real
 // history (the arena's real sessions), with and without the previous request's state, against
-// one countTokens of the history's JSON, medians of 7 in one warm process:
+// one countTokens of the history's JSON, medians of 15 in one warm process:
 //   node --max-old-space-size=8192 bench/stateless/run.mjs [--dist DIR] [--before DIR]
 // `--before DIR` measures an older build (a copy of its js/dist) too, interleaved with this one in
 // the same process, and prints both side by side.
@@ -30,7 +30,7 @@ for (const name of ['claude-code-wallpaper', 'swe-sqlfluff-1733']) {
     const managed = await first.manage(history);
     runs[label] = { cc, store, state: first.state(), events: managed.events.length, count: [], fresh: [], withState: [] };
   }
-  for (let i = 0; i < 7; i++) {
+  for (let i = 0; i < 15; i++) {
     for (const r of Object.values(runs)) {
       let t = performance.now(); r.cc.countTokens(json); r.count.push(performance.now() - t);
       const a = await r.cc.createCompactor({ ...opts, store: r.store });

@@ -697,25 +697,22 @@ export class Compactor {
     this.#stateDirty = false;
   }
 
-  /** One round of a call: a dry plan on the held conversation, and when it has work, the core's
-   * loop (`Session`, docs/LOOP.md) on every message as it is now. The host only carries out the
-   * loop's requests: store writes (in parallel), the summarizer, the `onPreCompact` hook. */
+  /** One round of a call: the core's loop (`Session`, docs/LOOP.md) on every message as it is
+   * now. When only part of the conversation crossed (see #sync), a dry plan on the held one first
+   * says whether there is work (a conversation edited in place is then synced whole); when all of
+   * it just crossed (a new compactor's first call), the loop's own first plan says so. The host
+   * only carries out the loop's requests: store writes (in parallel), the summarizer, the
+   * `onPreCompact` hook. */
   async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: StoredState }> {
     await this.#readAhead();
     const whole = this.#sync(messages);
     const now = this.#time();
     const call = planOptions(options, this.#background, now);
-    const planned = this.#planCore(undefined, call);
-    if (!isWork(JSON.parse(planned.json) as Plan)) {
-      // The call goes out now: its time in the state (kept to the minute; then saved).
-      if (this.#core.calledAt(now)) this.#stateDirty = true;
-      const result: ManageResult<M> = { messages: [...messages], events: [], plan: this.#hydrate(planned, messages) };
-      this.#startAhead(result.plan);
-      return this.#persistState(result);
+    if (!whole) {
+      const planned = this.#planCore(undefined, call);
+      if (!isWork(JSON.parse(planned.json) as Plan)) return this.#unchanged(messages, this.#hydrate(planned, messages), now);
+      this.#sync(messages, true);
     }
-    // Compacting: on every message as it is now (see #sync; unless all of them just crossed,
-    // as on a new compactor's first call). The session holds the conversation.
-    if (!whole) this.#sync(messages, true);
     const held = this.#held;
     this.#held = { messages: [], marks: [], refs: new Map() };
     const { refs } = held;
@@ -731,6 +728,10 @@ export class Compactor {
       if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
       const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, messages, refs, written, options)] as const));
       for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
+    }
+    if (!done.cancelled && !isWork(done.plan)) {
+      this.#held = held;
+      return this.#unchanged(messages, this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs), now);
     }
     if (this.#core.calledAt(now)) this.#stateDirty = true;
     const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
@@ -754,13 +755,23 @@ export class Compactor {
     return done.cancelOverridden ? { ...result, cancelOverridden: true } : result;
   }
 
+  /** A call with nothing to compact: it goes out now, its time in the state (kept to the
+   * minute; then saved), with any summary the plan asks ahead. */
+  #unchanged<M extends MessageLike>(messages: readonly M[], plan: Plan, now: number): Promise<ManageResult<M>> {
+    if (this.#core.calledAt(now)) this.#stateDirty = true;
+    const result: ManageResult<M> = { messages: [...messages], events: [], plan };
+    this.#startAhead(plan);
+    return this.#persistState(result);
+  }
+
   /** Carries out one request of the core's loop and says how it went. */
   async #carryOut(io: SessionIo, plan: Plan | undefined, messages: readonly MessageLike[], refs: Refs, written: Map<string, string>, options: RunOptions): Promise<SessionReply> {
     const request = io.request;
     switch (request.type) {
       case 'write': {
-        // What the store gets is the app's original text (lone surrogates: see codec.ts).
-        const content = restoreStored(request.path, request.content, refs, request.whole === true);
+        // The content crosses apart, as UTF-8; what the store gets is the app's original text
+        // (lone surrogates: see codec.ts).
+        const content = restoreStored(request.path, utf8.decode(this.#core.takeContent(io.id)), refs, request.whole === true);
         written.set(request.path, content);
         // Already written by this call (a run again after a lost save): the same file.
         if (this.#written?.get(request.path) === content) return { type: 'done' };
@@ -775,7 +786,7 @@ export class Compactor {
       case 'summarize': {
         // The action as the plan holds it (the request carries the action's fields).
         const action: SummarizeAction = { ...request.summary, type: 'summarize' };
-        this.#hydrateAction(action, undefined, messages, refs, written, true);
+        this.#hydrateAction(action, this.#core.takeContent(io.id), messages, refs, written, true);
         const outcome = await this.#summaryOnce(action);
         return outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
       }
@@ -1169,6 +1180,7 @@ export class Compactor {
 interface SessionIo {
   id: number;
   request:
+    // `content` and the summary's `prompt` are empty: `takeContent(id)` has them, as UTF-8.
     | { type: 'write'; path: string; content: string; whole?: boolean }
     | { type: 'summarize'; summary: SummarizeAction }
     | { type: 'ask'; preCompact: { trigger: 'auto' | 'manual'; currentTokens: number; targetTokens: number; messageCount: number } };

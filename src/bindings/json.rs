@@ -13,8 +13,8 @@ use crate::message::CallIds;
 use crate::plan::{Applied, Event, SaveTranscript};
 use crate::session::is_work;
 use crate::{
-    parse_messages, parse_messages_at, Action, Call, Compactor, Config, Error, Io, Message,
-    Outcome, Plan, PlanOptions, Poll, Reply, Result, Session, SessionCore, State, Strategy,
+    parse_messages, Action, Call, Compactor, Config, Error, Io, Message, Outcome, Plan,
+    PlanOptions, Poll, Reply, Result, Session, SessionCore, State, Strategy,
 };
 
 /// The error as a JSON object: its fields (`code`, and `field`, `index`, ... by kind) and the
@@ -164,6 +164,9 @@ pub(crate) struct HeldCompactor {
     prompt: std::sync::Mutex<String>,
     /// The messages (JSON) of the last session's result, left apart (see `session_poll`).
     result: String,
+    /// The session's write contents and summary prompts left apart, by request id (see
+    /// `session_poll`).
+    contents: hashbrown::HashMap<u64, String>,
     /// The last plans made, as JSON and as made, newest last (see [`HeldCompactor::apply`]).
     plans: std::sync::Mutex<std::collections::VecDeque<(String, Plan)>>,
     /// The `manage` / `compact` call under way on the held conversation, which it holds until
@@ -251,6 +254,7 @@ impl HeldCompactor {
             memo: std::sync::Mutex::new(crate::memo::Memo::held()),
             prompt: std::sync::Mutex::default(),
             result: String::new(),
+            contents: hashbrown::HashMap::new(),
             plans: std::sync::Mutex::default(),
             session: None,
         })
@@ -299,7 +303,12 @@ impl HeldCompactor {
             });
         }
         held.truncate(keep);
-        held.extend(parse_messages_at(appended_json, keep)?);
+        // Messages this instance parsed before (a stateless route's new compactor is handed a
+        // history it has mostly seen) are not parsed again (`message::seen`).
+        held.extend(crate::message::seen::parse_messages_at(
+            appended_json,
+            keep,
+        )?);
         calls.validate(&held, keep)?;
         self.held = held;
         self.calls = calls;
@@ -434,6 +443,7 @@ impl HeldCompactor {
             None => Call::default(),
         };
         self.session_end();
+        self.contents.clear();
         let messages = std::mem::take(&mut self.held);
         self.session = Some(Session::new(messages, call));
         Ok(())
@@ -455,8 +465,10 @@ impl HeldCompactor {
     /// The session's next step as JSON: `{"type": "io", "ios": [{id, request}], "plan"?}`,
     /// `{"type": "wait"}`, or `{"type": "done", "messages"?, "events", "plan", "cancelled",
     /// "cancelOverridden", "tokensBefore", "tokensAfter"}` (then the held conversation is the
-    /// result). With `apart`, a done plan's summary prompt waits for `take_prompt` and the
-    /// changed messages for `take_result` (a host decodes them on their own).
+    /// result). With `apart`, a write's `content` and a summary request's `prompt` wait for
+    /// `take_content` (the step has them empty), a done plan's summary prompt for `take_prompt`
+    /// and the changed messages for `take_result` (a host decodes them on their own: a
+    /// transcript escaped inside the step's JSON cost a first compaction more than its plan).
     pub(crate) fn session_poll(&mut self, apart: bool) -> Result<String> {
         let Some(session) = self.session.as_mut() else {
             return Err(Error::PlanMismatch {
@@ -480,8 +492,17 @@ impl HeldCompactor {
             Poll::Wait => Ok(to_json(&SessionPoll::Wait)),
             Poll::Io(mut ios) => {
                 for io in &mut ios {
-                    if let crate::Request::Summarize { summary } = &mut io.request {
-                        summary.request.messages.clear();
+                    // Apart, the bulk crosses as UTF-8 (`take_content`), not escaped in the step.
+                    let bulk = match &mut io.request {
+                        crate::Request::Summarize { summary } => {
+                            summary.request.messages.clear();
+                            &mut summary.request.prompt
+                        }
+                        crate::Request::Write { content, .. } => content,
+                        crate::Request::Ask { .. } => continue,
+                    };
+                    if apart {
+                        self.contents.insert(io.id, std::mem::take(bulk));
                     }
                 }
                 let asks = ios
@@ -529,6 +550,13 @@ impl HeldCompactor {
                 Ok(json)
             }
         }
+    }
+
+    /// The content of the session's write request `id`, or its summary request's prompt, that
+    /// `session_poll` with `apart` left out of the step (empty then), once.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn take_content(&mut self, id: u64) -> String {
+        self.contents.remove(&id).unwrap_or_default()
     }
 
     /// The messages of the last session's result as JSON (`session_poll` with `apart`), once.
@@ -948,6 +976,40 @@ pub(crate) fn state_refused(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_leaves_write_contents_apart() {
+        let output = "line of a long tool output\n".repeat(3_000);
+        let conversation = serde_json::json!([
+            {"role": "user", "content": "read it"},
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "read", "input": {}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "read", "output": {"type": "text", "value": output}}]},
+        ])
+        .to_string();
+        let step = |apart: bool| {
+            let mut held =
+                HeldCompactor::new(r#"{"model":"gpt-4o","contextWindow":16000}"#, None).unwrap();
+            held.sync(0, &conversation).unwrap();
+            held.session_start(None).unwrap();
+            let step: serde_json::Value =
+                serde_json::from_str(&held.session_poll(apart).unwrap()).unwrap();
+            let write = step["ios"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|io| io["request"]["type"] == "write")
+                .cloned()
+                .unwrap();
+            let id = write["id"].as_u64().unwrap();
+            let inline = write["request"]["content"].as_str().unwrap().to_owned();
+            (inline, held.take_content(id), held.take_content(id))
+        };
+        let (inline, taken, again) = step(false);
+        assert!(inline.contains("line of a long tool output") && taken.is_empty());
+        let (empty, apart, again_apart) = step(true);
+        assert_eq!((empty.as_str(), apart.as_str()), ("", inline.as_str()));
+        assert!(again.is_empty() && again_apart.is_empty(), "taken once");
+    }
 
     #[test]
     fn an_overflow_verdict_asked_with_bad_input_is_a_typed_error() {

@@ -136,7 +136,7 @@ pub fn counter_named(name: &str) -> Result<CachedCounter, Error> {
     match name.parse::<Encoding>() {
         Ok(encoding) => CachedCounter::new(encoding),
         Err(unknown) => hf::get(name)
-            .map(|t| CachedCounter::with_counter(Encoding::O200kBase, Box::new(Tokenizer(t))))
+            .map(|t| CachedCounter::with_tokenizer(Encoding::O200kBase, Tokenizer(t)))
             .ok_or_else(|| not_loaded(name, unknown)),
     }
 }
@@ -168,7 +168,7 @@ pub const DEFAULT_IMAGE_TOKENS: u32 = 1_600;
 pub const TOOL_DEFINITION_OVERHEAD: u32 = 12;
 /// Default estimate for a file part (a PDF page costs 1.5k–3k on Anthropic; one page assumed).
 pub const DEFAULT_FILE_TOKENS: u32 = 1_600;
-/// The cache is dropped whole when it grows past this many entries (bounded memory).
+/// A count cache holds at most this many entries (bounded memory; see [`CountCache`]).
 const CACHE_LIMIT: usize = 500_000;
 
 /// The raw counts of one message, as a plan reads them (see
@@ -181,12 +181,55 @@ pub(crate) struct MessageCounts {
     pub(crate) parts: Vec<(u32, u32)>,
 }
 
+/// Texts' counts by content hash, in shards with a lock each (threads counting at once rarely
+/// wait on one another). Bounded: a shard is dropped whole when it grows past its share of
+/// [`CACHE_LIMIT`].
+#[derive(Default)]
+struct CountCache {
+    shards: [Mutex<HashMap<u128, u32>>; SHARDS],
+}
+
+/// How many shards a [`CountCache`] has (a power of two).
+const SHARDS: usize = 8;
+
+impl CountCache {
+    fn shard(&self, key: u128) -> std::sync::MutexGuard<'_, HashMap<u128, u32>> {
+        self.shards[(key as usize) & (SHARDS - 1)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What a shared [`CountCache`] counts with: one of the built-in encodings, or a loaded
+/// tokenizer (they live as long as the process, by address).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Source {
+    Encoding(Encoding),
+    Tokenizer(usize),
+}
+
+/// The count cache every counter of `source` shares: the counts of a text by one encoding (or one
+/// loaded tokenizer) never change, so compactors made one after the other in one process (a
+/// serverless instance serving a conversation's requests: a new compactor each time, from the
+/// saved state) count each text once, not once per compactor.
+fn shared_cache(source: Source) -> std::sync::Arc<CountCache> {
+    static SHARED: Mutex<Vec<(Source, std::sync::Arc<CountCache>)>> = Mutex::new(Vec::new());
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, cache)) = shared.iter().find(|(s, _)| *s == source) {
+        return cache.clone();
+    }
+    let cache = std::sync::Arc::new(CountCache::default());
+    shared.push((source, cache.clone()));
+    cache
+}
+
 /// A counter with a content-hash cache: re-counting a conversation that grew by k messages
-/// tokenizes only those k messages.
+/// tokenizes only those k messages. The exact counters (an encoding, a loaded tokenizer) share
+/// their cache process-wide ([`shared_cache`]); a counter a caller supplies has its own.
 pub struct CachedCounter {
     encoding: Encoding,
     counter: Box<dyn TokenCounter>,
-    cache: Mutex<HashMap<u128, u32>>,
+    cache: std::sync::Arc<CountCache>,
     /// The estimate for each image part (default 1,600; images are not tokenized as text).
     pub image_tokens: u32,
     /// The estimate for each file part (default 1,600).
@@ -204,20 +247,31 @@ impl std::fmt::Debug for CachedCounter {
 impl CachedCounter {
     /// The exact counter for `encoding` (see [`Exact::new`] for the error).
     pub fn new(encoding: Encoding) -> Result<Self, Error> {
-        Ok(Self::with_counter(
-            encoding,
-            Box::new(Exact::new(encoding)?),
-        ))
+        let counter = Box::new(Exact::new(encoding)?);
+        Ok(Self::sharing(encoding, counter, Source::Encoding(encoding)))
     }
 
-    /// Uses a host-supplied counter in place of the exact one.
+    /// Uses a host-supplied counter in place of the exact one (with a cache of its own).
     pub fn with_counter(encoding: Encoding, counter: Box<dyn TokenCounter>) -> Self {
         Self {
             encoding,
             counter,
-            cache: Mutex::new(HashMap::new()),
+            cache: std::sync::Arc::default(),
             image_tokens: DEFAULT_IMAGE_TOKENS,
             file_tokens: DEFAULT_FILE_TOKENS,
+        }
+    }
+
+    /// Counts with a loaded tokenizer (`encoding` is the model's, for what it estimates).
+    pub(crate) fn with_tokenizer(encoding: Encoding, tokenizer: Tokenizer) -> Self {
+        let source = Source::Tokenizer(std::ptr::from_ref(tokenizer.0) as usize);
+        Self::sharing(encoding, Box::new(tokenizer), source)
+    }
+
+    fn sharing(encoding: Encoding, counter: Box<dyn TokenCounter>, source: Source) -> Self {
+        Self {
+            cache: shared_cache(source),
+            ..Self::with_counter(encoding, counter)
         }
     }
 
@@ -236,21 +290,27 @@ impl CachedCounter {
 
     /// The count under `key` (the content hash of the text), counting `text()` on a miss.
     fn cached<'a>(&self, key: u128, text: impl FnOnce() -> std::borrow::Cow<'a, str>) -> u32 {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&n) = cache.get(&key) {
+        if let Some(&n) = self.cache.shard(key).get(&key) {
             return n;
         }
+        // Counted outside the lock: another thread's lookups in the shard do not wait on it.
         let n = u32::try_from(self.counter.count(&text())).unwrap_or(u32::MAX);
-        if cache.len() >= CACHE_LIMIT {
-            cache.clear();
+        let mut shard = self.cache.shard(key);
+        if shard.len() >= CACHE_LIMIT / SHARDS {
+            shard.clear();
         }
-        cache.insert(key, n);
+        shard.insert(key, n);
         n
     }
 
-    /// Number of distinct texts in the cache (for stats and tests).
+    /// Number of distinct texts in the cache (shared by the exact counters of one encoding or
+    /// tokenizer; for stats and tests).
     pub fn cached_entries(&self) -> usize {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.cache
+            .shards
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .sum()
     }
 
     /// Tokens of one message including its framing.
@@ -435,6 +495,32 @@ mod tests {
         assert_eq!(counter.text("abcd"), 4);
         assert_eq!(counter.text("xy"), 2);
         assert_eq!(inner.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn exact_counters_share_their_cache() {
+        let text = "shared across compactors: a text only this test counts";
+        let key = crate::hash::content_hash(text.as_bytes());
+        let first = CachedCounter::new(Encoding::O200kBase).unwrap();
+        let second = CachedCounter::new(Encoding::O200kBase).unwrap();
+        let other = CachedCounter::new(Encoding::Cl100kBase).unwrap();
+        assert_eq!(
+            first.text(text),
+            count_tokens(text, Encoding::O200kBase).unwrap() as u32
+        );
+        assert!(second.cache.shard(key).contains_key(&key));
+        assert!(!other.cache.shard(key).contains_key(&key));
+        assert_eq!(second.text(text), first.text(text));
+        // A counter a caller supplies keeps its own cache: its counts may be anything.
+        struct Len;
+        impl TokenCounter for Len {
+            fn count(&self, text: &str) -> usize {
+                text.len()
+            }
+        }
+        let own = CachedCounter::with_counter(Encoding::O200kBase, Box::new(Len));
+        assert_eq!(own.text(text), text.len() as u32);
+        assert!(!own.cache.shard(key).is_empty() && first.text(text) != text.len() as u32);
     }
 
     #[test]

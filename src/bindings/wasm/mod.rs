@@ -94,6 +94,13 @@ impl WasmCompactor {
         self.0.take_result()
     }
 
+    /// The content of the session's write request `id`, or its summary request's prompt, as
+    /// UTF-8 (the step has it empty), once.
+    #[wasm_bindgen(js_name = takeContent)]
+    pub fn take_content(&mut self, id: u32) -> Vec<u8> {
+        self.0.take_content(u64::from(id)).into_bytes()
+    }
+
     /// Hands back the outcome of the session's request `id` (a reply as JSON).
     #[wasm_bindgen(js_name = sessionHandle)]
     pub fn session_handle(&mut self, id: u32, reply_json: &str) -> JsResult<()> {

@@ -1,0 +1,341 @@
+//! Messages parsed before in this process, by their exact JSON text: a binding's compactor that
+//! is new (a serverless route makes one per request, from the saved state) but is handed a
+//! conversation this instance has seen, parses only the messages it has not.
+//!
+//! A request to a stateless route carries the whole history, and all but its last few messages
+//! crossed into this instance before (the previous request of the conversation, when it came
+//! here). Parsing them was a third of such a request's `manage` (bench/stateless). Here the
+//! conversation's JSON is split into its messages' texts with a scan that only follows strings and
+//! brackets; a text met before gives its message again (compared byte for byte, never by a key
+//! alone), and only the others are parsed, together, by the same parser as ever.
+//!
+//! The result is what [`super::parse_messages_at`] gives for the whole text, always: a message is
+//! kept only once the fast parser took it whole, the text between the messages is checked to be
+//! JSON's (whitespace, one comma), and anything else (a text the fast parser gives up on, bad
+//! JSON, a non-object) is parsed the precise way from the whole text, whose errors name the
+//! message and field as before.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use hashbrown::HashMap;
+
+use super::Message;
+use crate::error::Result;
+
+/// How many bytes of message text the cache keeps (about as much again is held as messages):
+/// a few long conversations, well within a Worker's 128 MB.
+const LIMIT: usize = 8 << 20;
+
+#[derive(Default)]
+struct Seen {
+    by_text: HashMap<u64, Entry>,
+    bytes: usize,
+    /// The number of the parse under way: entries not met in it are the first to go.
+    generation: u64,
+}
+
+struct Entry {
+    text: Box<str>,
+    message: Message,
+    generation: u64,
+}
+
+static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
+
+/// [`super::parse_messages_at`], sparing the parse of each message whose exact text was parsed
+/// before in this process.
+pub(crate) fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
+    let Some(spans) = split(json) else {
+        return super::parse_messages_at(json, first_index);
+    };
+    let mut out: Vec<Option<Message>> = Vec::with_capacity(spans.len());
+    let mut missing: Vec<(usize, u64)> = Vec::new();
+    let mut batch = String::from("[");
+    {
+        let mut guard = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = guard.get_or_insert_with(Seen::default);
+        seen.generation += 1;
+        for span in &spans {
+            let text = &json[span.clone()];
+            let key = key(text);
+            match seen.by_text.get_mut(&key) {
+                Some(entry) if same(&entry.text, text) => {
+                    entry.generation = seen.generation;
+                    out.push(Some(entry.message.clone()));
+                }
+                _ => {
+                    if !missing.is_empty() {
+                        batch.push(',');
+                    }
+                    batch.push_str(text);
+                    missing.push((out.len(), key));
+                    out.push(None);
+                }
+            }
+        }
+    }
+    if !missing.is_empty() {
+        batch.push(']');
+        let parsed = match super::direct::messages(&batch, first_index) {
+            Some(parsed) if parsed.len() == missing.len() => parsed,
+            _ => return super::parse_messages_at(json, first_index),
+        };
+        let mut guard = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = guard.get_or_insert_with(Seen::default);
+        for ((at, key), message) in missing.into_iter().zip(parsed) {
+            seen.keep(key, &json[spans[at].clone()], &message);
+            out[at] = Some(message);
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+impl Seen {
+    /// Keeps `message`, parsed from `text`, while it fits: when it does not, the messages not met
+    /// in this parse go first; past that, nothing more is kept.
+    fn keep(&mut self, key: u64, text: &str, message: &Message) {
+        if self.bytes + text.len() > LIMIT {
+            let generation = self.generation;
+            self.by_text.retain(|_, e| e.generation == generation);
+            self.bytes = self.by_text.values().map(|e| e.text.len()).sum();
+            if self.bytes + text.len() > LIMIT {
+                return;
+            }
+        }
+        let entry = Entry {
+            text: text.into(),
+            message: message.clone(),
+            generation: self.generation,
+        };
+        if let Some(old) = self.by_text.insert(key, entry) {
+            self.bytes -= old.text.len();
+        }
+        self.bytes += text.len();
+    }
+}
+
+/// A text's key in the cache: its length and its first and last bytes. Only a key: a text found
+/// under it is compared whole ([`same`]), so hashing the whole text would only cost time (a tenth
+/// of this module's). Texts alike at both ends take each other's place.
+fn key(text: &str) -> u64 {
+    const ENDS: usize = 256;
+    let bytes = text.as_bytes();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(bytes.len() as u64).to_le_bytes());
+    h.update(&bytes[..bytes.len().min(ENDS)]);
+    h.update(&bytes[bytes.len().saturating_sub(ENDS)..]);
+    h.digest()
+}
+
+/// The byte ranges of the messages of a JSON array of objects, or `None` when the text is not
+/// one (then the precise parse says what it is). Only strings and brackets are followed inside a
+/// message; between messages only JSON whitespace and one comma may stand.
+fn split(json: &str) -> Option<Vec<Range<usize>>> {
+    let bytes = json.as_bytes();
+    let mut at = whitespace(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    at = whitespace(bytes, at + 1);
+    let mut spans = Vec::new();
+    if bytes.get(at) == Some(&b']') {
+        return (whitespace(bytes, at + 1) == bytes.len()).then_some(spans);
+    }
+    loop {
+        if bytes.get(at) != Some(&b'{') {
+            return None;
+        }
+        let end = object_end(bytes, at)?;
+        spans.push(at..end);
+        at = whitespace(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at = whitespace(bytes, at + 1),
+            Some(b']') => return (whitespace(bytes, at + 1) == bytes.len()).then_some(spans),
+            _ => return None,
+        }
+    }
+}
+
+/// The index past the end of JSON whitespace from `at`.
+fn whitespace(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\n' | b'\r' | b'\t')) {
+        at += 1;
+    }
+    at
+}
+
+/// The index past the bracket that closes the object opening at `start` (strings skipped, with
+/// their escapes), or `None` when the text ends first.
+fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = start;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => {
+                at += 1;
+                loop {
+                    at = quote_or_escape(bytes, at);
+                    match *bytes.get(at)? {
+                        b'"' => break,
+                        _ => at += 2,
+                    }
+                }
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// The index of the first `"` or `\\` from `at` (the length when there is none). Eight bytes at a
+/// time: a message's text is mostly strings, and a byte loop over it was most of this module's
+/// time (wasm has 64-bit integers, so this is as fast there).
+fn quote_or_escape(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    // The high bit of each byte of `word` equal to `byte` (and none below the first of them).
+    let equal = |word: u64, byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGH
+    };
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let found = equal(word, b'"') | equal(word, b'\\');
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < bytes.len() && !matches!(bytes[at], b'"' | b'\\') {
+        at += 1;
+    }
+    at
+}
+
+/// Whether two texts are the same, eight bytes at a time (the wasm build's `memcmp` goes byte
+/// by byte).
+fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let (x, y) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tails = x.remainder() == y.remainder();
+    tails
+        && x.zip(y).all(|(x, y)| {
+            u64::from_le_bytes(x.try_into().unwrap_or_default())
+                == u64::from_le_bytes(y.try_into().unwrap_or_default())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn as_parser(json: &str, first: usize) {
+        let fresh = super::super::parse_messages_at(json, first);
+        // Twice: the second time from what the first kept.
+        for _ in 0..2 {
+            let seen = parse_messages_at(json, first);
+            assert_eq!(format!("{seen:?}"), format!("{fresh:?}"), "{json}");
+        }
+    }
+
+    #[test]
+    fn gives_what_the_parser_gives() {
+        let a = r#"{"role":"user","content":"a [ { \" \\ } ] text"}"#;
+        let b = r#"{"role":"assistant","content":[{"type":"tool-call","toolCallId":"c1","toolName":"read","input":{"path":"x{"}}]}"#;
+        let c = r#"{"role":"tool","content":[{"type":"tool-result","toolCallId":"c1","toolName":"read","output":{"type":"text","value":"é \ud83d\ude00"}}]}"#;
+        for json in [
+            format!("[{a},{b},{c}]"),
+            format!(" [ {a} ,\n\t{b}\r\n, {c} ] "),
+            format!("[{c},{a}]"),
+            "[]".into(),
+            " [ ] ".into(),
+            // Not messages, or not JSON: the precise parse's errors, unchanged.
+            format!("[{a},]"),
+            format!("[{a},{b}"),
+            format!("[{a}{b}]"),
+            format!("[{a}] x"),
+            format!("[{a},1]"),
+            format!("[{a},{{\"role\":\"nobody\",\"content\":\"x\"}}]"),
+            format!("[{a},{{\"role\":\"user\",\"content\":\"\\ud83d\"}}]"),
+            format!("[{a},{{\"role\":\"user\",\"content\":\"x\"]}}]"),
+            "{}".into(),
+            "[{\"role\":\"user\",\"content\":\"x\\".into(),
+        ] {
+            as_parser(&json, 0);
+            as_parser(&json, 7);
+        }
+    }
+
+    #[test]
+    fn a_message_met_again_is_not_parsed_again() {
+        let text = r#"{"role":"user","content":"met again: only this test writes this text"}"#;
+        let key = key(text);
+        parse_messages_at(&format!("[{text}]"), 0).unwrap();
+        let kept = |key| {
+            let guard = SEEN.lock().unwrap();
+            guard
+                .as_ref()
+                .and_then(|s| s.by_text.get(&key))
+                .map(|e| e.text.to_string())
+        };
+        assert_eq!(kept(key).as_deref(), Some(text));
+        // The same key with another text (as a hash collision would be) is not taken for it.
+        {
+            let mut guard = SEEN.lock().unwrap();
+            let entry = guard.as_mut().unwrap().by_text.get_mut(&key).unwrap();
+            entry.message.content = super::super::Content::Text("planted".into());
+            entry.text = r#"{"role":"user","content":"planted"}"#.into();
+        }
+        let parsed = parse_messages_at(&format!("[{text}]"), 0).unwrap();
+        assert_eq!(
+            parsed[0].content,
+            super::super::Content::Text("met again: only this test writes this text".into())
+        );
+        assert_eq!(kept(key).as_deref(), Some(text));
+    }
+
+    #[test]
+    fn scans_eight_bytes_at_a_time() {
+        for text in [
+            "",
+            "abc",
+            "abcdefgh\"",
+            "0123456789abcdef\\x",
+            "é€😀 no quote at all, longer than eight",
+        ] {
+            let bytes = text.as_bytes();
+            for at in 0..=bytes.len() {
+                let slow = (at..bytes.len())
+                    .find(|&i| matches!(bytes[i], b'"' | b'\\'))
+                    .unwrap_or(bytes.len());
+                assert_eq!(quote_or_escape(bytes, at), slow, "{text:?} from {at}");
+            }
+        }
+        assert!(same("0123456789", "0123456789") && !same("0123456789", "0123456788"));
+        assert!(!same("01234567x9", "0123456789") && !same("abc", "abcd") && same("", ""));
+    }
+
+    #[test]
+    fn split_follows_strings_and_brackets() {
+        let json = r#" [ {"a":"}\"{"} , {"b":[{"c":"]"}]} ] "#;
+        let spans = split(json).unwrap();
+        assert_eq!(
+            spans.iter().map(|s| &json[s.clone()]).collect::<Vec<_>>(),
+            [r#"{"a":"}\"{"}"#, r#"{"b":[{"c":"]"}]}"#]
+        );
+        assert_eq!(split("[{}}]"), None);
+        assert_eq!(split("[{\"a\":\"x}]"), None);
+    }
+}
