@@ -11,7 +11,8 @@
 //   other class (`ChatMessage`, `FunctionMessage`) → `user`, whatever its role says.
 // - Image, file and audio blocks (LangChain v1 `{type: 'image' | 'file' | 'audio', data | url |
 //   fileId}`, the older `source_type` ones, OpenAI's `image_url` and `input_audio`, Anthropic's
-//   `source`) cross as the core's image and file parts, counted as images and files.
+//   `source` and `document`) cross as the core's image and file parts, counted as images and
+//   files.
 // - A message the compactor left unchanged comes back as the same LangChain object (id,
 //   metadata and all); a changed one is rebuilt with the original's id and fields, and each of
 //   its image, file and audio blocks the core left as it crossed is that block again.
@@ -240,6 +241,7 @@ function partsOf(content: unknown, media = true): Part[] {
  * (a data URL or a link) and `input_audio`, Anthropic's `source`. */
 function mediaPart(b: unknown): Part | undefined {
   if (!isObject(b)) return undefined;
+  if (b.type === 'document') return documentPart(b);
   let kind = b.type;
   let mime = b.mime_type || b.mimeType || b.media_type;
   let data: unknown;
@@ -271,6 +273,19 @@ function mediaPart(b: unknown): Part | undefined {
     mediaType: typeof mime === 'string' ? mime : kind === 'audio' ? 'audio/*' : 'application/octet-stream',
     ...(typeof name === 'string' ? { filename: name } : {}),
   };
+}
+
+/** Anthropic's `document` block (a PDF or a text, by base64, URL, file id or inline text) as
+ * the core's file part (its `title` as the filename), or undefined for another source (a
+ * `content` list of blocks). The Python twin's `_document`. */
+function documentPart(b: Record<string, unknown>): Part | undefined {
+  const source = isObject(b.source) ? b.source : {};
+  const mime = typeof source.media_type === 'string' ? source.media_type : undefined;
+  const name = typeof b.title === 'string' ? { filename: b.title } : {};
+  if (source.type === 'text' && typeof source.data === 'string') return { type: 'file', data: { type: 'text', text: source.data }, mediaType: mime ?? 'text/plain', ...name };
+  const data = source.type === 'base64' ? source.data : source.type === 'url' ? source.url : source.type === 'file' && typeof source.file_id === 'string' ? `file-id:${source.file_id}` : undefined;
+  if (typeof data !== 'string') return undefined;
+  return { type: 'file', data, mediaType: mime ?? 'application/pdf', ...name };
 }
 
 /** An image or file part as an item of a tool result's `content` output (AI SDK 6's
@@ -314,12 +329,13 @@ function block(p: Part): Json {
 
 /** Whether a model reply stopped because the context window filled up: Anthropic's
  * `stop_reason: model_context_window_exceeded`, which LangChain's Anthropic chat model keeps in
- * `response_metadata`, or the same as `finish_reason` (OpenAI-shaped APIs that pass it on), as
- * the Python twin's `_cut_at_window` reads it. */
+ * `response_metadata`, Bedrock Converse's `stopReason` (ChatBedrockConverse), or the same as
+ * `finish_reason` (OpenAI-shaped APIs that pass it on), as the Python twin's `_cut_at_window`
+ * reads it. */
 function windowFilled(reply: unknown): boolean {
   if (!AIMessage.isInstance(reply)) return false;
   const metadata = reply.response_metadata ?? {};
-  return [metadata.stop_reason, metadata.finish_reason].some((raw) => isOverflowResult({ finishReason: { raw } }));
+  return [metadata.stop_reason, metadata.stopReason, metadata.finish_reason].some((raw) => isOverflowResult({ finishReason: { raw } }));
 }
 
 function joined(content: unknown): string {

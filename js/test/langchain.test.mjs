@@ -131,6 +131,9 @@ test('file and audio blocks (each LangChain form) count as files, and come back 
     'v1 audio': { type: 'audio', data: base64, mimeType: 'audio/wav' },
     'openai input_audio': { type: 'input_audio', input_audio: { data: base64, format: 'wav' } },
     'v1 image fileId': { type: 'image', fileId: 'file-abc123' },
+    'anthropic document (base64)': { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: base64 }, title: 'r.pdf', citations: { enabled: true } },
+    'anthropic document (url)': { type: 'document', source: { type: 'url', url: 'https://example.com/report.pdf' } },
+    'anthropic document (text)': { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'The report says: all good.' }, context: 'a status report' },
   };
   const log = Array.from({ length: 3_000 }, (_, i) => `log line ${i}: status ok, latency ${i % 97} ms`).join('\n');
   for (const [name, block] of Object.entries(forms)) {
@@ -155,6 +158,8 @@ test('file and audio blocks (each LangChain form) count as files, and come back 
   }
   assert.deepEqual(toModelMessages([new HumanMessage({ content: [forms['v1 file (Python base64)']] })])[0].content[0], { type: 'file', data: base64, mediaType: 'application/pdf', filename: 'r.pdf' });
   assert.deepEqual(toModelMessages([new HumanMessage({ content: [forms['openai input_audio']] })])[0].content[0], { type: 'file', data: base64, mediaType: 'audio/wav' });
+  assert.deepEqual(toModelMessages([new HumanMessage({ content: [forms['anthropic document (base64)']] })])[0].content[0], { type: 'file', data: base64, mediaType: 'application/pdf', filename: 'r.pdf' });
+  assert.deepEqual(toModelMessages([new HumanMessage({ content: [forms['anthropic document (text)']] })])[0].content[0], { type: 'file', data: { type: 'text', text: 'The report says: all good.' }, mediaType: 'text/plain' });
 
   // In a tool result: a `file-data` item of a `content` output; a changed text beside it leaves
   // the block as it was.
@@ -202,9 +207,9 @@ const page = (n) => Array.from({ length: 60 }, (_, i) => `page ${n} line ${i}: t
  * its count of the prompt and a limit of 8k), or, with `stop`, by answering with Anthropic's
  * `stop_reason: model_context_window_exceeded`. Then answers. Records each prompt's size. */
 class RefusingModel extends BaseChatModel {
-  constructor({ refusals = 1, stop = false, error } = {}) {
+  constructor({ refusals = 1, stop = false, stopKey = 'stop_reason', error } = {}) {
     super({});
-    Object.assign(this, { refusals, stop, error, sizes: [] });
+    Object.assign(this, { refusals, stop, stopKey, error, sizes: [] });
   }
   _llmType() {
     return 'refusing';
@@ -220,7 +225,7 @@ class RefusingModel extends BaseChatModel {
     if (this.sizes.length <= this.refusals) {
       if (this.error) throw this.error;
       if (!this.stop) throw new Error(`prompt is too long: ${tokens} tokens > ${OVERFLOW_LIMIT} maximum`);
-      message = new AIMessage({ content: 'The pages s', response_metadata: { stop_reason: 'model_context_window_exceeded' } });
+      message = new AIMessage({ content: 'The pages s', response_metadata: { [this.stopKey]: 'model_context_window_exceeded' } });
     }
     return { generations: [{ text: String(message.content), message }] };
   }
@@ -294,4 +299,9 @@ test('a reply cut at the context window (stop_reason model_context_window_exceed
   ({ final } = await overflowRun(model));
   assert.equal(model.sizes.length, 2);
   assert.equal(final.messages.at(-1).response_metadata.stop_reason, 'model_context_window_exceeded');
+  // Bedrock's Converse API (ChatBedrockConverse) says it as `stopReason`.
+  model = new RefusingModel({ stop: true, stopKey: 'stopReason' });
+  ({ final } = await overflowRun(model));
+  assert.equal(model.sizes.length, 2);
+  assert.equal(final.messages.at(-1).content, 'done');
 });

@@ -241,6 +241,9 @@ def test_audio_and_file_id_blocks_count_as_files_and_come_back_as_given() -> Non
         "openai input_audio": {"type": "input_audio", "input_audio": {"data": audio, "format": "wav"}},
         "v1 file url": {"type": "file", "url": "https://example.com/report.pdf", "mime_type": "application/pdf"},
         "v1 image file_id": {"type": "image", "file_id": "file-abc123"},
+        "anthropic document (base64)": {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": audio}, "title": "r.pdf"},
+        "anthropic document (url)": {"type": "document", "source": {"type": "url", "url": "https://example.com/report.pdf"}},
+        "anthropic document (text)": {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "All good."}, "context": "a status report"},
     }
     for name, block in forms.items():
         compactor = Compactor(model="gpt-4o", context_window=16_000, store=MemoryStore())
@@ -250,6 +253,12 @@ def test_audio_and_file_id_blocks_count_as_files_and_come_back_as_given() -> Non
         assert compactor.usage(converted)["tokens"] < 5_000, name
         result = compactor.manage(converted)
         assert not result.events and from_model_messages(result.messages, messages, converted)[0] is messages[0], name
+    document = to_model_messages([HumanMessage(content=[forms["anthropic document (base64)"]])])[0]["content"][0]
+    document.pop("providerOptions", None)  # which block it was, to give it back
+    assert document == {"type": "file", "data": audio, "mediaType": "application/pdf", "filename": "r.pdf"}
+    text = to_model_messages([HumanMessage(content=[forms["anthropic document (text)"]])])[0]["content"][0]
+    text.pop("providerOptions", None)
+    assert text == {"type": "file", "data": {"type": "text", "text": "All good."}, "mediaType": "text/plain"}
 
 
 def test_an_agent_sends_the_model_the_very_image_blocks_it_was_given() -> None:
@@ -540,6 +549,7 @@ class RefusingModel(BaseChatModel):
     sizes: List[int] = []
     refusals: int = 1
     stop: bool = False
+    stop_key: str = "stop_reason"
 
     @property
     def _llm_type(self) -> str:
@@ -552,7 +562,7 @@ class RefusingModel(BaseChatModel):
         if len(self.sizes) > self.refusals:
             message = AIMessage(content="done")
         elif self.stop:
-            message = AIMessage(content="The pages s", response_metadata={"stop_reason": "model_context_window_exceeded"})
+            message = AIMessage(content="The pages s", response_metadata={self.stop_key: "model_context_window_exceeded"})
         else:
             raise ValueError(f"prompt is too long: {tokens} tokens > {OVERFLOW_LIMIT} maximum")
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -610,6 +620,10 @@ def test_a_reply_cut_at_the_context_window_is_retried(use_async: bool) -> None:
     final = overflow_run(model, use_async)
     assert len(model.sizes) == 2
     assert final["messages"][-1].response_metadata["stop_reason"] == "model_context_window_exceeded"
+    # Bedrock's Converse API (ChatBedrockConverse) says it as ``stopReason``.
+    model = RefusingModel(prompts=[], sizes=[], refusals=1, stop=True, stop_key="stopReason")
+    final = overflow_run(model, use_async)
+    assert len(model.sizes) == 2 and final["messages"][-1].content == "done"
 
 
 def test_a_request_of_langchain_1_0_gives_its_system_prompt_too() -> None:

@@ -266,14 +266,38 @@ def _output_item(part: Dict[str, Any]) -> Dict[str, Any]:
     return item
 
 
+def _document(block: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Anthropic's ``document`` block (a PDF or a text, by base64, URL, file id or inline text)
+    as the core's file part (its ``title`` as the filename), or None for another source (a
+    ``content`` list of blocks). The TypeScript twin's ``documentPart``."""
+    source: Dict[str, Any] = block["source"] if isinstance(block.get("source"), dict) else {}
+    mime = source.get("media_type") if isinstance(source.get("media_type"), str) else None
+    name = {"filename": block["title"]} if isinstance(block.get("title"), str) else {}
+    if source.get("type") == "text" and isinstance(source.get("data"), str):
+        return {"type": "file", "data": {"type": "text", "text": source["data"]}, "mediaType": mime or "text/plain", **name}
+    data: Any = None
+    if source.get("type") == "base64":
+        data = source.get("data")
+    elif source.get("type") == "url":
+        data = source.get("url")
+    elif source.get("type") == "file" and isinstance(source.get("file_id"), str):
+        data = f"file-id:{source['file_id']}"
+    if not isinstance(data, str):
+        return None
+    return {"type": "file", "data": data, "mediaType": mime or "application/pdf", **name}
+
+
 def _media(block: Any) -> Optional[Dict[str, Any]]:
     """A LangChain image, file or audio content block as the core's image or file part (data as
     base64 or a URL, the media type when the block says it), or None for any other block. The
     forms: v1 standard blocks (``{"type": "image", "base64" | "url" | "file_id", "mime_type"}``,
     the same for ``file`` and ``audio``), the older ``source_type`` ones, OpenAI's
-    ``image_url`` (a data URL or a link) and ``input_audio``, Anthropic's ``source``."""
+    ``image_url`` (a data URL or a link) and ``input_audio``, Anthropic's ``source`` and
+    ``document``."""
     if not isinstance(block, dict):
         return None
+    if block.get("type") == "document":
+        return _document(block)
     kind = block.get("type")
     mime = block.get("mime_type") or block.get("mimeType") or block.get("media_type")
     data: Any = None
@@ -528,11 +552,13 @@ _WINDOW_EXCEEDED = "stop_reason: model_context_window_exceeded"
 def _cut_at_window(response: Any) -> bool:
     """A model call's answer (a ``ModelResponse``, or a bare ``AIMessage``) that stopped
     because the context window filled up: its ``response_metadata`` says
-    ``model_context_window_exceeded`` as the stop reason (Anthropic's ``stop_reason``) or the
-    finish reason (``finish_reason``, the OpenAI-shaped APIs that pass it on)."""
+    ``model_context_window_exceeded`` as the stop reason (Anthropic's ``stop_reason``, Bedrock
+    Converse's ``stopReason``) or the finish reason (``finish_reason``, the OpenAI-shaped APIs
+    that pass it on)."""
     messages = getattr(response, "result", [response])
     return any(
-        isinstance(m, AIMessage) and "model_context_window_exceeded" in (m.response_metadata.get("stop_reason"), m.response_metadata.get("finish_reason"))
+        isinstance(m, AIMessage)
+        and "model_context_window_exceeded" in (m.response_metadata.get(k) for k in ("stop_reason", "stopReason", "finish_reason"))
         for m in messages
     )
 
