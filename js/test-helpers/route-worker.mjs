@@ -3,7 +3,9 @@
 // requests but the connection — a serverless instance. A request is `{ id, history, fault }`:
 // it loads the state from Redis, compacts `history`, saves, and answers with the prompt.
 // Faults: `kill` stops before the state save (after the offloads), telling the test, which
-// terminates this thread; store errors (a dropped Redis connection) answer 503.
+// terminates this thread; `slow-save` holds the state save 40 ms (the first of a double submit:
+// its copies load the state it loaded, so one save surely loses the race, however fast the
+// machine); store errors (a dropped Redis connection) answer 503.
 import { createHash, randomUUID } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createStorage } from 'unstorage';
@@ -26,6 +28,8 @@ async function summarize(request) {
   return `## Session Intent\nScripted summary ${request.prompt.length}.`;
 }
 
+const STATE_PATH = '/state/compactor.json';
+
 async function handle({ id, history, fault }) {
   const base = new UnstorageStore(storage, { base: 'chat:1' });
   // The killed request: every write goes through, then the process dies at the state save.
@@ -42,12 +46,13 @@ async function handle({ id, history, fault }) {
         parentPort.postMessage({ id, dying: true });
         return new Promise(() => {});
       }
+      if (fault === 'slow-save' && p === STATE_PATH) await new Promise((resolve) => setTimeout(resolve, 40));
       const done = await base.writeIf(p, expected, text);
       if (!done) lostSaves += 1;
       return done;
     },
   };
-  const compactor = await createCompactor({ ...workerData.options, store, statePath: '/state/compactor.json', summarize });
+  const compactor = await createCompactor({ ...workerData.options, store, statePath: STATE_PATH, summarize });
   try {
     const result = await compactor.manage(history);
     const failed = result.events.filter((e) => e.status === 'failed');

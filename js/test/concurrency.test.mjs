@@ -144,7 +144,7 @@ test(`${INSTANCES} instances, one ${TURNS}-turn conversation over Redis: overlap
         duplicates += copies - 1;
         const requests = Array.from({ length: copies }, async (_, c) => {
           await sleep(rng() * 15 * c);
-          const fault = kill ? 'kill' : undefined;
+          const fault = kill ? 'kill' : copies > 1 && c === 0 ? 'slow-save' : undefined;
           const response = await instances.send(Math.floor(rng() * INSTANCES), { history: histories[t], fault });
           statuses[response.status] = (statuses[response.status] ?? 0) + 1;
           return response;
