@@ -626,6 +626,20 @@ def test_a_reply_cut_at_the_context_window_is_retried(use_async: bool) -> None:
     assert len(model.sizes) == 2 and final["messages"][-1].content == "done"
 
 
+def test_the_report_records_an_overflow_retry_as_a_model_call() -> None:
+    """``report=`` records each model call: the refused one and its retry on the harder
+    compaction, whose prompt is the smaller one the model got."""
+    from context_compactor import create_report_recorder
+
+    report = create_report_recorder(title="overflow")
+    model = RefusingModel(prompts=[], sizes=[], refusals=1)
+    final = overflow_run(model, False, report=report)
+    assert final["messages"][-1].content == "done" and len(model.sizes) == 2
+    calls = report.data()["calls"]
+    assert len(calls) == 2, "the refused call and its retry"
+    assert calls[1]["tokensAfter"] < calls[0]["tokensAfter"]
+
+
 def test_a_request_of_langchain_1_0_gives_its_system_prompt_too() -> None:
     """langchain 1.0's ``ModelRequest`` has ``system_prompt`` (a str) and no ``system_message``."""
     from types import SimpleNamespace

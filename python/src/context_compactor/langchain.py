@@ -360,8 +360,8 @@ class CompactorMiddleware(AgentMiddleware):
     retry is a ``CompactorError('context_overflow')`` raised from the provider's error (with no
     retries, the provider's error itself); a cut reply after it is the answer, as it is — as the
     npm package's AI SDK middleware does. ``report``: a :func:`create_report_recorder` recorder
-    that records every model call (pass its ``on_event`` to the compactor too, for the events of
-    offloads at tool return)."""
+    that records every model call, an overflow's retry too (pass its ``on_event`` to the
+    compactor too, for the events of offloads at tool return)."""
 
     def __init__(
         self,
@@ -488,6 +488,8 @@ class CompactorMiddleware(AgentMiddleware):
         first, stays the request's own)."""
         if self._on_result is not None:
             self._on_result(result)
+        if self._report is not None:  # the retry is a model call of its own
+            self._report.add(self.compactor, [*system, *converted], result)
         return request.override(messages=from_model_messages(result.messages[len(system) :], request.messages, converted))
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
