@@ -51,7 +51,6 @@ pub(crate) fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Me
     };
     let mut out: Vec<Option<Message>> = Vec::with_capacity(spans.len());
     let mut missing: Vec<(usize, u64)> = Vec::new();
-    let mut batch = String::from("[");
     {
         let mut guard = SEEN.lock().unwrap_or_else(|e| e.into_inner());
         let seen = guard.get_or_insert_with(Seen::default);
@@ -65,10 +64,6 @@ pub(crate) fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Me
                     out.push(Some(entry.message.clone()));
                 }
                 _ => {
-                    if !missing.is_empty() {
-                        batch.push(',');
-                    }
-                    batch.push_str(text);
                     missing.push((out.len(), key));
                     out.push(None);
                 }
@@ -76,7 +71,16 @@ pub(crate) fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Me
         }
     }
     if !missing.is_empty() {
-        batch.push(']');
+        // Only the messages not met: all of them (a cold instance) are the text as given.
+        let batch = if missing.len() == spans.len() {
+            std::borrow::Cow::Borrowed(json)
+        } else {
+            let texts: Vec<&str> = missing
+                .iter()
+                .map(|&(at, _)| &json[spans[at].clone()])
+                .collect();
+            std::borrow::Cow::Owned(format!("[{}]", texts.join(",")))
+        };
         let parsed = match super::direct::messages(&batch, first_index) {
             Some(parsed) if parsed.len() == missing.len() => parsed,
             _ => return super::parse_messages_at(json, first_index),
