@@ -197,6 +197,195 @@ impl Rounds {
     }
 }
 
+/// A compactor's state path and what it knows of the state there: the base of its next save
+/// (what it last read or saved), whether its own state changed since (a hash of the state JSON,
+/// so the host never tracks which call changed what), the rounds of the call under way and the
+/// save a host is carrying out. The host only reads and writes (docs/LOOP.md, "State saves").
+#[derive(Debug, Clone)]
+pub struct Persist {
+    path: String,
+    /// What the store held when last read or saved (`state` unused).
+    base: Stored,
+    /// The hash of the state JSON as last loaded or saved.
+    saved: u128,
+    rounds: Rounds,
+    pending: Option<Pending>,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    text: String,
+    conversation: String,
+    state: u128,
+    explicit: bool,
+}
+
+/// A save the host is asked to carry out: write `text` at `path` only while the store still
+/// holds `expected` (`None`: nothing), then hand the outcome to [`Persist::written`] or
+/// [`Persist::refused`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SaveRequest {
+    /// The state path.
+    pub path: String,
+    /// The text the store must still hold.
+    pub expected: Option<String>,
+    /// The text to write.
+    pub text: String,
+}
+
+/// What a call does after its save was refused (see [`Verdict`]), the rerun's state ready.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refused {
+    /// Rebuild the compactor on `state` (the core's state the store holds now, `None`: nothing)
+    /// and run the call again.
+    Rerun {
+        /// The state to rebuild on.
+        state: Option<String>,
+    },
+    /// Answer unsaved.
+    Answer,
+    /// The typed `state_conflict` error: its message, refusals and the stored revision.
+    Conflict {
+        /// The error's message.
+        message: String,
+        /// The refusals.
+        attempts: u32,
+        /// The revision the store holds.
+        revision: u64,
+    },
+}
+
+fn state_hash(state: &str) -> u128 {
+    crate::hash::content_hash(state.as_bytes())
+}
+
+impl Persist {
+    /// The state at `path` as read (`text`, `None`: nothing there or unreadable, then saved only
+    /// over nothing). `state`: the compactor's state JSON now, when it is the one read (built
+    /// from `text`); `None` when the compactor started from a state of its own, which the next
+    /// call saves whatever it changed. A text that is not a saved state is an `invalid_config`
+    /// error naming the path.
+    pub fn new(path: &str, text: Option<&str>, state: Option<&str>) -> Result<Persist> {
+        let mut base = Stored::parse(text, path)?;
+        base.state = None;
+        Ok(Persist {
+            path: path.to_owned(),
+            base,
+            saved: state.map_or(0, state_hash),
+            rounds: Rounds::new(),
+            pending: None,
+        })
+    }
+
+    /// The state path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The compactor was built again on the state a refused save found: `state` is its JSON.
+    pub fn rebuilt(&mut self, state: &str) {
+        self.saved = state_hash(state);
+    }
+
+    /// The save due at the end of a round of a call, or `None`: the compactor's state is `state`
+    /// and the call's conversation hashes to `conversation`. Nothing is due when the state is as
+    /// last loaded or saved (unless `explicit`: `saveState()`), nor for an earlier turn of the
+    /// conversation the stored state was saved for (a slow double submit or retry: that state
+    /// already covers it). `first`: the call's first round (its rounds start again).
+    pub fn request(
+        &mut self,
+        state: &str,
+        conversation: &str,
+        explicit: bool,
+        first: bool,
+    ) -> Result<Option<SaveRequest>> {
+        if first {
+            self.rounds = Rounds::new();
+        }
+        self.pending = None;
+        let hash = state_hash(state);
+        if !explicit && hash == self.saved {
+            return Ok(None);
+        }
+        if branch(&self.base.conversation, conversation) == Branch::Stale {
+            self.saved = hash;
+            return Ok(None);
+        }
+        let text = next_text(state, self.base.revision, conversation)?;
+        self.pending = Some(Pending {
+            text: text.clone(),
+            conversation: conversation.to_owned(),
+            state: hash,
+            explicit,
+        });
+        Ok(Some(SaveRequest {
+            path: self.path.clone(),
+            expected: self.base.text.clone(),
+            text,
+        }))
+    }
+
+    /// The requested save landed: it is the base of the next.
+    pub fn written(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            self.base = Stored {
+                state: None,
+                text: Some(pending.text),
+                revision: self.base.revision + 1,
+                conversation: pending.conversation,
+            };
+            self.saved = pending.state;
+        }
+    }
+
+    /// The requested save was refused and the store holds `current` instead (`None`:
+    /// nothing): what the call does, by [`Rounds::refused`]. On a rerun, `current` is the base
+    /// of the next save. A refused `saveState()` is a conflict at once. A `current` that is not
+    /// a saved state is an `invalid_config` error naming the path.
+    pub fn refused(&mut self, current: Option<&str>) -> Result<Refused> {
+        let Some(pending) = self.pending.take() else {
+            return Err(Error::PlanMismatch {
+                action_id: None,
+                message: "a save outcome with no save under way".into(),
+            });
+        };
+        let mut current = Stored::parse(current, &self.path)?;
+        if pending.explicit {
+            let path = &self.path;
+            let message = if current.text == self.base.text {
+                format!("the store refused to save the state at {path} though it still held the state the save was conditional on")
+            } else {
+                format!("the state at {path} changed since this compactor last read or saved it: another request of this conversation saved it")
+            };
+            return Ok(Refused::Conflict {
+                message,
+                attempts: 1,
+                revision: current.revision,
+            });
+        }
+        let verdict = self.rounds.refused(
+            &self.path,
+            self.base.text.as_deref(),
+            current.text.as_deref(),
+            &current.conversation,
+            &pending.conversation,
+        );
+        Ok(match verdict {
+            Verdict::Rerun => {
+                let state = current.state.take();
+                self.base = current;
+                Refused::Rerun { state }
+            }
+            Verdict::Answer => Refused::Answer,
+            Verdict::Conflict { message, attempts } => Refused::Conflict {
+                message,
+                attempts,
+                revision: current.revision,
+            },
+        })
+    }
+}
+
 /// The `conversation` field for messages whose JSON texts are `messages` (each as the host
 /// writes it, binary values as `bin:<bytes>`): FNV-1a (32-bit) over each text's UTF-16 code
 /// units, 8 hex digits each.
@@ -298,6 +487,72 @@ mod tests {
         };
         assert_eq!(attempts, STATE_ATTEMPTS);
         assert!(message.contains("refused to save the state at /s 5 times"));
+    }
+
+    #[test]
+    fn persist_saves_what_changed_over_what_it_read_and_judges_a_refusal() {
+        let mut p = Persist::new("/s", None, Some(r#"{"v":1}"#)).unwrap();
+        // Unchanged: nothing due (unless asked for).
+        assert_eq!(p.request(r#"{"v":1}"#, "aa", false, true).unwrap(), None);
+        let forced = p.request(r#"{"v":1}"#, "aa", true, true).unwrap().unwrap();
+        assert_eq!(forced.expected, None);
+        // Changed: saved over nothing, then over what it saved.
+        let first = p.request(r#"{"v":2}"#, "aa", false, true).unwrap().unwrap();
+        assert_eq!(
+            (first.path.as_str(), first.expected.as_deref()),
+            ("/s", None)
+        );
+        assert_eq!(first.text, r#"{"v":2,"revision":1,"conversation":"aa"}"#);
+        p.written();
+        assert_eq!(p.request(r#"{"v":2}"#, "aa", false, true).unwrap(), None);
+        let second = p
+            .request(r#"{"v":3}"#, "aabb", false, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(second.expected.as_deref(), Some(first.text.as_str()));
+        assert!(second.text.contains(r#""revision":2"#));
+        // Another request of the same branch saved first: run again on its state.
+        let theirs = r#"{"v":9,"revision":2,"conversation":"aabb"}"#;
+        assert_eq!(
+            p.refused(Some(theirs)).unwrap(),
+            Refused::Rerun {
+                state: Some(r#"{"v":9}"#.into())
+            }
+        );
+        p.rebuilt(r#"{"v":9}"#);
+        assert_eq!(p.request(r#"{"v":9}"#, "aabb", false, false).unwrap(), None);
+        let third = p
+            .request(r#"{"v":10}"#, "aabb", false, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(third.expected.as_deref(), Some(theirs));
+        assert!(third.text.contains(r#""revision":3"#));
+        // An earlier turn than the stored one saves nothing.
+        assert_eq!(p.request(r#"{"v":11}"#, "aa", false, true).unwrap(), None);
+        // An explicit save that lost is a conflict at once, naming the path.
+        p.request(r#"{"v":12}"#, "aabb", true, true)
+            .unwrap()
+            .unwrap();
+        let Refused::Conflict {
+            message, revision, ..
+        } = p
+            .refused(Some(r#"{"v":13,"revision":7,"conversation":"aabb"}"#))
+            .unwrap()
+        else {
+            panic!("expected a conflict")
+        };
+        assert_eq!(revision, 7);
+        assert!(message.contains("the state at /s changed"));
+        // An outcome with no save under way, and a current text that is no state: typed errors.
+        assert!(p.refused(None).is_err());
+        p.request(r#"{"v":14}"#, "aabb", false, true)
+            .unwrap()
+            .unwrap();
+        assert!(p
+            .refused(Some("[1]"))
+            .unwrap_err()
+            .to_string()
+            .contains("/s in the store is not a saved compactor state"));
     }
 
     #[test]

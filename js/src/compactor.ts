@@ -3,9 +3,9 @@ import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type Mi
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
-import { MemoryStore, checkPath, timerMs, withTimeout, type FileStore } from './store.js';
+import { MemoryStore, checkPath, conditionalWrite, timerMs, withTimeout, type FileStore } from './store.js';
 import { overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, SaveRounds, aheadPath, branchOf, conversationHashes, aheadRead, leasePath, leasedSummary, readState, saveStateIf, stateMoved, unreadState, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, aheadPath, conversationHashes, aheadRead, leasePath, leasedSummary, readState, unreadState, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -367,8 +367,8 @@ export class Compactor {
   #core: WasmCompactor;
   /** The core's config, to build it again on a reloaded state. */
   readonly #config: string;
-  /** What `statePath` held when last read or saved: the next save is conditional on it. */
-  #stored: StoredState | undefined;
+  /** Why the state at `statePath` could not be read, until a save lands (see `#unread`). */
+  #unreadError: string | undefined;
   /** Messages handed to the running call (their hashes are saved with the state: state.ts). */
   #input: readonly unknown[] = [];
   /** Summaries written during the running call, by prompt: a call run again after a lost
@@ -384,8 +384,6 @@ export class Compactor {
   readonly #statePath: string | undefined;
   readonly #overflowRetries: number;
   readonly #prefixes: { offload: string; history: string };
-  /** The state changed since it was last saved to `statePath`. */
-  #stateDirty = false;
   /** Summaries are made ahead of need (`options.background`), and what keeps them alive. */
   readonly #background: boolean;
   readonly #waitUntil: ((promise: Promise<unknown>) => void) | undefined;
@@ -393,8 +391,6 @@ export class Compactor {
   readonly #now: () => number;
   /** Background summaries under way, by key. */
   readonly #aheadRuns = new Map<string, Promise<void>>();
-  /** A summary the loaded state asked ahead whose text may be beside it (`statePath`). */
-  #aheadUnread: string | undefined;
   /** Serializes manage() calls: two racing calls would plan against stale messages. */
   #queue: Promise<unknown> = Promise.resolve();
   /** Our uncalibrated count of the last prompt handed to the model, for calibration. */
@@ -448,9 +444,12 @@ export class Compactor {
     this.#prefixes = { offload: options.offload?.pathPrefix ?? '/tool_outputs/', history: options.history?.pathPrefix ?? '/conversation_history/' };
     const state = options.state === undefined ? undefined : stringify(options.state);
     this.#config = stringify(config);
-    this.#stored = (options as { [STORED]?: StoredState })[STORED];
     this.#core = core(() => new WasmCompactor(this.#config, state));
-    this.#aheadUnread = unreadAhead(options.state ?? this.#stored?.state);
+    // The state `createCompactor` read at `statePath`: the core keeps what the next save is
+    // conditional on, and whether its state changed since (src/stored.rs `Persist`).
+    const stored = (options as { [STORED]?: StoredState })[STORED];
+    if (stored && this.#statePath !== undefined) core(() => this.#core.persistAt(this.#statePath!, stored.text ?? undefined, true));
+    this.#unreadError = stored?.unread;
   }
 
   /** The model as resolved by the registry and overrides. */
@@ -644,34 +643,29 @@ export class Compactor {
 
   /**
    * One call: compacts, and with `statePath` saves the state over the one it loaded. A save lost
-   * to another request reloads the state (as read back by the lost save), and the core's rules
-   * (`src/stored.rs` `Rounds::refused`) say what then: run again on it (its recorded edits
-   * replay, so the same turn gets the same prompt, and what is new is saved), answer unsaved
-   * (another branch lost twice, or the rounds ran out: the saves that landed stand), or throw
-   * `state_conflict` (a store that keeps refusing saves over the very state it holds).
+   * to another request is judged by the core (`src/stored.rs` `Persist::refused`): it builds
+   * itself again on the state the store holds now and the call runs again (its recorded edits
+   * replay, so the same turn gets the same prompt, and what is new is saved), or the call
+   * answers unsaved, or a `state_conflict` is thrown (a store that keeps refusing saves).
    */
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const call = ++this.#calls;
     this.#input = input;
     this.#summaries = new Map();
     this.#written = new Map();
-    let rounds: SaveRounds | undefined;
     try {
-      for (;;) {
+      for (let first = true; ; first = false) {
         const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow });
         if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
         delete result.changed;
-        const current = result.conflict;
-        delete result.conflict;
         // Events reach `onEvent` once, from the round whose result the call answers (a round run
         // again after a lost save makes its events anew).
-        if (current === undefined) return this.#told(this.#unread(result));
-        rounds ??= new SaveRounds(this.#statePath!);
-        if (rounds.refused(this.#stored!, current, conversationHashes(input)) === 'answer') return this.#told(this.#unread(result));
-        this.#rebuild(current);
+        if ((await this.#persistState(result, first)) !== 'rerun') return this.#told(this.#unread(result));
+        // The core was built again on the stored state: it holds no conversation.
+        this.#held = { messages: [], marks: [], refs: new Map() };
+        this.#last = undefined;
       }
     } finally {
-      rounds?.free();
       this.#summaries = undefined;
       this.#written = undefined;
     }
@@ -680,21 +674,9 @@ export class Compactor {
   /** Says on `result` that the state could not be read (when the compactor still plans without
    * it and nothing else went wrong with the state). */
   #unread<R extends ManageResult<MessageLike>>(result: R): R {
-    const unread = this.#stored?.unread;
+    const unread = this.#unreadError;
     if (unread !== undefined && result.stateError === undefined) result.stateError = `state not read from ${this.#statePath}: ${unread}; planned from the messages alone`;
     return result;
-  }
-
-  /** Builds the core again on `stored` (the state at `statePath` now). */
-  #rebuild(stored: StoredState): void {
-    const fresh = core(() => new WasmCompactor(this.#config, stored.state ? stringify(stored.state) : undefined));
-    this.#core.free();
-    this.#core = fresh;
-    this.#stored = stored;
-    this.#aheadUnread = unreadAhead(stored.state);
-    this.#held = { messages: [], marks: [], refs: new Map() };
-    this.#last = undefined;
-    this.#stateDirty = false;
   }
 
   /** One round of a call: the core's loop (`Session`, docs/LOOP.md) on every message as it is
@@ -703,7 +685,7 @@ export class Compactor {
    * it just crossed (a new compactor's first call), the loop's own first plan says so. The host
    * only carries out the loop's requests: store writes (in parallel), the summarizer, the
    * `onPreCompact` hook. */
-  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean; conflict?: StoredState }> {
+  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean }> {
     await this.#readAhead();
     const whole = this.#sync(messages);
     const now = this.#time();
@@ -733,7 +715,7 @@ export class Compactor {
       this.#held = held;
       return this.#unchanged(messages, this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs), now);
     }
-    if (this.#core.calledAt(now)) this.#stateDirty = true;
+    this.#core.calledAt(now);
     const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
     if (done.cancelled) {
       this.#held = held;
@@ -741,27 +723,24 @@ export class Compactor {
       const json = this.#core.takeResult();
       // Cancelled, the call still goes out: its time (and any summary asked ahead) is saved.
       this.#startAhead(plan);
-      return this.#persistState({ messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true });
+      return { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
     }
-    const result: ManageResult<M> & { changed?: boolean; conflict?: StoredState } = done.changed
+    const result: ManageResult<M> & { changed?: boolean } = done.changed
       ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp)
       : { messages: [...messages], events: [], plan };
     this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
     result.changed = true;
-    // A summary applied: the core forgot the one asked ahead, if any.
-    if (result.events.some((e) => e.strategy === 'summarize')) this.#aheadUnread = undefined;
     this.#startAhead(plan);
-    await this.#persistState(result);
     return done.cancelOverridden ? { ...result, cancelOverridden: true } : result;
   }
 
   /** A call with nothing to compact: it goes out now, its time in the state (kept to the
    * minute; then saved), with any summary the plan asks ahead. */
-  #unchanged<M extends MessageLike>(messages: readonly M[], plan: Plan, now: number): Promise<ManageResult<M>> {
-    if (this.#core.calledAt(now)) this.#stateDirty = true;
+  #unchanged<M extends MessageLike>(messages: readonly M[], plan: Plan, now: number): ManageResult<M> {
+    this.#core.calledAt(now);
     const result: ManageResult<M> = { messages: [...messages], events: [], plan };
     this.#startAhead(plan);
-    return this.#persistState(result);
+    return result;
   }
 
   /** Carries out one request of the core's loop and says how it went. */
@@ -885,8 +864,6 @@ export class Compactor {
     const key = ahead?.aheadKey;
     if (!ahead || key === undefined || this.#aheadRuns.has(key)) return;
     core(() => this.#core.askAhead(key, ahead.end));
-    this.#stateDirty = true;
-    this.#aheadUnread = undefined; // the core forgot any other
     // A continuation's prefix is the conversation as planned now (the core holds it now, not
     // when the summary runs): built at once.
     const request: SummaryRequest = { system: ahead.request.system, prompt: ahead.request.prompt, messages: [{ role: 'user', content: ahead.request.prompt }], maxTokens: ahead.request.maxTokens };
@@ -915,8 +892,8 @@ export class Compactor {
         text = shared.ok ? shared.text : undefined;
       }
       try {
-        const taken = text !== undefined ? this.#core.offerSummary(key, text) : this.#core.forgetAhead(key);
-        if (taken) this.#stateDirty = true;
+        if (text !== undefined) this.#core.offerSummary(key, text);
+        else this.#core.forgetAhead(key);
       } catch {
         // The compactor was disposed meanwhile (`dispose()`): with `statePath` the store has it.
       }
@@ -932,8 +909,9 @@ export class Compactor {
    * plan. Looked for before each call until found (one store read a call while it is out), so a
    * request of several steps applies it at the same step a long-lived compactor would. */
   async #readAhead(): Promise<void> {
-    const key = this.#aheadUnread;
-    if (key === undefined || this.#statePath === undefined || this.#aheadRuns.has(key)) return;
+    if (this.#statePath === undefined) return;
+    const key = this.#core.aheadUnread();
+    if (key === undefined || this.#aheadRuns.has(key)) return;
     let text: string | null;
     try {
       text = (await this.#io.read(aheadPath(this.#statePath, key))) ?? null;
@@ -942,10 +920,8 @@ export class Compactor {
     }
     // What its lease says, by the core's rule (`src/lease.rs` `AheadRead`).
     const read = aheadRead(text);
-    if (read.read === 'wait') return;
-    this.#aheadUnread = undefined;
-    const taken = read.read === 'offer' ? this.#core.offerSummary(key, read.text) : this.#core.forgetAhead(key);
-    if (taken) this.#stateDirty = true;
+    if (read.read === 'offer') this.#core.offerSummary(key, read.text);
+    else if (read.read === 'forget') this.#core.forgetAhead(key);
   }
 
   /** Resolves once every summary made ahead of need (`background`) has come back and reached
@@ -962,7 +938,6 @@ export class Compactor {
 
   /** The result of an apply: events stamped with the call (told to `onEvent` by `#told`). */
   #applied<M extends MessageLike>(messages: M[], events: CompactionEvent[], plan: Plan, stamp: Stamp = {}): ManageResult<M> {
-    if (events.length > 0) this.#stateDirty = true;
     for (const event of events) {
       if (stamp.call !== undefined) event.call = stamp.call;
       if (stamp.stepNumber !== undefined) event.stepNumber = stamp.stepNumber;
@@ -994,7 +969,6 @@ export class Compactor {
     this.#core.observeUsage(this.#lastRawCount, Math.round(actual));
     // One sample per prompt sent: `onStepFinish` and the next `prepareStep` report the same step.
     this.#lastRawCount = undefined;
-    this.#stateDirty = true;
   }
 
   /**
@@ -1030,7 +1004,6 @@ export class Compactor {
       if (info.reportedTokens !== undefined) {
         this.#sync(messages);
         this.#core.observeUsage(core(() => this.#core.countRaw(undefined)), info.reportedTokens);
-        this.#stateDirty = true;
       }
       const result = await this.#run(messages, { trigger: 'auto', overflow });
       if (!result.events.some((e) => e.status === 'applied' || e.status === 'fallback')) {
@@ -1123,42 +1096,53 @@ export class Compactor {
    * `state_conflict` when another compactor saved there since this one last read or saved. */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
     if (checkPath(path) !== this.#statePath) return this.#io.write(path, JSON.stringify(this.state()));
-    const outcome = await this.#saveStateIf();
-    if (outcome !== true) throw stateMoved(path, outcome.current, outcome.current.text === this.#stored!.text);
+    await this.#save(true, true);
   }
 
-  /** Saves over what `statePath` held when last read or saved: true when saved (or when there
-   * is nothing to save), else the state the store holds instead. A call on an earlier turn of
-   * the conversation the stored state was saved for (a slow double submit or retry) saves
-   * nothing: that state already covers it. */
-  async #saveStateIf(): Promise<true | { current: StoredState }> {
+  /** Carries out the save the core says is due at `statePath` (src/stored.rs `Persist`): none
+   * when the state is as last read or saved (unless `explicit`: `saveState()`) or the call is an
+   * earlier turn of the stored conversation; else a write conditional on what the store held
+   * when last read or saved. Returns what happened: `written`, `none`, or, when another request
+   * saved first, the core's verdict (`rerun`: it was built again on the stored state; `answer`
+   * unsaved; a conflict is thrown). */
+  async #save(explicit: boolean, first: boolean): Promise<'written' | 'none' | 'rerun' | 'answer'> {
     const path = this.#statePath!;
-    this.#stored ??= await readState(this.#io, path);
-    const conversation = conversationHashes(this.#input);
-    if (branchOf(this.#stored, conversation) === 'stale') {
-      this.#stateDirty = false;
-      return true;
+    // Given a state of its own (`options.state`), the compactor learns what is stored first.
+    if (!this.#core.persisting()) {
+      const text = (await this.#io.read(path)) ?? undefined;
+      core(() => this.#core.persistAt(path, text, false));
     }
-    const outcome = await saveStateIf(this.#io, path, this.#core.state(), this.#stored, conversation);
-    if ('current' in outcome) return outcome;
-    this.#stored = outcome.saved;
-    this.#stateDirty = false;
-    return true;
+    const request = core(() => this.#core.saveRequest(conversationHashes(this.#input), explicit, first));
+    if (request === undefined) return 'none';
+    const { expected, text } = JSON.parse(request) as { expected: string | null; text: string };
+    const outcome = await conditionalWrite(this.#io, path, expected, text);
+    if (!outcome.written && !('current' in outcome)) {
+      const error = new CompactorError('store_failed', `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}`, { path, op: 'read' });
+      Object.defineProperty(error, 'cause', { value: outcome.readError, enumerable: false, configurable: true, writable: true });
+      throw error;
+    }
+    const verdict = JSON.parse(core(() => this.#core.saveOutcome(outcome.written, outcome.written ? undefined : (outcome.current ?? undefined)))) as
+      | { verdict: 'saved' | 'rerun' | 'answer' }
+      | { verdict: 'conflict'; message: string; attempts: number; revision: number };
+    if (verdict.verdict === 'conflict') throw new CompactorError('state_conflict', verdict.message, { path, attempts: verdict.attempts, revision: verdict.revision });
+    if (verdict.verdict === 'rerun') this.#unreadError = undefined;
+    if (verdict.verdict !== 'saved') return verdict.verdict;
+    this.#unreadError = undefined;
+    return 'written';
   }
 
-  /** Saves the state at the end of a call that changed it, when `statePath` is set. A failed
-   * save (the store failed, or did not answer within `storeTimeoutMs`) does not undo the
-   * compaction: it is reported on the result (and retried next call). A save lost to another
-   * request sets `conflict` to the state found instead (`#run` decides what then). */
-  async #persistState<R extends ManageResult<MessageLike> & { conflict?: StoredState }>(result: R): Promise<R> {
-    if (this.#statePath === undefined || !this.#stateDirty) return result;
+  /** Saves the state at the end of a round of a call, when `statePath` is set and the core says
+   * a save is due. A failed save (the store failed, or did not answer within `storeTimeoutMs`)
+   * does not undo the compaction: it is reported on the result (and retried next call). */
+  async #persistState(result: ManageResult<MessageLike>, first: boolean): Promise<'done' | 'rerun'> {
+    if (this.#statePath === undefined) return 'done';
     try {
-      const outcome = await this.#saveStateIf();
-      if (outcome !== true) result.conflict = outcome.current;
+      return (await this.#save(false, first)) === 'rerun' ? 'rerun' : 'done';
     } catch (error) {
+      if (error instanceof CompactorError && error.code === 'state_conflict') throw error;
       result.stateError = `state not saved to ${this.#statePath}: ${errorMessage(error)}`;
+      return 'done';
     }
-    return result;
   }
 
   stats(): Stats {
@@ -1290,12 +1274,6 @@ function isWork(plan: Plan): boolean {
 function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number): string {
   const overflow = options?.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
   return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now });
-}
-
-/** The key of a summary a state asked ahead and holds no text of. */
-function unreadAhead(state: CompactorState | undefined): string | undefined {
-  const ahead = (state as { ahead?: { key?: unknown; text?: unknown } } | undefined)?.ahead;
-  return ahead && typeof ahead.key === 'string' && typeof ahead.text !== 'string' ? ahead.key : undefined;
 }
 
 function isAsyncIterable(value: unknown): boolean {

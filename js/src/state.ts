@@ -1,21 +1,19 @@
 // The state kept at `statePath`: loaded when a compactor is created, saved with a
 // compare-and-set so that two requests of one conversation (a double submit, a retry, two tabs
 // on two serverless instances) cannot both save over the same state. What the saved text holds
-// (the core's state, a revision, the conversation it was saved for) and every rule of saving it
-// are the core's (`src/stored.rs`); this module reads, writes and hashes the app's messages.
+// (the core's state, a revision, the conversation it was saved for), when a save is due and
+// what a lost save means are the core's (`src/stored.rs` `Persist`); this module reads the
+// state, hashes the app's messages and carries out the summary leases beside it.
 import { CompactorError, core, errorMessage } from './errors.js';
 import {
   LeaseRun,
-  StateRounds,
   aheadPath as coreAheadPath,
-  branchOf as coreBranchOf,
   conversationHashes as coreConversationHashes,
   leasePath as coreLeasePath,
   aheadRead as coreAheadRead,
-  nextStateText,
   storedState,
 } from './wasm/context_compactor.js';
-import { conditionalWrite, writeIf, type FileStore } from './store.js';
+import { writeIf, type FileStore } from './store.js';
 import type { CompactorState } from './types.js';
 
 /** Where `saveState()` writes by default. */
@@ -57,59 +55,6 @@ export function parseState(text: string | null, path: string): StoredState {
 /** What a compactor starts from when the state could not be read: nothing, saved over nothing. */
 export function unreadState(error: unknown): StoredState {
   return { state: undefined, text: null, revision: 0, conversation: '', unread: errorMessage(error) };
-}
-
-/**
- * Saves `state` (the core's state JSON) over `base` (what was read, or last saved): written
- * only while the store still holds `base.text` — atomically where the store has `writeIf` with
- * compare-and-set, by read, compare and write elsewhere. Returns what is stored now (`saved`),
- * or, when another save came first (nothing written), the state the store holds instead
- * (`current`, read back once). A store that refused and could not be read back is a
- * `store_failed` error.
- */
-export async function saveStateIf(store: FileStore, path: string, state: string, base: StoredState, conversation: string): Promise<{ saved: StoredState } | { current: StoredState }> {
-  const text = core(() => nextStateText(state, base.revision, conversation));
-  const outcome = await conditionalWrite(store, path, base.text, text);
-  if (outcome.written) return { saved: { state: undefined, text, revision: base.revision + 1, conversation } };
-  if (!('current' in outcome)) {
-    const error = new CompactorError('store_failed', `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}`, { path, op: 'read' });
-    Object.defineProperty(error, 'cause', { value: outcome.readError, enumerable: false, configurable: true, writable: true });
-    throw error;
-  }
-  return { current: parseState(outcome.current ?? null, path) };
-}
-
-/** Where a request's conversation stands to the one `stored` was saved for (the core's
- * `Branch`): `same`, `ahead` (a later turn), `stale` (an earlier turn: saves nothing) or
- * `diverged` (another branch). */
-export function branchOf(stored: StoredState, conversation: string): 'same' | 'ahead' | 'stale' | 'diverged' {
-  return coreBranchOf(stored.conversation, conversation) as 'same' | 'ahead' | 'stale' | 'diverged';
-}
-
-/** The rounds of one call with a state path: what to do after a refused save, judged by the
- * core (`src/stored.rs` `Rounds::refused`). */
-export class SaveRounds {
-  readonly #rounds = new StateRounds();
-  constructor(readonly path: string) {}
-  /** `rerun` on `current`, `answer` unsaved, or throws the `state_conflict` of a store that
-   * keeps refusing. */
-  refused(base: StoredState, current: StoredState, conversation: string): 'rerun' | 'answer' {
-    const verdict = JSON.parse(this.#rounds.refused(this.path, base.text ?? undefined, current.text ?? undefined, current.conversation, conversation)) as { verdict: 'rerun' | 'answer' | 'conflict'; message?: string; attempts?: number };
-    if (verdict.verdict === 'conflict') throw new CompactorError('state_conflict', verdict.message!, { path: this.path, attempts: verdict.attempts, revision: current.revision });
-    return verdict.verdict;
-  }
-  free(): void {
-    this.#rounds.free();
-  }
-}
-
-/** The typed error of an explicit `saveState()` that did not land: another request saved
- * since (`stored` is what it saved), or the store refused over the very state it holds. */
-export function stateMoved(path: string, stored: StoredState, refused: boolean): CompactorError {
-  const message = refused
-    ? `the store refused to save the state at ${path} though it still held the state the save was conditional on`
-    : `the state at ${path} changed since this compactor last read or saved it: another request of this conversation saved it`;
-  return new CompactorError('state_conflict', message, { path, attempts: 1, revision: stored.revision });
 }
 
 /** The `conversation` field of `messages`: each message's JSON (binary values by their size)

@@ -123,3 +123,39 @@ test('a conditional write that fails without writing still fails', async () => {
   assert.match(String(error.message ?? error), /connection refused/);
   assert.equal(await store.read(PATH), null);
 });
+
+test('the core says when a save is due: a call that changed the state saves once, one that changed nothing saves nothing, a state of the app’s own is saved over what is stored', async () => {
+  const store = new MemoryStore();
+  const writes = [];
+  const writeIf = store.writeIf.bind(store);
+  store.writeIf = async (path, expected, text) => (writes.push(path), writeIf(path, expected, text));
+  let now = Date.UTC(2026, 0, 1, 12, 0, 0);
+  const options = { model: 'gpt-4o', contextWindow: 32_000, store, statePath: PATH, now: () => now };
+  const compactor = await createCompactor(options);
+  const history = [...start, ...turn('c1', 'x')];
+  const first = await compactor.manage(history);
+  assert.equal(first.events.length, 1);
+  assert.deepEqual(writes, [PATH], 'the offload and the call time: one save');
+  // The same conversation again, within the minute: the state is as saved, so nothing is written.
+  await compactor.manage(first.messages);
+  assert.equal(writes.length, 1);
+  // A minute later the call time changed (kept to the minute): one save, the next revision.
+  now += 60_000;
+  await compactor.manage(first.messages);
+  assert.equal(writes.length, 2);
+  assert.equal(JSON.parse(await store.read(PATH)).revision, 2);
+  // A compactor started from a state of the app's (`state`) saves over what is stored, even
+  // when its calls change nothing of it; a refused save of it is judged like any other.
+  const own = await createCompactor({ ...options, state: compactor.state() });
+  await own.manage(first.messages);
+  assert.equal(writes.length, 3);
+  assert.equal(JSON.parse(await store.read(PATH)).revision, 3);
+  // saveState() at statePath writes even when nothing changed, and throws state_conflict when
+  // another compactor saved since.
+  await own.saveState();
+  assert.equal(JSON.parse(await store.read(PATH)).revision, 4);
+  await compactor.saveState().then(
+    () => assert.fail('expected state_conflict'),
+    (e) => assert.ok(e instanceof CompactorError && e.code === 'state_conflict' && e.details.revision === 4 && /changed since this compactor last read or saved it/.test(e.message), String(e)),
+  );
+});

@@ -178,3 +178,29 @@ def test_an_explicit_save_is_for_the_last_calls_conversation() -> None:
     Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage([START[0], *turn("c9", "z")])
     with pytest.raises(CompactorError, match="changed since this compactor last read or saved it"):
         compactor.save_state()
+
+
+def test_the_core_says_when_a_save_is_due_as_in_npm() -> None:
+    """As js/test/state.test.mjs: a call that changed the state saves once, one that changed
+    nothing saves nothing, a state of the app's own is saved over what is stored, and an
+    explicit save that another compactor beat is a ``state_conflict``."""
+    store = RacedStore()
+    now = [float(1767268800000)]  # 2026-01-01T12:00Z
+    options: Dict[str, Any] = {"model": "gpt-4o", "context_window": 32_000, "store": store, "state_path": PATH, "now": lambda: now[0]}
+    compactor = Compactor(**options)
+    first = compactor.manage(START)
+    assert len(first.events) == 1 and store.saves == 1
+    compactor.manage(first.messages)  # the state is as saved: nothing written
+    assert store.saves == 1
+    now[0] += 60_000  # the call time moved a minute: one save
+    compactor.manage(first.messages)
+    assert store.saves == 2 and stored(store)["revision"] == 2
+    own = Compactor(**options, state=compactor.state())
+    own.manage(first.messages)
+    assert store.saves == 3 and stored(store)["revision"] == 3
+    own.save_state()
+    assert stored(store)["revision"] == 4
+    with pytest.raises(CompactorError) as raised:
+        compactor.save_state()
+    assert raised.value.code == "state_conflict" and (raised.value.details or {}).get("revision") == 4
+    assert "changed since this compactor last read or saved it" in raised.value.message

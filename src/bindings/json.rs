@@ -172,6 +172,11 @@ pub(crate) struct HeldCompactor {
     /// The `manage` / `compact` call under way on the held conversation, which it holds until
     /// it is done (see [`HeldCompactor::session_start`]).
     session: Option<Session>,
+    /// The config as given, to build the compactor again on another state (a refused save).
+    config_json: String,
+    /// The state path's bookkeeping (`persist_at`): the next save's base, whether the state
+    /// changed since, the rounds of the call under way.
+    persist: Option<crate::stored::Persist>,
 }
 
 /// The held compactor as a session sees it: plans learn into the memo, transcripts are
@@ -257,7 +262,93 @@ impl HeldCompactor {
             contents: hashbrown::HashMap::new(),
             plans: std::sync::Mutex::default(),
             session: None,
+            config_json: config_json.to_owned(),
+            persist: None,
         })
+    }
+
+    /// Keeps the state at `path`, which holds `text` (`None`: nothing, or it could not be read:
+    /// then the first save is over nothing). `loaded`: the compactor was built from `text`'s
+    /// state (else from a state of the host's, which the next call saves). A text that is not a
+    /// saved state is an `invalid_config` error naming the path.
+    pub(crate) fn persist_at(
+        &mut self,
+        path: &str,
+        text: Option<&str>,
+        loaded: bool,
+    ) -> Result<()> {
+        let state = loaded.then(|| self.state());
+        self.persist = Some(crate::stored::Persist::new(path, text, state.as_deref())?);
+        Ok(())
+    }
+
+    /// Whether a state path is kept (`persist_at`).
+    pub(crate) fn persisting(&self) -> bool {
+        self.persist.is_some()
+    }
+
+    /// The save due now, as JSON `{"path", "expected", "text"}` (`expected` null: nothing
+    /// stored), or `None` (no state path, nothing changed, or an earlier turn of the stored
+    /// conversation): see [`crate::stored::Persist::request`].
+    pub(crate) fn save_request(
+        &mut self,
+        conversation: &str,
+        explicit: bool,
+        first: bool,
+    ) -> Result<Option<String>> {
+        let state = self.state();
+        let Some(persist) = self.persist.as_mut() else {
+            return Ok(None);
+        };
+        Ok(persist
+            .request(&state, conversation, explicit, first)?
+            .map(|request| to_json(&request)))
+    }
+
+    /// The outcome of the requested save: `written`, or refused with the store holding
+    /// `current`. As JSON: `{"verdict": "saved"}`, `{"verdict": "rerun"}` (the compactor was
+    /// built again on the stored state and holds no conversation: sync it and run the call
+    /// again), `{"verdict": "answer"}` (answer unsaved) or `{"verdict": "conflict", "message",
+    /// "attempts", "revision"}` (the host's typed `state_conflict`).
+    pub(crate) fn save_outcome(&mut self, written: bool, current: Option<&str>) -> Result<String> {
+        let Some(persist) = self.persist.as_mut() else {
+            return Err(Error::PlanMismatch {
+                action_id: None,
+                message: "a save outcome with no state path".into(),
+            });
+        };
+        if written {
+            persist.written();
+            return Ok(r#"{"verdict":"saved"}"#.into());
+        }
+        match persist.refused(current)? {
+            crate::stored::Refused::Rerun { state } => {
+                let persist = self.persist.take();
+                *self = HeldCompactor::new(&self.config_json, state.as_deref())?;
+                let state = self.state();
+                self.persist = persist;
+                if let Some(persist) = self.persist.as_mut() {
+                    persist.rebuilt(&state);
+                }
+                Ok(r#"{"verdict":"rerun"}"#.into())
+            }
+            crate::stored::Refused::Answer => Ok(r#"{"verdict":"answer"}"#.into()),
+            crate::stored::Refused::Conflict {
+                message,
+                attempts,
+                revision,
+            } => Ok(format!(
+                r#"{{"verdict":"conflict","message":{},"attempts":{attempts},"revision":{revision}}}"#,
+                serde_json::to_string(&message).unwrap_or_default()
+            )),
+        }
+    }
+
+    /// The key of a summary the state asked ahead and holds no text of (another request's, or
+    /// this compactor's own still out), or `None`.
+    pub(crate) fn ahead_unread(&self) -> Option<String> {
+        let ahead = self.inner.state().ahead.as_ref()?;
+        ahead.text.is_none().then(|| ahead.key.clone())
     }
 
     fn messages<'a>(&'a self, json: Option<&str>) -> Result<Cow<'a, [Message]>> {
@@ -935,42 +1026,6 @@ pub(crate) fn stored_state(text: Option<&str>, path: &str) -> Result<String> {
         stored.revision,
         serde_json::to_string(&stored.conversation).unwrap_or_default()
     ))
-}
-
-/// `same`, `ahead`, `stale` or `diverged`: where `conversation` stands to `stored`'s.
-pub(crate) fn branch_of(stored: &str, conversation: &str) -> &'static str {
-    match crate::stored::branch(stored, conversation) {
-        crate::stored::Branch::Same => "same",
-        crate::stored::Branch::Ahead => "ahead",
-        crate::stored::Branch::Stale => "stale",
-        crate::stored::Branch::Diverged => "diverged",
-    }
-}
-
-/// A refused save judged by `rounds`, as JSON: `{"verdict": "rerun" | "answer"}` or
-/// `{"verdict": "conflict", "message", "attempts"}`.
-pub(crate) fn state_refused(
-    rounds: &mut crate::stored::Rounds,
-    path: &str,
-    base_text: Option<&str>,
-    current_text: Option<&str>,
-    current_conversation: &str,
-    conversation: &str,
-) -> String {
-    match rounds.refused(
-        path,
-        base_text,
-        current_text,
-        current_conversation,
-        conversation,
-    ) {
-        crate::stored::Verdict::Rerun => r#"{"verdict":"rerun"}"#.to_string(),
-        crate::stored::Verdict::Answer => r#"{"verdict":"answer"}"#.to_string(),
-        crate::stored::Verdict::Conflict { message, attempts } => format!(
-            r#"{{"verdict":"conflict","message":{},"attempts":{attempts}}}"#,
-            serde_json::to_string(&message).unwrap_or_default()
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -242,26 +242,3 @@ class CoreCompactor:
             self.close()
         except Exception:
             pass
-
-
-class StateRounds:
-    """The component's ``state-rounds``: the core's rules for a call whose state save another
-    request beat (``src/stored.rs``)."""
-
-    def __init__(self) -> None:
-        self._core = core()
-        self._handle: ResourceAny = self._core.call("[constructor]state-rounds")
-
-    def refused(self, path: str, base: Optional[str], current: Optional[str], conversation_now: str, revision: int, conversation: str) -> str:
-        """``rerun`` on the state the store holds now, or ``answer`` unsaved; a store that keeps
-        refusing is a ``state_conflict`` error."""
-        text = self._core.call(
-            "[method]state-rounds.refused", self._handle, path, None if base is None else well_formed(base), None if current is None else well_formed(current), conversation_now, conversation
-        )
-        verdict = json.loads(text)
-        if verdict["verdict"] == "conflict":
-            raise CompactorError("state_conflict", verdict["message"], {"path": path, "attempts": verdict["attempts"], "revision": revision})
-        return str(verdict["verdict"])
-
-    def __del__(self) -> None:
-        drop(self._handle)

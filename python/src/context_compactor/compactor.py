@@ -273,19 +273,19 @@ class Compactor:
             )
         self._on_pre_compact = on_pre_compact
         self._state_path = None if state_path is None else check_path(state_path)
-        self._stored: Optional[_Stored] = None
+        stored: Optional[_Stored] = None
         if self._state_path is not None and state is None:
             try:
-                self._stored = _read_stored(self._io, self._state_path)
+                stored = _read_stored(self._io, self._state_path)
             except CompactorError as e:
                 if e.code != "store_failed":
                     raise  # not a state, or an async store inside a running loop
-                self._stored = _Stored(None, None, 0, "", _message(e))
+                stored = _Stored(None, None, 0, "", _message(e))
             except Exception as e:
                 # Unreadable: plan from the history alone, save only over nothing (a state that
                 # is there after all is found by the save).
-                self._stored = _Stored(None, None, 0, "", _message(e))
-            state = self._stored.state
+                stored = _Stored(None, None, 0, "", _message(e))
+            state = stored.state
         self._config_json = dumps(core_config)
         self._prefixes = (
             _group(core_config, "offload").get("pathPrefix", "/tool_outputs/"),
@@ -297,13 +297,18 @@ class Compactor:
         if tokenizers.ensure_loaded(self.model.get("tokenizer")) and self.model.get("tokenRatio") != 1:
             self._core.close()
             self._core = _core.CoreCompactor(self._config_json, None if state is None else dumps(state))
+        if stored is not None:
+            # What the next save is conditional on, and whether the state changed since, are the
+            # core's (``src/stored.rs`` ``Persist``).
+            self._core.call("persist-at", self._state_path, stored.text, True)
+        #: Why the state at ``state_path`` could not be read, until a save lands.
+        self._unread_error: Optional[str] = None if stored is None else stored.unread
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
         if now is not None and not callable(now):
             raise InvalidConfigError("invalid_config", "now must be a callable returning milliseconds since the Unix epoch", {"field": "now"})
         self._now: Callable[[], float] = now if now is not None else (lambda: time.time() * 1000)
         self._calls = 0
-        self._state_dirty = False
         self._last_raw: Optional[int] = None
         self._lock = threading.RLock()
         self._alock: Optional[asyncio.Lock] = None
@@ -313,7 +318,6 @@ class Compactor:
         self._ahead_runs: Dict[str, Any] = {}
         self._ahead_done: Dict[str, Optional[str]] = {}
         self._ahead_lock = threading.Lock()
-        self._ahead_unread: Optional[str] = _unread_ahead(state)
         self._input: Sequence[Message] = []
 
     # -----------------------------------------------------------------------------------------
@@ -359,7 +363,6 @@ class Compactor:
             return  # as npm: only a finite count is a sample
         with self._lock:
             self._core.call("observe-usage", int(raw), int(round(input_tokens)))
-            self._state_dirty = True
             # One sample per prompt sent: a second report of the same prompt is ignored.
             if predicted_raw is None:
                 self._last_raw = None
@@ -466,7 +469,6 @@ class Compactor:
         if isinstance(reported, int):
             self._sync(messages)
             self._core.call("observe-usage", int(self._core.call("count-raw", None)), reported)
-            self._state_dirty = True
         result = yield from self._run(messages, "auto", None, overflow={**info, "attempt": attempt})
         if not any(e.get("status") in ("applied", "fallback") for e in result.events):
             verdict = overflow_verdict("nothing-left", info, attempt, 0)
@@ -476,27 +478,24 @@ class Compactor:
 
     def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Dict[str, Any]] = None) -> Steps[ManageResult]:
         """One call: compacts, and with ``state_path`` saves the state over the one it loaded.
-        A save lost to another request reloads the state, and the core's rules
-        (``src/stored.rs``) say what then: run again on it (its recorded edits replay, so the
-        same turn gets the same prompt), answer unsaved, or raise ``state_conflict`` (a store
-        that keeps refusing saves over the very state it holds)."""
+        A save lost to another request is judged by the core (``src/stored.rs``
+        ``Persist::refused``): it builds itself again on the stored state and the call runs
+        again (its recorded edits replay, so the same turn gets the same prompt), or the call
+        answers unsaved, or a ``state_conflict`` is raised (a store that keeps refusing)."""
         self._calls += 1
         call = self._calls
         self._input = input  # the conversation a save is for (``_conversation``)
-        rounds: Optional[_core.StateRounds] = None
+        first = True
         while True:
-            result, current = yield from self._round(input, trigger, instructions, call, overflow)
+            result = yield from self._round(input, trigger, instructions, call, overflow)
             # Events reach ``on_event`` once, from the round whose result the call answers (a
             # round run again after a lost save makes its events anew).
-            if current is None:
+            if (yield from self._persist(result, first)) != "rerun":
                 return self._told(self._unread(result))
-            if rounds is None:
-                rounds = _core.StateRounds()
-            assert self._stored is not None and self._state_path is not None
-            verdict = rounds.refused(self._state_path, self._stored.text, current.text, current.conversation, current.revision, self._conversation(input))
-            if verdict == "answer":
-                return self._told(self._unread(result))
-            self._rebuild(current)
+            # The core was built again on the stored state: it holds no conversation.
+            self._held = _Held()
+            self._last = None
+            first = False
 
     def _told(self, result: ManageResult) -> ManageResult:
         """``result``, its events told to ``on_event``."""
@@ -506,27 +505,15 @@ class Compactor:
         return result
 
     def _unread(self, result: ManageResult) -> ManageResult:
-        unread = None if self._stored is None else self._stored.unread
+        unread = self._unread_error
         if unread is not None and result.state_error is None:
             result.state_error = f"state not read from {self._state_path}: {unread}; planned from the messages alone"
         return result
 
-    def _rebuild(self, stored: "_Stored") -> None:
-        """The core again on ``stored`` (the state at ``state_path`` now)."""
-        fresh = _core.CoreCompactor(self._config_json, None if stored.state is None else dumps(stored.state))
-        self._core.close()
-        self._core = fresh
-        self._stored = stored
-        self._ahead_unread = _unread_ahead(stored.state)
-        self._held = _Held()
-        self._last = None
-        self._state_dirty = False
-
     def _round(
         self, input: Sequence[Message], trigger: str, instructions: Optional[str], call: int, overflow: Optional[Dict[str, Any]]
-    ) -> Steps[Tuple[ManageResult, Optional["_Stored"]]]:
-        """One round of a call: the result, and the state another request saved first when
-        this round's save was refused."""
+    ) -> Steps[ManageResult]:
+        """One round of a call: its result (the state not saved yet)."""
         yield from self._take_ahead()
         messages = self._rebase(input)
         self._sync(messages)
@@ -549,19 +536,28 @@ class Compactor:
             if result.cancelled is False:
                 self._last = (list(input), [_mark(m) for m in input], result.messages)
         # The call goes out now: its time in the state (kept to the minute; then saved).
-        if self._core.call("called-at", float(now)):
-            self._state_dirty = True
+        self._core.call("called-at", float(now))
         self._last_raw = int(self._core.call("count-raw", None))
         ahead = result.plan.get("ahead")
         if ahead is not None and ahead.get("aheadKey") is not None:
             yield from self._ask_ahead(ahead)
-        current: Optional[_Stored] = None
-        if self._state_path is not None and self._state_dirty:
-            try:
-                current = yield from self._save_if()
-            except Exception as e:  # the compaction stands; the next call retries the save
-                result.state_error = f"state not saved to {self._state_path}: {e}"
-        return result, current
+        return result
+
+    def _persist(self, result: ManageResult, first: bool) -> Steps[str]:
+        """Saves the state at the end of a round when ``state_path`` is set and the core says a
+        save is due: ``done``, or ``rerun`` (see ``_run``). A failed save does not undo the
+        compaction: it is reported on the result (and retried next call)."""
+        if self._state_path is None:
+            return "done"
+        try:
+            return "rerun" if (yield from self._save(False, first)) == "rerun" else "done"
+        except CompactorError as e:
+            if e.code == "state_conflict":
+                raise
+            result.state_error = f"state not saved to {self._state_path}: {e}"
+        except Exception as e:  # the compaction stands; the next call retries the save
+            result.state_error = f"state not saved to {self._state_path}: {e}"
+        return "done"
 
     def _session(
         self, messages: Sequence[Message], options: str, dry: Plan, trigger: str, call: int, overflow: Optional[Dict[str, Any]] = None
@@ -598,10 +594,6 @@ class Compactor:
         out = _as_given(step["messages"], messages)
         self._held = _Held(list(out), [_mark(m) for m in out], refs)
         events: List[Event] = step["events"]
-        if events:
-            self._state_dirty = True
-        if any(e["strategy"] == "summarize" for e in events):
-            self._ahead_unread = None  # the core forgot the one asked ahead, if any
         for event in events:
             event["call"] = call
             if overflow is not None:
@@ -679,8 +671,6 @@ class Compactor:
             return output
         outcomes = yield from self._write_all(plan, refs, messages)
         applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
-        if applied["events"]:
-            self._state_dirty = True  # its stats go with the next save
         if self._on_event is not None:  # told as the npm host tells them
             for event in applied["events"]:
                 self._on_event(event)
@@ -729,8 +719,6 @@ class Compactor:
             if key in self._ahead_runs:
                 return
         self._core.call("ask-ahead", key, int(ahead["end"]))
-        self._state_dirty = True
-        self._ahead_unread = None
         planned = ahead["request"]
         request = {"system": planned["system"], "prompt": planned["prompt"], "messages": [{"role": "user", "content": planned["prompt"]}], "maxTokens": planned["maxTokens"], "background": True}
         if planned.get("continuation") is not None:
@@ -766,8 +754,10 @@ class Compactor:
         """Hands the summaries made in the background to the core; with ``state_path``, one a
         loaded state asked (another request's) once it is beside the state."""
         self._offer_done()
-        key = self._ahead_unread
-        if key is None or self._state_path is None or key in self._ahead_runs:
+        if self._state_path is None:
+            return
+        key = self._core.call("ahead-unread")
+        if key is None or key in self._ahead_runs:
             return
         try:
             text = yield ("read", self._io, str(_core.call("ahead-path", self._state_path, key)))
@@ -775,12 +765,10 @@ class Compactor:
             return  # unreadable: the plan waits for it until the hard limit
         # What its lease says, by the core's rule (``src/lease.rs`` ``AheadRead``).
         read = json.loads(_core.call("ahead-read", None if text is None else well_formed(str(text)), time.time() * 1000))
-        if read["read"] == "wait":
-            return
-        self._ahead_unread = None
-        taken = self._core.call("offer-summary", key, read["text"]) if read["read"] == "offer" else self._core.call("forget-ahead", key)
-        if taken:
-            self._state_dirty = True
+        if read["read"] == "offer":
+            self._core.call("offer-summary", key, read["text"])
+        elif read["read"] == "forget":
+            self._core.call("forget-ahead", key)
 
     def _offer_done(self) -> None:
         """The summaries made in the background since, to the core (the background runs never
@@ -788,9 +776,10 @@ class Compactor:
         with self._ahead_lock:
             done, self._ahead_done = self._ahead_done, {}
         for key, text in done.items():
-            taken = self._core.call("offer-summary", key, text) if text is not None else self._core.call("forget-ahead", key)
-            if taken:
-                self._state_dirty = True
+            if text is not None:
+                self._core.call("offer-summary", key, text)
+            else:
+                self._core.call("forget-ahead", key)
 
     def settled(self) -> None:
         """Waits for every summary made in the background by ``manage`` (threads), and hands
@@ -826,43 +815,37 @@ class Compactor:
         if path != self._state_path:
             yield ("write", self._io, path, dumps(self.state()))
             return
-        current = yield from self._save_if()
-        if current is not None:
-            assert self._stored is not None
-            refused = current.text == self._stored.text
-            raise CompactorError(
-                "state_conflict",
-                f"the store refused to save the state at {path} though it still held the state the save was conditional on"
-                if refused
-                else f"the state at {path} changed since this compactor last read or saved it: another request of this conversation saved it",
-                {"path": path, "attempts": 1, "revision": current.revision},
-            )
+        yield from self._save(True, True)
 
-    def _save_if(self) -> Steps[Optional["_Stored"]]:
-        """Saves over what ``state_path`` held when last read or saved: None when saved (or
-        when there is nothing to save: a call on an earlier turn of the conversation the stored
-        state was saved for saves nothing), else the state the store holds instead."""
+    def _save(self, explicit: bool, first: bool) -> Steps[str]:
+        """Carries out the save the core says is due at ``state_path`` (``src/stored.rs``
+        ``Persist``): none when the state is as last read or saved (unless ``explicit``:
+        ``save_state()``) or the call is an earlier turn of the stored conversation; else a
+        write conditional on what the store held when last read or saved. Returns ``written``,
+        ``none``, or, when another request saved first, the core's verdict (``rerun``: it was
+        built again on the stored state; ``answer`` unsaved; a conflict is raised)."""
         path = self._state_path
         assert path is not None
-        if self._stored is None:
+        if not self._core.call("persisting"):
+            # Given a state of its own (``state=``), the compactor learns what is stored first.
             text = yield ("read", self._io, path)
-            self._stored = _parse_stored(None if text is None else str(text), path)
-        conversation = self._conversation(self._input)
-        if _core.call("branch-of", self._stored.conversation, conversation) == "stale":
-            self._state_dirty = False
-            return None
-        text = str(_core.call("next-state-text", str(self._core.call("state")), self._stored.revision, conversation))
-        outcome = yield from conditional_write(self._io, path, self._stored.text, text)
-        if outcome["written"]:
-            self._stored = _Stored(None, text, self._stored.revision + 1, conversation)
-            self._state_dirty = False
-            return None
-        if "read_error" in outcome:
+            self._core.call("persist-at", path, None if text is None else well_formed(str(text)), False)
+        request = self._core.call("save-request", self._conversation(self._input), explicit, first)
+        if request is None:
+            return "none"
+        save = json.loads(request)
+        outcome = yield from conditional_write(self._io, path, save["expected"], save["text"])
+        if not outcome["written"] and "read_error" in outcome:
             raise CompactorError(
                 "store_failed", f"the save was refused and the state could not be read back: {_message(outcome['read_error'])}", {"path": path, "op": "read"}
             ) from outcome["read_error"]
-        current = outcome["current"]
-        return _parse_stored(None if current is None else str(current), path)
+        current = None if outcome["written"] or outcome["current"] is None else well_formed(str(outcome["current"]))
+        verdict = json.loads(self._core.call("save-outcome", bool(outcome["written"]), current))
+        if verdict["verdict"] == "conflict":
+            raise CompactorError("state_conflict", verdict["message"], {"path": path, "attempts": verdict["attempts"], "revision": verdict["revision"]})
+        if verdict["verdict"] in ("saved", "rerun"):
+            self._unread_error = None
+        return "written" if verdict["verdict"] == "saved" else str(verdict["verdict"])
 
     @staticmethod
     def _conversation(messages: Sequence[Message]) -> str:
@@ -999,12 +982,6 @@ def _parse_stored(text: Optional[str], path: str) -> _Stored:
 def _read_stored(store: FileStore, path: str) -> _Stored:
     text = run_sync(effect_read(store, path))
     return _parse_stored(text, path)
-
-
-def _unread_ahead(state: Any) -> Optional[str]:
-    """The key of a summary a loaded state asked ahead whose text it does not hold."""
-    ahead = state.get("ahead") if isinstance(state, Mapping) else None
-    return ahead.get("key") if isinstance(ahead, Mapping) and not isinstance(ahead.get("text"), str) else None
 
 
 def _bin_size(value: Any) -> Any:

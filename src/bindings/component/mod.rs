@@ -62,33 +62,6 @@ impl api::GuestToolRun for ComponentToolRun {
     }
 }
 
-/// The resource behind `state-rounds`: the rounds of one call with a state path.
-pub struct ComponentStateRounds(RefCell<crate::stored::Rounds>);
-
-impl api::GuestStateRounds for ComponentStateRounds {
-    fn new() -> Self {
-        ComponentStateRounds(RefCell::new(crate::stored::Rounds::new()))
-    }
-
-    fn refused(
-        &self,
-        path: String,
-        base_text: Option<String>,
-        current_text: Option<String>,
-        current_conversation: String,
-        conversation: String,
-    ) -> String {
-        json::state_refused(
-            &mut self.0.borrow_mut(),
-            &path,
-            base_text.as_deref(),
-            current_text.as_deref(),
-            &current_conversation,
-            &conversation,
-        )
-    }
-}
-
 /// The resource behind `lease-run`: one leased summary.
 pub struct ComponentLeaseRun(RefCell<crate::lease::LeaseRun>);
 
@@ -136,7 +109,6 @@ impl api::Guest for Component {
     type Compactor = ComponentCompactor;
     type ToolRun = ComponentToolRun;
     type LeaseRun = ComponentLeaseRun;
-    type StateRounds = ComponentStateRounds;
 
     fn count_tokens(text: String, encoding: String) -> Result<u32, api::Error> {
         json::count_tokens(&text, &encoding).map_err(error)
@@ -211,18 +183,6 @@ impl api::Guest for Component {
 
     fn stored_state(text: Option<String>, path: String) -> Result<String, api::Error> {
         json::stored_state(text.as_deref(), &path).map_err(error)
-    }
-
-    fn next_state_text(
-        state: String,
-        revision: u64,
-        conversation: String,
-    ) -> Result<String, api::Error> {
-        crate::stored::next_text(&state, revision, &conversation).map_err(error)
-    }
-
-    fn branch_of(stored: String, conversation: String) -> String {
-        json::branch_of(&stored, &conversation).to_string()
     }
 
     fn conversation_hashes(messages: Vec<String>) -> String {
@@ -373,6 +333,45 @@ impl api::GuestCompactor for ComponentCompactor {
 
     fn called_at(&self, now: f64) -> bool {
         self.0.borrow_mut().called_at(now)
+    }
+
+    fn persist_at(
+        &self,
+        path: String,
+        text: Option<String>,
+        loaded: bool,
+    ) -> Result<(), api::Error> {
+        self.0
+            .borrow_mut()
+            .persist_at(&path, text.as_deref(), loaded)
+            .map_err(error)
+    }
+
+    fn persisting(&self) -> bool {
+        self.0.borrow().persisting()
+    }
+
+    fn save_request(
+        &self,
+        conversation: String,
+        explicit: bool,
+        first: bool,
+    ) -> Result<Option<String>, api::Error> {
+        self.0
+            .borrow_mut()
+            .save_request(&conversation, explicit, first)
+            .map_err(error)
+    }
+
+    fn save_outcome(&self, written: bool, current: Option<String>) -> Result<String, api::Error> {
+        self.0
+            .borrow_mut()
+            .save_outcome(written, current.as_deref())
+            .map_err(error)
+    }
+
+    fn ahead_unread(&self) -> Option<String> {
+        self.0.borrow().ahead_unread()
     }
 
     fn stats(&self) -> String {

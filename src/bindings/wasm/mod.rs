@@ -161,6 +161,47 @@ impl WasmCompactor {
         self.0.called_at(now)
     }
 
+    /// Keeps the state at `path`, which holds `text` (undefined: nothing, or unreadable);
+    /// `loaded`: the compactor was built from it.
+    #[wasm_bindgen(js_name = persistAt)]
+    pub fn persist_at(&mut self, path: &str, text: Option<String>, loaded: bool) -> JsResult<()> {
+        self.0
+            .persist_at(path, text.as_deref(), loaded)
+            .map_err(throw)
+    }
+
+    /// Whether a state path is kept.
+    pub fn persisting(&self) -> bool {
+        self.0.persisting()
+    }
+
+    /// The save due now, `{path, expected, text}` as JSON, or undefined (docs/LOOP.md).
+    #[wasm_bindgen(js_name = saveRequest)]
+    pub fn save_request(
+        &mut self,
+        conversation: &str,
+        explicit: bool,
+        first: bool,
+    ) -> JsResult<Option<String>> {
+        self.0
+            .save_request(conversation, explicit, first)
+            .map_err(throw)
+    }
+
+    /// The outcome of the requested save; the verdict as JSON (docs/LOOP.md).
+    #[wasm_bindgen(js_name = saveOutcome)]
+    pub fn save_outcome(&mut self, written: bool, current: Option<String>) -> JsResult<String> {
+        self.0
+            .save_outcome(written, current.as_deref())
+            .map_err(throw)
+    }
+
+    /// The key of a summary the state asked ahead and holds no text of.
+    #[wasm_bindgen(js_name = aheadUnread)]
+    pub fn ahead_unread(&self) -> Option<String> {
+        self.0.ahead_unread()
+    }
+
     pub fn stats(&self) -> String {
         self.0.stats()
     }
@@ -310,57 +351,10 @@ pub fn stored_state(text: Option<String>, path: &str) -> JsResult<String> {
     json::stored_state(text.as_deref(), path).map_err(throw)
 }
 
-/// The text that saves `state` (the core's state JSON) over a stored state of `revision`.
-#[wasm_bindgen(js_name = nextStateText)]
-pub fn next_state_text(state: &str, revision: f64, conversation: &str) -> JsResult<String> {
-    crate::stored::next_text(state, revision.max(0.0) as u64, conversation).map_err(throw)
-}
-
-/// `same`, `ahead`, `stale` or `diverged`: where `conversation` stands to `stored`'s.
-#[wasm_bindgen(js_name = branchOf)]
-pub fn branch_of(stored: &str, conversation: &str) -> String {
-    json::branch_of(stored, conversation).to_string()
-}
-
 /// The `conversation` field for messages whose JSON texts are `messages`.
 #[wasm_bindgen(js_name = conversationHashes)]
 pub fn conversation_hashes(messages: Vec<String>) -> String {
     crate::stored::conversation_hashes(&messages)
-}
-
-/// The rounds of one call with a state path (`crate::stored::Rounds`).
-#[wasm_bindgen(js_name = StateRounds)]
-pub struct StateRounds(crate::stored::Rounds);
-
-#[wasm_bindgen(js_class = StateRounds)]
-impl StateRounds {
-    /// A call's first round.
-    #[wasm_bindgen(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> StateRounds {
-        StateRounds(crate::stored::Rounds::new())
-    }
-
-    /// A refused save over `baseText`, the store holding `currentText` (saved for
-    /// `currentConversation`): `{verdict: "rerun" | "answer"}` or `{verdict: "conflict",
-    /// message, attempts}`.
-    pub fn refused(
-        &mut self,
-        path: &str,
-        base_text: Option<String>,
-        current_text: Option<String>,
-        current_conversation: &str,
-        conversation: &str,
-    ) -> String {
-        json::state_refused(
-            &mut self.0,
-            path,
-            base_text.as_deref(),
-            current_text.as_deref(),
-            current_conversation,
-            conversation,
-        )
-    }
 }
 
 /// Where the lease of the summary request `prompt` lives beside the state at `statePath`.
