@@ -245,18 +245,6 @@ impl AheadRead {
             None => AheadRead::Forget,
         }
     }
-
-    /// As JSON: `{"read": "wait"}`, `{"read": "offer", "text": ...}` or `{"read": "forget"}`.
-    pub fn to_json(&self) -> String {
-        match self {
-            AheadRead::Wait => r#"{"read":"wait"}"#.to_string(),
-            AheadRead::Offer(text) => format!(
-                r#"{{"read":"offer","text":{}}}"#,
-                serde_json::to_string(text).unwrap_or_default()
-            ),
-            AheadRead::Forget => r#"{"read":"forget"}"#.to_string(),
-        }
-    }
 }
 
 /// Where the lease of the summary request `prompt` lives beside the state at `state_path`:
@@ -744,8 +732,8 @@ mod tests {
             AheadRead::Offer("## S".into())
         );
         assert_eq!(
-            AheadRead::of(Some(r#"{"summary":"a \"b\""}"#), now).to_json(),
-            r#"{"read":"offer","text":"a \"b\""}"#
+            AheadRead::of(Some(r#"{"summary":"a \"b\""}"#), now),
+            AheadRead::Offer("a \"b\"".into())
         );
     }
 }

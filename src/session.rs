@@ -79,6 +79,20 @@ pub struct Call {
     pub now: Option<u64>,
 }
 
+impl Call {
+    /// The plan options of the call (no extra instructions).
+    pub(crate) fn plan_options(&self) -> PlanOptions {
+        PlanOptions {
+            trigger: self.trigger,
+            instructions: self.instructions.clone().filter(|s| !s.trim().is_empty()),
+            overflow: self.overflow,
+            background: self.background,
+            now: self.now,
+            ..PlanOptions::default()
+        }
+    }
+}
+
 /// What a [`Session`] needs of the compactor it runs on: [`Compactor`] itself, or a binding's
 /// compactor that holds the conversation (which plans with what its earlier plans learned, and
 /// renders a transcript only when it is written).
@@ -145,6 +159,11 @@ pub enum Request {
         /// (the npm package's lone surrogates) restores it whole.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         whole: bool,
+        /// `content` is the stored copy of the whole output of the tool result at
+        /// `[message, part]` of the conversation: a host that keeps the app's own values may
+        /// write that value as the app writes it (the Python host's lone surrogates).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output: Option<[usize; 2]>,
     },
     /// Summarize with the host's LLM: send `summary.request`. Reply [`Reply::Text`] or
     /// [`Reply::Failed`].
@@ -496,12 +515,8 @@ impl Session {
             .filter(|s| !s.trim().is_empty())
             .collect::<Vec<_>>();
         PlanOptions {
-            trigger: self.call.trigger,
             instructions: (!instructions.is_empty()).then(|| instructions.join("\n")),
-            overflow: self.call.overflow,
-            background: self.call.background,
-            now: self.call.now,
-            ..PlanOptions::default()
+            ..self.call.plan_options()
         }
     }
 
@@ -567,16 +582,19 @@ impl Session {
                 let pending = Pending::Write {
                     action: action.id().to_owned(),
                 };
-                let whole = matches!(
-                    action.store_edit(),
-                    Some(e) if matches!(e.replace, Replace::FileText { .. })
-                );
+                let edit = action.store_edit();
+                let whole =
+                    matches!(edit, Some(e) if matches!(e.replace, Replace::FileText { .. }));
+                let output = edit
+                    .filter(|e| matches!(e.replace, Replace::Output { .. }))
+                    .map(|e| [e.message_index, e.part_index]);
                 ios.push(self.io(
                     pending,
                     Request::Write {
                         path: path.to_owned(),
                         content: content.to_owned(),
                         whole,
+                        output,
                     },
                 ));
             }

@@ -210,6 +210,9 @@ pub struct Persist {
     saved: u128,
     rounds: Rounds,
     pending: Option<Pending>,
+    /// Why the state could not be read when the compactor started, until a save lands (the
+    /// call's result says so).
+    pub unread: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -274,6 +277,7 @@ impl Persist {
             saved: state.map_or(0, state_hash),
             rounds: Rounds::new(),
             pending: None,
+            unread: None,
         })
     }
 
@@ -285,6 +289,12 @@ impl Persist {
     /// The compactor was built again on the state a refused save found: `state` is its JSON.
     pub fn rebuilt(&mut self, state: &str) {
         self.saved = state_hash(state);
+    }
+
+    /// Whether the compactor's state, whose JSON is `state`, differs from the one last loaded or
+    /// saved (a save is due unless the call is an earlier turn: [`Persist::request`]).
+    pub fn due(&self, state: &str) -> bool {
+        state_hash(state) != self.saved
     }
 
     /// The save due at the end of a round of a call, or `None`: the compactor's state is `state`
@@ -335,6 +345,7 @@ impl Persist {
                 conversation: pending.conversation,
             };
             self.saved = pending.state;
+            self.unread = None;
         }
     }
 
@@ -374,6 +385,7 @@ impl Persist {
             Verdict::Rerun => {
                 let state = current.state.take();
                 self.base = current;
+                self.unread = None;
                 Refused::Rerun { state }
             }
             Verdict::Answer => Refused::Answer,

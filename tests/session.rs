@@ -432,6 +432,7 @@ fn requests_and_replies_cross_as_json() {
             path: "/p".into(),
             content: "c".into(),
             whole: false,
+            output: None,
         },
     };
     assert_eq!(

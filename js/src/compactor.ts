@@ -5,7 +5,7 @@ import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, conditionalWrite, timerMs, withTimeout, type FileStore } from './store.js';
 import { overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, aheadPath, conversationHashes, aheadRead, leasePath, leasedSummary, readState, unreadState, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, aheadPath, conversationHashes, leasePath, leasedSummary, readState, unreadState, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
   WasmCompactor,
@@ -367,8 +367,6 @@ export class Compactor {
   #core: WasmCompactor;
   /** The core's config, to build it again on a reloaded state. */
   readonly #config: string;
-  /** Why the state at `statePath` could not be read, until a save lands (see `#unread`). */
-  #unreadError: string | undefined;
   /** Messages handed to the running call (their hashes are saved with the state: state.ts). */
   #input: readonly unknown[] = [];
   /** Summaries written during the running call, by prompt: a call run again after a lost
@@ -448,8 +446,7 @@ export class Compactor {
     // The state `createCompactor` read at `statePath`: the core keeps what the next save is
     // conditional on, and whether its state changed since (src/stored.rs `Persist`).
     const stored = (options as { [STORED]?: StoredState })[STORED];
-    if (stored && this.#statePath !== undefined) core(() => this.#core.persistAt(this.#statePath!, stored.text ?? undefined, true));
-    this.#unreadError = stored?.unread;
+    if (stored && this.#statePath !== undefined) core(() => this.#core.persistAt(this.#statePath!, stored.text ?? undefined, true, stored.unread));
   }
 
   /** The model as resolved by the registry and overrides. */
@@ -642,111 +639,125 @@ export class Compactor {
   }
 
   /**
-   * One call: compacts, and with `statePath` saves the state over the one it loaded. A save lost
-   * to another request is judged by the core (`src/stored.rs` `Persist::refused`): it builds
-   * itself again on the state the store holds now and the call runs again (its recorded edits
-   * replay, so the same turn gets the same prompt, and what is new is saved), or the call
-   * answers unsaved, or a `state_conflict` is thrown (a store that keeps refusing saves).
+   * One call: the core's loop (`Session` and what the binding adds around it: docs/LOOP.md) on
+   * the conversation as it is now. The host only carries out the loop's requests: store writes
+   * (in parallel), the summarizer, the `onPreCompact` hook, sending every message again
+   * (`resync`), the conversation's hashes and, with `statePath`, the state's conditional save.
+   * A save lost to another request is the core's to judge: it builds itself again on the stored
+   * state and runs the call again, answers unsaved, or says `conflict` (a store that keeps
+   * refusing: a `state_conflict`). Events reach `onEvent` once, from the round the call answers.
    */
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
-    const call = ++this.#calls;
+    const stamp: Stamp = { call: ++this.#calls, stepNumber: options.stepNumber, overflow: options.overflow };
     this.#input = input;
     this.#summaries = new Map();
     this.#written = new Map();
     try {
-      for (let first = true; ; first = false) {
-        const result = await this.#compactRun(this.#rebase(input), options, { call, stepNumber: options.stepNumber, overflow: options.overflow });
-        if (result.changed) this.#last = { input: [...input], marks: input.map(mark), output: result.messages };
-        delete result.changed;
-        // Events reach `onEvent` once, from the round whose result the call answers (a round run
-        // again after a lost save makes its events anew).
-        if ((await this.#persistState(result, first)) !== 'rerun') return this.#told(this.#unread(result));
-        // The core was built again on the stored state: it holds no conversation.
-        this.#held = { messages: [], marks: [], refs: new Map() };
-        this.#last = undefined;
+      await this.#readAhead();
+      await this.#persisting();
+      const call = { messages: this.#rebase(input) as readonly M[], refs: new Map() as Refs, input };
+      const whole = this.#sync(call.messages);
+      const now = this.#time();
+      core(() => this.#core.sessionStart(planOptions(options, this.#background, now, !whole)));
+      let held = this.#held;
+      this.#held = { messages: [], marks: [], refs: new Map() };
+      call.refs = held.refs;
+      const written = new Map<string, string>();
+      let done: SessionDone;
+      for (;;) {
+        const step = JSON.parse(core(() => this.#core.sessionPoll())) as SessionStep;
+        if (step.type === 'done') {
+          done = step;
+          break;
+        }
+        if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
+        const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, call, written, options)] as const));
+        for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
+        // Every message crossed again (`resync`): the session holds them now.
+        if (this.#held.messages.length > 0) {
+          held = this.#held;
+          this.#held = { messages: [], marks: [], refs: new Map() };
+          call.refs = held.refs;
+        }
       }
+      const { messages, refs } = call;
+      if (done.conflict) {
+        this.#held = { messages: [], marks: [], refs: new Map() };
+        throw new CompactorError('state_conflict', done.conflict.message, { path: this.#statePath, attempts: done.conflict.attempts, revision: done.conflict.revision });
+      }
+      const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
+      let result: ManageResult<M>;
+      if (done.cancelled) {
+        this.#held = held;
+        const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
+        const json = this.#core.takeResult();
+        result = { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
+      } else if (!isWork(done.plan)) {
+        this.#held = held;
+        result = { messages: [...messages], events: [], plan };
+      } else {
+        result = done.changed ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp) : { messages: [...messages], events: [], plan };
+        this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
+        this.#last = { input: [...call.input], marks: call.input.map(mark), output: result.messages };
+        if (done.cancelOverridden) result.cancelOverridden = true;
+      }
+      if (done.stateError !== undefined) result.stateError = done.stateError;
+      // The core asked the plan's summary ahead (saved with the state): it runs now.
+      this.#startAhead(plan);
+      return this.#told(result);
     } finally {
       this.#summaries = undefined;
       this.#written = undefined;
     }
   }
 
-  /** Says on `result` that the state could not be read (when the compactor still plans without
-   * it and nothing else went wrong with the state). */
-  #unread<R extends ManageResult<MessageLike>>(result: R): R {
-    const unread = this.#unreadError;
-    if (unread !== undefined && result.stateError === undefined) result.stateError = `state not read from ${this.#statePath}: ${unread}; planned from the messages alone`;
-    return result;
-  }
-
-  /** One round of a call: the core's loop (`Session`, docs/LOOP.md) on every message as it is
-   * now. When only part of the conversation crossed (see #sync), a dry plan on the held one first
-   * says whether there is work (a conversation edited in place is then synced whole); when all of
-   * it just crossed (a new compactor's first call), the loop's own first plan says so. The host
-   * only carries out the loop's requests: store writes (in parallel), the summarizer, the
-   * `onPreCompact` hook. */
-  async #compactRun<M extends MessageLike>(messages: readonly M[], options: RunOptions, stamp: Stamp): Promise<ManageResult<M> & { changed?: boolean }> {
-    await this.#readAhead();
-    const whole = this.#sync(messages);
-    const now = this.#time();
-    const call = planOptions(options, this.#background, now);
-    if (!whole) {
-      const planned = this.#planCore(undefined, call);
-      if (!isWork(JSON.parse(planned.json) as Plan)) return this.#unchanged(messages, this.#hydrate(planned, messages), now);
-      this.#sync(messages, true);
+  /** With `statePath`, the core keeps what the next save is conditional on from the first
+   * call; a compactor given a state of the app's (`options.state`) reads what is stored then. */
+  async #persisting(): Promise<void> {
+    if (this.#statePath === undefined || this.#core.persisting()) return;
+    const path = this.#statePath;
+    let text: string | undefined;
+    let unread: string | undefined;
+    try {
+      text = (await this.#io.read(path)) ?? undefined;
+    } catch (error) {
+      unread = errorMessage(error);
     }
-    const held = this.#held;
-    this.#held = { messages: [], marks: [], refs: new Map() };
-    const { refs } = held;
-    const written = new Map<string, string>();
-    core(() => this.#core.sessionStart(call));
-    let done: SessionDone;
-    for (;;) {
-      const step = JSON.parse(core(() => this.#core.sessionPoll())) as SessionStep;
-      if (step.type === 'done') {
-        done = step;
-        break;
-      }
-      if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
-      const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, messages, refs, written, options)] as const));
-      for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
+    try {
+      core(() => this.#core.persistAt(path, text, false, unread));
+    } catch (error) {
+      // Not a saved state: saved over nothing, which the store refuses (the result says so).
+      core(() => this.#core.persistAt(path, undefined, false, errorMessage(error)));
     }
-    if (!done.cancelled && !isWork(done.plan)) {
-      this.#held = held;
-      return this.#unchanged(messages, this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs), now);
-    }
-    this.#core.calledAt(now);
-    const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
-    if (done.cancelled) {
-      this.#held = held;
-      const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
-      const json = this.#core.takeResult();
-      // Cancelled, the call still goes out: its time (and any summary asked ahead) is saved.
-      this.#startAhead(plan);
-      return { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
-    }
-    const result: ManageResult<M> & { changed?: boolean } = done.changed
-      ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp)
-      : { messages: [...messages], events: [], plan };
-    this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
-    result.changed = true;
-    this.#startAhead(plan);
-    return done.cancelOverridden ? { ...result, cancelOverridden: true } : result;
-  }
-
-  /** A call with nothing to compact: it goes out now, its time in the state (kept to the
-   * minute; then saved), with any summary the plan asks ahead. */
-  #unchanged<M extends MessageLike>(messages: readonly M[], plan: Plan, now: number): ManageResult<M> {
-    this.#core.calledAt(now);
-    const result: ManageResult<M> = { messages: [...messages], events: [], plan };
-    this.#startAhead(plan);
-    return result;
   }
 
   /** Carries out one request of the core's loop and says how it went. */
-  async #carryOut(io: SessionIo, plan: Plan | undefined, messages: readonly MessageLike[], refs: Refs, written: Map<string, string>, options: RunOptions): Promise<SessionReply> {
+  async #carryOut(io: SessionIo, plan: Plan | undefined, call: { messages: readonly MessageLike[]; refs: Refs; input: readonly MessageLike[] }, written: Map<string, string>, options: RunOptions): Promise<SessionReply> {
     const request = io.request;
+    const { messages, refs } = call;
     switch (request.type) {
+      case 'resync': {
+        // After a lost save the core was built again: the call's own messages, not the last
+        // result's continuation (`#rebase`), cross.
+        if (request.rerun) {
+          this.#last = undefined;
+          call.messages = call.input;
+        }
+        this.#sync(call.messages, true);
+        return { type: 'done' };
+      }
+      case 'conversation':
+        return { type: 'conversation', conversation: conversationHashes(call.input) };
+      case 'save': {
+        try {
+          const outcome = await conditionalWrite(this.#io, request.path, request.expected, request.text);
+          if (outcome.written) return { type: 'saved' };
+          if ('current' in outcome) return { type: 'refused', current: outcome.current ?? null };
+          return { type: 'failed', error: `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}` };
+        } catch (error) {
+          return { type: 'failed', error: errorMessage(error) };
+        }
+      }
       case 'write': {
         // The content crosses apart, as UTF-8; what the store gets is the app's original text
         // (lone surrogates: see codec.ts).
@@ -857,13 +868,13 @@ export class Compactor {
   }
 
   /** Starts the plan's summary ahead of need (`plan.ahead`) in the background, once per key:
-   * the core records the ask (saved with the state), the summarizer runs off the critical
-   * path, and its text goes back to the core (and beside the state, with `statePath`). */
+   * the core recorded the ask at the call's end (saved with the state), the summarizer runs
+   * off the critical path, and its text goes back to the core (and beside the state, with
+   * `statePath`). */
   #startAhead(plan: Plan): void {
     const ahead = plan.ahead;
     const key = ahead?.aheadKey;
     if (!ahead || key === undefined || this.#aheadRuns.has(key)) return;
-    core(() => this.#core.askAhead(key, ahead.end));
     // A continuation's prefix is the conversation as planned now (the core holds it now, not
     // when the summary runs): built at once.
     const request: SummaryRequest = { system: ahead.request.system, prompt: ahead.request.prompt, messages: [{ role: 'user', content: ahead.request.prompt }], maxTokens: ahead.request.maxTokens };
@@ -909,19 +920,19 @@ export class Compactor {
    * plan. Looked for before each call until found (one store read a call while it is out), so a
    * request of several steps applies it at the same step a long-lived compactor would. */
   async #readAhead(): Promise<void> {
-    if (this.#statePath === undefined) return;
-    const key = this.#core.aheadUnread();
-    if (key === undefined || this.#aheadRuns.has(key)) return;
-    let text: string | null;
+    const ask = this.#core.aheadToRead();
+    if (ask === undefined) return;
+    const { key, path } = JSON.parse(ask) as { key: string; path: string };
+    if (this.#aheadRuns.has(key)) return; // this compactor's own, still out
+    let text: string | undefined;
     try {
-      text = (await this.#io.read(aheadPath(this.#statePath, key))) ?? null;
+      text = (await this.#io.read(path)) ?? undefined;
     } catch {
       return; // unreadable: the plan waits for it until the hard limit
     }
-    // What its lease says, by the core's rule (`src/lease.rs` `AheadRead`).
-    const read = aheadRead(text);
-    if (read.read === 'offer') this.#core.offerSummary(key, read.text);
-    else if (read.read === 'forget') this.#core.forgetAhead(key);
+    // Still being made, its summary or failed: the core's rule (`src/lease.rs` `AheadRead`), on
+    // the wall clock (leases are between requests, whatever the compactor's `now`).
+    this.#core.aheadRead(key, text, Date.now());
   }
 
   /** Resolves once every summary made ahead of need (`background`) has come back and reached
@@ -1096,24 +1107,11 @@ export class Compactor {
    * `state_conflict` when another compactor saved there since this one last read or saved. */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
     if (checkPath(path) !== this.#statePath) return this.#io.write(path, JSON.stringify(this.state()));
-    await this.#save(true, true);
-  }
-
-  /** Carries out the save the core says is due at `statePath` (src/stored.rs `Persist`): none
-   * when the state is as last read or saved (unless `explicit`: `saveState()`) or the call is an
-   * earlier turn of the stored conversation; else a write conditional on what the store held
-   * when last read or saved. Returns what happened: `written`, `none`, or, when another request
-   * saved first, the core's verdict (`rerun`: it was built again on the stored state; `answer`
-   * unsaved; a conflict is thrown). */
-  async #save(explicit: boolean, first: boolean): Promise<'written' | 'none' | 'rerun' | 'answer'> {
-    const path = this.#statePath!;
-    // Given a state of its own (`options.state`), the compactor learns what is stored first.
-    if (!this.#core.persisting()) {
-      const text = (await this.#io.read(path)) ?? undefined;
-      core(() => this.#core.persistAt(path, text, false));
-    }
-    const request = core(() => this.#core.saveRequest(conversationHashes(this.#input), explicit, first));
-    if (request === undefined) return 'none';
+    await this.#persisting();
+    // Conditional on what was last read or saved (src/stored.rs `Persist`); a save another
+    // compactor beat, or that the store refused over the very state it holds, is a conflict.
+    const request = core(() => this.#core.saveRequest(conversationHashes(this.#input), true, true));
+    if (request === undefined) return; // an earlier turn of the stored conversation
     const { expected, text } = JSON.parse(request) as { expected: string | null; text: string };
     const outcome = await conditionalWrite(this.#io, path, expected, text);
     if (!outcome.written && !('current' in outcome)) {
@@ -1121,28 +1119,8 @@ export class Compactor {
       Object.defineProperty(error, 'cause', { value: outcome.readError, enumerable: false, configurable: true, writable: true });
       throw error;
     }
-    const verdict = JSON.parse(core(() => this.#core.saveOutcome(outcome.written, outcome.written ? undefined : (outcome.current ?? undefined)))) as
-      | { verdict: 'saved' | 'rerun' | 'answer' }
-      | { verdict: 'conflict'; message: string; attempts: number; revision: number };
+    const verdict = JSON.parse(core(() => this.#core.saveOutcome(outcome.written, outcome.written ? undefined : (outcome.current ?? undefined)))) as { verdict: 'saved' } | { verdict: 'conflict'; message: string; attempts: number; revision: number };
     if (verdict.verdict === 'conflict') throw new CompactorError('state_conflict', verdict.message, { path, attempts: verdict.attempts, revision: verdict.revision });
-    if (verdict.verdict === 'rerun') this.#unreadError = undefined;
-    if (verdict.verdict !== 'saved') return verdict.verdict;
-    this.#unreadError = undefined;
-    return 'written';
-  }
-
-  /** Saves the state at the end of a round of a call, when `statePath` is set and the core says
-   * a save is due. A failed save (the store failed, or did not answer within `storeTimeoutMs`)
-   * does not undo the compaction: it is reported on the result (and retried next call). */
-  async #persistState(result: ManageResult<MessageLike>, first: boolean): Promise<'done' | 'rerun'> {
-    if (this.#statePath === undefined) return 'done';
-    try {
-      return (await this.#save(false, first)) === 'rerun' ? 'rerun' : 'done';
-    } catch (error) {
-      if (error instanceof CompactorError && error.code === 'state_conflict') throw error;
-      result.stateError = `state not saved to ${this.#statePath}: ${errorMessage(error)}`;
-      return 'done';
-    }
   }
 
   stats(): Stats {
@@ -1166,6 +1144,9 @@ interface SessionIo {
   request:
     // `content` and the summary's `prompt` are empty: `takeContent(id)` has them, as UTF-8.
     | { type: 'write'; path: string; content: string; whole?: boolean }
+    | { type: 'resync'; rerun?: boolean }
+    | { type: 'conversation' }
+    | { type: 'save'; path: string; expected: string | null; text: string }
     | { type: 'summarize'; summary: SummarizeAction }
     | { type: 'ask'; preCompact: { trigger: 'auto' | 'manual'; currentTokens: number; targetTokens: number; messageCount: number } };
 }
@@ -1181,12 +1162,19 @@ interface SessionDone {
   cancelOverridden: boolean;
   tokensBefore: number;
   tokensAfter: number;
+  /** With `statePath`: a save that failed, or a state that could not be read. */
+  stateError?: string;
+  /** A store that keeps refusing saves: the call's `state_conflict`. */
+  conflict?: { message: string; attempts: number; revision: number };
 }
 
 type SessionStep = { type: 'io'; ios: SessionIo[]; plan?: Plan } | { type: 'wait' } | SessionDone;
 
 type SessionReply =
   | { type: 'done' }
+  | { type: 'conversation'; conversation: string }
+  | { type: 'saved' }
+  | { type: 'refused'; current: string | null }
   | { type: 'text'; text: string }
   | ({ type: 'decision' } & PreCompactDecision)
   | { type: 'failed'; error: string };
@@ -1271,9 +1259,9 @@ function isWork(plan: Plan): boolean {
   return plan.actions.length > 0 || (plan.replayed !== undefined && plan.replayed.edits + plan.replayed.spans > 0);
 }
 
-function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number): string {
+function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number, partial = false): string {
   const overflow = options?.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
-  return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now });
+  return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now, ...(partial ? { partial } : {}) });
 }
 
 function isAsyncIterable(value: unknown): boolean {

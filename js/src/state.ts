@@ -10,7 +10,6 @@ import {
   aheadPath as coreAheadPath,
   conversationHashes as coreConversationHashes,
   leasePath as coreLeasePath,
-  aheadRead as coreAheadRead,
   storedState,
 } from './wasm/context_compactor.js';
 import { writeIf, type FileStore } from './store.js';
@@ -70,13 +69,6 @@ export const leasePath = (statePath: string, prompt: string): string => coreLeas
 
 /** Where a summary asked ahead under `key` waits beside the state at `statePath`. */
 export const aheadPath = (statePath: string, key: string): string => coreAheadPath(statePath, key);
-
-/** What a request does with the text at a summary asked ahead's path (`aheadPath`), by the
- * core's rule (`src/lease.rs` `AheadRead`): still being made (`wait`: read again next call), its
- * summary (`offer`), or failed or its request died (`forget`). */
-export function aheadRead(text: string | null): { read: 'wait' } | { read: 'offer'; text: string } | { read: 'forget' } {
-  return JSON.parse(coreAheadRead(text ?? undefined, Date.now())) as { read: 'wait' } | { read: 'offer'; text: string } | { read: 'forget' };
-}
 
 /** What a lease store call that has not answered in time rejects with. */
 class LeaseTimeout extends Error {}

@@ -177,6 +177,62 @@ pub(crate) struct HeldCompactor {
     /// The state path's bookkeeping (`persist_at`): the next save's base, whether the state
     /// changed since, the rounds of the call under way.
     persist: Option<crate::stored::Persist>,
+    /// What the call under way adds around its session (see [`CallRun`]).
+    run: Option<CallRun>,
+    /// The call's done step while its save is under way.
+    pending_done: Option<String>,
+}
+
+/// Ids of the requests a call makes around its session (`resync`, `save`): far above the
+/// session's own, which count from 0 (and within a `u32`: the wasm binding takes one).
+const RUN_IDS: u64 = 1 << 30;
+
+/// What a call adds around the core's `Session` (docs/LOOP.md): a dry plan first when only part
+/// of the conversation crossed (and a `resync` when there is work), then, once the session is
+/// done, the call's time and the summary asked ahead recorded and the state saved at its path
+/// (`save`), and after a save another request beat, the compactor built again on the stored
+/// state and the call run again (`resync`), as the core's rules say.
+struct CallRun {
+    call: Call,
+    /// Only part of the conversation crossed for this call: plan dry before the session.
+    partial: bool,
+    /// The call's conversation as a save records it (`conversation-hashes`), once known: the
+    /// host hands it in `session_start` or when a save asks (`conversation`).
+    conversation: Option<String>,
+    /// The call's first round (a lost save starts another).
+    first: bool,
+    /// The run's own request under way: its id and kind.
+    pending: Option<(u64, RunIo)>,
+    /// The next step to hand out as it is (the done step once its save is over, or the resync
+    /// of a rerun).
+    next: Option<String>,
+    next_id: u64,
+}
+
+/// A request a call makes around its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunIo {
+    /// `{"type": "resync", "rerun"?: true}`: sync every message (`sync(0, ...)`), then reply
+    /// `done`. `rerun`: the compactor was built again on the stored state after a lost save
+    /// (the host's shortcuts onto the last result no longer hold: sync the call's messages).
+    Resync,
+    /// `{"type": "conversation"}`: reply `{"type": "conversation", "conversation":
+    /// <conversation-hashes of the call's messages>}` (asked only when a save is due).
+    Conversation,
+    /// `{"type": "save", "path", "expected", "text"}`: write `text` at `path` only while the
+    /// store holds `expected` (null: nothing); reply `saved`, `{"type": "refused", "current"}`
+    /// or `{"type": "failed", "error"}`.
+    Save,
+}
+
+impl CallRun {
+    /// A request of the run's own, as an `io` step (`request`: its JSON).
+    fn request(&mut self, kind: RunIo, request: &str) -> String {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending = Some((id, kind));
+        format!(r#"{{"type":"io","ios":[{{"id":{id},"request":{request}}}]}}"#)
+    }
 }
 
 /// The held compactor as a session sees it: plans learn into the memo, transcripts are
@@ -264,6 +320,8 @@ impl HeldCompactor {
             session: None,
             config_json: config_json.to_owned(),
             persist: None,
+            run: None,
+            pending_done: None,
         })
     }
 
@@ -276,9 +334,12 @@ impl HeldCompactor {
         path: &str,
         text: Option<&str>,
         loaded: bool,
+        unread: Option<&str>,
     ) -> Result<()> {
         let state = loaded.then(|| self.state());
-        self.persist = Some(crate::stored::Persist::new(path, text, state.as_deref())?);
+        let mut persist = crate::stored::Persist::new(path, text, state.as_deref())?;
+        persist.unread = unread.map(str::to_owned);
+        self.persist = Some(persist);
         Ok(())
     }
 
@@ -344,11 +405,37 @@ impl HeldCompactor {
         }
     }
 
-    /// The key of a summary the state asked ahead and holds no text of (another request's, or
-    /// this compactor's own still out), or `None`.
-    pub(crate) fn ahead_unread(&self) -> Option<String> {
+    /// The summary asked ahead whose text may be beside the state, to read before a call, as
+    /// JSON `{"key", "path"}`: the state asked it and holds no text of it (another request's, or
+    /// this compactor's own still out), and a state path is kept. `None` otherwise.
+    pub(crate) fn ahead_to_read(&self) -> Option<String> {
+        let path = self.persist.as_ref()?.path();
         let ahead = self.inner.state().ahead.as_ref()?;
-        ahead.text.is_none().then(|| ahead.key.clone())
+        ahead.text.is_none().then(|| {
+            format!(
+                r#"{{"key":{},"path":{}}}"#,
+                serde_json::to_string(&ahead.key).unwrap_or_default(),
+                serde_json::to_string(&crate::lease::ahead_path(path, &ahead.key))
+                    .unwrap_or_default()
+            )
+        })
+    }
+
+    /// What was read at the path of the summary asked ahead under `key` (`None`: nothing
+    /// there), at `now` (ms since the epoch, the wall clock: leases are between requests):
+    /// still being made (read again before the next call), its summary (offered to the
+    /// compactor) or failed (forgotten: the lossy tier summarizes in the call), by
+    /// [`crate::lease::AheadRead`].
+    pub(crate) fn ahead_read(&mut self, key: &str, text: Option<&str>, now: f64) {
+        match crate::lease::AheadRead::of(text, now) {
+            crate::lease::AheadRead::Wait => {}
+            crate::lease::AheadRead::Offer(summary) => {
+                self.inner.offer_summary(key, summary);
+            }
+            crate::lease::AheadRead::Forget => {
+                self.inner.forget_ahead(key);
+            }
+        }
     }
 
     fn messages<'a>(&'a self, json: Option<&str>) -> Result<Cow<'a, [Message]>> {
@@ -526,22 +613,45 @@ impl HeldCompactor {
     /// after a provider's overflow: the core's loop (`Session`), which the host drives with
     /// [`HeldCompactor::session_poll`] and [`HeldCompactor::session_handle`]. The session holds
     /// the conversation until it is done; a call still under way is abandoned.
+    ///
+    /// The call's own options beside the session's: `partial` (only part of the conversation
+    /// crossed for this call: a dry plan says whether there is work, and a `resync` request
+    /// asks for the rest then) and `conversation` (its hashes, for the state's save).
     pub(crate) fn session_start(&mut self, options_json: Option<&str>) -> Result<()> {
-        let call: Call = match options_json {
-            Some(json) => {
-                crate::config::deserialize(parse::<serde_json::Value>("session options", json)?)?
-            }
-            None => Call::default(),
+        let mut options = match options_json {
+            Some(json) => parse::<serde_json::Value>("session options", json)?,
+            None => serde_json::Value::Object(serde_json::Map::new()),
         };
+        let (partial, conversation) = match options.as_object_mut() {
+            Some(o) => (o.shift_remove("partial"), o.shift_remove("conversation")),
+            None => (None, None),
+        };
+        let call: Call = crate::config::deserialize(options)?;
         self.session_end();
         self.contents.clear();
-        let messages = std::mem::take(&mut self.held);
-        self.session = Some(Session::new(messages, call));
+        let partial = partial.as_ref().and_then(serde_json::Value::as_bool) == Some(true);
+        self.run = Some(CallRun {
+            partial,
+            conversation: conversation
+                .as_ref()
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+            call: call.clone(),
+            first: true,
+            pending: None,
+            next: None,
+            next_id: RUN_IDS,
+        });
+        if !partial {
+            let messages = std::mem::take(&mut self.held);
+            self.session = Some(Session::new(messages, call));
+        }
         Ok(())
     }
 
     /// Ends the session under way, if any: the held conversation is the one it was given.
     fn session_end(&mut self) {
+        self.run = None;
         if let Some(mut session) = self.session.take() {
             if self.held.is_empty() {
                 self.held = session.take_input();
@@ -561,6 +671,20 @@ impl HeldCompactor {
     /// and the changed messages for `take_result` (a host decodes them on their own: a
     /// transcript escaped inside the step's JSON cost a first compaction more than its plan).
     pub(crate) fn session_poll(&mut self, apart: bool) -> Result<String> {
+        if let Some(run) = self.run.as_mut() {
+            if run.pending.is_some() && run.next.is_none() {
+                return Ok(to_json(&SessionPoll::Wait));
+            }
+            if let Some(next) = run.next.take() {
+                if run.pending.is_none() {
+                    self.run = None; // the done step: the call is over
+                }
+                return Ok(next);
+            }
+            if run.partial && self.session.is_none() {
+                return self.dry_run(apart);
+            }
+        }
         let Some(session) = self.session.as_mut() else {
             return Err(Error::PlanMismatch {
                 action_id: None,
@@ -638,9 +762,268 @@ impl HeldCompactor {
                 if changed {
                     self.calls = CallIds::default();
                 }
-                Ok(json)
+                let ahead = plan
+                    .ahead
+                    .as_ref()
+                    .and_then(|a| Some((a.ahead_key.clone()?, a.end)));
+                Ok(self.finish(json, ahead))
             }
         }
+    }
+
+    /// A call on a conversation only part of which crossed: a dry plan of the held one says
+    /// whether there is work. None: the call is done (the conversation as given). Work: a
+    /// `resync` request asks for every message (an edit in place that kept every size would
+    /// otherwise be planned stale), and the session runs on them.
+    fn dry_run(&mut self, apart: bool) -> Result<String> {
+        let run = self.run.as_mut().expect("a call");
+        let options = run.call.plan_options();
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut core = Held {
+            inner: &mut self.inner,
+            memo,
+        };
+        let plan = match SessionCore::plan(&mut core, &self.held, &options) {
+            Ok(plan) => plan,
+            Err(error) => {
+                self.session_end();
+                return Err(error);
+            }
+        };
+        if is_work(&plan) {
+            return Ok(run.request(RunIo::Resync, r#"{"type":"resync"}"#));
+        }
+        let tokens = plan.tokens_before;
+        let ahead = plan
+            .ahead
+            .as_ref()
+            .and_then(|a| Some((a.ahead_key.clone()?, a.end)));
+        let plan = stripped(&self.prompt, plan, apart);
+        self.result.clear();
+        let json = to_json(&SessionPoll::Done {
+            changed: false,
+            messages: None,
+            events: &[],
+            plan: &plan,
+            cancelled: false,
+            cancel_overridden: false,
+            tokens_before: tokens,
+            tokens_after: tokens,
+        });
+        Ok(self.finish(json, ahead))
+    }
+
+    /// The end of a round of a call: its time and the summary it asks ahead recorded, then its
+    /// state saved at the state path when a save is due (a `save` request; the done step waits
+    /// for it), else `done` as is.
+    fn finish(&mut self, done: String, ahead: Option<(String, usize)>) -> String {
+        let Some(now) = self.run.as_ref().map(|run| run.call.now) else {
+            return done;
+        };
+        if let Some(now) = now {
+            self.inner.called_at(now);
+        }
+        if let Some((key, end)) = ahead {
+            self.inner.ask_ahead(&key, end);
+        }
+        if self.persist.is_none() {
+            self.run = None;
+            return done;
+        }
+        let state = self.state();
+        let due = self.persist.as_ref().is_some_and(|p| p.due(&state));
+        let (Some(run), true) = (self.run.as_mut(), due) else {
+            return self.done_with(done, None, None);
+        };
+        self.pending_done = Some(done);
+        if run.conversation.is_none() {
+            return run.request(RunIo::Conversation, r#"{"type":"conversation"}"#);
+        }
+        self.save_step(&state)
+    }
+
+    /// The save of the state JSON `state` (its done step in `pending_done`): a `save` request,
+    /// or the done step itself when none is due after all (an earlier turn of the stored
+    /// conversation) or the save cannot be made.
+    fn save_step(&mut self, state: &str) -> String {
+        let done = self.pending_done.take().unwrap_or_default();
+        let (Some(run), Some(persist)) = (self.run.as_mut(), self.persist.as_mut()) else {
+            return done;
+        };
+        let conversation = run.conversation.clone().unwrap_or_default();
+        let request = persist
+            .request(state, &conversation, false, run.first)
+            .map_err(|error| format!("state not saved to {}: {error}", persist.path()));
+        match request {
+            Ok(Some(request)) => {
+                let mut json = to_json(&request);
+                json.insert_str(1, r#""type":"save","#);
+                self.pending_done = Some(done);
+                run.request(RunIo::Save, &json)
+            }
+            Ok(None) => self.done_with(done, None, None),
+            Err(error) => self.done_with(done, Some(error), None),
+        }
+    }
+
+    /// The call's done step with what the state path adds: `stateError` (a save that failed,
+    /// or a state that could not be read and was not saved over since) and `conflict` (a store
+    /// that keeps refusing saves: the host's typed `state_conflict`). The call is over.
+    fn done_with(
+        &mut self,
+        mut done: String,
+        error: Option<String>,
+        conflict: Option<(String, u32, u64)>,
+    ) -> String {
+        self.run = None;
+        let unread = self.persist.as_ref().and_then(|p| {
+            let reason = p.unread.as_ref()?;
+            Some(format!(
+                "state not read from {}: {reason}; planned from the messages alone",
+                p.path()
+            ))
+        });
+        let mut extra = String::new();
+        if let Some(error) = error.or(unread) {
+            extra.push_str(&format!(r#","stateError":{}"#, to_json(&error)));
+        }
+        if let Some((message, attempts, revision)) = conflict {
+            extra.push_str(&format!(
+                r#","conflict":{{"message":{},"attempts":{attempts},"revision":{revision}}}"#,
+                to_json(&message)
+            ));
+        }
+        if !extra.is_empty() {
+            done.truncate(done.len() - 1);
+            done.push_str(&extra);
+            done.push('}');
+        }
+        done
+    }
+
+    /// A reply to the call's own request `id` (`resync`: `{"type": "done"}` once every message
+    /// was synced; `save`: `{"type": "saved"}`, `{"type": "refused", "current"}` or `{"type":
+    /// "failed", "error"}`). Whether it was one.
+    fn run_handle(&mut self, id: u64, reply_json: &str) -> Result<bool> {
+        let Some(run) = self.run.as_mut() else {
+            return Ok(false);
+        };
+        let Some((pending, io)) = run.pending else {
+            return Ok(false);
+        };
+        if pending != id {
+            return Ok(false);
+        }
+        let value: serde_json::Value = parse("reply", reply_json)?;
+        let kind = value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or_default();
+        let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        let mismatch = |wanted: &str| Error::PlanMismatch {
+            action_id: None,
+            message: format!("reply to request {id}: expected {wanted}"),
+        };
+        match io {
+            RunIo::Resync => {
+                if kind != "done" {
+                    return Err(mismatch("done once every message is synced"));
+                }
+                run.pending = None;
+                run.partial = false;
+                let call = run.call.clone();
+                let messages = std::mem::take(&mut self.held);
+                self.session = Some(Session::new(messages, call));
+                return Ok(true);
+            }
+            RunIo::Conversation => {
+                let Some(conversation) = text("conversation").filter(|_| kind == "conversation")
+                else {
+                    return Err(mismatch("the conversation's hashes"));
+                };
+                run.pending = None;
+                run.conversation = Some(conversation);
+                let state = self.state();
+                let step = self.save_step(&state);
+                match self.run.as_mut() {
+                    Some(run) => run.next = Some(step),
+                    None => self.finished(step),
+                }
+                return Ok(true);
+            }
+            RunIo::Save => {}
+        }
+        let refused = match kind {
+            "saved" => None,
+            "refused" => Some(text("current")),
+            "failed" => {
+                let done = self.pending_done.take().unwrap_or_default();
+                let path = self.persist.as_ref().map(|p| p.path().to_owned());
+                let error = text("error").unwrap_or_else(|| "failed".into());
+                let error = format!("state not saved to {}: {error}", path.unwrap_or_default());
+                let done = self.done_with(done, Some(error), None);
+                self.finished(done);
+                return Ok(true);
+            }
+            _ => return Err(mismatch("saved, refused or failed")),
+        };
+        let done = self.pending_done.take().unwrap_or_default();
+        let persist = self.persist.as_mut().expect("a save has a state path");
+        let Some(current) = refused else {
+            persist.written();
+            let done = self.done_with(done, None, None);
+            self.finished(done);
+            return Ok(true);
+        };
+        let path = persist.path().to_owned();
+        let done = match persist.refused(current.as_deref()) {
+            Ok(crate::stored::Refused::Rerun { state }) => {
+                // Built again on the stored state, which holds no conversation: the call runs
+                // again once the host synced it (its recorded edits replay).
+                let mut run = self.run.take().expect("a call");
+                let persist = self.persist.take();
+                *self = HeldCompactor::new(&self.config_json, state.as_deref())?;
+                let state = self.state();
+                self.persist = persist;
+                if let Some(persist) = self.persist.as_mut() {
+                    persist.rebuilt(&state);
+                }
+                run.partial = true;
+                run.first = false;
+                run.next = Some(run.request(RunIo::Resync, r#"{"type":"resync","rerun":true}"#));
+                self.run = Some(run);
+                return Ok(true);
+            }
+            Ok(crate::stored::Refused::Answer) => self.done_with(done, None, None),
+            Ok(crate::stored::Refused::Conflict {
+                message,
+                attempts,
+                revision,
+            }) => self.done_with(done, None, Some((message, attempts, revision))),
+            Err(error) => {
+                let message = match error {
+                    Error::InvalidConfig { message, .. } => message,
+                    other => other.to_string(),
+                };
+                let error = format!("state not saved to {path}: {message}");
+                self.done_with(done, Some(error), None)
+            }
+        };
+        self.finished(done);
+        Ok(true)
+    }
+
+    /// The call's done step, handed out by the next poll.
+    fn finished(&mut self, done: String) {
+        self.run = Some(CallRun {
+            call: Call::default(),
+            partial: false,
+            conversation: None,
+            first: false,
+            pending: None,
+            next: Some(done),
+            next_id: RUN_IDS,
+        });
     }
 
     /// The content of the session's write request `id`, or its summary request's prompt, that
@@ -660,6 +1043,9 @@ impl HeldCompactor {
     /// `{"type": "decision", "cancel"?, "customInstructions"?, "customSummary"?}` or
     /// `{"type": "failed", "error"}`) of the session's request `id`.
     pub(crate) fn session_handle(&mut self, id: u64, reply_json: &str) -> Result<()> {
+        if self.run_handle(id, reply_json)? {
+            return Ok(());
+        }
         let reply = reply(reply_json)?;
         let Some(session) = self.session.as_mut() else {
             return Err(Error::PlanMismatch {
@@ -712,11 +1098,6 @@ impl HeldCompactor {
         to_json(self.inner.state())
     }
 
-    /// [`Compactor::ask_ahead`] for the plan's `ahead` (its `aheadKey` and `end`).
-    pub(crate) fn ask_ahead(&mut self, key: &str, end: u32) {
-        self.inner.ask_ahead(key, end as usize);
-    }
-
     /// [`Compactor::offer_summary`].
     pub(crate) fn offer_summary(&mut self, key: &str, text: &str) -> bool {
         self.inner.offer_summary(key, text.to_owned())
@@ -725,13 +1106,6 @@ impl HeldCompactor {
     /// [`Compactor::forget_ahead`].
     pub(crate) fn forget_ahead(&mut self, key: &str) -> bool {
         self.inner.forget_ahead(key)
-    }
-
-    /// [`Compactor::called_at`]: a call went out at `now` (ms since the Unix epoch; a float
-    /// from a host clock, truncated; negative or not finite is ignored). Whether the state
-    /// changed.
-    pub(crate) fn called_at(&mut self, now: f64) -> bool {
-        now.is_finite() && now >= 0.0 && self.inner.called_at(now as u64)
     }
 
     pub(crate) fn stats(&self) -> String {
@@ -1032,15 +1406,160 @@ pub(crate) fn stored_state(text: Option<&str>, path: &str) -> Result<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_session_leaves_write_contents_apart() {
+    /// A read whose long output is offloaded in a 16k window.
+    fn long_read() -> String {
         let output = "line of a long tool output\n".repeat(3_000);
-        let conversation = serde_json::json!([
+        serde_json::json!([
             {"role": "user", "content": "read it"},
             {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "read", "input": {}}]},
             {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "read", "output": {"type": "text", "value": output}}]},
         ])
-        .to_string();
+        .to_string()
+    }
+
+    /// Drives one call to its end: each request answered by `answer` (the request's JSON and
+    /// id), the steps' request types in order, and the done step.
+    fn drive(
+        held: &mut HeldCompactor,
+        options: &str,
+        mut answer: impl FnMut(&mut HeldCompactor, &serde_json::Value) -> String,
+    ) -> (Vec<String>, serde_json::Value) {
+        held.session_start(Some(options)).unwrap();
+        let mut kinds = Vec::new();
+        loop {
+            let step: serde_json::Value =
+                serde_json::from_str(&held.session_poll(false).unwrap()).unwrap();
+            if step["type"] == "done" {
+                return (kinds, step);
+            }
+            for io in step["ios"].as_array().unwrap() {
+                kinds.push(io["request"]["type"].as_str().unwrap().to_owned());
+                let reply = answer(held, &io["request"]);
+                held.session_handle(io["id"].as_u64().unwrap(), &reply)
+                    .unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_call_plans_dry_on_part_of_a_conversation_and_saves_its_state_as_the_core_rules() {
+        let conversation = long_read();
+        let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
+        let mut held = HeldCompactor::new(config, None).unwrap();
+        held.persist_at("/s.json", None, true, None).unwrap();
+        let stored = std::cell::RefCell::new(None::<String>);
+        let store = |held: &mut HeldCompactor, request: &serde_json::Value| -> String {
+            match request["type"].as_str().unwrap() {
+                "write" => r#"{"type":"done"}"#.into(),
+                "conversation" => r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into(),
+                "resync" => {
+                    held.sync(0, &conversation).unwrap();
+                    r#"{"type":"done"}"#.into()
+                }
+                "save" => {
+                    let mut stored = stored.borrow_mut();
+                    if request["expected"].as_str() != stored.as_deref() {
+                        return serde_json::json!({"type": "refused", "current": *stored})
+                            .to_string();
+                    }
+                    *stored = Some(request["text"].as_str().unwrap().to_owned());
+                    r#"{"type":"saved"}"#.into()
+                }
+                other => panic!("unexpected {other}"),
+            }
+        };
+        // A first call on the whole conversation: an offload, the time, then one save.
+        held.sync(0, &conversation).unwrap();
+        let (kinds, done) = drive(&mut held, r#"{"now":1767268800000}"#, store);
+        assert_eq!(kinds, ["write", "conversation", "save"]);
+        assert_eq!(
+            (done["changed"].as_bool(), done.get("stateError")),
+            (Some(true), None)
+        );
+        let first = stored.borrow().clone().unwrap();
+        assert!(
+            first.contains(r#""revision":1"#) && first.contains(r#""conversation":"aaaaaaaa""#)
+        );
+        // The same conversation held, the same minute: a dry plan, no work, nothing to save.
+        let (kinds, done) = drive(&mut held, r#"{"now":1767268810000,"partial":true}"#, store);
+        assert!(kinds.is_empty(), "{kinds:?}");
+        assert_eq!(done["changed"].as_bool(), Some(false));
+        // Another request saved first (revision 2, the same conversation): the call is run
+        // again on its state once the host resyncs, then saved over it.
+        let theirs = first.replace(r#""revision":1"#, r#""revision":2"#);
+        *stored.borrow_mut() = Some(theirs.clone());
+        let (kinds, done) = drive(&mut held, r#"{"now":1767268900000,"partial":true}"#, store);
+        assert_eq!(kinds, ["conversation", "save", "resync", "save"]);
+        assert_eq!(done.get("conflict"), None);
+        let saved = stored.borrow().clone().unwrap();
+        assert!(saved.contains(r#""revision":3"#), "{saved}");
+        // A store that keeps refusing over the very text it holds: a conflict, said on the step.
+        let stubborn = |held: &mut HeldCompactor, request: &serde_json::Value| -> String {
+            match request["type"].as_str().unwrap() {
+                "save" => serde_json::json!({"type": "refused", "current": request["expected"]})
+                    .to_string(),
+                "resync" => {
+                    held.sync(0, &conversation).unwrap();
+                    r#"{"type":"done"}"#.into()
+                }
+                _ => r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into(),
+            }
+        };
+        let (kinds, done) = drive(
+            &mut held,
+            r#"{"now":1767269000000,"partial":true}"#,
+            stubborn,
+        );
+        assert_eq!(
+            kinds.iter().filter(|k| *k == "save").count(),
+            5,
+            "{kinds:?}"
+        );
+        assert_eq!(done["conflict"]["attempts"].as_u64(), Some(5));
+        assert!(done["conflict"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/s.json"));
+        // A save that fails is said on the result; the call still answers.
+        let failing = |_: &mut HeldCompactor, request: &serde_json::Value| -> String {
+            match request["type"].as_str().unwrap() {
+                "save" => r#"{"type":"failed","error":"the disk is full"}"#.into(),
+                _ => r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into(),
+            }
+        };
+        held.sync(0, &conversation).unwrap();
+        let (_, done) = drive(&mut held, r#"{"now":1767269100000}"#, failing);
+        assert_eq!(
+            done["stateError"].as_str(),
+            Some("state not saved to /s.json: the disk is full")
+        );
+        // A reply of the wrong kind to the call's own request is a typed error.
+        held.sync(0, &conversation).unwrap();
+        held.session_start(Some(r#"{"now":1767269200000}"#))
+            .unwrap();
+        let mut id = None;
+        while id.is_none() {
+            let step: serde_json::Value =
+                serde_json::from_str(&held.session_poll(false).unwrap()).unwrap();
+            for io in step["ios"].as_array().unwrap() {
+                if io["request"]["type"] == "conversation" {
+                    id = io["id"].as_u64();
+                } else {
+                    held.session_handle(io["id"].as_u64().unwrap(), r#"{"type":"done"}"#)
+                        .unwrap();
+                }
+            }
+        }
+        let wrong = held.session_handle(id.unwrap(), r#"{"type":"done"}"#);
+        assert!(wrong
+            .unwrap_err()
+            .to_string()
+            .contains("expected the conversation's hashes"));
+    }
+
+    #[test]
+    fn a_session_leaves_write_contents_apart() {
+        let conversation = long_read();
         let step = |apart: bool| {
             let mut held =
                 HeldCompactor::new(r#"{"model":"gpt-4o","contextWindow":16000}"#, None).unwrap();

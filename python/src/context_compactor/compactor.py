@@ -300,9 +300,7 @@ class Compactor:
         if stored is not None:
             # What the next save is conditional on, and whether the state changed since, are the
             # core's (``src/stored.rs`` ``Persist``).
-            self._core.call("persist-at", self._state_path, stored.text, True)
-        #: Why the state at ``state_path`` could not be read, until a save lands.
-        self._unread_error: Optional[str] = None if stored is None else stored.unread
+            self._core.call("persist-at", self._state_path, stored.text, True, stored.unread)
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
         if now is not None and not callable(now):
@@ -477,25 +475,34 @@ class Compactor:
         return result
 
     def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Dict[str, Any]] = None) -> Steps[ManageResult]:
-        """One call: compacts, and with ``state_path`` saves the state over the one it loaded.
-        A save lost to another request is judged by the core (``src/stored.rs``
-        ``Persist::refused``): it builds itself again on the stored state and the call runs
-        again (its recorded edits replay, so the same turn gets the same prompt), or the call
-        answers unsaved, or a ``state_conflict`` is raised (a store that keeps refusing)."""
+        """One call: the core's loop (``Session`` and what the binding adds around it:
+        docs/LOOP.md) on the conversation as it is now. The host only carries out the loop's
+        requests: store writes, the summarizer, the ``on_pre_compact`` hook, sending every
+        message again (``resync``), the conversation's hashes and, with ``state_path``, the
+        state's conditional save. A save lost to another request is the core's to judge: it
+        builds itself again on the stored state and runs the call again, answers unsaved, or
+        says ``conflict`` (a ``state_conflict``). Events reach ``on_event`` once."""
         self._calls += 1
-        call = self._calls
         self._input = input  # the conversation a save is for (``_conversation``)
-        first = True
-        while True:
-            result = yield from self._round(input, trigger, instructions, call, overflow)
-            # Events reach ``on_event`` once, from the round whose result the call answers (a
-            # round run again after a lost save makes its events anew).
-            if (yield from self._persist(result, first)) != "rerun":
-                return self._told(self._unread(result))
-            # The core was built again on the stored state: it holds no conversation.
-            self._held = _Held()
-            self._last = None
-            first = False
+        yield from self._take_ahead()
+        yield from self._persisting()
+        ctx = _Call(self._rebase(input), input)
+        whole = self._sync(ctx.messages)
+        core_options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions, "now": self._time()}
+        if self._background:
+            core_options["background"] = True
+        if overflow is not None:
+            core_options["overflow"] = {"reportedTokens": overflow.get("reportedTokens"), "limit": overflow.get("limit")}
+        if not whole:
+            # As npm: only part of the conversation crossed, so the core plans dry first and
+            # asks for the rest (``resync``) when there is work.
+            core_options["partial"] = True
+        result = yield from self._session(ctx, dumps(core_options), trigger, self._calls, overflow)
+        self._last_raw = int(self._core.call("count-raw", None))
+        ahead = result.plan.get("ahead")
+        if ahead is not None and ahead.get("aheadKey") is not None:
+            yield from self._ask_ahead(ahead)  # the core asked it (saved with the state)
+        return self._told(result)
 
     def _told(self, result: ManageResult) -> ManageResult:
         """``result``, its events told to ``on_event``."""
@@ -504,111 +511,106 @@ class Compactor:
                 self._on_event(event)
         return result
 
-    def _unread(self, result: ManageResult) -> ManageResult:
-        unread = self._unread_error
-        if unread is not None and result.state_error is None:
-            result.state_error = f"state not read from {self._state_path}: {unread}; planned from the messages alone"
-        return result
-
-    def _round(
-        self, input: Sequence[Message], trigger: str, instructions: Optional[str], call: int, overflow: Optional[Dict[str, Any]]
-    ) -> Steps[ManageResult]:
-        """One round of a call: its result (the state not saved yet)."""
-        yield from self._take_ahead()
-        messages = self._rebase(input)
-        self._sync(messages)
-        now = self._time()
-        core_options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions, "now": now}
-        if self._background:
-            core_options["background"] = True
-        if overflow is not None:
-            core_options["overflow"] = {"reportedTokens": overflow.get("reportedTokens"), "limit": overflow.get("limit")}
-        options = dumps(core_options)
-        plan_json = str(self._core.call("plan", None, options))
-        dry: Plan = json.loads(plan_json)
-        if not _is_work(dry):
-            result = ManageResult(list(messages), [], self._hydrate(plan_json, messages))
-        else:
-            # Compacting: the core's loop (docs/LOOP.md) on every message as it is now (an edit
-            # in place that kept every size would otherwise be planned stale).
-            self._sync(messages, fresh=True)
-            result = yield from self._session(messages, options, dry, trigger, call, overflow)
-            if result.cancelled is False:
-                self._last = (list(input), [_mark(m) for m in input], result.messages)
-        # The call goes out now: its time in the state (kept to the minute; then saved).
-        self._core.call("called-at", float(now))
-        self._last_raw = int(self._core.call("count-raw", None))
-        ahead = result.plan.get("ahead")
-        if ahead is not None and ahead.get("aheadKey") is not None:
-            yield from self._ask_ahead(ahead)
-        return result
-
-    def _persist(self, result: ManageResult, first: bool) -> Steps[str]:
-        """Saves the state at the end of a round when ``state_path`` is set and the core says a
-        save is due: ``done``, or ``rerun`` (see ``_run``). A failed save does not undo the
-        compaction: it is reported on the result (and retried next call)."""
-        if self._state_path is None:
-            return "done"
+    def _persisting(self) -> Steps[None]:
+        """With ``state_path``, the core keeps what the next save is conditional on from the
+        first call; a compactor given a state of the app's (``state=``) reads what is stored
+        then."""
+        path = self._state_path
+        if path is None or self._core.call("persisting"):
+            return
+        text: Optional[str] = None
+        unread: Optional[str] = None
         try:
-            return "rerun" if (yield from self._save(False, first)) == "rerun" else "done"
+            read = yield ("read", self._io, path)
+            text = None if read is None else well_formed(str(read))
+        except Exception as e:
+            unread = _message(e)
+        try:
+            self._core.call("persist-at", path, text, False, unread)
         except CompactorError as e:
-            if e.code == "state_conflict":
-                raise
-            result.state_error = f"state not saved to {self._state_path}: {e}"
-        except Exception as e:  # the compaction stands; the next call retries the save
-            result.state_error = f"state not saved to {self._state_path}: {e}"
-        return "done"
+            # Not a saved state: saved over nothing, which the store refuses (the result says so).
+            self._core.call("persist-at", path, None, False, e.message)
 
-    def _session(
-        self, messages: Sequence[Message], options: str, dry: Plan, trigger: str, call: int, overflow: Optional[Dict[str, Any]] = None
-    ) -> Steps[ManageResult]:
-        """Drives the core's loop: carries out its requests (store writes, the summarizer, the
-        ``on_pre_compact`` hook) and hands back each outcome, until it is done."""
+    def _session(self, ctx: "_Call", options: str, trigger: str, call: int, overflow: Optional[Dict[str, Any]] = None) -> Steps[ManageResult]:
+        """Drives the core's loop: carries out its requests and hands back each outcome, until
+        it is done."""
         held = self._held
         self._held = _Held()  # the session holds the conversation
-        refs = held.refs
-        # The actions as planned (what a write's content is for: ``_app_json``), by path.
-        by_path = {a["path"]: a for a in dry["actions"] if isinstance(a.get("path"), str)}
+        ctx.refs = held.refs
         self._core.call("session-start", options)
         while True:
             # Decoded with the conversation's binary values: a done step's messages are used as
             # they come (no second pass over the conversation).
-            step = decode(self._core.call("session-poll"), refs)
+            step = decode(self._core.call("session-poll"), ctx.refs)
             if step["type"] == "done":
                 break
             if step["type"] != "io":
                 raise CompactorError("internal", "session: waiting with no request out")
             for io in step["ios"]:
-                reply = yield from self._carry_out(io["request"], step.get("plan"), messages, refs, by_path, trigger)
+                reply = yield from self._carry_out(io["request"], step.get("plan"), ctx, trigger)
                 self._core.call("session-handle", io["id"], dumps(reply))
+                if self._held.messages:  # every message crossed again (``resync``)
+                    held, self._held = self._held, _Held()
+                    ctx.refs = held.refs
+        messages, refs = ctx.messages, ctx.refs
+        conflict = step.get("conflict")
+        if conflict is not None:
+            self._held = _Held()
+            raise CompactorError("state_conflict", conflict["message"], {"path": self._state_path, "attempts": conflict["attempts"], "revision": conflict["revision"]})
         plan = self._hydrated(step["plan"], messages, refs)
         if step["cancelled"]:
             self._held = held
             replayed = plan.get("replayed") or {}
-            if replayed.get("edits", 0) + replayed.get("spans", 0) == 0:
-                return ManageResult(list(messages), [], plan, cancelled=True)
-            return ManageResult(_as_given(step["messages"], messages), [], plan, cancelled=True)
-        if not step["changed"]:
+            given = replayed.get("edits", 0) + replayed.get("spans", 0) == 0
+            result = ManageResult(list(messages) if given else _as_given(step["messages"], messages), [], plan, cancelled=True)
+        elif not step["changed"]:
             self._held = held
-            return ManageResult(list(messages), [], plan, cancelled=False)
-        out = _as_given(step["messages"], messages)
-        self._held = _Held(list(out), [_mark(m) for m in out], refs)
-        events: List[Event] = step["events"]
-        for event in events:
-            event["call"] = call
-            if overflow is not None:
-                event["overflow"] = dict(overflow)
-        return ManageResult(out, events, plan, cancelled=False, cancel_overridden=bool(step["cancelOverridden"]))
+            result = ManageResult(list(messages), [], plan, cancelled=False)
+        else:
+            out = _as_given(step["messages"], messages)
+            self._held = _Held(list(out), [_mark(m) for m in out], refs)
+            events: List[Event] = step["events"]
+            for event in events:
+                event["call"] = call
+                if overflow is not None:
+                    event["overflow"] = dict(overflow)
+            result = ManageResult(out, events, plan, cancelled=False, cancel_overridden=bool(step["cancelOverridden"]))
+        if not result.cancelled and _is_work(result.plan):
+            self._last = (list(ctx.input), [_mark(m) for m in ctx.input], result.messages)
+        if step.get("stateError") is not None:
+            result.state_error = str(step["stateError"])
+        return result
 
     def _carry_out(
-        self, request: Dict[str, Any], plan: Optional[Plan], messages: Sequence[Message], refs: Refs, by_path: Dict[str, Any], trigger: str
+        self, request: Dict[str, Any], plan: Optional[Plan], ctx: "_Call", trigger: str
     ) -> Steps[Dict[str, Any]]:
         """One request of the core's loop, and how it went (never an exception, but a hook's)."""
         kind = request["type"]
+        messages, refs = ctx.messages, ctx.refs
+        if kind == "resync":
+            if request.get("rerun"):
+                # Built again on the stored state after a lost save: the call's own messages
+                # cross, not the last result's continuation (``_rebase``).
+                self._last = None
+                ctx.messages = ctx.input
+            self._sync(ctx.messages, fresh=True)
+            return {"type": "done"}
+        if kind == "conversation":
+            return {"type": "conversation", "conversation": self._conversation(ctx.input)}
+        if kind == "save":
+            try:
+                outcome = yield from conditional_write(self._io, request["path"], request["expected"], request["text"])
+            except Exception as e:
+                return {"type": "failed", "error": _message(e)}
+            if outcome["written"]:
+                return {"type": "saved"}
+            if "read_error" in outcome:
+                return {"type": "failed", "error": f"the save was refused and the state could not be read back: {_message(outcome['read_error'])}"}
+            current = outcome["current"]
+            return {"type": "refused", "current": None if current is None else well_formed(str(current))}
         if kind == "write":
             path = request["path"]
-            action = by_path.get(path)
-            content = request["content"] if action is None else _app_json(action, messages, request["content"])
+            content = _app_json(request.get("output"), messages, request["content"])
             try:
                 yield ("write", self._io, path, storable(content, refs))
                 return {"type": "done"}
@@ -691,7 +693,8 @@ class Compactor:
                 continue
             try:
                 for path, content in writes:
-                    content = _app_json(action, messages, content)
+                    replaced = (action.get("replace") or {}).get("kind") == "output"
+                    content = _app_json([action["messageIndex"], action["partIndex"]] if replaced else None, messages, content)
                     yield ("write", self._io, path, storable(content, refs))
                 outcomes.append({"type": "written", "id": action["id"]})
             except Exception as e:
@@ -713,12 +716,11 @@ class Compactor:
 
     def _ask_ahead(self, ahead: Dict[str, Any]) -> Steps[None]:
         """Starts the plan's summary ahead of need in the background, once per key; the core
-        records the ask (saved with the state)."""
+        recorded the ask at the call's end (saved with the state)."""
         key = str(ahead["aheadKey"])
         with self._ahead_lock:
             if key in self._ahead_runs:
                 return
-        self._core.call("ask-ahead", key, int(ahead["end"]))
         planned = ahead["request"]
         request = {"system": planned["system"], "prompt": planned["prompt"], "messages": [{"role": "user", "content": planned["prompt"]}], "maxTokens": planned["maxTokens"], "background": True}
         if planned.get("continuation") is not None:
@@ -754,21 +756,19 @@ class Compactor:
         """Hands the summaries made in the background to the core; with ``state_path``, one a
         loaded state asked (another request's) once it is beside the state."""
         self._offer_done()
-        if self._state_path is None:
+        ask = self._core.call("ahead-to-read")
+        if ask is None:
             return
-        key = self._core.call("ahead-unread")
-        if key is None or key in self._ahead_runs:
-            return
+        ahead = json.loads(ask)
+        if ahead["key"] in self._ahead_runs:
+            return  # this compactor's own, still out
         try:
-            text = yield ("read", self._io, str(_core.call("ahead-path", self._state_path, key)))
+            text = yield ("read", self._io, ahead["path"])
         except Exception:
             return  # unreadable: the plan waits for it until the hard limit
-        # What its lease says, by the core's rule (``src/lease.rs`` ``AheadRead``).
-        read = json.loads(_core.call("ahead-read", None if text is None else well_formed(str(text)), time.time() * 1000))
-        if read["read"] == "offer":
-            self._core.call("offer-summary", key, read["text"])
-        elif read["read"] == "forget":
-            self._core.call("forget-ahead", key)
+        # Still being made, its summary or failed: the core's rule (``src/lease.rs``
+        # ``AheadRead``), on the wall clock (leases are between requests).
+        self._core.call("ahead-read", ahead["key"], None if text is None else well_formed(str(text)), time.time() * 1000)
 
     def _offer_done(self) -> None:
         """The summaries made in the background since, to the core (the background runs never
@@ -815,24 +815,13 @@ class Compactor:
         if path != self._state_path:
             yield ("write", self._io, path, dumps(self.state()))
             return
-        yield from self._save(True, True)
-
-    def _save(self, explicit: bool, first: bool) -> Steps[str]:
-        """Carries out the save the core says is due at ``state_path`` (``src/stored.rs``
-        ``Persist``): none when the state is as last read or saved (unless ``explicit``:
-        ``save_state()``) or the call is an earlier turn of the stored conversation; else a
-        write conditional on what the store held when last read or saved. Returns ``written``,
-        ``none``, or, when another request saved first, the core's verdict (``rerun``: it was
-        built again on the stored state; ``answer`` unsaved; a conflict is raised)."""
-        path = self._state_path
-        assert path is not None
-        if not self._core.call("persisting"):
-            # Given a state of its own (``state=``), the compactor learns what is stored first.
-            text = yield ("read", self._io, path)
-            self._core.call("persist-at", path, None if text is None else well_formed(str(text)), False)
-        request = self._core.call("save-request", self._conversation(self._input), explicit, first)
+        yield from self._persisting()
+        # Conditional on what was last read or saved (``src/stored.rs`` ``Persist``); a save
+        # another compactor beat, or that the store refused over the very state it holds, is a
+        # conflict.
+        request = self._core.call("save-request", self._conversation(self._input), True, True)
         if request is None:
-            return "none"
+            return  # an earlier turn of the stored conversation
         save = json.loads(request)
         outcome = yield from conditional_write(self._io, path, save["expected"], save["text"])
         if not outcome["written"] and "read_error" in outcome:
@@ -843,9 +832,6 @@ class Compactor:
         verdict = json.loads(self._core.call("save-outcome", bool(outcome["written"]), current))
         if verdict["verdict"] == "conflict":
             raise CompactorError("state_conflict", verdict["message"], {"path": path, "attempts": verdict["attempts"], "revision": verdict["revision"]})
-        if verdict["verdict"] in ("saved", "rerun"):
-            self._unread_error = None
-        return "written" if verdict["verdict"] == "saved" else str(verdict["verdict"])
 
     @staticmethod
     def _conversation(messages: Sequence[Message]) -> str:
@@ -856,14 +842,15 @@ class Compactor:
     # -----------------------------------------------------------------------------------------
     # The conversation the core holds
 
-    def _sync(self, messages: Sequence[Message], fresh: bool = False) -> None:
+    def _sync(self, messages: Sequence[Message], fresh: bool = False) -> bool:
         """Makes the core hold ``messages``. The unchanged prefix (the same objects, with the
         same sizes) stays in the core and only the rest crosses (a conversation that grew by
-        one message sends one message). ``fresh`` sends everything."""
+        one message sends one message). ``fresh`` sends everything. Returns whether every
+        message crossed (then the held conversation is as fresh as ``fresh`` makes it)."""
         if not isinstance(messages, (list, tuple)):
             self._held = _Held()
             self._core.call("sync", 0, encode(messages, {}))
-            return
+            return True
         held = self._held
         marks = [_mark(m) for m in messages]
         keep = 0
@@ -872,12 +859,13 @@ class Compactor:
             while keep < limit and messages[keep] is held.messages[keep] and marks[keep] == held.marks[keep]:
                 keep += 1
             if keep == len(messages) == len(held.messages):
-                return
+                return False
         refs = held.refs if keep else {}
         appended = encode(list(messages[keep:]), refs)
         self._held = _Held()
         self._core.call("sync", keep, appended)
         self._held = _Held(list(messages), marks, refs)
+        return keep == 0
 
     def _rebase(self, messages: Sequence[Message]) -> Sequence[Message]:
         """A conversation that starts with the last compaction's input continues from its
@@ -954,6 +942,16 @@ def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dic
     """A state saved by ``save_state()`` (or ``state_path``), or None when there is none. A
     file that is not a state is a typed error, not silently ignored."""
     return _read_stored(store, check_path(path)).state
+
+
+class _Call:
+    """The conversation of the call under way: as the core holds it (``messages``, with the
+    binary values their JSON refers to, ``refs``) and as the app gave it (``input``)."""
+
+    def __init__(self, messages: Sequence[Message], input: Sequence[Message]) -> None:
+        self.messages = messages
+        self.input = input
+        self.refs: Refs = {}
 
 
 class _Stored(NamedTuple):
@@ -1088,19 +1086,20 @@ def _as_given(out: List[Any], given: Sequence[Message]) -> List[Any]:
     return [pending[key].pop(0) if (key := text(m)) in pending and pending[key] else m for m in out]
 
 
-def _app_json(action: Dict[str, Any], messages: Optional[Sequence[Message]], content: str) -> str:
+def _app_json(output: Optional[Sequence[int]], messages: Optional[Sequence[Message]], content: str) -> str:
     """An offloaded JSON output's stored copy as the app's value writes it, lone surrogates
     included (escaped as JavaScript's JSON.stringify escapes them, so both hosts store the same
     text): the core holds text as UTF-8, so its copy has U+FFFD for each. Only when that is the
-    core's copy but for them; anything else is the core's content."""
-    if messages is None or "\ufffd" not in content or (action.get("replace") or {}).get("kind") != "output":
+    core's copy but for them; anything else is the core's content. ``output``: the
+    ``[message, part]`` of the tool result whose whole output ``content`` is the stored copy of
+    (a write request's ``output``), or None."""
+    if messages is None or output is None or "\ufffd" not in content:
         return content
     try:
-        part = messages[action["messageIndex"]]["content"][action["partIndex"]]
-        output = part["output"]
-        if output.get("type") not in ("json", "error-json"):
+        value = messages[output[0]]["content"][output[1]]["output"]
+        if value.get("type") not in ("json", "error-json"):
             return content
-        text = json.dumps(output["value"], ensure_ascii=False, indent=2)
+        text = json.dumps(value["value"], ensure_ascii=False, indent=2)
     except (KeyError, IndexError, TypeError, ValueError):
         return content
     if text == content or well_formed(text) != content:

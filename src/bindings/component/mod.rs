@@ -201,10 +201,6 @@ impl api::Guest for Component {
         crate::lease::LeaseState::of(text.as_deref(), now).to_json()
     }
 
-    fn ahead_read(text: Option<String>, now: f64) -> String {
-        crate::lease::AheadRead::of(text.as_deref(), now).to_json()
-    }
-
     fn recovery_segment(offload_prefix: String, history_prefix: String) -> String {
         crate::prompts::recovery_segment(&offload_prefix, &history_prefix)
     }
@@ -319,10 +315,6 @@ impl api::GuestCompactor for ComponentCompactor {
         self.0.borrow().state()
     }
 
-    fn ask_ahead(&self, key: String, end: u32) {
-        self.0.borrow_mut().ask_ahead(&key, end);
-    }
-
     fn offer_summary(&self, key: String, text: String) -> bool {
         self.0.borrow_mut().offer_summary(&key, &text)
     }
@@ -331,19 +323,16 @@ impl api::GuestCompactor for ComponentCompactor {
         self.0.borrow_mut().forget_ahead(&key)
     }
 
-    fn called_at(&self, now: f64) -> bool {
-        self.0.borrow_mut().called_at(now)
-    }
-
     fn persist_at(
         &self,
         path: String,
         text: Option<String>,
         loaded: bool,
+        unread: Option<String>,
     ) -> Result<(), api::Error> {
         self.0
             .borrow_mut()
-            .persist_at(&path, text.as_deref(), loaded)
+            .persist_at(&path, text.as_deref(), loaded, unread.as_deref())
             .map_err(error)
     }
 
@@ -370,8 +359,12 @@ impl api::GuestCompactor for ComponentCompactor {
             .map_err(error)
     }
 
-    fn ahead_unread(&self) -> Option<String> {
-        self.0.borrow().ahead_unread()
+    fn ahead_to_read(&self) -> Option<String> {
+        self.0.borrow().ahead_to_read()
+    }
+
+    fn ahead_read(&self, key: String, text: Option<String>, now: f64) {
+        self.0.borrow_mut().ahead_read(&key, text.as_deref(), now)
     }
 
     fn stats(&self) -> String {

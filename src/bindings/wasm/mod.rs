@@ -136,12 +136,6 @@ impl WasmCompactor {
         self.0.state()
     }
 
-    /// The host asked the plan's `ahead` summary (in the background).
-    #[wasm_bindgen(js_name = askAhead)]
-    pub fn ask_ahead(&mut self, key: &str, end: u32) {
-        self.0.ask_ahead(key, end);
-    }
-
     /// The summary asked ahead under `key`; `false` when no longer wanted.
     #[wasm_bindgen(js_name = offerSummary)]
     pub fn offer_summary(&mut self, key: &str, text: &str) -> bool {
@@ -154,19 +148,18 @@ impl WasmCompactor {
         self.0.forget_ahead(key)
     }
 
-    /// A model call went out at `now` (ms since the Unix epoch, the host's clock); whether
-    /// the state changed.
-    #[wasm_bindgen(js_name = calledAt)]
-    pub fn called_at(&mut self, now: f64) -> bool {
-        self.0.called_at(now)
-    }
-
-    /// Keeps the state at `path`, which holds `text` (undefined: nothing, or unreadable);
-    /// `loaded`: the compactor was built from it.
+    /// Keeps the state at `path`, which holds `text` (undefined: nothing, or unreadable: then
+    /// `unread` says why, until a save lands); `loaded`: the compactor was built from it.
     #[wasm_bindgen(js_name = persistAt)]
-    pub fn persist_at(&mut self, path: &str, text: Option<String>, loaded: bool) -> JsResult<()> {
+    pub fn persist_at(
+        &mut self,
+        path: &str,
+        text: Option<String>,
+        loaded: bool,
+        unread: Option<String>,
+    ) -> JsResult<()> {
         self.0
-            .persist_at(path, text.as_deref(), loaded)
+            .persist_at(path, text.as_deref(), loaded, unread.as_deref())
             .map_err(throw)
     }
 
@@ -196,10 +189,16 @@ impl WasmCompactor {
             .map_err(throw)
     }
 
-    /// The key of a summary the state asked ahead and holds no text of.
-    #[wasm_bindgen(js_name = aheadUnread)]
-    pub fn ahead_unread(&self) -> Option<String> {
-        self.0.ahead_unread()
+    /// The summary asked ahead to read beside the state, `{key, path}` as JSON, or undefined.
+    #[wasm_bindgen(js_name = aheadToRead)]
+    pub fn ahead_to_read(&self) -> Option<String> {
+        self.0.ahead_to_read()
+    }
+
+    /// What was read at the path of the summary asked ahead under `key`, at `now`.
+    #[wasm_bindgen(js_name = aheadRead)]
+    pub fn ahead_read(&mut self, key: &str, text: Option<String>, now: f64) {
+        self.0.ahead_read(key, text.as_deref(), now)
     }
 
     pub fn stats(&self) -> String {
@@ -373,13 +372,6 @@ pub fn ahead_path(state_path: &str, key: &str) -> String {
 #[wasm_bindgen(js_name = leaseState)]
 pub fn lease_state(text: Option<String>, now: f64) -> String {
     crate::lease::LeaseState::of(text.as_deref(), now).to_json()
-}
-
-/// What a request does with the text at a summary asked ahead's path (`aheadPath`):
-/// `{read: "wait"}`, `{read: "offer", text}` or `{read: "forget"}` (`crate::lease::AheadRead`).
-#[wasm_bindgen(js_name = aheadRead)]
-pub fn ahead_read(text: Option<String>, now: f64) -> String {
-    crate::lease::AheadRead::of(text.as_deref(), now).to_json()
 }
 
 /// Whether the texts an error carries (message, code, response body, causes) are a provider's
