@@ -369,12 +369,6 @@ export class Compactor {
   readonly #config: string;
   /** Messages handed to the running call (their hashes are saved with the state: state.ts). */
   #input: readonly unknown[] = [];
-  /** Summaries written during the running call, by prompt: a call run again after a lost
-   * save does not ask the summarizer twice for the same span. */
-  #summaries: Map<string, string> | undefined;
-  /** Store writes made during the running call, path → text: a call run again after a lost
-   * save does not write the same content-addressed file twice. */
-  #written: Map<string, string> | undefined;
   readonly #onEvent: ((event: CompactionEvent) => void) | undefined;
   readonly #summarize: Summarizer | undefined;
   readonly #onPreCompact: CompactorOptions['onPreCompact'];
@@ -650,65 +644,56 @@ export class Compactor {
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const stamp: Stamp = { call: ++this.#calls, stepNumber: options.stepNumber, overflow: options.overflow };
     this.#input = input;
-    this.#summaries = new Map();
-    this.#written = new Map();
-    try {
-      await this.#readAhead();
-      await this.#persisting();
-      const call = { messages: this.#rebase(input) as readonly M[], refs: new Map() as Refs, input };
-      const whole = this.#sync(call.messages);
-      const now = this.#time();
-      core(() => this.#core.sessionStart(planOptions(options, this.#background, now, !whole)));
-      let held = this.#held;
-      this.#held = { messages: [], marks: [], refs: new Map() };
-      call.refs = held.refs;
-      const written = new Map<string, string>();
-      let done: SessionDone;
-      for (;;) {
-        const step = JSON.parse(core(() => this.#core.sessionPoll())) as SessionStep;
-        if (step.type === 'done') {
-          done = step;
-          break;
-        }
-        if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
-        const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, call, written, options)] as const));
-        for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
-        // Every message crossed again (`resync`): the session holds them now.
-        if (this.#held.messages.length > 0) {
-          held = this.#held;
-          this.#held = { messages: [], marks: [], refs: new Map() };
-          call.refs = held.refs;
-        }
+    await this.#readAhead();
+    await this.#persisting();
+    const call = { messages: this.#rebase(input) as readonly M[], refs: new Map() as Refs, input };
+    const whole = this.#sync(call.messages);
+    const now = this.#time();
+    core(() => this.#core.sessionStart(planOptions(options, this.#background, now, !whole)));
+    let held = this.#held;
+    this.#held = { messages: [], marks: [], refs: new Map() };
+    call.refs = held.refs;
+    const written = new Map<string, string>();
+    let done: SessionDone;
+    for (;;) {
+      const step = JSON.parse(core(() => this.#core.sessionPoll())) as SessionStep;
+      if (step.type === 'done') {
+        done = step;
+        break;
       }
-      const { messages, refs } = call;
-      if (done.conflict) {
+      if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
+      const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, call, written, options)] as const));
+      for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
+      // Every message crossed again (`resync`): the session holds them now.
+      if (this.#held.messages.length > 0) {
+        held = this.#held;
         this.#held = { messages: [], marks: [], refs: new Map() };
-        throw new CompactorError('state_conflict', done.conflict.message, { path: this.#statePath, attempts: done.conflict.attempts, revision: done.conflict.revision });
+        call.refs = held.refs;
       }
-      const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
-      let result: ManageResult<M>;
-      if (done.cancelled) {
-        this.#held = held;
-        const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
-        const json = this.#core.takeResult();
-        result = { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
-      } else if (!isWork(done.plan)) {
-        this.#held = held;
-        result = { messages: [...messages], events: [], plan };
-      } else {
-        result = done.changed ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp) : { messages: [...messages], events: [], plan };
-        this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
-        this.#last = { input: [...call.input], marks: call.input.map(mark), output: result.messages };
-        if (done.cancelOverridden) result.cancelOverridden = true;
-      }
-      if (done.stateError !== undefined) result.stateError = done.stateError;
-      // The core asked the plan's summary ahead (saved with the state): it runs now.
-      this.#startAhead(plan);
-      return this.#told(result);
-    } finally {
-      this.#summaries = undefined;
-      this.#written = undefined;
     }
+    const { messages, refs } = call;
+    if (done.conflict) {
+      this.#held = { messages: [], marks: [], refs: new Map() };
+      throw new CompactorError('state_conflict', done.conflict.message, { path: this.#statePath, attempts: done.conflict.attempts, revision: done.conflict.revision });
+    }
+    const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
+    let result: ManageResult<M>;
+    if (done.cancelled) {
+      this.#held = held;
+      const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
+      const json = this.#core.takeResult();
+      result = { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
+    } else if (!isWork(done.plan)) {
+      this.#held = held;
+      result = { messages: [...messages], events: [], plan };
+    } else {
+      result = done.changed ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp) : { messages: [...messages], events: [], plan };
+      this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
+      this.#last = { input: [...call.input], marks: call.input.map(mark), output: result.messages };
+      if (done.cancelOverridden) result.cancelOverridden = true;
+    }
+    if (done.stateError !== undefined) result.stateError = done.stateError;
+    return this.#told(result);
   }
 
   /** With `statePath`, the core keeps what the next save is conditional on from the first
@@ -748,6 +733,9 @@ export class Compactor {
       }
       case 'conversation':
         return { type: 'conversation', conversation: conversationHashes(call.input) };
+      case 'background':
+        this.#startAhead(request.ahead, refs);
+        return { type: 'done' };
       case 'save': {
         try {
           const outcome = await conditionalWrite(this.#io, request.path, request.expected, request.text);
@@ -763,11 +751,8 @@ export class Compactor {
         // (lone surrogates: see codec.ts).
         const content = restoreStored(request.path, utf8.decode(this.#core.takeContent(io.id)), refs, request.whole === true);
         written.set(request.path, content);
-        // Already written by this call (a run again after a lost save): the same file.
-        if (this.#written?.get(request.path) === content) return { type: 'done' };
         try {
           await this.#io.write(request.path, content);
-          this.#written?.set(request.path, content);
           return { type: 'done' };
         } catch (error) {
           return { type: 'failed', error: errorMessage(error) };
@@ -777,7 +762,7 @@ export class Compactor {
         // The action as the plan holds it (the request carries the action's fields).
         const action: SummarizeAction = { ...request.summary, type: 'summarize' };
         this.#hydrateAction(action, this.#core.takeContent(io.id), messages, refs, written, true);
-        const outcome = await this.#summaryOnce(action);
+        const outcome = await this.#summaryLeased(action);
         return outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
       }
       case 'ask': {
@@ -813,16 +798,6 @@ export class Compactor {
         }
       }),
     );
-  }
-
-  /** `#summary`, once per prompt within a call (see `#summaries`), and with `statePath` once
-   * per span across the requests of the conversation (a lease beside the state). */
-  async #summaryOnce(action: SummarizeAction): Promise<Outcome> {
-    const done = this.#summaries?.get(action.request.prompt);
-    if (done !== undefined) return { type: 'summarized', id: action.id, text: done };
-    const outcome = await this.#summaryLeased(action);
-    if (outcome.type === 'summarized') this.#summaries?.set(action.request.prompt, outcome.text);
-    return outcome;
   }
 
   /** With `statePath` and a summarizer, two requests racing on one span (a double submit, a
@@ -867,19 +842,19 @@ export class Compactor {
     }
   }
 
-  /** Starts the plan's summary ahead of need (`plan.ahead`) in the background, once per key:
-   * the core recorded the ask at the call's end (saved with the state), the summarizer runs
-   * off the critical path, and its text goes back to the core (and beside the state, with
-   * `statePath`). */
-  #startAhead(plan: Plan): void {
-    const ahead = plan.ahead;
-    const key = ahead?.aheadKey;
-    if (!ahead || key === undefined || this.#aheadRuns.has(key)) return;
+  /** Starts the summary the core asked ahead of need (a plan's `ahead`, the `background`
+   * request at the call's end; the core recorded the ask, saved with the state) in the
+   * background, once per key: the summarizer runs off the critical path, and its text goes
+   * back to the core (and beside the state, with `statePath`). `refs`: the binary values of
+   * the conversation the core holds. */
+  #startAhead(ahead: NonNullable<Plan['ahead']>, refs: Refs): void {
+    const key = ahead.aheadKey;
+    if (key === undefined || this.#aheadRuns.has(key)) return;
     // A continuation's prefix is the conversation as planned now (the core holds it now, not
     // when the summary runs): built at once.
     const request: SummaryRequest = { system: ahead.request.system, prompt: ahead.request.prompt, messages: [{ role: 'user', content: ahead.request.prompt }], maxTokens: ahead.request.maxTokens };
     const continuation = ahead.request.continuation;
-    if (continuation) request.continuation = { ...continuation, messages: this.#continued(continuation, this.#held.refs), ...(this.agentTools ? { tools: this.agentTools } : {}) };
+    if (continuation) request.continuation = { ...continuation, messages: this.#continued(continuation, refs), ...(this.agentTools ? { tools: this.agentTools } : {}) };
     const action: SummarizeAction = { ...ahead, type: 'summarize', request };
     const model = this.model.name; // read now: the compactor may be disposed when it runs
     const run = (async () => {
@@ -1146,6 +1121,7 @@ interface SessionIo {
     | { type: 'write'; path: string; content: string; whole?: boolean }
     | { type: 'resync'; rerun?: boolean }
     | { type: 'conversation' }
+    | { type: 'background'; ahead: NonNullable<Plan['ahead']> }
     | { type: 'save'; path: string; expected: string | null; text: string }
     | { type: 'summarize'; summary: SummarizeAction }
     | { type: 'ask'; preCompact: { trigger: 'auto' | 'manual'; currentTokens: number; targetTokens: number; messageCount: number } };

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
+from conftest import chat
 from context_compactor import Compactor, CompactorError, MemoryStore, load_state
 
 PATH = "/state/compactor.json"
@@ -204,3 +205,38 @@ def test_the_core_says_when_a_save_is_due_as_in_npm() -> None:
         compactor.save_state()
     assert raised.value.code == "state_conflict" and (raised.value.details or {}).get("revision") == 4
     assert "changed since this compactor last read or saved it" in raised.value.message
+
+
+def test_a_lost_save_runs_the_call_again_without_asking_the_summarizer_twice() -> None:
+    """As npm (js/test/state.test.mjs): the core answers the rerun's summary and writes from the
+    first round (the Python host used to ask the summarizer again)."""
+    lose = [1]
+
+    class Losing(MemoryStore):
+        def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+            if path == PATH and lose[0] > 0:
+                lose[0] -= 1
+                return False
+            return super().write_if(path, expected, text)
+
+    store = Losing()
+    written: List[str] = []
+    write = store.write
+
+    def counting_write(path: str, text: str) -> None:
+        written.append(path)
+        write(path, text)
+
+    store.write = counting_write  # type: ignore[method-assign]
+    asked: List[int] = []
+
+    def summarize(request: Dict[str, Any]) -> str:
+        asked.append(len(request["prompt"]))
+        return f"## Session Intent\nSummary {len(request['prompt'])}."
+
+    raw = chat(30)
+    result = Compactor(context_window=8_000, store=store, state_path=PATH, summarize=summarize, background=False).manage(raw)
+    assert any(e["strategy"] == "summarize" and e["status"] == "applied" for e in result.events)
+    assert len(asked) == 1, "the rerun reused the summary"
+    assert len(written) == len(set(written)), f"a file written twice: {written}"
+    assert stored(store)["revision"] == 1 and lose[0] == 0

@@ -7,6 +7,7 @@
 #![cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use crate::loop_context::{Iteration, LoopConfig, LoopContext};
 use crate::message::CallIds;
@@ -207,6 +208,19 @@ struct CallRun {
     /// of a rerun).
     next: Option<String>,
     next_id: u64,
+    /// What this call wrote (path → a hash of the content) and the summaries it was given
+    /// (request text → summary): a round run again after a lost save does not write the same
+    /// file twice nor ask the summarizer twice for the same span.
+    written: HashMap<String, u128>,
+    summaries: HashMap<String, String>,
+    /// The session's writes and summaries handed out and not answered yet, by id.
+    out: HashMap<u64, Made>,
+}
+
+/// A session request whose answer a call keeps (see [`CallRun::written`]).
+enum Made {
+    Write(String, u128),
+    Summary(String),
 }
 
 /// A request a call makes around its session.
@@ -216,6 +230,9 @@ enum RunIo {
     /// `done`. `rerun`: the compactor was built again on the stored state after a lost save
     /// (the host's shortcuts onto the last result no longer hold: sync the call's messages).
     Resync,
+    /// `{"type": "background", "ahead"}`: start the summary asked ahead (`ahead`, as a plan's
+    /// `ahead`) off the critical path, then reply `done`.
+    Background,
     /// `{"type": "conversation"}`: reply `{"type": "conversation", "conversation":
     /// <conversation-hashes of the call's messages>}` (asked only when a save is due).
     Conversation,
@@ -226,6 +243,43 @@ enum RunIo {
 }
 
 impl CallRun {
+    /// The answer to `io` when this call already made it (an earlier round's), else `None`
+    /// (then its answer is kept when it comes).
+    fn made_before(&mut self, io: &Io) -> Option<Reply> {
+        let made = match &io.request {
+            crate::Request::Write { path, content, .. } => {
+                let hash = crate::hash::content_hash(content.as_bytes());
+                if self.written.get(path) == Some(&hash) {
+                    return Some(Reply::Done);
+                }
+                Made::Write(path.clone(), hash)
+            }
+            crate::Request::Summarize { summary } => {
+                let prompt = &summary.request.prompt;
+                if let Some(text) = self.summaries.get(prompt) {
+                    return Some(Reply::Text { text: text.clone() });
+                }
+                Made::Summary(prompt.clone())
+            }
+            crate::Request::Ask { .. } => return None,
+        };
+        self.out.insert(io.id, made);
+        None
+    }
+
+    /// The host's answer to the session's request `id`.
+    fn answered(&mut self, id: u64, reply: &Reply) {
+        match (self.out.remove(&id), reply) {
+            (Some(Made::Write(path, hash)), Reply::Done) => {
+                self.written.insert(path, hash);
+            }
+            (Some(Made::Summary(prompt)), Reply::Text { text }) => {
+                self.summaries.insert(prompt, text.clone());
+            }
+            _ => {}
+        }
+    }
+
     /// A request of the run's own, as an `io` step (`request`: its JSON).
     fn request(&mut self, kind: RunIo, request: &str) -> String {
         let id = self.next_id;
@@ -641,6 +695,9 @@ impl HeldCompactor {
             pending: None,
             next: None,
             next_id: RUN_IDS,
+            written: HashMap::new(),
+            summaries: HashMap::new(),
+            out: HashMap::new(),
         });
         if !partial {
             let messages = std::mem::take(&mut self.held);
@@ -696,11 +753,36 @@ impl HeldCompactor {
             inner: &mut self.inner,
             memo,
         };
-        let polled = match session.poll(&mut core) {
-            Ok(polled) => polled,
-            Err(error) => {
-                self.session_end();
-                return Err(error);
+        // A request an earlier round of this call made (a rerun after a lost save) is answered
+        // as it was then, without the host.
+        let polled = loop {
+            let polled = match session.poll(&mut core) {
+                Ok(polled) => polled,
+                Err(error) => {
+                    self.session_end();
+                    return Err(error);
+                }
+            };
+            let Some(run) = self.run.as_mut() else {
+                break polled;
+            };
+            let Poll::Io(ios) = polled else {
+                break polled;
+            };
+            let mut left = Vec::with_capacity(ios.len());
+            for io in ios {
+                match run.made_before(&io) {
+                    Some(reply) => {
+                        if let Err(error) = session.handle(&mut core, io.id, reply) {
+                            self.session_end();
+                            return Err(error);
+                        }
+                    }
+                    None => left.push(io),
+                }
+            }
+            if !left.is_empty() {
+                break Poll::Io(left);
             }
         };
         match polled {
@@ -762,10 +844,7 @@ impl HeldCompactor {
                 if changed {
                     self.calls = CallIds::default();
                 }
-                let ahead = plan
-                    .ahead
-                    .as_ref()
-                    .and_then(|a| Some((a.ahead_key.clone()?, a.end)));
+                let ahead = plan.ahead.clone().filter(|a| a.ahead_key.is_some());
                 Ok(self.finish(json, ahead))
             }
         }
@@ -794,10 +873,7 @@ impl HeldCompactor {
             return Ok(run.request(RunIo::Resync, r#"{"type":"resync"}"#));
         }
         let tokens = plan.tokens_before;
-        let ahead = plan
-            .ahead
-            .as_ref()
-            .and_then(|a| Some((a.ahead_key.clone()?, a.end)));
+        let ahead = plan.ahead.clone().filter(|a| a.ahead_key.is_some());
         let plan = stripped(&self.prompt, plan, apart);
         self.result.clear();
         let json = to_json(&SessionPoll::Done {
@@ -816,16 +892,30 @@ impl HeldCompactor {
     /// The end of a round of a call: its time and the summary it asks ahead recorded, then its
     /// state saved at the state path when a save is due (a `save` request; the done step waits
     /// for it), else `done` as is.
-    fn finish(&mut self, done: String, ahead: Option<(String, usize)>) -> String {
+    fn finish(&mut self, done: String, ahead: Option<crate::plan::Summarize>) -> String {
         let Some(now) = self.run.as_ref().map(|run| run.call.now) else {
             return done;
         };
         if let Some(now) = now {
             self.inner.called_at(now);
         }
-        if let Some((key, end)) = ahead {
-            self.inner.ask_ahead(&key, end);
+        if let Some(ahead) = ahead {
+            // Asked now (saved with the state), and handed to the host to make off the
+            // critical path (`background`) before the state is saved.
+            self.inner
+                .ask_ahead(ahead.ahead_key.as_deref().unwrap_or_default(), ahead.end);
+            let json = format!(r#"{{"type":"background","ahead":{}}}"#, to_json(&ahead));
+            self.pending_done = Some(done);
+            if let Some(run) = self.run.as_mut() {
+                return run.request(RunIo::Background, &json);
+            }
+            return self.pending_done.take().unwrap_or_default();
         }
+        self.save_due(done)
+    }
+
+    /// The state's save at the end of a round, when one is due (see [`HeldCompactor::finish`]).
+    fn save_due(&mut self, done: String) -> String {
         if self.persist.is_none() {
             self.run = None;
             return done;
@@ -951,6 +1041,19 @@ impl HeldCompactor {
                 }
                 return Ok(true);
             }
+            RunIo::Background => {
+                if kind != "done" {
+                    return Err(mismatch("done once the summary is under way"));
+                }
+                run.pending = None;
+                let done = self.pending_done.take().unwrap_or_default();
+                let step = self.save_due(done);
+                match self.run.as_mut() {
+                    Some(run) => run.next = Some(step),
+                    None => self.finished(step),
+                }
+                return Ok(true);
+            }
             RunIo::Save => {}
         }
         let refused = match kind {
@@ -1023,6 +1126,9 @@ impl HeldCompactor {
             pending: None,
             next: Some(done),
             next_id: RUN_IDS,
+            written: HashMap::new(),
+            summaries: HashMap::new(),
+            out: HashMap::new(),
         });
     }
 
@@ -1047,6 +1153,9 @@ impl HeldCompactor {
             return Ok(());
         }
         let reply = reply(reply_json)?;
+        if let Some(run) = self.run.as_mut() {
+            run.answered(id, &reply);
+        }
         let Some(session) = self.session.as_mut() else {
             return Err(Error::PlanMismatch {
                 action_id: None,
@@ -1493,6 +1602,22 @@ mod tests {
         assert_eq!(done.get("conflict"), None);
         let saved = stored.borrow().clone().unwrap();
         assert!(saved.contains(r#""revision":3"#), "{saved}");
+        // A rerun makes no write and asks no summary twice: a new compactor whose save loses to
+        // a state that lacks its offload plans the offload again, and the core answers that
+        // write itself (the store got it in the first round).
+        let mut fresh = HeldCompactor::new(config, None).unwrap();
+        fresh.persist_at("/s.json", None, true, None).unwrap();
+        let empty = HeldCompactor::new(config, None).unwrap().state();
+        *stored.borrow_mut() = Some(crate::stored::next_text(&empty, 0, "aaaaaaaa").unwrap());
+        fresh.sync(0, &conversation).unwrap();
+        let (kinds, done) = drive(&mut fresh, r#"{"now":1767268800000}"#, store);
+        assert_eq!(kinds, ["write", "conversation", "save", "resync", "save"]);
+        assert_eq!(done["events"].as_array().map(Vec::len), Some(1));
+        assert!(stored
+            .borrow()
+            .as_deref()
+            .unwrap()
+            .contains(r#""revision":2"#));
         // A store that keeps refusing over the very text it holds: a conflict, said on the step.
         let stubborn = |held: &mut HeldCompactor, request: &serde_json::Value| -> String {
             match request["type"].as_str().unwrap() {

@@ -499,9 +499,6 @@ class Compactor:
             core_options["partial"] = True
         result = yield from self._session(ctx, dumps(core_options), trigger, self._calls, overflow)
         self._last_raw = int(self._core.call("count-raw", None))
-        ahead = result.plan.get("ahead")
-        if ahead is not None and ahead.get("aheadKey") is not None:
-            yield from self._ask_ahead(ahead)  # the core asked it (saved with the state)
         return self._told(result)
 
     def _told(self, result: ManageResult) -> ManageResult:
@@ -597,6 +594,9 @@ class Compactor:
             return {"type": "done"}
         if kind == "conversation":
             return {"type": "conversation", "conversation": self._conversation(ctx.input)}
+        if kind == "background":
+            yield from self._ask_ahead(request["ahead"], refs)
+            return {"type": "done"}
         if kind == "save":
             try:
                 outcome = yield from conditional_write(self._io, request["path"], request["expected"], request["text"])
@@ -714,7 +714,7 @@ class Compactor:
         prefix = decode(str(self._core.call("planned-prefix", int(continuation["end"]))), refs)
         continuation["messages"] = [*prefix, {"role": "user", "content": continuation["instruction"]}]
 
-    def _ask_ahead(self, ahead: Dict[str, Any]) -> Steps[None]:
+    def _ask_ahead(self, ahead: Dict[str, Any], refs: Refs) -> Steps[None]:
         """Starts the plan's summary ahead of need in the background, once per key; the core
         recorded the ask at the call's end (saved with the state)."""
         key = str(ahead["aheadKey"])
@@ -726,7 +726,7 @@ class Compactor:
         if planned.get("continuation") is not None:
             # The prefix is the conversation as planned now (the core holds it now, not later).
             request["continuation"] = dict(planned["continuation"])
-            self._continued(request, self._held.refs)
+            self._continued(request, refs)
         run = yield ("background", self._ahead_run(key, request))
         with self._ahead_lock:
             if key not in self._ahead_done:
