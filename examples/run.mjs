@@ -14,6 +14,7 @@ const EXAMPLES = {
   'browser-chat': ['node', ['examples/browser-chat/test.mjs']],
   'rust-native': ['cargo', ['run', '--quiet', '--example', 'rust-native']],
   'rust-native-async': ['cargo', ['run', '--quiet', '--example', 'rust-native', '--', '--async', '--replay']],
+  'rust-native-stateless': ['cargo', ['run', '--quiet', '--example', 'rust-native', '--', '--stateless']],
 };
 const TIMEOUT_MS = 300_000;
 

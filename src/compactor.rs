@@ -34,6 +34,9 @@ pub struct Compactor {
     /// The prompt-cache prices for this model (`config.cache`).
     pricing: crate::cache::CachePricing,
     state: State,
+    /// The state path it keeps, and what it knows of the state there
+    /// ([`Compactor::persist_at`]): a call saves its state there when it changed.
+    persist: Option<crate::stored::Persist>,
 }
 
 /// Everything a compactor learns over a session, as plain data. Persist it (edge workers are
@@ -260,6 +263,7 @@ impl Compactor {
             tools_raw,
             pricing,
             state: State::default(),
+            persist: None,
         };
         compactor.set_state(state)?;
         Ok(compactor)
@@ -1380,6 +1384,60 @@ impl Compactor {
     /// Everything learned so far: persist it and pass it back with [`Compactor::with_state`].
     pub fn state(&self) -> &State {
         &self.state
+    }
+
+    /// [`Compactor::state`] as JSON, as it is saved.
+    pub fn state_json(&self) -> String {
+        // Our own type to a String: cannot fail (no non-string map keys, no IO).
+        serde_json::to_string(&self.state).unwrap_or_default()
+    }
+
+    /// Keeps this compactor's state at `path` of the host's store, which holds `text` there
+    /// (`None`: nothing, or it could not be read, `unread` says why: then the first save is
+    /// over nothing). `loaded`: the compactor was built from `text`'s state (else from a state
+    /// of the app's, which the next call saves). From then on, every call whose state changed
+    /// saves it there with a conditional write ([`crate::CallRun`]). A text that is not a saved
+    /// state is an `invalid_config` error naming the path.
+    pub fn persist_at(
+        &mut self,
+        path: &str,
+        text: Option<&str>,
+        loaded: bool,
+        unread: Option<String>,
+    ) -> Result<()> {
+        let state = loaded.then(|| self.state_json());
+        let mut persist = crate::stored::Persist::new(path, text, state.as_deref())?;
+        persist.unread = unread;
+        self.persist = Some(persist);
+        Ok(())
+    }
+
+    /// The state path kept ([`Compactor::persist_at`]).
+    pub fn state_path(&self) -> Option<&str> {
+        self.persist.as_ref().map(crate::stored::Persist::path)
+    }
+
+    /// The state path kept and what is known of it ([`Compactor::persist_at`]).
+    pub fn persist(&mut self) -> Option<&mut crate::stored::Persist> {
+        self.persist.as_mut()
+    }
+
+    /// Built again on `state` (a lost save's stored state; `None`: nothing stored), keeping
+    /// its configuration, counter and state path.
+    pub fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
+        let state: State = match state {
+            // Through `Value`: the one deserializer the core carries for its types.
+            Some(json) => crate::config::deserialize(
+                serde_json::from_str(json).map_err(|e| Error::json("state", &e))?,
+            )?,
+            None => State::default(),
+        };
+        self.set_state(state)?;
+        let json = self.state_json();
+        if let Some(persist) = self.persist.as_mut() {
+            persist.rebuilt(&json);
+        }
+        Ok(())
     }
 
     /// Restores a saved state. A calibration learned for another model is dropped.

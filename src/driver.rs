@@ -1,7 +1,9 @@
-//! The native drivers of the core's loop ([`Session`]): a Rust app hands in its store, its
+//! The native drivers of the core's loop ([`CallRun`]): a Rust app hands in its store, its
 //! summarizer, its `onPreCompact` hook and its clock, and gets the loop the npm and Python hosts
 //! run — blocking ([`Host`], [`Compactor::manage`]) or async ([`AsyncHost`],
-//! [`Compactor::manage_async`]).
+//! [`Compactor::manage_async`]), with the state kept in the app's store when it asks
+//! ([`Compactor::load`]: saved after each call that changed it, with a conditional write, and
+//! the call run again on the stored state when another process saved first).
 //!
 //! There is one loop, the async one: the blocking driver runs it over its host with every
 //! future ready at once. The async driver needs no runtime and no dependency (it only awaits the
@@ -12,13 +14,27 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll as TaskPoll, Waker};
 
-use crate::compactor::{Compactor, TriggerKind};
+use std::borrow::Cow;
+
+use crate::call::{CallCore, CallPoll, CallRun};
+use crate::compactor::{Compactor, PlanOptions, TriggerKind};
+use crate::config::Config;
 use crate::error::Result;
 use crate::message::Message;
-use crate::plan::{Plan, Summarize};
-use crate::session::{
-    Call, Managed, Poll, PreCompact, PreCompactDecision, Reply, Request, Session,
-};
+use crate::plan::{Applied, Outcome, Plan, SaveTranscript, Strategy, Summarize};
+use crate::session::{Call, Managed, PreCompact, PreCompactDecision, Reply, Request, SessionCore};
+
+/// What a conditional write did ([`Host::write_if`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteIf {
+    /// The store held what was expected, and now holds the new text.
+    Written,
+    /// The store held something else, `current` (`None`: nothing), and kept it.
+    Refused {
+        /// What the store holds.
+        current: Option<String>,
+    },
+}
 
 /// What a native Rust app provides to [`Compactor::manage`] and [`Compactor::compact`]: its
 /// store, its summarizer and, optionally, an `onPreCompact` hook. Errors are the app's words;
@@ -44,6 +60,31 @@ pub trait Host {
     /// The default has no clock (the core never reads one).
     fn now(&mut self) -> Option<u64> {
         None
+    }
+    /// Reads `path` (`None`: nothing there): the state of a compactor that keeps it in the
+    /// store ([`Compactor::load`]). The default reads nothing.
+    fn read(&mut self, path: &str) -> std::result::Result<Option<String>, String> {
+        Err(format!(
+            "this host reads no store (Host::read), so {path} cannot be read"
+        ))
+    }
+    /// Writes `text` at `path` only while the store holds `expected` (`None`: nothing): how a
+    /// kept state is saved, so that two processes of one conversation cannot both save over
+    /// the same state. The default reads, compares and writes, which is atomic only within one
+    /// process: a store shared between processes overrides it with its own compare-and-set
+    /// (a Redis `WATCH`/`MULTI`, an S3 `If-Match`, a SQL `UPDATE ... WHERE`).
+    fn write_if(
+        &mut self,
+        path: &str,
+        expected: Option<&str>,
+        text: &str,
+    ) -> std::result::Result<WriteIf, String> {
+        let current = self.read(path)?;
+        if current.as_deref() != expected {
+            return Ok(WriteIf::Refused { current });
+        }
+        self.write(path, text)?;
+        Ok(WriteIf::Written)
     }
 }
 
@@ -78,6 +119,32 @@ pub trait AsyncHost {
     fn now(&mut self) -> Option<u64> {
         None
     }
+    /// Reads `path` (see [`Host::read`]).
+    fn read(
+        &mut self,
+        path: &str,
+    ) -> impl Future<Output = std::result::Result<Option<String>, String>> {
+        std::future::ready(Err(format!(
+            "this host reads no store (AsyncHost::read), so {path} cannot be read"
+        )))
+    }
+    /// Writes `text` at `path` only while the store holds `expected` (see [`Host::write_if`]).
+    /// The default reads, compares and writes: atomic only within one process.
+    fn write_if(
+        &mut self,
+        path: &str,
+        expected: Option<&str>,
+        text: &str,
+    ) -> impl Future<Output = std::result::Result<WriteIf, String>> {
+        async move {
+            let current = self.read(path).await?;
+            if current.as_deref() != expected {
+                return Ok(WriteIf::Refused { current });
+            }
+            self.write(path, text).await?;
+            Ok(WriteIf::Written)
+        }
+    }
 }
 
 /// A blocking host, as an async one whose futures are ready at once.
@@ -107,6 +174,20 @@ impl AsyncHost for Blocking<'_> {
     fn now(&mut self) -> Option<u64> {
         self.0.now()
     }
+    fn read(
+        &mut self,
+        path: &str,
+    ) -> impl Future<Output = std::result::Result<Option<String>, String>> {
+        std::future::ready(self.0.read(path))
+    }
+    fn write_if(
+        &mut self,
+        path: &str,
+        expected: Option<&str>,
+        text: &str,
+    ) -> impl Future<Output = std::result::Result<WriteIf, String>> {
+        std::future::ready(self.0.write_if(path, expected, text))
+    }
 }
 
 /// Runs a future whose every await is ready at once (the blocking host's): polled once with a
@@ -123,7 +204,53 @@ fn ready<T>(future: impl Future<Output = T>) -> T {
 }
 
 impl Compactor {
-    /// One `manage` call, driven against `host` (blocking): plan, store, summarize, apply.
+    /// A compactor whose state lives at `path` of the host's store: built from the state
+    /// stored there (none: a new one), and from then on every [`Compactor::manage`] or
+    /// [`Compactor::compact`] that changed the state saves it there with
+    /// [`Host::write_if`]. When another process of the conversation saved first, the call runs
+    /// again on what it stored, or answers unsaved, or fails with
+    /// [`crate::Error::StateConflict`] when the store keeps refusing. A store that cannot be
+    /// read is not an error: the compactor starts new, saves only over nothing, and each
+    /// result says so ([`Managed::state_error`]). Text at `path` that is not a saved state is
+    /// an `invalid_config` error naming the path.
+    pub fn load(config: Config, path: &str, host: &mut dyn Host) -> Result<Compactor> {
+        let read = host.read(path);
+        Self::loaded(config, path, read)
+    }
+
+    /// [`Compactor::load`] from an async host.
+    pub async fn load_async<H: AsyncHost>(
+        config: Config,
+        path: &str,
+        host: &mut H,
+    ) -> Result<Compactor> {
+        let read = host.read(path).await;
+        Self::loaded(config, path, read)
+    }
+
+    fn loaded(
+        config: Config,
+        path: &str,
+        read: std::result::Result<Option<String>, String>,
+    ) -> Result<Compactor> {
+        match read {
+            Ok(text) => {
+                let stored = crate::stored::Stored::parse(text.as_deref(), path)?;
+                let mut compactor = Compactor::new(config)?;
+                compactor.rebuild(stored.state.as_deref())?;
+                compactor.persist_at(path, text.as_deref(), true, None)?;
+                Ok(compactor)
+            }
+            Err(unread) => {
+                let mut compactor = Compactor::new(config)?;
+                compactor.persist_at(path, None, false, Some(unread))?;
+                Ok(compactor)
+            }
+        }
+    }
+
+    /// One `manage` call, driven against `host` (blocking): plan, store, summarize, apply, and
+    /// save the state when it is kept ([`Compactor::load`]).
     pub fn manage(&mut self, messages: Vec<Message>, host: &mut dyn Host) -> Result<Managed> {
         ready(self.manage_async(messages, &mut Blocking(host)))
     }
@@ -167,28 +294,37 @@ impl Compactor {
         self.drive(messages, call, host).await
     }
 
-    /// Drives the call's session to its end; the call went out at `call.now`, when the host
-    /// has a clock.
+    /// Drives the call to its end: the core's requests carried out against `host`, one at a
+    /// time, in the order asked.
     async fn drive<H: AsyncHost>(
         &mut self,
         messages: Vec<Message>,
         call: Call,
         host: &mut H,
     ) -> Result<Managed> {
-        let now = call.now;
-        let mut session = Session::new(messages, call);
+        let path = self.state_path().map(str::to_owned);
+        // With a kept state, a save asks for the call's messages' hashes and a lost save for
+        // the messages again (the call runs again on the stored state).
+        let input = path.as_ref().map(|_| messages.clone());
+        let mut core = Native {
+            compactor: self,
+            held: messages,
+        };
+        let mut run = CallRun::new(call, false, None);
         loop {
-            let ios = match session.poll(self)? {
-                Poll::Done(managed) => {
-                    if let Some(now) = now {
-                        self.called_at(now);
+            let ios = match run.poll(&mut core)? {
+                CallPoll::Done(done) => {
+                    if let Some(conflict) = done.conflict {
+                        return Err(conflict.error(path.as_deref().unwrap_or_default()));
                     }
-                    return Ok(*managed);
+                    let mut managed = done.managed;
+                    managed.state_error = done.state_error;
+                    return Ok(managed);
                 }
-                Poll::Wait => {
+                CallPoll::Wait => {
                     unreachable!("the driver answers every request before it polls again")
                 }
-                Poll::Io(ios) => ios,
+                CallPoll::Io(ios) => ios,
             };
             for io in ios {
                 let reply = match &io.request {
@@ -201,14 +337,90 @@ impl Compactor {
                         Err(error) => Reply::Failed { error },
                     },
                     Request::Ask { pre_compact } => {
-                        let plan = session.plan().expect("a plan before the hook");
+                        let plan = run.plan().expect("a plan before the hook");
                         Reply::Decision {
                             decision: host.on_pre_compact(pre_compact, plan).await,
                         }
                     }
+                    Request::Resync { .. } => {
+                        core.held = input.clone().unwrap_or_default();
+                        Reply::Done
+                    }
+                    Request::Background { ahead } => {
+                        // Not asked: a native call plans without `background`. Forgotten, so
+                        // that no plan waits for it.
+                        let key = ahead.ahead_key.as_deref().unwrap_or_default();
+                        core.compactor.forget_ahead(key);
+                        Reply::Done
+                    }
+                    Request::Conversation => Reply::Conversation {
+                        conversation: conversation(input.as_deref().unwrap_or_default()),
+                    },
+                    Request::Save {
+                        path,
+                        expected,
+                        text,
+                    } => match host.write_if(path, expected.as_deref(), text).await {
+                        Ok(WriteIf::Written) => Reply::Saved,
+                        Ok(WriteIf::Refused { current }) => Reply::Refused { current },
+                        Err(error) => Reply::Failed { error },
+                    },
                 };
-                session.handle(self, io.id, reply)?;
+                run.handle(&mut core, io.id, reply)?;
             }
         }
+    }
+}
+
+/// The `conversation` of a state saved for `messages`: each message's JSON, hashed
+/// ([`crate::stored::conversation_hashes`]).
+fn conversation(messages: &[Message]) -> String {
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap_or_default())
+        .collect();
+    crate::stored::conversation_hashes(&texts)
+}
+
+/// A native call's core: the compactor, and the conversation the call runs on.
+struct Native<'a> {
+    compactor: &'a mut Compactor,
+    held: Vec<Message>,
+}
+
+impl SessionCore for Native<'_> {
+    fn plan(&mut self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
+        self.compactor.plan_with_options(messages, options)
+    }
+    fn apply(
+        &mut self,
+        messages: Vec<Message>,
+        plan: &Plan,
+        outcomes: &[Outcome],
+    ) -> Result<Applied> {
+        Compactor::apply(self.compactor, messages, plan, outcomes)
+    }
+    fn replay<'a>(&self, messages: &'a [Message]) -> Cow<'a, [Message]> {
+        self.compactor.replay(messages)
+    }
+    fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
+        self.compactor.transcript(messages, strategy)
+    }
+}
+
+impl CallCore for Native<'_> {
+    fn compactor(&mut self) -> &mut Compactor {
+        self.compactor
+    }
+    fn plan_held(&mut self, options: &PlanOptions) -> Result<Plan> {
+        self.compactor.plan_with_options(&self.held, options)
+    }
+    fn take_held(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.held)
+    }
+    fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
+        self.compactor.rebuild(state)?;
+        self.held.clear();
+        Ok(())
     }
 }

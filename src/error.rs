@@ -96,6 +96,20 @@ pub enum Error {
         name: String,
     },
 
+    /// The store kept refusing the state's save at `path`: other requests of the conversation
+    /// keep saving it (or the store refuses saves it should take).
+    #[error("{message}")]
+    StateConflict {
+        /// The state path.
+        path: String,
+        /// What happened, with the path.
+        message: String,
+        /// The refused saves.
+        attempts: u32,
+        /// The revision the store holds.
+        revision: u64,
+    },
+
     /// Rank data given to `loadEncoding` is damaged or for another encoding.
     #[error("rank data for \"{encoding}\": {reason}")]
     InvalidRankData {

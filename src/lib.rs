@@ -58,6 +58,7 @@
 #![warn(missing_docs)]
 
 mod cache;
+mod call;
 mod compactor;
 mod config;
 mod counting;
@@ -86,6 +87,7 @@ pub use cache::{
     anthropic_breakpoints, Breakpoints, CacheConfig, CachePricing, CacheProvider, CacheTtl,
     ANTHROPIC_MAX_BREAKPOINTS,
 };
+pub use call::{CallCore, CallDone, CallPoll, CallRun, Conflict};
 pub use compactor::{
     Ahead, Calibration, Compactor, Overflow, PlanOptions, State, Stats, StrategyStats, TriggerKind,
     Usage, UsagePoint,
@@ -102,7 +104,7 @@ pub use counting::{
     CachedCounter, Encoding, Exact, MessageTokens, PartTokens, TokenCounter, Tokenizer,
     ToolsTokens, TOOL_DEFINITION_OVERHEAD,
 };
-pub use driver::{AsyncHost, Host};
+pub use driver::{AsyncHost, Host, WriteIf};
 pub use error::{Error, Result};
 pub use message::{
     messages_from_value, parse_messages, parse_messages_at, validate, ApprovalRequest,

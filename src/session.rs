@@ -177,6 +177,36 @@ pub enum Request {
         #[serde(rename = "preCompact")]
         pre_compact: PreCompact,
     },
+    /// A call's ([`crate::CallRun`]): hand the core every message of the call's conversation
+    /// (a binding's `sync(0, ...)`), then reply [`Reply::Done`]. `rerun`: the compactor was
+    /// built again on the stored state after a lost save, and the host's shortcuts onto its
+    /// last result no longer hold: the call's own messages.
+    Resync {
+        /// After a lost save.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        rerun: bool,
+    },
+    /// A call's: start the summary asked ahead of need (`ahead`, as a plan's [`Plan::ahead`])
+    /// off the critical path, then reply [`Reply::Done`]; its text goes back with
+    /// [`Compactor::offer_summary`] (or [`Compactor::forget_ahead`]) when it comes.
+    Background {
+        /// The summary to make.
+        ahead: Summarize,
+    },
+    /// A call's, asked only when a save is due: reply [`Reply::Conversation`] with the call's
+    /// messages' [`crate::stored::conversation_hashes`].
+    Conversation,
+    /// A call's: write `text` at `path` only while the store holds `expected` (`None`:
+    /// nothing). Reply [`Reply::Saved`], [`Reply::Refused`] with what the store holds, or
+    /// [`Reply::Failed`].
+    Save {
+        /// The state path.
+        path: String,
+        /// The text the store must still hold.
+        expected: Option<String>,
+        /// The text to write.
+        text: String,
+    },
 }
 
 /// What the `onPreCompact` hook is told (the plan itself: [`Session::plan`]).
@@ -227,6 +257,18 @@ pub enum Reply {
         /// Why.
         error: String,
     },
+    /// The call's conversation hashes ([`Request::Conversation`]).
+    Conversation {
+        /// [`crate::stored::conversation_hashes`] of the call's messages.
+        conversation: String,
+    },
+    /// The state was saved ([`Request::Save`]).
+    Saved,
+    /// The store refused the save: it holds `current` (`None`: nothing).
+    Refused {
+        /// What the store holds.
+        current: Option<String>,
+    },
 }
 
 /// What [`Session::poll`] gives the host.
@@ -257,6 +299,9 @@ pub struct Managed {
     pub tokens_before: u32,
     /// Tokens of `messages`.
     pub tokens_after: u32,
+    /// With a kept state ([`Compactor::load`]): why it was not saved (the store failed), or
+    /// could not be read. The result is good; the next call tries again.
+    pub state_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,6 +452,7 @@ impl Session {
                         cancel_overridden: self.cancel_overridden,
                         tokens_before: applied.tokens_before,
                         tokens_after: applied.tokens_after,
+                        state_error: None,
                     });
                 }
                 Step::Finished => {
@@ -542,6 +588,7 @@ impl Session {
                     cancel_overridden: false,
                     tokens_before: tokens,
                     tokens_after: tokens,
+                    state_error: None,
                 });
                 return Ok(());
             }
@@ -661,7 +708,7 @@ impl Session {
 }
 
 impl Managed {
-    fn unchanged(messages: Vec<Message>, plan: Plan) -> Self {
+    pub(crate) fn unchanged(messages: Vec<Message>, plan: Plan) -> Self {
         let tokens = plan.tokens_before;
         Self {
             messages,
@@ -671,6 +718,7 @@ impl Managed {
             cancel_overridden: false,
             tokens_before: tokens,
             tokens_after: tokens,
+            state_error: None,
         }
     }
 }

@@ -335,6 +335,15 @@ impl Persist {
         }))
     }
 
+    /// Whether `current`, what the store holds after it refused the requested save, is that
+    /// save's very text: the save is ours (a write that landed and said it did not, or another
+    /// request that saved the same state for the same conversation at the same revision).
+    pub fn ours(&self, current: Option<&str>) -> bool {
+        self.pending
+            .as_ref()
+            .is_some_and(|p| current == Some(p.text.as_str()))
+    }
+
     /// The requested save landed: it is the base of the next.
     pub fn written(&mut self) {
         if let Some(pending) = self.pending.take() {

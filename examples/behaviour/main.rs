@@ -9,7 +9,9 @@
 //!
 //! A scenario: `{"options": <core config>, "turns": [[message, ...], ...], "summaries"?: [text,
 //! ...], "failing_summarizer"?: true, "refuse"?: "/prefix/", "hook"?: <onPreCompact decision>,
-//! "times"?: [ms, ...]}` (`times`: each turn's time, the host's clock: `Host::now`).
+//! "times"?: [ms, ...], "state"?: path}` (`times`: each turn's time, the host's clock:
+//! `Host::now`; `state`: each turn is two requests at once, each a new compactor loaded from the
+//! state at `path`, `Compactor::load`; `second`: a message the second request adds).
 //! Each turn's messages are appended to the history, which `manage` gets whole (raw), as a
 //! stateless-looking long-lived compactor would. Output: `{name: [{prompt, events, files}]}`.
 
@@ -65,11 +67,15 @@ impl Host for App {
     fn now(&mut self) -> Option<u64> {
         self.now
     }
+
+    fn read(&mut self, path: &str) -> Result<Option<String>, String> {
+        Ok(self.files.get(path).cloned())
+    }
 }
 
 fn run(scenario: &Value) -> Result<Value, String> {
     let config = Config::from_json(&scenario["options"].to_string()).map_err(|e| e.to_string())?;
-    let mut compactor = Compactor::new(config).map_err(|e| e.to_string())?;
+    let mut compactor = Compactor::new(config.clone()).map_err(|e| e.to_string())?;
     let mut app = App {
         files: BTreeMap::new(),
         refuse: scenario["refuse"].as_str().map(str::to_owned),
@@ -107,11 +113,39 @@ fn run(scenario: &Value) -> Result<Value, String> {
         );
         let messages = parse_messages(&Value::Array(history.clone()).to_string())
             .map_err(|e| e.to_string())?;
-        let managed = compactor
-            .manage(messages, &mut app)
-            .map_err(|e| e.to_string())?;
-        let events: Vec<Value> = managed
-            .events
+        let (managed, mut events) = match scenario["state"].as_str() {
+            // Two requests of the turn at once: both load the state before either saves.
+            Some(path) => {
+                let mut first =
+                    Compactor::load(config.clone(), path, &mut app).map_err(|e| e.to_string())?;
+                let mut second =
+                    Compactor::load(config.clone(), path, &mut app).map_err(|e| e.to_string())?;
+                let one = first
+                    .manage(messages.clone(), &mut app)
+                    .map_err(|e| e.to_string())?;
+                let messages = match &scenario["second"] {
+                    Value::Null => messages,
+                    extra => {
+                        let mut more = history.clone();
+                        more.push(extra.clone());
+                        parse_messages(&Value::Array(more).to_string())
+                            .map_err(|e| e.to_string())?
+                    }
+                };
+                let managed = second
+                    .manage(messages, &mut app)
+                    .map_err(|e| e.to_string())?;
+                (managed, one.events)
+            }
+            None => {
+                let managed = compactor
+                    .manage(messages, &mut app)
+                    .map_err(|e| e.to_string())?;
+                (managed, Vec::new())
+            }
+        };
+        events.extend(managed.events.iter().cloned());
+        let events: Vec<Value> = events
             .iter()
             .map(|event| {
                 let e = serde_json::to_value(event).unwrap_or(Value::Null);

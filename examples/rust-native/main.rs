@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --quiet --example rust-native -- [SESSION.json] [--store DIR] [--model M]
 //!                                            [--window N] [--fail-summary] [--replay] [--async]
+//!                                            [--stateless]
 //! ```
 //!
 //! - `SESSION.json`: `{"messages": [...]}` or a bare array of AI SDK `ModelMessage`s. Default:
@@ -16,6 +17,10 @@
 //!   and run the host loop before every model call, as an agent would.
 //! - `--async`: drive the same loop with `compactor.manage_async(messages, &mut host)` and the
 //!   host's `AsyncHost` implementation, as an async app does in its own runtime.
+//! - `--stateless`: replay (as `--replay`) as a stateless server does: every turn a new
+//!   compactor, loaded from the state the last one saved in the store
+//!   (`Compactor::load(config, "/state/compactor.json", &mut host)`), given the raw history; a
+//!   long-lived compactor runs beside it, and every turn's prompt must be the same.
 //!
 //! The host: `compactor.manage(messages, &mut host)`, the core's loop, with a `Host` that writes
 //! to the disk store (atomic: temp file, fsync, rename) and answers a summary request with a
@@ -40,7 +45,10 @@ const BUNDLED_NAME: &str = "tests/fixtures/golden/coding-agent.json (bundled)";
 const BUNDLED: &str = include_str!("../../tests/fixtures/golden/coding-agent.json");
 
 const USAGE: &str = "usage: rust-native [SESSION.json] [--store DIR] [--model M] [--window N] \
-                     [--fail-summary] [--replay] [--async]";
+                     [--fail-summary] [--replay] [--async] [--stateless]";
+
+/// Where a stateless replay keeps the compactor's state in the store.
+const STATE_PATH: &str = "/state/compactor.json";
 
 struct Args {
     session: Option<PathBuf>,
@@ -51,6 +59,8 @@ struct Args {
     replay: bool,
     /// Drive the loop with `manage_async` and an `AsyncHost` (the same store and summarizer).
     run_async: bool,
+    /// Replay with a new compactor per turn, loaded from the state in the store.
+    stateless: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -62,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
         fail_summary: false,
         replay: false,
         run_async: false,
+        stateless: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -78,6 +89,10 @@ fn parse_args() -> Result<Args, String> {
             "--fail-summary" => args.fail_summary = true,
             "--replay" => args.replay = true,
             "--async" => args.run_async = true,
+            "--stateless" => {
+                args.stateless = true;
+                args.replay = true;
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             flag if flag.starts_with('-') => return Err(format!("unknown flag {flag}\n{USAGE}")),
             path if args.session.is_none() => args.session = Some(PathBuf::from(path)),
@@ -180,6 +195,15 @@ impl DiskStore {
     fn read(&self, path: &str) -> io::Result<String> {
         fs::read_to_string(self.file(path)?)
     }
+
+    /// `read`, with a missing file as `None`.
+    fn read_if_there(&self, path: &str) -> Result<Option<String>, String> {
+        match self.read(path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{path}: {e}")),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,13 +223,15 @@ struct Turn {
     /// Stored transcripts read back and compared with the conversation.
     transcripts: usize,
     replan: Plan,
+    /// Why the kept state was not saved, if it was not (a stateless replay).
+    state_error: Option<String>,
 }
 
 /// The app as the core's loop sees it (`context_compactor::Host`): the disk store, and a
 /// deterministic stand-in for the LLM (or a failing one, with `--fail-summary`).
 struct DiskHost<'a> {
     store: &'a DiskStore,
-    /// The conversation given to `manage`, for the stand-in summary of a span.
+    /// The conversation as planned, for the stand-in summary of a span.
     messages: &'a [Message],
     fail_summary: bool,
     written: Vec<Written>,
@@ -232,6 +258,13 @@ impl Host for DiskHost<'_> {
         // The LLM call (`summary.request`): here a deterministic stand-in built from the span.
         Ok(mock_summary(summary, self.messages))
     }
+
+    /// The state a stateless replay keeps (`Compactor::load`). Its saves use the default
+    /// `write_if` (read, compare, write): one process writes this store. A store shared by
+    /// several processes implements `write_if` with its own compare-and-set.
+    fn read(&mut self, path: &str) -> Result<Option<String>, String> {
+        self.store.read_if_there(path)
+    }
 }
 
 /// The same host for an async app (`--async`): an app whose store or LLM client awaits
@@ -244,6 +277,10 @@ impl AsyncHost for DiskHost<'_> {
 
     async fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
         Host::summarize(self, summary)
+    }
+
+    async fn read(&mut self, path: &str) -> Result<Option<String>, String> {
+        Host::read(self, path)
     }
 }
 
@@ -280,9 +317,13 @@ fn host_loop(
     fail_summary: bool,
     failures: &mut Vec<String>,
 ) -> Result<Turn, context_compactor::Error> {
+    // The conversation as the core plans it: the compactions its state records, replayed onto
+    // what was given (a summary's span and a transcript are in it). A long-lived compactor is
+    // given its last result, which it is already; a stateless request the raw history.
+    let planned = compactor.replay(&messages).into_owned();
     let mut host = DiskHost {
         store,
-        messages: &messages,
+        messages: &planned,
         fail_summary,
         written: Vec::new(),
     };
@@ -294,6 +335,7 @@ fn host_loop(
     let written = host.written;
     let plan = managed.plan;
     let events = managed.events;
+    let state_error = managed.state_error;
     let stored = |id: &str| {
         events
             .iter()
@@ -326,12 +368,12 @@ fn host_loop(
                 .and_then(|json| serde_json::from_str::<Value>(&json).map_err(|e| e.to_string()))
                 .and_then(|value| messages_from_value(value).map_err(|e| e.to_string()));
             match back {
-                Ok(back) if back == messages => {}
+                Ok(back) if back == planned => {}
                 Ok(back) => failures.push(format!(
-                    "{}: holds {} messages, not the {} given",
+                    "{}: holds {} messages, not the {} planned",
                     t.path,
                     back.len(),
-                    messages.len()
+                    planned.len()
                 )),
                 Err(e) => failures.push(format!("{}: does not parse back: {e}", t.path)),
             }
@@ -387,6 +429,7 @@ fn host_loop(
         written,
         transcripts,
         replan,
+        state_error,
     })
 }
 
@@ -520,6 +563,15 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
         percent(before, window)
     );
 
+    if args.stateless {
+        // A new conversation: no state from an earlier run of the example.
+        let file = store.file(STATE_PATH).map_err(|e| e.to_string())?;
+        if let Err(e) = fs::remove_file(&file) {
+            if e.kind() != io::ErrorKind::NotFound {
+                return Err(format!("{}: {e}", file.display()));
+            }
+        }
+    }
     let mut failures = Vec::new();
     let mut written = Vec::new();
     let mut transcripts = 0;
@@ -529,6 +581,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
             &store,
             messages,
             args.fail_summary,
+            args.stateless,
             &mut failures,
             &mut written,
             &mut transcripts,
@@ -637,11 +690,13 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
 
 /// Replays the session message by message; before every model call (the next message is the
 /// assistant's, or the session ends) the host loop runs on the conversation so far.
+#[allow(clippy::too_many_arguments)]
 fn replay(
     compactor: &mut Compactor,
     store: &DiskStore,
     original: Vec<Message>,
     fail_summary: bool,
+    stateless: bool,
     failures: &mut Vec<String>,
     written: &mut Vec<Written>,
     transcripts: &mut usize,
@@ -651,7 +706,7 @@ fn replay(
     );
     let mut conversation: Vec<Message> = Vec::new();
     let mut last = None;
-    let (mut turns, mut quiet) = (0, 0);
+    let (mut turns, mut quiet, mut stateless_turns) = (0, 0, 0);
     for (i, message) in original.iter().enumerate() {
         conversation.push(message.clone());
         let next_is_model = original
@@ -669,6 +724,37 @@ fn replay(
             failures,
         )
         .map_err(|e| format!("turn at message {i}: {e}"))?;
+        if stateless {
+            // A stateless server's request: a new compactor from the stored state, the raw
+            // history so far. Its prompt must be the long-lived compactor's.
+            let mut host = DiskHost {
+                store,
+                messages: &[],
+                fail_summary,
+                written: Vec::new(),
+            };
+            let mut fresh = Compactor::load(compactor.config().clone(), STATE_PATH, &mut host)
+                .map_err(|e| format!("turn at message {i}: loading the state: {e}"))?;
+            let request = host_loop(
+                &mut fresh,
+                store,
+                original[..=i].to_vec(),
+                fail_summary,
+                failures,
+            )
+            .map_err(|e| format!("turn at message {i}, stateless: {e}"))?;
+            if request.applied.messages != turn.applied.messages {
+                failures.push(format!(
+                    "turn at message {i}: the stateless request's prompt differs from the long-lived compactor's"
+                ));
+            }
+            if let Some(error) = &request.state_error {
+                failures.push(format!(
+                    "turn at message {i}: the state was not saved: {error}"
+                ));
+            }
+            stateless_turns += 1;
+        }
         if turn.plan.is_empty() {
             quiet += 1;
         } else {
@@ -690,6 +776,19 @@ fn replay(
         last = Some(turn.applied);
     }
     println!("  ({turns} turns; {quiet} needed nothing)");
+    if stateless {
+        let saved = store
+            .read_if_there(STATE_PATH)?
+            .map(|text| serde_json::from_str::<Value>(&text).map(|v| v["revision"].clone()));
+        println!(
+            "  stateless: {stateless_turns} requests, each a new compactor loaded from {STATE_PATH} \
+             (revision {} at the end), each prompt the long-lived compactor's",
+            match saved {
+                Some(Ok(revision)) => revision.to_string(),
+                _ => "none".into(),
+            }
+        );
+    }
     last.ok_or_else(|| "the session is empty".into())
 }
 

@@ -40,6 +40,16 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
     talk = chat(24)
     short = chat(7, 80)
     coding = coding_session()
+    # Three turns of two log reads, each turn at its own minute (a state records the time of
+    # the last call, by the scenario's clock).
+    stored_turns = {
+        "times": [T0, T0 + 60_000, T0 + 120_000],
+        "turns": [
+            [{"role": "user", "content": "check the logs"}, *tool_turn(1, "logs", BIG)],
+            [{"role": "user", "content": "and the other one?"}, *tool_turn(2, "logs", BIG.replace("ok", "fine"))],
+            [{"role": "user", "content": "thanks"}],
+        ],
+    }
     between = {"contextWindow": 8_000, "history": {"triggerFraction": 0.9, "hardLimitFraction": 0.99}, "compaction": {"triggerFraction": 0.5, "targetFraction": 0.4}}
     return {
         "onPreCompact cancels below the hard limit, is overridden above it": {
@@ -105,6 +115,23 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
             "summaries": ["## Session Intent\nContinued from the cache."],
             "turns": [talk[:30], talk[30:]],
         },
+        "the state kept in the store, each turn sent twice at once": {
+            # Two requests of each turn (a double submit), each a new compactor loaded from the
+            # state at ``state`` before either saved: the second finds the very state it would
+            # save already stored (docs/LOOP.md, slice 3). No summarizer: leases carry times.
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "state": "/state/compactor.json",
+            **stored_turns,
+        },
+        "the state kept in the store, a second tab's request lost its save": {
+            # As above, but the second request carries a message more (another tab: a pasted
+            # log, offloaded): its save is lost to the first's, and it runs again on what the
+            # first stored, then saves over it; the next turn is the first tab's again.
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "state": "/state/compactor.json",
+            "second": {"role": "user", "content": "from the other tab:\n" + BIG.replace("row", "line")},
+            **stored_turns,
+        },
         "an image and a pasted log in a user message": {
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
@@ -129,6 +156,8 @@ FEATURES: Dict[str, List[str]] = {
     "a coding session, then the user is away past the cache's lifetime": ["The host's clock: deferred edits taken once the prompt cache expired"],
     "a summary that continues the agent's cached prompt": ["A summary request that continues the agent's cached prompt"],
     "an image and a pasted log in a user message": ["Images counted as images; a pasted log in a user message offloaded"],
+    "the state kept in the store, each turn sent twice at once": ["The state in the store: saved by compare-and-set; a double submit finds its own state saved"],
+    "the state kept in the store, a second tab's request lost its save": ["The state in the store: a save lost to another request, the call run again on the stored state"],
 }
 
 HOSTS = ("npm (Node)", "Python", "native Rust")
@@ -178,16 +207,29 @@ for (const [name, s] of Object.entries(scenarios)) {
   const hook = s.hook ? { onPreCompact: () => s.hook } : {};
   let clock = 0;
   const times = s.times ? { now: () => clock } : {};
-  const compactor = await cc.createCompactor({ ...s.options, store, ...(summarize ? { summarize } : {}), ...hook, ...times });
+  const options = { ...s.options, store, ...(summarize ? { summarize } : {}), ...hook, ...times };
+  const compactor = s.state ? undefined : await cc.createCompactor(options);
   const history = [];
   const turns = [];
   for (const [t, turn] of s.turns.entries()) {
     history.push(...turn);
     if (s.times) clock = s.times[t];
-    const result = await compactor.manage(history);
+    let result;
+    let events;
+    if (s.state) {
+      // Two requests of the turn at once: both load the state before either saves.
+      const first = await cc.createCompactor({ ...options, statePath: s.state });
+      const second = await cc.createCompactor({ ...options, statePath: s.state });
+      const one = await first.manage(history);
+      result = await second.manage(s.second ? [...history, s.second] : history);
+      events = [...one.events, ...result.events];
+    } else {
+      result = await compactor.manage(history);
+      events = result.events;
+    }
     const files = {};
     for (const path of await memory.list('/')) files[path] = await memory.read(path);
-    turns.push({ prompt: JSON.stringify(result.messages), events: result.events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files, asked, continued });
+    turns.push({ prompt: JSON.stringify(result.messages), events: events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files, asked, continued });
     asked = [];
     continued = [];
   }
@@ -239,27 +281,39 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
         hook = s.get("hook")
         times = s.get("times")
         clock = [0]
-        compactor = Compactor(
-            s["options"],
-            store=store,
-            **({"summarize": chosen} if chosen else {}),
-            **({"on_pre_compact": lambda context, hook=hook: hook} if hook else {}),
-            **({"now": lambda clock=clock: clock[0]} if times else {}),
-        )
+        def compactor(state_path: Optional[str] = None) -> Compactor:
+            return Compactor(
+                s["options"],
+                store=store,
+                **({"summarize": chosen} if chosen else {}),
+                **({"on_pre_compact": lambda context, hook=hook: hook} if hook else {}),
+                **({"now": lambda clock=clock: clock[0]} if times else {}),
+                **({"state_path": state_path} if state_path else {}),
+            )
+
+        long_lived = None if s.get("state") else compactor()
         history: List[Dict[str, Any]] = []
         turns = []
         for t, turn in enumerate(s["turns"]):
             history.extend(turn)
             if times:
                 clock[0] = times[t]
-            result = compactor.manage(history)
+            if long_lived is None:
+                # Two requests of the turn at once: both load the state before either saves.
+                first, second = compactor(s["state"]), compactor(s["state"])
+                one = first.manage(history)
+                result = second.manage([*history, s["second"]] if s.get("second") else history)
+                events = [*one.events, *result.events]
+            else:
+                result = long_lived.manage(history)
+                events = list(result.events)
             files = {path: store.read(path) for path in store.list("/")}
             turns.append(
                 {
                     # As JavaScript's JSON.stringify writes it (compact, non-ASCII as is, lone
                     # surrogates escaped).
                     "prompt": as_js(result.messages),
-                    "events": [[e["strategy"], e["status"], e.get("path"), e["tokensSaved"]] for e in result.events],
+                    "events": [[e["strategy"], e["status"], e.get("path"), e["tokensSaved"]] for e in events],
                     "files": files,
                     "asked": list(asked),
                     "continued": list(continued),
@@ -338,6 +392,23 @@ def test_the_time_scenario_breaks_only_after_the_cache_expired(runs) -> None:
     # The first two turns stay under tier 2's trigger; the one 30 minutes later takes its edits.
     assert [bool(turn["events"]) for turn in turns[:2]] == [False, False], turns
     assert turns[2]["events"] and all(e[1] == "applied" for e in turns[2]["events"]), turns[2]["events"]
+
+
+def test_a_second_request_of_a_turn_finds_its_state_saved_or_runs_again(runs) -> None:
+    revisions = lambda turns: [json.loads(turn["files"]["/state/compactor.json"])["revision"] for turn in turns]
+    double = runs["node"]["the state kept in the store, each turn sent twice at once"]
+    # One save a turn: both requests of a turn would save the same text, which the second finds
+    # stored (its own, as far as the store can tell); both offloaded what the turn brought.
+    assert revisions(double) == [1, 2, 3], revisions(double)
+    assert [len(turn["events"]) for turn in double] == [2, 2, 0], [turn["events"] for turn in double]
+    tabs = runs["node"]["the state kept in the store, a second tab's request lost its save"]
+    # The first turn: the first tab saves (1); the second tab's save over nothing is lost, it
+    # runs again on that state, where the first tab's offload is replayed (its answer's only
+    # event is the offload of its pasted log) and saves (2). Later turns: the first tab's state
+    # already holds the pasted log's offload, so the second tab's rerun has nothing to add.
+    assert revisions(tabs) == [2, 3, 4], revisions(tabs)
+    first = [(e[0], (e[2] or "").split("/")[1]) for e in tabs[0]["events"]]
+    assert first == [("offload", "tool_outputs"), ("offload", "user_messages")], tabs[0]["events"]
 
 
 def test_a_continuation_reaches_the_summarizer_in_both_hosts(runs) -> None:

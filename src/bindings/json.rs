@@ -7,15 +7,14 @@
 #![cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use crate::loop_context::{Iteration, LoopConfig, LoopContext};
 use crate::message::CallIds;
 use crate::plan::{Applied, Event, SaveTranscript};
 use crate::session::is_work;
 use crate::{
-    parse_messages, Action, Call, Compactor, Config, Error, Io, Message, Outcome, Plan,
-    PlanOptions, Poll, Reply, Result, Session, SessionCore, State, Strategy,
+    parse_messages, Action, Call, CallCore, CallDone, CallPoll, CallRun, Compactor, Config, Error,
+    Io, Message, Outcome, Plan, PlanOptions, Reply, Result, SessionCore, State, Strategy,
 };
 
 /// The error as a JSON object: its fields (`code`, and `field`, `index`, ... by kind) and the
@@ -170,139 +169,21 @@ pub(crate) struct HeldCompactor {
     contents: hashbrown::HashMap<u64, String>,
     /// The last plans made, as JSON and as made, newest last (see [`HeldCompactor::apply`]).
     plans: std::sync::Mutex<std::collections::VecDeque<(String, Plan)>>,
-    /// The `manage` / `compact` call under way on the held conversation, which it holds until
-    /// it is done (see [`HeldCompactor::session_start`]).
-    session: Option<Session>,
-    /// The config as given, to build the compactor again on another state (a refused save).
-    config_json: String,
-    /// The state path's bookkeeping (`persist_at`): the next save's base, whether the state
-    /// changed since, the rounds of the call under way.
-    persist: Option<crate::stored::Persist>,
-    /// What the call under way adds around its session (see [`CallRun`]).
+    /// The `manage` / `compact` call under way on the held conversation, which holds it until
+    /// it is done (see [`HeldCompactor::session_start`]): the core's loop ([`CallRun`]).
     run: Option<CallRun>,
-    /// The call's done step while its save is under way.
-    pending_done: Option<String>,
-}
-
-/// Ids of the requests a call makes around its session (`resync`, `save`): far above the
-/// session's own, which count from 0 (and within a `u32`: the wasm binding takes one).
-const RUN_IDS: u64 = 1 << 30;
-
-/// What a call adds around the core's `Session` (docs/LOOP.md): a dry plan first when only part
-/// of the conversation crossed (and a `resync` when there is work), then, once the session is
-/// done, the call's time and the summary asked ahead recorded and the state saved at its path
-/// (`save`), and after a save another request beat, the compactor built again on the stored
-/// state and the call run again (`resync`), as the core's rules say.
-struct CallRun {
-    call: Call,
-    /// Only part of the conversation crossed for this call: plan dry before the session.
-    partial: bool,
-    /// The call's conversation as a save records it (`conversation-hashes`), once known: the
-    /// host hands it in `session_start` or when a save asks (`conversation`).
-    conversation: Option<String>,
-    /// The call's first round (a lost save starts another).
-    first: bool,
-    /// The run's own request under way: its id and kind.
-    pending: Option<(u64, RunIo)>,
-    /// The next step to hand out as it is (the done step once its save is over, or the resync
-    /// of a rerun).
-    next: Option<String>,
-    next_id: u64,
-    /// What this call wrote (path → a hash of the content) and the summaries it was given
-    /// (request text → summary): a round run again after a lost save does not write the same
-    /// file twice nor ask the summarizer twice for the same span.
-    written: HashMap<String, u128>,
-    summaries: HashMap<String, String>,
-    /// The session's writes and summaries handed out and not answered yet, by id.
-    out: HashMap<u64, Made>,
-}
-
-/// A session request whose answer a call keeps (see [`CallRun::written`]).
-enum Made {
-    Write(String, u128),
-    Summary(String),
-}
-
-/// A request a call makes around its session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RunIo {
-    /// `{"type": "resync", "rerun"?: true}`: sync every message (`sync(0, ...)`), then reply
-    /// `done`. `rerun`: the compactor was built again on the stored state after a lost save
-    /// (the host's shortcuts onto the last result no longer hold: sync the call's messages).
-    Resync,
-    /// `{"type": "background", "ahead"}`: start the summary asked ahead (`ahead`, as a plan's
-    /// `ahead`) off the critical path, then reply `done`.
-    Background,
-    /// `{"type": "conversation"}`: reply `{"type": "conversation", "conversation":
-    /// <conversation-hashes of the call's messages>}` (asked only when a save is due).
-    Conversation,
-    /// `{"type": "save", "path", "expected", "text"}`: write `text` at `path` only while the
-    /// store holds `expected` (null: nothing); reply `saved`, `{"type": "refused", "current"}`
-    /// or `{"type": "failed", "error"}`.
-    Save,
-}
-
-impl CallRun {
-    /// The answer to `io` when this call already made it (an earlier round's), else `None`
-    /// (then its answer is kept when it comes).
-    fn made_before(&mut self, io: &Io) -> Option<Reply> {
-        let made = match &io.request {
-            crate::Request::Write { path, content, .. } => {
-                let hash = crate::hash::content_hash(content.as_bytes());
-                if self.written.get(path) == Some(&hash) {
-                    return Some(Reply::Done);
-                }
-                Made::Write(path.clone(), hash)
-            }
-            crate::Request::Summarize { summary } => {
-                let prompt = &summary.request.prompt;
-                if let Some(text) = self.summaries.get(prompt) {
-                    return Some(Reply::Text { text: text.clone() });
-                }
-                Made::Summary(prompt.clone())
-            }
-            crate::Request::Ask { .. } => return None,
-        };
-        self.out.insert(io.id, made);
-        None
-    }
-
-    /// The host's answer to the session's request `id`.
-    fn answered(&mut self, id: u64, reply: &Reply) {
-        match (self.out.remove(&id), reply) {
-            (Some(Made::Write(path, hash)), Reply::Done) => {
-                self.written.insert(path, hash);
-            }
-            (Some(Made::Summary(prompt)), Reply::Text { text }) => {
-                self.summaries.insert(prompt, text.clone());
-            }
-            _ => {}
-        }
-    }
-
-    /// A request of the run's own, as an `io` step (`request`: its JSON).
-    fn request(&mut self, kind: RunIo, request: &str) -> String {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.pending = Some((id, kind));
-        format!(r#"{{"type":"io","ios":[{{"id":{id},"request":{request}}}]}}"#)
-    }
 }
 
 /// The held compactor as a session sees it: plans learn into the memo, transcripts are
 /// rendered when written, and an apply forgets what was learned.
-struct Held<'a> {
-    inner: &'a mut Compactor,
-    memo: &'a mut crate::memo::Memo,
-}
-
-impl SessionCore for Held<'_> {
+impl SessionCore for HeldCompactor {
     fn plan(&mut self, messages: &[Message], options: &PlanOptions) -> Result<Plan> {
         let options = PlanOptions {
             defer_transcript: true,
             ..options.clone()
         };
-        self.inner.plan_held(messages, &options, self.memo)
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.inner.plan_held(messages, &options, memo)
     }
     fn apply(
         &mut self,
@@ -311,8 +192,9 @@ impl SessionCore for Held<'_> {
         outcomes: &[Outcome],
     ) -> Result<Applied> {
         let applied = self.inner.apply(messages, plan, outcomes)?;
-        self.memo.rescaled();
-        self.memo.truncate(0);
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        memo.rescaled();
+        memo.truncate(0);
         Ok(applied)
     }
     fn replay<'a>(&self, messages: &'a [Message]) -> Cow<'a, [Message]> {
@@ -320,6 +202,27 @@ impl SessionCore for Held<'_> {
     }
     fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
         self.inner.transcript(messages, strategy)
+    }
+}
+
+/// ... and runs a call on the conversation it holds.
+impl CallCore for HeldCompactor {
+    fn compactor(&mut self) -> &mut Compactor {
+        &mut self.inner
+    }
+    fn plan_held(&mut self, options: &PlanOptions) -> Result<Plan> {
+        let options = PlanOptions {
+            defer_transcript: true,
+            ..options.clone()
+        };
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.inner.plan_held(&self.held, &options, memo)
+    }
+    fn take_held(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.held)
+    }
+    fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
+        HeldCompactor::rebuild(self, state)
     }
 }
 
@@ -348,6 +251,12 @@ enum SessionPoll<'a> {
         cancel_overridden: bool,
         tokens_before: u32,
         tokens_after: u32,
+        /// A save that failed, or a state that could not be read.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        state_error: Option<&'a str>,
+        /// The store kept refusing the state's saves (the host's `state_conflict`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        conflict: Option<&'a crate::Conflict>,
     },
 }
 
@@ -371,18 +280,11 @@ impl HeldCompactor {
             result: String::new(),
             contents: hashbrown::HashMap::new(),
             plans: std::sync::Mutex::default(),
-            session: None,
-            config_json: config_json.to_owned(),
-            persist: None,
             run: None,
-            pending_done: None,
         })
     }
 
-    /// Keeps the state at `path`, which holds `text` (`None`: nothing, or it could not be read:
-    /// then the first save is over nothing). `loaded`: the compactor was built from `text`'s
-    /// state (else from a state of the host's, which the next call saves). A text that is not a
-    /// saved state is an `invalid_config` error naming the path.
+    /// [`Compactor::persist_at`].
     pub(crate) fn persist_at(
         &mut self,
         path: &str,
@@ -390,21 +292,18 @@ impl HeldCompactor {
         loaded: bool,
         unread: Option<&str>,
     ) -> Result<()> {
-        let state = loaded.then(|| self.state());
-        let mut persist = crate::stored::Persist::new(path, text, state.as_deref())?;
-        persist.unread = unread.map(str::to_owned);
-        self.persist = Some(persist);
-        Ok(())
+        self.inner
+            .persist_at(path, text, loaded, unread.map(str::to_owned))
     }
 
     /// Whether a state path is kept (`persist_at`).
     pub(crate) fn persisting(&self) -> bool {
-        self.persist.is_some()
+        self.inner.state_path().is_some()
     }
 
     /// The save due now, as JSON `{"path", "expected", "text"}` (`expected` null: nothing
     /// stored), or `None` (no state path, nothing changed, or an earlier turn of the stored
-    /// conversation): see [`crate::stored::Persist::request`].
+    /// conversation): see [`crate::stored::Persist::request`]. A host's `saveState()`.
     pub(crate) fn save_request(
         &mut self,
         conversation: &str,
@@ -412,7 +311,7 @@ impl HeldCompactor {
         first: bool,
     ) -> Result<Option<String>> {
         let state = self.state();
-        let Some(persist) = self.persist.as_mut() else {
+        let Some(persist) = self.inner.persist() else {
             return Ok(None);
         };
         Ok(persist
@@ -426,7 +325,7 @@ impl HeldCompactor {
     /// again), `{"verdict": "answer"}` (answer unsaved) or `{"verdict": "conflict", "message",
     /// "attempts", "revision"}` (the host's typed `state_conflict`).
     pub(crate) fn save_outcome(&mut self, written: bool, current: Option<&str>) -> Result<String> {
-        let Some(persist) = self.persist.as_mut() else {
+        let Some(persist) = self.inner.persist() else {
             return Err(Error::PlanMismatch {
                 action_id: None,
                 message: "a save outcome with no state path".into(),
@@ -438,13 +337,7 @@ impl HeldCompactor {
         }
         match persist.refused(current)? {
             crate::stored::Refused::Rerun { state } => {
-                let persist = self.persist.take();
-                *self = HeldCompactor::new(&self.config_json, state.as_deref())?;
-                let state = self.state();
-                self.persist = persist;
-                if let Some(persist) = self.persist.as_mut() {
-                    persist.rebuilt(&state);
-                }
+                self.rebuild(state.as_deref())?;
                 Ok(r#"{"verdict":"rerun"}"#.into())
             }
             crate::stored::Refused::Answer => Ok(r#"{"verdict":"answer"}"#.into()),
@@ -452,10 +345,14 @@ impl HeldCompactor {
                 message,
                 attempts,
                 revision,
-            } => Ok(format!(
-                r#"{{"verdict":"conflict","message":{},"attempts":{attempts},"revision":{revision}}}"#,
-                serde_json::to_string(&message).unwrap_or_default()
-            )),
+            } => {
+                let conflict = to_json(&crate::Conflict {
+                    message,
+                    attempts,
+                    revision,
+                });
+                Ok(format!(r#"{{"verdict":"conflict",{}"#, &conflict[1..]))
+            }
         }
     }
 
@@ -463,7 +360,7 @@ impl HeldCompactor {
     /// JSON `{"key", "path"}`: the state asked it and holds no text of it (another request's, or
     /// this compactor's own still out), and a state path is kept. `None` otherwise.
     pub(crate) fn ahead_to_read(&self) -> Option<String> {
-        let path = self.persist.as_ref()?.path();
+        let path = self.inner.state_path()?;
         let ahead = self.inner.state().ahead.as_ref()?;
         ahead.text.is_none().then(|| {
             format!(
@@ -502,7 +399,7 @@ impl HeldCompactor {
     /// The conversation a plan's bulk is rendered from (continuations, transcripts): the
     /// session's while one is under way, else the held one.
     fn planned(&self) -> &[Message] {
-        match &self.session {
+        match self.run.as_ref().and_then(CallRun::session) {
             Some(session) => session.messages(),
             None => &self.held,
         }
@@ -684,34 +581,24 @@ impl HeldCompactor {
         self.session_end();
         self.contents.clear();
         let partial = partial.as_ref().and_then(serde_json::Value::as_bool) == Some(true);
-        self.run = Some(CallRun {
-            partial,
-            conversation: conversation
-                .as_ref()
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
-            call: call.clone(),
-            first: true,
-            pending: None,
-            next: None,
-            next_id: RUN_IDS,
-            written: HashMap::new(),
-            summaries: HashMap::new(),
-            out: HashMap::new(),
-        });
-        if !partial {
-            let messages = std::mem::take(&mut self.held);
-            self.session = Some(Session::new(messages, call));
-        }
+        let conversation = conversation
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        self.run = Some(CallRun::new(call, partial, conversation));
         Ok(())
     }
 
-    /// Ends the session under way, if any: the held conversation is the one it was given.
+    /// Ends the call under way, if any: the held conversation is the one it holds (the one it
+    /// was given, or its result once made).
     fn session_end(&mut self) {
-        self.run = None;
-        if let Some(mut session) = self.session.take() {
+        let Some(run) = self.run.take() else {
+            return;
+        };
+        if let Some(messages) = run.into_held() {
             if self.held.is_empty() {
-                self.held = session.take_input();
+                self.held = messages;
+                self.calls = CallIds::default();
             }
             self.memo
                 .get_mut()
@@ -720,74 +607,48 @@ impl HeldCompactor {
         }
     }
 
-    /// The session's next step as JSON: `{"type": "io", "ios": [{id, request}], "plan"?}`,
+    /// Built again on `state` (a lost save's stored state, `None`: nothing stored): holds no
+    /// conversation and nothing learned about one, keeps its state path.
+    fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
+        self.inner.rebuild(state)?;
+        self.held.clear();
+        self.calls = CallIds::default();
+        *self.memo.get_mut().unwrap_or_else(|e| e.into_inner()) = crate::memo::Memo::held();
+        self.plans
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.result.clear();
+        Ok(())
+    }
+
+    /// The call's next step as JSON: `{"type": "io", "ios": [{id, request}], "plan"?}`,
     /// `{"type": "wait"}`, or `{"type": "done", "messages"?, "events", "plan", "cancelled",
-    /// "cancelOverridden", "tokensBefore", "tokensAfter"}` (then the held conversation is the
-    /// result). With `apart`, a write's `content` and a summary request's `prompt` wait for
-    /// `take_content` (the step has them empty), a done plan's summary prompt for `take_prompt`
-    /// and the changed messages for `take_result` (a host decodes them on their own: a
-    /// transcript escaped inside the step's JSON cost a first compaction more than its plan).
+    /// "cancelOverridden", "tokensBefore", "tokensAfter", "stateError"?, "conflict"?}` (then
+    /// the held conversation is the result). With `apart`, a write's `content` and a summary
+    /// request's `prompt` wait for `take_content` (the step has them empty), a done plan's
+    /// summary prompt for `take_prompt` and the changed messages for `take_result` (a host
+    /// decodes them on their own: a transcript escaped inside the step's JSON cost a first
+    /// compaction more than its plan).
     pub(crate) fn session_poll(&mut self, apart: bool) -> Result<String> {
-        if let Some(run) = self.run.as_mut() {
-            if run.pending.is_some() && run.next.is_none() {
-                return Ok(to_json(&SessionPoll::Wait));
-            }
-            if let Some(next) = run.next.take() {
-                if run.pending.is_none() {
-                    self.run = None; // the done step: the call is over
-                }
-                return Ok(next);
-            }
-            if run.partial && self.session.is_none() {
-                return self.dry_run(apart);
-            }
-        }
-        let Some(session) = self.session.as_mut() else {
+        let Some(mut run) = self.run.take() else {
             return Err(Error::PlanMismatch {
                 action_id: None,
                 message: "session: no manage or compact call under way (start one first)".into(),
             });
         };
-        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
-        let mut core = Held {
-            inner: &mut self.inner,
-            memo,
-        };
-        // A request an earlier round of this call made (a rerun after a lost save) is answered
-        // as it was then, without the host.
-        let polled = loop {
-            let polled = match session.poll(&mut core) {
-                Ok(polled) => polled,
-                Err(error) => {
-                    self.session_end();
-                    return Err(error);
-                }
-            };
-            let Some(run) = self.run.as_mut() else {
-                break polled;
-            };
-            let Poll::Io(ios) = polled else {
-                break polled;
-            };
-            let mut left = Vec::with_capacity(ios.len());
-            for io in ios {
-                match run.made_before(&io) {
-                    Some(reply) => {
-                        if let Err(error) = session.handle(&mut core, io.id, reply) {
-                            self.session_end();
-                            return Err(error);
-                        }
-                    }
-                    None => left.push(io),
-                }
-            }
-            if !left.is_empty() {
-                break Poll::Io(left);
+        let polled = run.poll(self);
+        let polled = match polled {
+            Ok(CallPoll::Done(done)) => return Ok(self.done(*done, apart)),
+            Ok(polled) => polled,
+            Err(error) => {
+                self.run = Some(run);
+                self.session_end();
+                return Err(error);
             }
         };
-        match polled {
-            Poll::Wait => Ok(to_json(&SessionPoll::Wait)),
-            Poll::Io(mut ios) => {
+        let json = match polled {
+            CallPoll::Io(mut ios) => {
                 for io in &mut ios {
                     // Apart, the bulk crosses as UTF-8 (`take_content`), not escaped in the step.
                     let bulk = match &mut io.request {
@@ -796,7 +657,11 @@ impl HeldCompactor {
                             &mut summary.request.prompt
                         }
                         crate::Request::Write { content, .. } => content,
-                        crate::Request::Ask { .. } => continue,
+                        crate::Request::Background { ahead } => {
+                            ahead.request.messages.clear();
+                            continue;
+                        }
+                        _ => continue,
                     };
                     if apart {
                         self.contents.insert(io.id, std::mem::take(bulk));
@@ -805,331 +670,61 @@ impl HeldCompactor {
                 let asks = ios
                     .iter()
                     .any(|io| matches!(io.request, crate::Request::Ask { .. }));
-                let plan = if asks {
-                    session
-                        .plan()
-                        .map(|plan| stripped(&self.prompt, plan.clone(), false))
-                } else {
-                    None
+                let plan = match run.plan() {
+                    Some(plan) if asks => Some(stripped(&self.prompt, plan.clone(), false)),
+                    _ => None,
                 };
-                Ok(to_json(&SessionPoll::Io {
+                to_json(&SessionPoll::Io {
                     ios,
                     plan: plan.as_ref(),
-                }))
+                })
             }
-            Poll::Done(managed) => {
-                let mut session = self.session.take().expect("a session");
-                let changed = !managed.cancelled && is_work(&managed.plan);
-                let plan = stripped(&self.prompt, managed.plan, apart);
-                let changed = changed || managed.cancelled;
-                self.result.clear();
-                if changed && apart {
-                    self.result = to_json(&managed.messages);
-                }
-                let json = to_json(&SessionPoll::Done {
-                    changed,
-                    messages: (changed && !apart).then_some(&managed.messages[..]),
-                    events: &managed.events,
-                    plan: &plan,
-                    cancelled: managed.cancelled,
-                    cancel_overridden: managed.cancel_overridden,
-                    tokens_before: managed.tokens_before,
-                    tokens_after: managed.tokens_after,
-                });
-                if managed.cancelled {
-                    self.held = session.take_input();
-                } else {
-                    self.held = managed.messages;
-                }
-                if changed {
-                    self.calls = CallIds::default();
-                }
-                let ahead = plan.ahead.clone().filter(|a| a.ahead_key.is_some());
-                Ok(self.finish(json, ahead))
-            }
-        }
+            _ => to_json(&SessionPoll::Wait),
+        };
+        self.run = Some(run);
+        Ok(json)
     }
 
-    /// A call on a conversation only part of which crossed: a dry plan of the held one says
-    /// whether there is work. None: the call is done (the conversation as given). Work: a
-    /// `resync` request asks for every message (an edit in place that kept every size would
-    /// otherwise be planned stale), and the session runs on them.
-    fn dry_run(&mut self, apart: bool) -> Result<String> {
-        let run = self.run.as_mut().expect("a call");
-        let options = run.call.plan_options();
-        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
-        let mut core = Held {
-            inner: &mut self.inner,
-            memo,
-        };
-        let plan = match SessionCore::plan(&mut core, &self.held, &options) {
-            Ok(plan) => plan,
-            Err(error) => {
-                self.session_end();
-                return Err(error);
-            }
-        };
-        if is_work(&plan) {
-            return Ok(run.request(RunIo::Resync, r#"{"type":"resync"}"#));
-        }
-        let tokens = plan.tokens_before;
-        let ahead = plan.ahead.clone().filter(|a| a.ahead_key.is_some());
-        let plan = stripped(&self.prompt, plan, apart);
+    /// The call's done step (see [`HeldCompactor::session_poll`]); the held conversation is
+    /// its result.
+    fn done(&mut self, done: CallDone, apart: bool) -> String {
+        let CallDone {
+            managed,
+            dry,
+            input,
+            state_error,
+            conflict,
+        } = done;
+        // A plan of no work leaves the conversation as given (a dry plan: as held).
+        let changed = managed.cancelled || is_work(&managed.plan);
+        let plan = stripped(&self.prompt, managed.plan, apart);
         self.result.clear();
+        if changed && apart {
+            self.result = to_json(&managed.messages);
+        }
         let json = to_json(&SessionPoll::Done {
-            changed: false,
-            messages: None,
-            events: &[],
+            changed,
+            messages: (changed && !apart).then_some(&managed.messages[..]),
+            events: &managed.events,
             plan: &plan,
-            cancelled: false,
-            cancel_overridden: false,
-            tokens_before: tokens,
-            tokens_after: tokens,
+            cancelled: managed.cancelled,
+            cancel_overridden: managed.cancel_overridden,
+            tokens_before: managed.tokens_before,
+            tokens_after: managed.tokens_after,
+            state_error: state_error.as_deref(),
+            conflict: conflict.as_ref(),
         });
-        Ok(self.finish(json, ahead))
-    }
-
-    /// The end of a round of a call: its time and the summary it asks ahead recorded, then its
-    /// state saved at the state path when a save is due (a `save` request; the done step waits
-    /// for it), else `done` as is.
-    fn finish(&mut self, done: String, ahead: Option<crate::plan::Summarize>) -> String {
-        let Some(now) = self.run.as_ref().map(|run| run.call.now) else {
-            return done;
-        };
-        if let Some(now) = now {
-            self.inner.called_at(now);
+        if !dry {
+            self.held = if managed.cancelled {
+                input
+            } else {
+                managed.messages
+            };
         }
-        if let Some(ahead) = ahead {
-            // Asked now (saved with the state), and handed to the host to make off the
-            // critical path (`background`) before the state is saved.
-            self.inner
-                .ask_ahead(ahead.ahead_key.as_deref().unwrap_or_default(), ahead.end);
-            let json = format!(r#"{{"type":"background","ahead":{}}}"#, to_json(&ahead));
-            self.pending_done = Some(done);
-            if let Some(run) = self.run.as_mut() {
-                return run.request(RunIo::Background, &json);
-            }
-            return self.pending_done.take().unwrap_or_default();
+        if changed {
+            self.calls = CallIds::default();
         }
-        self.save_due(done)
-    }
-
-    /// The state's save at the end of a round, when one is due (see [`HeldCompactor::finish`]).
-    fn save_due(&mut self, done: String) -> String {
-        if self.persist.is_none() {
-            self.run = None;
-            return done;
-        }
-        let state = self.state();
-        let due = self.persist.as_ref().is_some_and(|p| p.due(&state));
-        let (Some(run), true) = (self.run.as_mut(), due) else {
-            return self.done_with(done, None, None);
-        };
-        self.pending_done = Some(done);
-        if run.conversation.is_none() {
-            return run.request(RunIo::Conversation, r#"{"type":"conversation"}"#);
-        }
-        self.save_step(&state)
-    }
-
-    /// The save of the state JSON `state` (its done step in `pending_done`): a `save` request,
-    /// or the done step itself when none is due after all (an earlier turn of the stored
-    /// conversation) or the save cannot be made.
-    fn save_step(&mut self, state: &str) -> String {
-        let done = self.pending_done.take().unwrap_or_default();
-        let (Some(run), Some(persist)) = (self.run.as_mut(), self.persist.as_mut()) else {
-            return done;
-        };
-        let conversation = run.conversation.clone().unwrap_or_default();
-        let request = persist
-            .request(state, &conversation, false, run.first)
-            .map_err(|error| format!("state not saved to {}: {error}", persist.path()));
-        match request {
-            Ok(Some(request)) => {
-                let mut json = to_json(&request);
-                json.insert_str(1, r#""type":"save","#);
-                self.pending_done = Some(done);
-                run.request(RunIo::Save, &json)
-            }
-            Ok(None) => self.done_with(done, None, None),
-            Err(error) => self.done_with(done, Some(error), None),
-        }
-    }
-
-    /// The call's done step with what the state path adds: `stateError` (a save that failed,
-    /// or a state that could not be read and was not saved over since) and `conflict` (a store
-    /// that keeps refusing saves: the host's typed `state_conflict`). The call is over.
-    fn done_with(
-        &mut self,
-        mut done: String,
-        error: Option<String>,
-        conflict: Option<(String, u32, u64)>,
-    ) -> String {
-        self.run = None;
-        let unread = self.persist.as_ref().and_then(|p| {
-            let reason = p.unread.as_ref()?;
-            Some(format!(
-                "state not read from {}: {reason}; planned from the messages alone",
-                p.path()
-            ))
-        });
-        let mut extra = String::new();
-        if let Some(error) = error.or(unread) {
-            extra.push_str(&format!(r#","stateError":{}"#, to_json(&error)));
-        }
-        if let Some((message, attempts, revision)) = conflict {
-            extra.push_str(&format!(
-                r#","conflict":{{"message":{},"attempts":{attempts},"revision":{revision}}}"#,
-                to_json(&message)
-            ));
-        }
-        if !extra.is_empty() {
-            done.truncate(done.len() - 1);
-            done.push_str(&extra);
-            done.push('}');
-        }
-        done
-    }
-
-    /// A reply to the call's own request `id` (`resync`: `{"type": "done"}` once every message
-    /// was synced; `save`: `{"type": "saved"}`, `{"type": "refused", "current"}` or `{"type":
-    /// "failed", "error"}`). Whether it was one.
-    fn run_handle(&mut self, id: u64, reply_json: &str) -> Result<bool> {
-        let Some(run) = self.run.as_mut() else {
-            return Ok(false);
-        };
-        let Some((pending, io)) = run.pending else {
-            return Ok(false);
-        };
-        if pending != id {
-            return Ok(false);
-        }
-        let value: serde_json::Value = parse("reply", reply_json)?;
-        let kind = value
-            .get("type")
-            .and_then(|t| t.as_str())
-            .unwrap_or_default();
-        let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-        let mismatch = |wanted: &str| Error::PlanMismatch {
-            action_id: None,
-            message: format!("reply to request {id}: expected {wanted}"),
-        };
-        match io {
-            RunIo::Resync => {
-                if kind != "done" {
-                    return Err(mismatch("done once every message is synced"));
-                }
-                run.pending = None;
-                run.partial = false;
-                let call = run.call.clone();
-                let messages = std::mem::take(&mut self.held);
-                self.session = Some(Session::new(messages, call));
-                return Ok(true);
-            }
-            RunIo::Conversation => {
-                let Some(conversation) = text("conversation").filter(|_| kind == "conversation")
-                else {
-                    return Err(mismatch("the conversation's hashes"));
-                };
-                run.pending = None;
-                run.conversation = Some(conversation);
-                let state = self.state();
-                let step = self.save_step(&state);
-                match self.run.as_mut() {
-                    Some(run) => run.next = Some(step),
-                    None => self.finished(step),
-                }
-                return Ok(true);
-            }
-            RunIo::Background => {
-                if kind != "done" {
-                    return Err(mismatch("done once the summary is under way"));
-                }
-                run.pending = None;
-                let done = self.pending_done.take().unwrap_or_default();
-                let step = self.save_due(done);
-                match self.run.as_mut() {
-                    Some(run) => run.next = Some(step),
-                    None => self.finished(step),
-                }
-                return Ok(true);
-            }
-            RunIo::Save => {}
-        }
-        let refused = match kind {
-            "saved" => None,
-            "refused" => Some(text("current")),
-            "failed" => {
-                let done = self.pending_done.take().unwrap_or_default();
-                let path = self.persist.as_ref().map(|p| p.path().to_owned());
-                let error = text("error").unwrap_or_else(|| "failed".into());
-                let error = format!("state not saved to {}: {error}", path.unwrap_or_default());
-                let done = self.done_with(done, Some(error), None);
-                self.finished(done);
-                return Ok(true);
-            }
-            _ => return Err(mismatch("saved, refused or failed")),
-        };
-        let done = self.pending_done.take().unwrap_or_default();
-        let persist = self.persist.as_mut().expect("a save has a state path");
-        let Some(current) = refused else {
-            persist.written();
-            let done = self.done_with(done, None, None);
-            self.finished(done);
-            return Ok(true);
-        };
-        let path = persist.path().to_owned();
-        let done = match persist.refused(current.as_deref()) {
-            Ok(crate::stored::Refused::Rerun { state }) => {
-                // Built again on the stored state, which holds no conversation: the call runs
-                // again once the host synced it (its recorded edits replay).
-                let mut run = self.run.take().expect("a call");
-                let persist = self.persist.take();
-                *self = HeldCompactor::new(&self.config_json, state.as_deref())?;
-                let state = self.state();
-                self.persist = persist;
-                if let Some(persist) = self.persist.as_mut() {
-                    persist.rebuilt(&state);
-                }
-                run.partial = true;
-                run.first = false;
-                run.next = Some(run.request(RunIo::Resync, r#"{"type":"resync","rerun":true}"#));
-                self.run = Some(run);
-                return Ok(true);
-            }
-            Ok(crate::stored::Refused::Answer) => self.done_with(done, None, None),
-            Ok(crate::stored::Refused::Conflict {
-                message,
-                attempts,
-                revision,
-            }) => self.done_with(done, None, Some((message, attempts, revision))),
-            Err(error) => {
-                let message = match error {
-                    Error::InvalidConfig { message, .. } => message,
-                    other => other.to_string(),
-                };
-                let error = format!("state not saved to {path}: {message}");
-                self.done_with(done, Some(error), None)
-            }
-        };
-        self.finished(done);
-        Ok(true)
-    }
-
-    /// The call's done step, handed out by the next poll.
-    fn finished(&mut self, done: String) {
-        self.run = Some(CallRun {
-            call: Call::default(),
-            partial: false,
-            conversation: None,
-            first: false,
-            pending: None,
-            next: Some(done),
-            next_id: RUN_IDS,
-            written: HashMap::new(),
-            summaries: HashMap::new(),
-            out: HashMap::new(),
-        });
+        json
     }
 
     /// The content of the session's write request `id`, or its summary request's prompt, that
@@ -1149,25 +744,15 @@ impl HeldCompactor {
     /// `{"type": "decision", "cancel"?, "customInstructions"?, "customSummary"?}` or
     /// `{"type": "failed", "error"}`) of the session's request `id`.
     pub(crate) fn session_handle(&mut self, id: u64, reply_json: &str) -> Result<()> {
-        if self.run_handle(id, reply_json)? {
-            return Ok(());
-        }
         let reply = reply(reply_json)?;
-        if let Some(run) = self.run.as_mut() {
-            run.answered(id, &reply);
-        }
-        let Some(session) = self.session.as_mut() else {
+        let Some(mut run) = self.run.take() else {
             return Err(Error::PlanMismatch {
                 action_id: None,
                 message: format!("reply to request {id}: no manage or compact call under way"),
             });
         };
-        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
-        let mut core = Held {
-            inner: &mut self.inner,
-            memo,
-        };
-        let handled = session.handle(&mut core, id, reply);
+        let handled = run.handle(self, id, reply);
+        self.run = Some(run);
         if let Err(Error::PlanMismatch { .. }) = handled {
             return handled;
         }
@@ -1314,8 +899,15 @@ fn reply(json: &str) -> Result<Reply> {
         Some("decision") => Ok(Reply::Decision {
             decision: decision(&value)?,
         }),
+        Some("conversation") => text("conversation")
+            .map(|conversation| Reply::Conversation { conversation })
+            .ok_or_else(|| bad("a conversation reply needs \"conversation\", a string".into())),
+        Some("saved") => Ok(Reply::Saved),
+        Some("refused") => Ok(Reply::Refused {
+            current: text("current"),
+        }),
         other => Err(bad(format!(
-            "type {}: expected done, text, decision or failed",
+            "type {}: expected done, text, decision, failed, conversation, saved or refused",
             other.map_or_else(|| "missing".to_owned(), |t| format!("\"{t}\""))
         ))),
     }

@@ -283,6 +283,7 @@ pub fn run_session(
                                 text: summary.expect("the summarizer was asked").to_owned(),
                             }
                         }
+                        other => unreachable!("a session does not ask {other:?}"),
                     };
                     session.handle(compactor, io.id, reply).unwrap();
                 }

@@ -1,0 +1,563 @@
+//! One whole call of the loop (docs/LOOP.md, slice 3): a [`Session`] and what ends it, as a
+//! sans-IO state machine that every host drives the same way — the npm and Python hosts through
+//! the bindings, a native Rust app through [`Compactor::manage`](crate::Host).
+//!
+//! Around its session, a call
+//! - plans dry first when only part of the conversation crossed (`partial`: a binding holds the
+//!   conversation and syncs what changed), and asks for the rest ([`Request::Resync`]) only when
+//!   there is work;
+//! - at the end of each round records the call's time ([`Compactor::called_at`]) and the summary
+//!   asked ahead ([`Compactor::ask_ahead`]), handed out to be made off the critical path
+//!   ([`Request::Background`]) before the state is saved;
+//! - saves the state at the compactor's state path ([`Compactor::persist_at`]) when it changed:
+//!   the call's conversation hashes ([`Request::Conversation`], asked only then), then a
+//!   conditional write ([`Request::Save`]);
+//! - after a save another request beat, does what [`crate::stored::Persist::refused`] rules:
+//!   builds the compactor again on the stored state and runs the call again (a `resync` with
+//!   `rerun`), answers unsaved, or ends in a conflict. A rerun's writes and summaries that an
+//!   earlier round made are answered by the core, not asked again.
+//!
+//! The result ([`CallDone`]) carries the session's, with `state_error` (a save that failed, a
+//! state that could not be read) and `conflict`.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::compactor::{Compactor, PlanOptions};
+use crate::error::{Error, Result};
+use crate::message::Message;
+use crate::plan::{Plan, Summarize};
+use crate::session::{is_work, Call, Io, Managed, Poll, Reply, Request, Session, SessionCore};
+use crate::stored::Refused;
+
+/// What a [`CallRun`] needs of the compactor it runs on, beyond a session's: the conversation it
+/// holds for the call, and a way to build it again on another state.
+pub trait CallCore: SessionCore {
+    /// The compactor (its state, its state path).
+    fn compactor(&mut self) -> &mut Compactor;
+    /// A plan of the conversation held for the call, with `options` (the dry plan of a call of
+    /// which only part crossed).
+    fn plan_held(&mut self, options: &PlanOptions) -> Result<Plan>;
+    /// Takes the conversation held for the call, to run the session on.
+    fn take_held(&mut self) -> Vec<Message>;
+    /// Builds the compactor again on `state` (the core's state JSON a lost save found stored;
+    /// `None`: nothing), keeping its state path. It holds no conversation after: the call's
+    /// `resync` hands it in again.
+    fn rebuild(&mut self, state: Option<&str>) -> Result<()>;
+}
+
+/// Ids of the requests a call makes around its session: far above the session's own, which
+/// count from 0 (and within a `u32`: the wasm binding takes one).
+const OWN_IDS: u64 = 1 << 30;
+
+/// What [`CallRun::poll`] gives the host.
+#[derive(Debug)]
+pub enum CallPoll {
+    /// Carry these out (in any order, or all at once) and hand each outcome back.
+    Io(Vec<Io>),
+    /// Waiting for outcomes of requests already handed out.
+    Wait,
+    /// The call is over.
+    Done(Box<CallDone>),
+}
+
+/// The result of a call.
+#[derive(Debug)]
+pub struct CallDone {
+    /// The session's result. After a dry plan (`dry`), its `messages` are empty: the
+    /// conversation is the one held, as it is.
+    pub managed: Managed,
+    /// Planned dry, with no work: the conversation held stays as it is.
+    pub dry: bool,
+    /// The conversation the session was given, when the result did not take it (a cancel).
+    pub input: Vec<Message>,
+    /// A save that failed, or a state that could not be read and was not saved over since.
+    pub state_error: Option<String>,
+    /// The store kept refusing the state's saves (the hosts' typed `state_conflict`).
+    pub conflict: Option<Conflict>,
+}
+
+/// Why a call's state could not be saved: the store kept refusing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    /// What happened, with the path.
+    pub message: String,
+    /// The refused saves.
+    pub attempts: u32,
+    /// The revision the store holds.
+    pub revision: u64,
+}
+
+impl Conflict {
+    /// The typed error a host raises for it.
+    pub fn error(self, path: &str) -> Error {
+        Error::StateConflict {
+            path: path.to_owned(),
+            message: self.message,
+            attempts: self.attempts,
+            revision: self.revision,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Plan dry (partial) or start the session.
+    Start,
+    Session,
+    /// The round is over: its time and the summary asked ahead.
+    Ending,
+    /// Its state saved, when a save is due.
+    Saving,
+    /// The result is handed out at the next poll.
+    Over,
+    /// Handed out.
+    Finished,
+}
+
+/// A request the call makes around its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Own {
+    Resync,
+    Background,
+    Conversation,
+    Save,
+}
+
+/// A session request whose answer a call keeps (see [`CallRun::made_before`]).
+#[derive(Debug)]
+enum Made {
+    Write(String, u128),
+    Summary(String),
+}
+
+/// One `manage` or `compact` call (see the module docs). Start it with [`CallRun::new`], then
+/// alternate [`CallRun::poll`] and [`CallRun::handle`] until `poll` returns [`CallPoll::Done`].
+#[derive(Debug)]
+pub struct CallRun {
+    call: Call,
+    /// Only part of the conversation is held: plan dry before the session.
+    partial: bool,
+    /// The call's conversation hashes, once known (given at the start, or asked for a save).
+    conversation: Option<String>,
+    /// The call's first round (a lost save starts another).
+    first: bool,
+    stage: Stage,
+    session: Option<Session>,
+    /// The call's own request out: its id and kind.
+    own: Option<(u64, Own)>,
+    /// That request, when a reply made it: handed out at the next poll.
+    next: Option<Io>,
+    next_id: u64,
+    /// The summary asked ahead at the end of the round.
+    ahead: Option<Summarize>,
+    /// The round's result while its state is saved.
+    done: Option<CallDone>,
+    /// What this call wrote (path → a hash of the content) and the summaries it was given
+    /// (request text → summary): a round run again after a lost save does not write the same
+    /// file twice nor ask the summarizer twice for the same span.
+    written: HashMap<String, u128>,
+    summaries: HashMap<String, String>,
+    /// The session's writes and summaries handed out and not answered yet, by id.
+    out: HashMap<u64, Made>,
+}
+
+impl CallRun {
+    /// Starts a call. `partial`: the core holds only part of the conversation as it is now
+    /// (plan dry first). `conversation`: the call's conversation hashes, when the host has them.
+    pub fn new(call: Call, partial: bool, conversation: Option<String>) -> Self {
+        CallRun {
+            call,
+            partial,
+            conversation,
+            first: true,
+            stage: Stage::Start,
+            session: None,
+            own: None,
+            next: None,
+            next_id: OWN_IDS,
+            ahead: None,
+            done: None,
+            written: HashMap::new(),
+            summaries: HashMap::new(),
+            out: HashMap::new(),
+        }
+    }
+
+    /// The session under way, if any.
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The current plan (what `onPreCompact` is shown).
+    pub fn plan(&self) -> Option<&Plan> {
+        self.session.as_ref()?.plan()
+    }
+
+    /// The conversation a core that holds one keeps when the call is abandoned (an error, a new
+    /// call): the session's input while it runs, the result once made; `None` when the call
+    /// holds none (the core still does).
+    pub fn into_held(mut self) -> Option<Vec<Message>> {
+        if let Some(mut session) = self.session.take() {
+            return Some(session.take_input());
+        }
+        match self.done.take() {
+            Some(done) if done.dry => None,
+            Some(done) if done.managed.cancelled => Some(done.input),
+            Some(done) => Some(done.managed.messages),
+            None => None,
+        }
+    }
+
+    /// The next step: IO to carry out, a wait for outcomes, or the result.
+    pub fn poll<C: CallCore + ?Sized>(&mut self, core: &mut C) -> Result<CallPoll> {
+        loop {
+            if let Some(io) = self.next.take() {
+                return Ok(CallPoll::Io(vec![io]));
+            }
+            if self.own.is_some() {
+                return Ok(CallPoll::Wait);
+            }
+            match self.stage {
+                Stage::Start if self.partial => {
+                    let plan = core.plan_held(&self.call.plan_options())?;
+                    if is_work(&plan) {
+                        return Ok(self.ask(Own::Resync, Request::Resync { rerun: false }));
+                    }
+                    self.ahead = ahead_of(&plan);
+                    self.done = Some(CallDone {
+                        managed: Managed::unchanged(Vec::new(), plan),
+                        dry: true,
+                        input: Vec::new(),
+                        state_error: None,
+                        conflict: None,
+                    });
+                    self.stage = Stage::Ending;
+                }
+                Stage::Start => {
+                    self.session = Some(Session::new(core.take_held(), self.call.clone()));
+                    self.stage = Stage::Session;
+                }
+                Stage::Session => {
+                    let session = self.session.as_mut().expect("a session");
+                    match session.poll(core)? {
+                        Poll::Wait => return Ok(CallPoll::Wait),
+                        Poll::Io(ios) => {
+                            // A request an earlier round of this call made (a rerun after a
+                            // lost save) is answered as it was then, without the host.
+                            let mut left = Vec::with_capacity(ios.len());
+                            for io in ios {
+                                match made_before(
+                                    &mut self.written,
+                                    &mut self.summaries,
+                                    &mut self.out,
+                                    &io,
+                                ) {
+                                    Some(reply) => session.handle(core, io.id, reply)?,
+                                    None => left.push(io),
+                                }
+                            }
+                            if !left.is_empty() {
+                                return Ok(CallPoll::Io(left));
+                            }
+                        }
+                        Poll::Done(managed) => {
+                            let mut session = self.session.take().expect("a session");
+                            self.ahead = ahead_of(&managed.plan);
+                            self.done = Some(CallDone {
+                                managed: *managed,
+                                dry: false,
+                                input: session.take_input(),
+                                state_error: None,
+                                conflict: None,
+                            });
+                            self.stage = Stage::Ending;
+                        }
+                    }
+                }
+                Stage::Ending => {
+                    self.stage = Stage::Saving;
+                    if let Some(now) = self.call.now {
+                        core.compactor().called_at(now);
+                    }
+                    if let Some(ahead) = self.ahead.take() {
+                        // Asked now (saved with the state), and handed to the host to make off
+                        // the critical path before the state is saved.
+                        let key = ahead.ahead_key.as_deref().unwrap_or_default();
+                        core.compactor().ask_ahead(key, ahead.end);
+                        return Ok(self.ask(Own::Background, Request::Background { ahead }));
+                    }
+                }
+                Stage::Saving => {
+                    let compactor = core.compactor();
+                    let state = compactor.state_json();
+                    match compactor.persist() {
+                        None => self.stage = Stage::Over,
+                        Some(persist) if !persist.due(&state) => self.over(core, None, None),
+                        Some(_) if self.conversation.is_none() => {
+                            return Ok(self.ask(Own::Conversation, Request::Conversation));
+                        }
+                        Some(_) => {
+                            if let Some(save) = self.save(core, &state) {
+                                return Ok(save);
+                            }
+                        }
+                    }
+                }
+                Stage::Over => {
+                    self.stage = Stage::Finished;
+                    let done = self.done.take().expect("a result");
+                    return Ok(CallPoll::Done(Box::new(done)));
+                }
+                Stage::Finished => {
+                    return Err(Error::PlanMismatch {
+                        action_id: None,
+                        message: "poll after the call was done".into(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Hands back the outcome of request `id` (the session's or the call's own). An id that is
+    /// not in flight, or a reply of the wrong kind, is a typed error (the call is unchanged).
+    pub fn handle<C: CallCore + ?Sized>(
+        &mut self,
+        core: &mut C,
+        id: u64,
+        reply: Reply,
+    ) -> Result<()> {
+        if let Some((own, kind)) = self.own {
+            if own == id {
+                return self.own_reply(core, id, kind, reply);
+            }
+        }
+        if let Some(made) = self.out.remove(&id) {
+            match (made, &reply) {
+                (Made::Write(path, hash), Reply::Done) => {
+                    self.written.insert(path, hash);
+                }
+                (Made::Summary(prompt), Reply::Text { text }) => {
+                    self.summaries.insert(prompt, text.clone());
+                }
+                _ => {}
+            }
+        }
+        let Some(session) = self.session.as_mut() else {
+            return Err(Error::PlanMismatch {
+                action_id: None,
+                message: format!("reply to request {id}: no manage or compact call under way"),
+            });
+        };
+        session.handle(core, id, reply)
+    }
+
+    /// A request of the call's own.
+    fn ask(&mut self, kind: Own, request: Request) -> CallPoll {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.own = Some((id, kind));
+        CallPoll::Io(vec![Io { id, request }])
+    }
+
+    /// The save of the state JSON `state`: a `save` request, or the call is over (none is due
+    /// after all: an earlier turn of the stored conversation; or it cannot be made).
+    fn save<C: CallCore + ?Sized>(&mut self, core: &mut C, state: &str) -> Option<CallPoll> {
+        let conversation = self.conversation.clone().unwrap_or_default();
+        let persist = core.compactor().persist().expect("a state path");
+        let request = persist
+            .request(state, &conversation, false, self.first)
+            .map_err(|error| format!("state not saved to {}: {error}", persist.path()));
+        match request {
+            Ok(Some(save)) => Some(self.ask(
+                Own::Save,
+                Request::Save {
+                    path: save.path,
+                    expected: save.expected,
+                    text: save.text,
+                },
+            )),
+            Ok(None) => {
+                self.over(core, None, None);
+                None
+            }
+            Err(error) => {
+                self.over(core, Some(error), None);
+                None
+            }
+        }
+    }
+
+    /// The call is over, with what its state path adds: `error` (a save that failed; else a
+    /// state that could not be read and was not saved over since) and `conflict`.
+    fn over<C: CallCore + ?Sized>(
+        &mut self,
+        core: &mut C,
+        error: Option<String>,
+        conflict: Option<Conflict>,
+    ) {
+        let unread = core.compactor().persist().and_then(|p| {
+            let reason = p.unread.as_ref()?;
+            Some(format!(
+                "state not read from {}: {reason}; planned from the messages alone",
+                p.path()
+            ))
+        });
+        if let Some(done) = self.done.as_mut() {
+            done.state_error = error.or(unread);
+            done.conflict = conflict;
+        }
+        self.stage = Stage::Over;
+    }
+
+    /// The state's save landed: the call is over.
+    fn saved<C: CallCore + ?Sized>(&mut self, core: &mut C) {
+        if let Some(persist) = core.compactor().persist() {
+            persist.written();
+        }
+        self.over(core, None, None);
+    }
+
+    /// The reply to the call's own request `id`, of `kind`.
+    fn own_reply<C: CallCore + ?Sized>(
+        &mut self,
+        core: &mut C,
+        id: u64,
+        kind: Own,
+        reply: Reply,
+    ) -> Result<()> {
+        let mismatch = |wanted: &str| Error::PlanMismatch {
+            action_id: None,
+            message: format!("reply to request {id}: expected {wanted}"),
+        };
+        match (kind, reply) {
+            (Own::Resync, Reply::Done) => {
+                self.own = None;
+                self.partial = false;
+            }
+            (Own::Resync, _) => return Err(mismatch("done once every message is synced")),
+            (Own::Background, Reply::Done) => self.own = None,
+            (Own::Background, _) => return Err(mismatch("done once the summary is under way")),
+            (Own::Conversation, Reply::Conversation { conversation }) => {
+                self.own = None;
+                self.conversation = Some(conversation);
+                // The state as it is now: a summary made ahead may have come back meanwhile
+                // (`offer_summary` between polls), and is saved with it.
+                let state = core.compactor().state_json();
+                if let Some(save) = self.save(core, &state) {
+                    // The save is asked at the next poll.
+                    let CallPoll::Io(mut ios) = save else {
+                        unreachable!("a save is one request")
+                    };
+                    self.next = ios.pop();
+                }
+            }
+            (Own::Conversation, _) => return Err(mismatch("the conversation's hashes")),
+            (Own::Save, Reply::Saved) => {
+                self.own = None;
+                self.saved(core);
+            }
+            (Own::Save, Reply::Refused { current })
+                if core
+                    .compactor()
+                    .persist()
+                    .is_some_and(|p| p.ours(current.as_deref())) =>
+            {
+                // The store holds the very text this save wrote: it is saved.
+                self.own = None;
+                self.saved(core);
+            }
+            (Own::Save, Reply::Failed { error }) => {
+                self.own = None;
+                let path = core.compactor().persist().map(|p| p.path().to_owned());
+                let error = format!("state not saved to {}: {error}", path.unwrap_or_default());
+                self.over(core, Some(error), None);
+            }
+            (Own::Save, Reply::Refused { current }) => {
+                self.own = None;
+                let persist = core.compactor().persist().expect("a save has a state path");
+                let path = persist.path().to_owned();
+                match persist.refused(current.as_deref()) {
+                    Ok(Refused::Rerun { state }) => {
+                        // Built again on the stored state, which holds no conversation: the
+                        // call runs again once the host handed it in (its recorded edits
+                        // replay).
+                        core.rebuild(state.as_deref())?;
+                        self.done = None;
+                        self.partial = true;
+                        self.first = false;
+                        self.stage = Stage::Start;
+                        let CallPoll::Io(mut ios) =
+                            self.ask(Own::Resync, Request::Resync { rerun: true })
+                        else {
+                            unreachable!("a resync is one request")
+                        };
+                        self.next = ios.pop();
+                    }
+                    Ok(Refused::Answer) => self.over(core, None, None),
+                    Ok(Refused::Conflict {
+                        message,
+                        attempts,
+                        revision,
+                    }) => self.over(
+                        core,
+                        None,
+                        Some(Conflict {
+                            message,
+                            attempts,
+                            revision,
+                        }),
+                    ),
+                    Err(error) => {
+                        let message = match error {
+                            Error::InvalidConfig { message, .. } => message,
+                            other => other.to_string(),
+                        };
+                        self.over(
+                            core,
+                            Some(format!("state not saved to {path}: {message}")),
+                            None,
+                        );
+                    }
+                }
+            }
+            (Own::Save, _) => return Err(mismatch("saved, refused or failed")),
+        }
+        Ok(())
+    }
+}
+
+/// The answer to `io` when the call already made it (an earlier round's), else `None` (then its
+/// answer is kept when it comes).
+fn made_before(
+    written: &mut HashMap<String, u128>,
+    summaries: &mut HashMap<String, String>,
+    out: &mut HashMap<u64, Made>,
+    io: &Io,
+) -> Option<Reply> {
+    let made = match &io.request {
+        Request::Write { path, content, .. } => {
+            let hash = crate::hash::content_hash(content.as_bytes());
+            if written.get(path) == Some(&hash) {
+                return Some(Reply::Done);
+            }
+            Made::Write(path.clone(), hash)
+        }
+        Request::Summarize { summary } => {
+            let prompt = &summary.request.prompt;
+            if let Some(text) = summaries.get(prompt) {
+                return Some(Reply::Text { text: text.clone() });
+            }
+            Made::Summary(prompt.clone())
+        }
+        _ => return None,
+    };
+    out.insert(io.id, made);
+    None
+}
+
+/// The summary a plan asks ahead of need, if any.
+fn ahead_of(plan: &Plan) -> Option<Summarize> {
+    plan.ahead.clone().filter(|a| a.ahead_key.is_some())
+}
