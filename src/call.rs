@@ -195,6 +195,20 @@ impl CallRun {
         self.session.as_ref()?.plan()
     }
 
+    /// The conversation the call holds, if it holds one (see [`CallRun::into_held`]): a
+    /// continuation built while the call ends (the summary asked ahead) is its prefix.
+    pub fn held(&self) -> Option<&[Message]> {
+        if let Some(session) = &self.session {
+            return Some(session.messages());
+        }
+        match &self.done {
+            Some(done) if done.dry => None,
+            Some(done) if done.managed.cancelled => Some(&done.input),
+            Some(done) => Some(&done.managed.messages),
+            None => None,
+        }
+    }
+
     /// The conversation a core that holds one keeps when the call is abandoned (an error, a new
     /// call): the session's input while it runs, the result once made; `None` when the call
     /// holds none (the core still does).
@@ -291,18 +305,18 @@ impl CallRun {
                 }
                 Stage::Saving => {
                     let compactor = core.compactor();
+                    if compactor.state_path().is_none() {
+                        // No state path: nothing to save (nor its JSON to make).
+                        self.stage = Stage::Over;
+                        continue;
+                    }
                     let state = compactor.state_json();
-                    match compactor.persist() {
-                        None => self.stage = Stage::Over,
-                        Some(persist) if !persist.due(&state) => self.over(core, None, None),
-                        Some(_) if self.conversation.is_none() => {
-                            return Ok(self.ask(Own::Conversation, Request::Conversation));
-                        }
-                        Some(_) => {
-                            if let Some(save) = self.save(core, &state) {
-                                return Ok(save);
-                            }
-                        }
+                    if !compactor.persist().is_some_and(|p| p.due(&state)) {
+                        self.over(core, None, None);
+                    } else if self.conversation.is_none() {
+                        return Ok(self.ask(Own::Conversation, Request::Conversation));
+                    } else if let Some(save) = self.save(core, &state) {
+                        return Ok(save);
                     }
                 }
                 Stage::Over => {

@@ -397,12 +397,12 @@ impl HeldCompactor {
     }
 
     /// The conversation a plan's bulk is rendered from (continuations, transcripts): the
-    /// session's while one is under way, else the held one.
+    /// call's while one is under way (its session's, then its result), else the held one.
     fn planned(&self) -> &[Message] {
-        match self.run.as_ref().and_then(CallRun::session) {
-            Some(session) => session.messages(),
-            None => &self.held,
-        }
+        self.run
+            .as_ref()
+            .and_then(CallRun::held)
+            .unwrap_or(&self.held)
     }
 
     /// Messages `[0, end)` of the held conversation as planned (the compaction record replayed
@@ -1152,7 +1152,14 @@ mod tests {
         let store = |held: &mut HeldCompactor, request: &serde_json::Value| -> String {
             match request["type"].as_str().unwrap() {
                 "write" => r#"{"type":"done"}"#.into(),
-                "conversation" => r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into(),
+                "conversation" => {
+                    // While the call ends, a continuation's prefix (`planned_prefix`) is the
+                    // call's conversation, not an empty one (the host builds the summary asked
+                    // ahead then).
+                    let prefix = held.planned_prefix(3);
+                    assert!(prefix.contains("tool-result"), "{prefix}");
+                    r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into()
+                }
                 "resync" => {
                     held.sync(0, &conversation).unwrap();
                     r#"{"type":"done"}"#.into()
