@@ -3,6 +3,9 @@
 //! the bindings, a native Rust app through [`Compactor::manage`](crate::Host).
 //!
 //! Around its session, a call
+//! - looks for the summary another request asked ahead beside the state ([`Request::Read`]);
+//! - makes its summaries under a lease beside the state ([`CallRun::leased`]: the lease's
+//!   store calls and sleeps are its requests too, `src/lease.rs`);
 //! - plans dry first when only part of the conversation crossed (`partial`: a binding holds the
 //!   conversation and syncs what changed), and asks for the rest ([`Request::Resync`]) only when
 //!   there is work;
@@ -26,6 +29,7 @@ use serde::Serialize;
 
 use crate::compactor::{Compactor, PlanOptions};
 use crate::error::{Error, Result};
+use crate::lease::{lease_path, LeaseIo, LeaseOptions, LeaseRun, Leased};
 use crate::message::Message;
 use crate::plan::{Plan, Summarize};
 use crate::session::{is_work, Call, Io, Managed, Poll, Reply, Request, Session, SessionCore};
@@ -119,6 +123,8 @@ enum Stage {
 /// A request the call makes around its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Own {
+    /// The summary another request asked ahead, beside the state.
+    Ahead,
     Resync,
     Background,
     Conversation,
@@ -143,12 +149,14 @@ pub struct CallRun {
     conversation: Option<String>,
     /// The call's first round (a lost save starts another).
     first: bool,
+    /// The summary another request asked ahead was looked for (the key read, while out).
+    ahead_read: Option<Option<String>>,
     stage: Stage,
     session: Option<Session>,
     /// The call's own request out: its id and kind.
     own: Option<(u64, Own)>,
-    /// That request, when a reply made it: handed out at the next poll.
-    next: Option<Io>,
+    /// Requests a reply made (the call's own, a summary lease's): handed out at the next poll.
+    next: Vec<Io>,
     next_id: u64,
     /// The summary asked ahead at the end of the round.
     ahead: Option<Summarize>,
@@ -161,6 +169,18 @@ pub struct CallRun {
     summaries: HashMap<String, String>,
     /// The session's writes and summaries handed out and not answered yet, by id.
     out: HashMap<u64, Made>,
+    /// Summaries are made under a lease beside the state (with a state path): by the request
+    /// `owner`, with these options.
+    lease: Option<(String, LeaseOptions)>,
+    /// The wall clock (ms since the epoch) at the last input that said it: leases are between
+    /// concurrent requests, whatever the compactor's `now`.
+    wall: f64,
+    /// The session's summaries under a lease, by the session's request id: the run, and the
+    /// request it answers.
+    leases: HashMap<u64, (Leased, Io)>,
+    /// A lease's requests out (its store calls, sleeps and the summary itself) → the session's
+    /// summary request they are for.
+    lease_out: HashMap<u64, u64>,
 }
 
 impl CallRun {
@@ -172,17 +192,37 @@ impl CallRun {
             partial,
             conversation,
             first: true,
+            ahead_read: None,
             stage: Stage::Start,
             session: None,
             own: None,
-            next: None,
+            next: Vec::new(),
             next_id: OWN_IDS,
             ahead: None,
             done: None,
             written: HashMap::new(),
             summaries: HashMap::new(),
             out: HashMap::new(),
+            lease: None,
+            wall: 0.0,
+            leases: HashMap::new(),
+            lease_out: HashMap::new(),
         }
+    }
+
+    /// Makes the call's summaries under a lease beside the state, when the compactor has a
+    /// state path (docs/LOOP.md, `src/lease.rs`): two requests of a conversation that plan the
+    /// same summary (a double submit, a retry, two tabs) ask the summarizer once. `owner`: this
+    /// request's unique id (the host's random one); `summarize_timeout_ms`: how long the
+    /// host's summarizer may take; `wall`: the wall clock now (ms since the epoch). Every reply
+    /// should then say the wall clock too ([`CallRun::handle`]'s `now`).
+    pub fn leased(mut self, owner: String, summarize_timeout_ms: f64, wall: f64) -> Self {
+        self.lease = Some((
+            owner,
+            LeaseOptions::for_summarizer(summarize_timeout_ms, false),
+        ));
+        self.wall = wall;
+        self
     }
 
     /// The session under way, if any.
@@ -227,13 +267,29 @@ impl CallRun {
     /// The next step: IO to carry out, a wait for outcomes, or the result.
     pub fn poll<C: CallCore + ?Sized>(&mut self, core: &mut C) -> Result<CallPoll> {
         loop {
-            if let Some(io) = self.next.take() {
-                return Ok(CallPoll::Io(vec![io]));
+            if !self.next.is_empty() {
+                return Ok(CallPoll::Io(std::mem::take(&mut self.next)));
             }
             if self.own.is_some() {
                 return Ok(CallPoll::Wait);
             }
             match self.stage {
+                Stage::Start if self.first && self.ahead_read.is_none() => {
+                    // A summary the loaded state asked ahead (another request's, still out):
+                    // its text, once that request leaves it beside the state, goes to the
+                    // compactor before a plan; looked for before each call until found, so a
+                    // request of several steps applies it at the step a long-lived compactor
+                    // would.
+                    let ahead = core.compactor().ahead_to_read();
+                    self.ahead_read = Some(ahead.as_ref().map(|(key, _)| key.clone()));
+                    if let Some((_, path)) = ahead {
+                        let read = Request::Read {
+                            path,
+                            timeout_ms: None,
+                        };
+                        return Ok(self.ask(Own::Ahead, read));
+                    }
+                }
                 Stage::Start if self.partial => {
                     let plan = core.plan_held(&self.call.plan_options())?;
                     if is_work(&plan) {
@@ -261,6 +317,7 @@ impl CallRun {
                             // A request an earlier round of this call made (a rerun after a
                             // lost save) is answered as it was then, without the host.
                             let mut left = Vec::with_capacity(ios.len());
+                            let mut leased = Vec::new();
                             for io in ios {
                                 match made_before(
                                     &mut self.written,
@@ -269,8 +326,16 @@ impl CallRun {
                                     &io,
                                 ) {
                                     Some(reply) => session.handle(core, io.id, reply)?,
-                                    None => left.push(io),
+                                    None => match lease_of(&self.lease, self.wall, core, &io) {
+                                        Some(lease) => leased.push((io, lease)),
+                                        None => left.push(io),
+                                    },
                                 }
+                            }
+                            for (io, lease) in leased {
+                                let id = io.id;
+                                self.leases.insert(id, (lease, io));
+                                left.extend(self.lease_step(core, id)?);
                             }
                             if !left.is_empty() {
                                 return Ok(CallPoll::Io(left));
@@ -300,6 +365,7 @@ impl CallRun {
                         // the critical path before the state is saved.
                         let key = ahead.ahead_key.as_deref().unwrap_or_default();
                         core.compactor().ask_ahead(key, ahead.end);
+                        core.compactor().making_ahead(key);
                         return Ok(self.ask(Own::Background, Request::Background { ahead }));
                     }
                 }
@@ -336,17 +402,41 @@ impl CallRun {
 
     /// Hands back the outcome of request `id` (the session's or the call's own). An id that is
     /// not in flight, or a reply of the wrong kind, is a typed error (the call is unchanged).
+    /// `now`: the wall clock (ms since the epoch), when the host says it (a call whose
+    /// summaries are leased: [`CallRun::leased`]).
     pub fn handle<C: CallCore + ?Sized>(
         &mut self,
         core: &mut C,
         id: u64,
         reply: Reply,
+        now: Option<f64>,
     ) -> Result<()> {
+        if let Some(now) = now {
+            self.wall = now;
+        }
+        if let Some(summary) = self.lease_out.remove(&id) {
+            if let Some((lease, _)) = self.leases.get_mut(&summary) {
+                lease.handle(reply, self.wall);
+            }
+            let ios = self.lease_step(core, summary)?;
+            self.next.extend(ios);
+            return Ok(());
+        }
         if let Some((own, kind)) = self.own {
             if own == id {
                 return self.own_reply(core, id, kind, reply);
             }
         }
+        self.to_session(core, id, reply)
+    }
+
+    /// Hands the session the reply to its request `id` (kept, when a rerun may ask it again).
+    fn to_session<C: CallCore + ?Sized>(
+        &mut self,
+        core: &mut C,
+        id: u64,
+        reply: Reply,
+    ) -> Result<()> {
         if let Some(made) = self.out.remove(&id) {
             match (made, &reply) {
                 (Made::Write(path, hash), Reply::Done) => {
@@ -365,6 +455,30 @@ impl CallRun {
             });
         };
         session.handle(core, id, reply)
+    }
+
+    /// What the lease of the session's summary request `summary` asks next: its store call or
+    /// sleep (an id of the call's own), the summary request itself, or nothing once over (the
+    /// session then has its reply).
+    fn lease_step<C: CallCore + ?Sized>(&mut self, core: &mut C, summary: u64) -> Result<Vec<Io>> {
+        let Some((lease, io)) = self.leases.get(&summary) else {
+            return Ok(Vec::new());
+        };
+        let asked = lease.poll();
+        if let Some(request) = asked.request() {
+            let id = self.next_id;
+            self.next_id += 1;
+            self.lease_out.insert(id, summary);
+            return Ok(vec![Io { id, request }]);
+        }
+        if asked == LeaseIo::Summarize {
+            self.lease_out.insert(summary, summary);
+            return Ok(vec![io.clone()]);
+        }
+        let (lease, _) = self.leases.remove(&summary).expect("a lease");
+        let reply = lease.reply().expect("a lease over");
+        self.to_session(core, summary, reply)?;
+        Ok(Vec::new())
     }
 
     /// A request of the call's own.
@@ -390,6 +504,7 @@ impl CallRun {
                     path: save.path,
                     expected: save.expected,
                     text: save.text,
+                    timeout_ms: None,
                 },
             )),
             Ok(None) => {
@@ -446,6 +561,19 @@ impl CallRun {
             message: format!("reply to request {id}: expected {wanted}"),
         };
         match (kind, reply) {
+            (Own::Ahead, reply) => {
+                self.own = None;
+                let key = self.ahead_read.clone().flatten().unwrap_or_default();
+                match reply {
+                    Reply::Read { text } => {
+                        core.compactor()
+                            .ahead_read(&key, text.as_deref(), self.wall);
+                    }
+                    // Unreadable: the plan waits for it until the hard limit.
+                    Reply::Failed { .. } => {}
+                    _ => return Err(mismatch("read or failed")),
+                }
+            }
             (Own::Resync, Reply::Done) => {
                 self.own = None;
                 self.partial = false;
@@ -461,10 +589,10 @@ impl CallRun {
                 let state = core.compactor().state_json();
                 if let Some(save) = self.save(core, &state) {
                     // The save is asked at the next poll.
-                    let CallPoll::Io(mut ios) = save else {
+                    let CallPoll::Io(ios) = save else {
                         unreachable!("a save is one request")
                     };
-                    self.next = ios.pop();
+                    self.next.extend(ios);
                 }
             }
             (Own::Conversation, _) => return Err(mismatch("the conversation's hashes")),
@@ -502,12 +630,12 @@ impl CallRun {
                         self.partial = true;
                         self.first = false;
                         self.stage = Stage::Start;
-                        let CallPoll::Io(mut ios) =
+                        let CallPoll::Io(ios) =
                             self.ask(Own::Resync, Request::Resync { rerun: true })
                         else {
                             unreachable!("a resync is one request")
                         };
-                        self.next = ios.pop();
+                        self.next.extend(ios);
                     }
                     Ok(Refused::Answer) => self.over(core, None, None),
                     Ok(Refused::Conflict {
@@ -569,6 +697,23 @@ fn made_before(
     };
     out.insert(io.id, made);
     None
+}
+
+/// The lease the session's request `io` is made under: a summary, when the call's summaries
+/// are leased (`lease`: the owner and options) and the compactor has a state path.
+fn lease_of<C: CallCore + ?Sized>(
+    lease: &Option<(String, LeaseOptions)>,
+    wall: f64,
+    core: &mut C,
+    io: &Io,
+) -> Option<Leased> {
+    let (Request::Summarize { summary }, Some((owner, options))) = (&io.request, lease) else {
+        return None;
+    };
+    let path = lease_path(core.compactor().state_path()?, &summary.request.prompt);
+    Some(Leased::new(Some(LeaseRun::new(
+        &path, owner, wall, *options,
+    ))))
 }
 
 /// The summary a plan asks ahead of need, if any.

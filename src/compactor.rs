@@ -37,6 +37,9 @@ pub struct Compactor {
     /// The state path it keeps, and what it knows of the state there
     /// ([`Compactor::persist_at`]): a call saves its state there when it changed.
     persist: Option<crate::stored::Persist>,
+    /// The key of the summary asked ahead that this compactor handed out to be made
+    /// ([`Compactor::making_ahead`]), until its text or failure comes back.
+    making: Option<String>,
 }
 
 /// Everything a compactor learns over a session, as plain data. Persist it (edge workers are
@@ -264,6 +267,7 @@ impl Compactor {
             pricing,
             state: State::default(),
             persist: None,
+            making: None,
         };
         compactor.set_state(state)?;
         Ok(compactor)
@@ -1242,6 +1246,7 @@ impl Compactor {
     /// forgets the ask, as [`Compactor::forget_ahead`] does, so the lossy tier summarizes in
     /// the call (`true`: the state changed, and is saved).
     pub fn offer_summary(&mut self, key: &str, text: String) -> bool {
+        self.made(key);
         match &mut self.state.ahead {
             Some(ahead) if ahead.key == key => {
                 if text.trim().is_empty() {
@@ -1258,11 +1263,56 @@ impl Compactor {
     /// Forgets the summary asked ahead under `key` (the summarizer failed): the lossy tier
     /// summarizes in the call that reaches it. `false` when the state did not wait for it.
     pub fn forget_ahead(&mut self, key: &str) -> bool {
+        self.made(key);
         if self.state.ahead.as_ref().is_some_and(|a| a.key == key) {
             self.state.ahead = None;
             return true;
         }
         false
+    }
+
+    /// Records that this compactor handed the summary asked ahead under `key` out to be made
+    /// (a call's [`crate::Request::Background`]): until its text or failure comes back, a call
+    /// does not look for it beside the state ([`Compactor::ahead_to_read`]).
+    pub fn making_ahead(&mut self, key: &str) {
+        self.making = Some(key.to_owned());
+    }
+
+    fn made(&mut self, key: &str) {
+        if self.making.as_deref() == Some(key) {
+            self.making = None;
+        }
+    }
+
+    /// The summary asked ahead whose text may be beside the state, to read before a call:
+    /// `(key, path)` when a state path is kept and the state asked a summary it holds no text
+    /// of, which another request is making (not this compactor: [`Compactor::making_ahead`]).
+    pub fn ahead_to_read(&self) -> Option<(String, String)> {
+        let path = self.state_path()?;
+        let ahead = self.state.ahead.as_ref()?;
+        let theirs = ahead.text.is_none() && self.making.as_deref() != Some(ahead.key.as_str());
+        theirs.then(|| {
+            (
+                ahead.key.clone(),
+                crate::lease::ahead_path(path, &ahead.key),
+            )
+        })
+    }
+
+    /// What was read at the path of the summary asked ahead under `key` (`None`: nothing
+    /// there), at `now` (ms since the epoch, the wall clock: leases are between requests):
+    /// still being made (read again before the next call), its summary (offered) or failed
+    /// (forgotten: the lossy tier summarizes in the call), by [`crate::lease::AheadRead`].
+    pub fn ahead_read(&mut self, key: &str, text: Option<&str>, now: f64) {
+        match crate::lease::AheadRead::of(text, now) {
+            crate::lease::AheadRead::Wait => {}
+            crate::lease::AheadRead::Offer(summary) => {
+                self.offer_summary(key, summary);
+            }
+            crate::lease::AheadRead::Forget => {
+                self.forget_ahead(key);
+            }
+        }
     }
 
     /// Records that a model call goes out at `now` (milliseconds since the Unix epoch, the

@@ -36,6 +36,16 @@ pub enum WriteIf {
     },
 }
 
+/// A host's summary leases ([`Host::summary_lease`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryLease {
+    /// This request's id, unique among the processes of a conversation (a random one).
+    pub owner: String,
+    /// How long the host's summarizer may take (ms): a lease holds that and 5 s more, and
+    /// another request waits as long for its summary.
+    pub summarize_timeout_ms: f64,
+}
+
 /// What a native Rust app provides to [`Compactor::manage`] and [`Compactor::compact`]: its
 /// store, its summarizer and, optionally, an `onPreCompact` hook. Errors are the app's words;
 /// a failed write leaves its content in the conversation, a failed summary falls back to the
@@ -85,6 +95,24 @@ pub trait Host {
         }
         self.write(path, text)?;
         Ok(WriteIf::Written)
+    }
+    /// With a kept state ([`Compactor::load`]), make each summary under a lease beside the
+    /// state, so that two processes of a conversation that plan the same summary (a double
+    /// submit, a retry) ask the summarizer once (docs/LOOP.md, `src/lease.rs`). The default
+    /// has none: each process summarizes.
+    fn summary_lease(&mut self) -> Option<SummaryLease> {
+        None
+    }
+    /// Waits `ms` (a summary lease another process holds). The default sleeps the thread.
+    fn sleep(&mut self, ms: u64) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    /// The wall clock, ms since the Unix epoch: leases are between processes. The default
+    /// reads the system clock.
+    fn wall_ms(&mut self) -> f64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_millis() as f64)
     }
 }
 
@@ -145,6 +173,23 @@ pub trait AsyncHost {
             Ok(WriteIf::Written)
         }
     }
+    /// Summary leases (see [`Host::summary_lease`]); a host that has them implements
+    /// [`AsyncHost::sleep`] with its runtime's timer.
+    fn summary_lease(&mut self) -> Option<SummaryLease> {
+        None
+    }
+    /// Waits `ms` with the app's runtime (tokio's `sleep`, a browser's `setTimeout`). The
+    /// default does not wait: override it when [`AsyncHost::summary_lease`] gives a lease.
+    fn sleep(&mut self, ms: u64) -> impl Future<Output = ()> {
+        let _ = ms;
+        std::future::ready(())
+    }
+    /// The wall clock (see [`Host::wall_ms`]).
+    fn wall_ms(&mut self) -> f64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_millis() as f64)
+    }
 }
 
 /// A blocking host, as an async one whose futures are ready at once.
@@ -187,6 +232,16 @@ impl AsyncHost for Blocking<'_> {
         text: &str,
     ) -> impl Future<Output = std::result::Result<WriteIf, String>> {
         std::future::ready(self.0.write_if(path, expected, text))
+    }
+    fn summary_lease(&mut self) -> Option<SummaryLease> {
+        self.0.summary_lease()
+    }
+    fn sleep(&mut self, ms: u64) -> impl Future<Output = ()> {
+        self.0.sleep(ms);
+        std::future::ready(())
+    }
+    fn wall_ms(&mut self) -> f64 {
+        self.0.wall_ms()
     }
 }
 
@@ -311,6 +366,9 @@ impl Compactor {
             held: messages,
         };
         let mut run = CallRun::new(call, false, None);
+        if let Some(lease) = host.summary_lease() {
+            run = run.leased(lease.owner, lease.summarize_timeout_ms, host.wall_ms());
+        }
         loop {
             let ios = match run.poll(&mut core)? {
                 CallPoll::Done(done) => {
@@ -360,13 +418,27 @@ impl Compactor {
                         path,
                         expected,
                         text,
+                        ..
                     } => match host.write_if(path, expected.as_deref(), text).await {
                         Ok(WriteIf::Written) => Reply::Saved,
                         Ok(WriteIf::Refused { current }) => Reply::Refused { current },
                         Err(error) => Reply::Failed { error },
                     },
+                    Request::Read { path, .. } => match host.read(path).await {
+                        Ok(text) => Reply::Read { text },
+                        Err(error) => Reply::Failed { error },
+                    },
+                    Request::Put { path, text, .. } => match host.write(path, text).await {
+                        Ok(()) => Reply::Done,
+                        Err(error) => Reply::Failed { error },
+                    },
+                    Request::Sleep { ms } => {
+                        host.sleep(*ms).await;
+                        Reply::Woke
+                    }
                 };
-                run.handle(&mut core, io.id, reply)?;
+                let now = host.wall_ms();
+                run.handle(&mut core, io.id, reply, Some(now))?;
             }
         }
     }

@@ -38,6 +38,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::session::{Reply, Request};
+
 /// How long a lease holds and how long a request waits for another's summary.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -156,6 +158,218 @@ impl LeaseIo {
                 format!(r#"{{"type":"done","text":{},"shared":{}}}"#, opt(t), shared)
             }
         }
+    }
+}
+
+impl LeaseIo {
+    /// The store call or sleep as a request of the loop ([`Request::Read`], [`Request::Save`],
+    /// [`Request::Put`], [`Request::Sleep`]); `None` for [`LeaseIo::Summarize`] and
+    /// [`LeaseIo::Done`], which are the caller's.
+    pub fn request(&self) -> Option<Request> {
+        let whole = |ms: f64| Some(ms.max(0.0).round() as u64);
+        Some(match self {
+            LeaseIo::Read { path, timeout_ms } => Request::Read {
+                path: path.clone(),
+                timeout_ms: whole(*timeout_ms),
+            },
+            LeaseIo::WriteIf {
+                path,
+                expected,
+                text,
+                timeout_ms,
+            } => Request::Save {
+                path: path.clone(),
+                expected: expected.clone(),
+                text: text.clone(),
+                timeout_ms: whole(*timeout_ms),
+            },
+            LeaseIo::Write {
+                path,
+                text,
+                timeout_ms,
+            } => Request::Put {
+                path: path.clone(),
+                text: text.clone(),
+                timeout_ms: whole(*timeout_ms),
+            },
+            LeaseIo::Sleep { ms } => Request::Sleep {
+                ms: ms.max(0.0).round() as u64,
+            },
+            LeaseIo::Summarize | LeaseIo::Done { .. } => return None,
+        })
+    }
+}
+
+impl LeaseOptions {
+    /// The options of a summary made under a lease by a host whose summarizer answers within
+    /// `summarize_timeout_ms`: a lease holds for that and 5 s more, and a request waits as long
+    /// for another's summary. `keep`: a summary asked ahead of need (see [`LeaseOptions::keep`]).
+    pub fn for_summarizer(summarize_timeout_ms: f64, keep: bool) -> LeaseOptions {
+        LeaseOptions {
+            lease_ms: summarize_timeout_ms + 5_000.0,
+            wait_ms: summarize_timeout_ms,
+            keep,
+            ..LeaseOptions::default()
+        }
+    }
+}
+
+/// A summary the loop makes under a lease, or directly (no state path: nothing to lease
+/// beside), driven by the host's replies in the loop's own words ([`Reply`]): the one piece
+/// both a call's summary ([`crate::CallRun`]) and a summary made in the background
+/// ([`AheadRun`]) run on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Leased {
+    run: Option<LeaseRun>,
+    /// Direct: the summarizer's answer, once given.
+    direct: Option<Option<String>>,
+    /// Why the summarizer failed, in the host's words.
+    failure: Option<String>,
+}
+
+impl Leased {
+    /// Under `run`'s lease, or directly (`None`).
+    pub fn new(run: Option<LeaseRun>) -> Leased {
+        Leased {
+            run,
+            direct: None,
+            failure: None,
+        }
+    }
+
+    /// What it needs now.
+    pub fn poll(&self) -> LeaseIo {
+        match (&self.run, &self.direct) {
+            (Some(run), _) => run.poll(),
+            (None, None) => LeaseIo::Summarize,
+            (None, Some(text)) => LeaseIo::Done {
+                text: text.clone(),
+                shared: false,
+            },
+        }
+    }
+
+    /// The host's reply to what [`Leased::poll`] asked, at `now` (ms since the epoch). A reply
+    /// of another kind than asked is a failed call: the run never hangs on a host's mistake.
+    pub fn handle(&mut self, reply: Reply, now: f64) {
+        let asked = self.poll();
+        if asked == LeaseIo::Summarize {
+            let text = match reply {
+                Reply::Text { text } => Some(text),
+                Reply::Failed { error } => {
+                    self.failure = Some(error);
+                    None
+                }
+                _ => None,
+            };
+            match &mut self.run {
+                Some(run) => run.handle(LeaseOutcome::Summary(text), now),
+                None => self.direct = Some(text),
+            }
+            return;
+        }
+        let Some(run) = &mut self.run else {
+            return;
+        };
+        let outcome = match reply {
+            Reply::Read { text } => LeaseOutcome::Read(text),
+            Reply::Saved | Reply::Done => LeaseOutcome::Written(true),
+            Reply::Refused { .. } => LeaseOutcome::Written(false),
+            Reply::Woke => LeaseOutcome::Woke,
+            Reply::Failed { error } => LeaseOutcome::Failed(error),
+            _ => LeaseOutcome::Failed("a reply of another kind than asked".into()),
+        };
+        run.handle(outcome, now);
+    }
+
+    /// The summary as a reply to the summary request it stands for, once over: its text, or
+    /// why there is none (the summarizer's words).
+    pub fn reply(&self) -> Option<Reply> {
+        let LeaseIo::Done { text, .. } = self.poll() else {
+            return None;
+        };
+        Some(match text {
+            Some(text) => Reply::Text { text },
+            None => Reply::Failed {
+                error: self.failure.clone().unwrap_or_else(|| "no summary".into()),
+            },
+        })
+    }
+}
+
+/// A summary asked ahead of need ([`crate::Request::Background`]), made off the critical path:
+/// with a state path under the lease beside the state at [`ahead_path`] (instances that ask the
+/// same span at once make it once, and the next request, on any instance, reads it there, also
+/// when the lease could not be taken), else directly. One request at a time:
+/// [`AheadRun::poll`], then [`AheadRun::handle`] with the same id, until it is
+/// [`AheadPoll::Done`]; the text then goes to the compactor ([`crate::Compactor::offer_summary`],
+/// or [`crate::Compactor::forget_ahead`] when there is none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AheadRun {
+    leased: Leased,
+    /// The request out.
+    id: u64,
+    out: bool,
+}
+
+/// What [`AheadRun::poll`] gives the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AheadPoll {
+    /// Carry out this request (`None`: call the summarizer with the summary asked ahead).
+    Io(u64, Option<Request>),
+    /// Waiting for the reply to the request out.
+    Wait,
+    /// Over: the summary, or none.
+    Done(Option<String>),
+}
+
+impl AheadRun {
+    /// The summary asked ahead under `key`, by the request `owner` (unique: the host's random
+    /// id), at `now` (ms since the epoch), by a summarizer that answers within
+    /// `summarize_timeout_ms`; beside the state at `state_path` when there is one.
+    pub fn new(
+        state_path: Option<&str>,
+        key: &str,
+        owner: &str,
+        now: f64,
+        summarize_timeout_ms: f64,
+    ) -> AheadRun {
+        let run = state_path.map(|path| {
+            let options = LeaseOptions::for_summarizer(summarize_timeout_ms, true);
+            LeaseRun::new(&ahead_path(path, key), owner, now, options)
+        });
+        AheadRun {
+            leased: Leased::new(run),
+            id: 0,
+            out: false,
+        }
+    }
+
+    /// The next step.
+    pub fn poll(&mut self) -> AheadPoll {
+        if self.out {
+            return AheadPoll::Wait;
+        }
+        let io = self.leased.poll();
+        if let LeaseIo::Done { text, .. } = io {
+            return AheadPoll::Done(text);
+        }
+        self.id += 1;
+        self.out = true;
+        AheadPoll::Io(self.id, io.request())
+    }
+
+    /// The reply to request `id`, at `now`. Another id than the one out is a typed error.
+    pub fn handle(&mut self, id: u64, reply: Reply, now: f64) -> crate::Result<()> {
+        if !self.out || id != self.id {
+            return Err(crate::Error::PlanMismatch {
+                action_id: None,
+                message: format!("reply to request {id}: not the summary run's request out"),
+            });
+        }
+        self.out = false;
+        self.leased.handle(reply, now);
+        Ok(())
     }
 }
 
@@ -735,5 +949,99 @@ mod tests {
             AheadRead::of(Some(r#"{"summary":"a \"b\""}"#), now),
             AheadRead::Offer("a \"b\"".into())
         );
+    }
+
+    #[test]
+    fn a_summary_asked_ahead_without_a_state_path_is_made_directly() {
+        let mut run = AheadRun::new(None, "k", "me", 0.0, 1_000.0);
+        assert_eq!(
+            run.poll(),
+            AheadPoll::Io(1, None),
+            "the summarizer, at once"
+        );
+        assert_eq!(run.poll(), AheadPoll::Wait, "one request at a time");
+        assert!(
+            run.handle(7, Reply::Done, 1.0).is_err(),
+            "a reply to another request"
+        );
+        run.handle(1, Reply::Text { text: "s".into() }, 1.0)
+            .unwrap();
+        assert_eq!(run.poll(), AheadPoll::Done(Some("s".into())));
+    }
+
+    #[test]
+    fn a_summary_asked_ahead_with_a_state_path_is_made_under_its_lease_and_kept() {
+        let mut run = AheadRun::new(Some("/s.json"), "k", "me", 1_000.0, 1_000.0);
+        let path = ahead_path("/s.json", "k");
+        let AheadPoll::Io(id, Some(Request::Read { path: read, .. })) = run.poll() else {
+            panic!("a read of the lease first")
+        };
+        assert_eq!(read, path);
+        run.handle(id, Reply::Read { text: None }, 1_001.0).unwrap();
+        let AheadPoll::Io(
+            id,
+            Some(Request::Save {
+                expected: None,
+                text,
+                ..
+            }),
+        ) = run.poll()
+        else {
+            panic!("the lease taken over nothing")
+        };
+        assert_eq!(text, r#"{"owner":"me","until":7001}"#);
+        run.handle(id, Reply::Saved, 1_002.0).unwrap();
+        let AheadPoll::Io(id, None) = run.poll() else {
+            panic!("then the summarizer")
+        };
+        run.handle(id, Reply::Text { text: "s".into() }, 2_000.0)
+            .unwrap();
+        let AheadPoll::Io(id, Some(Request::Save { text, .. })) = run.poll() else {
+            panic!("the summary left in the lease")
+        };
+        assert_eq!(text, r#"{"summary":"s"}"#);
+        run.handle(id, Reply::Saved, 2_001.0).unwrap();
+        assert_eq!(run.poll(), AheadPoll::Done(Some("s".into())));
+    }
+
+    #[test]
+    fn a_leased_summary_that_failed_says_why_in_the_summarizers_words() {
+        let mut leased = Leased::new(Some(LeaseRun::new("/l", "me", 0.0, options())));
+        leased.handle(Reply::Read { text: None }, 1.0);
+        leased.handle(Reply::Saved, 2.0);
+        assert_eq!(leased.poll(), LeaseIo::Summarize);
+        leased.handle(
+            Reply::Failed {
+                error: "rate limited".into(),
+            },
+            3.0,
+        );
+        // The lease is released (`until` 0) for another request to take.
+        assert!(
+            matches!(leased.poll(), LeaseIo::WriteIf { ref text, .. } if text.contains(r#""until":0"#))
+        );
+        // A store that fails to release it does not fail the summary more.
+        leased.handle(
+            Reply::Failed {
+                error: "store down".into(),
+            },
+            4.0,
+        );
+        assert_eq!(
+            leased.reply(),
+            Some(Reply::Failed {
+                error: "rate limited".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_reply_of_another_kind_than_asked_never_hangs_a_lease() {
+        let mut leased = Leased::new(Some(LeaseRun::new("/l", "me", 0.0, options())));
+        // A host that answers a read as a sleep: a failed store call, summarized directly.
+        leased.handle(Reply::Woke, 1.0);
+        assert_eq!(leased.poll(), LeaseIo::Summarize);
+        leased.handle(Reply::Text { text: "s".into() }, 2.0);
+        assert_eq!(leased.reply(), Some(Reply::Text { text: "s".into() }));
     }
 }

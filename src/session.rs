@@ -206,6 +206,35 @@ pub enum Request {
         expected: Option<String>,
         /// The text to write.
         text: String,
+        /// The longest the host waits for the store (a summary lease's: what is left of its
+        /// wait), beside its own store timeout.
+        #[serde(rename = "timeoutMs", skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// A summary lease's: read `path`. Reply [`Reply::Read`] or [`Reply::Failed`].
+    Read {
+        /// The store path.
+        path: String,
+        /// As [`Request::Save`]'s.
+        #[serde(rename = "timeoutMs", skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// A summary lease's: write `text` at `path` (a summary kept beside the state). Reply
+    /// [`Reply::Done`] or [`Reply::Failed`].
+    Put {
+        /// The store path.
+        path: String,
+        /// The text to write.
+        text: String,
+        /// As [`Request::Save`]'s.
+        #[serde(rename = "timeoutMs", skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// A summary lease's: wait `ms` (another request holds the lease), then reply
+    /// [`Reply::Woke`].
+    Sleep {
+        /// How long.
+        ms: u64,
     },
 }
 
@@ -269,6 +298,13 @@ pub enum Reply {
         /// What the store holds.
         current: Option<String>,
     },
+    /// What the store holds at the path read ([`Request::Read`]; `None`: nothing).
+    Read {
+        /// The text.
+        text: Option<String>,
+    },
+    /// The sleep is over ([`Request::Sleep`]).
+    Woke,
 }
 
 /// What [`Session::poll`] gives the host.

@@ -2,12 +2,16 @@
 //! npm and Python hosts, `CallRun`): `Compactor::load` reads it, each call that changed it saves
 //! it with a conditional write, a save lost to another process runs the call again on what that
 //! process stored (without writing or summarizing twice), and a store that keeps refusing is a
-//! typed `state_conflict`.
+//! typed `state_conflict`. With `Host::summary_lease`, a call's summary is made under a lease
+//! beside the state, the lease's store calls and sleeps asked by the same loop: two processes
+//! that plan one summary ask the summarizer once, and a lease another process holds is waited
+//! on, then summarized past.
 
 use std::collections::BTreeMap;
 
 use context_compactor::{
-    parse_messages, stored::Stored, Compactor, Config, Error, Host, Message, WriteIf,
+    parse_messages, stored::Stored, Compactor, Config, Error, Host, Message, Summarize,
+    SummaryLease, WriteIf,
 };
 
 /// A store shared by the "processes" of one conversation, with a log of its calls.
@@ -19,6 +23,12 @@ struct Store {
     refuse_all: bool,
     /// Read fails (a store that is down).
     down: bool,
+    /// Summaries made, summaries under a lease (`Host::summary_lease`), and a wall clock that
+    /// moves only when the driver sleeps (no test waits for real).
+    summaries: u32,
+    lease: bool,
+    wall: f64,
+    slept: u64,
 }
 
 impl Host for Store {
@@ -49,6 +59,23 @@ impl Host for Store {
         self.writes.push(path.to_owned());
         self.files.insert(path.to_owned(), text.to_owned());
         Ok(WriteIf::Written)
+    }
+    fn summarize(&mut self, _: &Summarize) -> Result<String, String> {
+        self.summaries += 1;
+        Ok(format!("the summary made by call {}", self.summaries))
+    }
+    fn summary_lease(&mut self) -> Option<SummaryLease> {
+        self.lease.then(|| SummaryLease {
+            owner: format!("process at {}", self.wall),
+            summarize_timeout_ms: 1_000.0,
+        })
+    }
+    fn sleep(&mut self, ms: u64) {
+        self.slept += ms;
+        self.wall += ms as f64;
+    }
+    fn wall_ms(&mut self) -> f64 {
+        self.wall
     }
 }
 
@@ -193,4 +220,104 @@ fn a_store_that_keeps_refusing_is_a_state_conflict_and_one_that_is_down_is_said(
     let error = Compactor::load(config(), STATE, &mut bad).unwrap_err();
     assert!(matches!(error, Error::InvalidConfig { .. }), "{error:?}");
     assert!(error.to_string().contains(STATE), "{error}");
+}
+
+/// A chat long enough for `compact` to summarize its older turns.
+fn chat() -> Vec<Message> {
+    let mut messages = Vec::new();
+    for i in 0..24 {
+        let sky = "why is the sky blue? ".repeat(20);
+        let answer = "Rayleigh scattering. ".repeat(20);
+        messages
+            .push(serde_json::json!({"role": "user", "content": format!("question {i}: {sky}")}));
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": format!("answer {i}: {answer}")}),
+        );
+    }
+    parse_messages(&serde_json::Value::from(messages).to_string()).unwrap()
+}
+
+/// The leases beside the state: path and text.
+fn leases(store: &Store) -> Vec<(String, String)> {
+    let dir = format!("{STATE}.summaries/");
+    store
+        .files
+        .iter()
+        .filter(|(path, _)| path.starts_with(&dir))
+        .map(|(p, t)| (p.clone(), t.clone()))
+        .collect()
+}
+
+#[test]
+fn two_processes_that_plan_one_summary_ask_the_summarizer_once() {
+    let mut store = Store {
+        lease: true,
+        wall: 1e12,
+        ..Store::default()
+    };
+    // Both started before either saved (a double submit).
+    let mut a = Compactor::load(config(), STATE, &mut store).unwrap();
+    let mut b = Compactor::load(config(), STATE, &mut store).unwrap();
+    let first = a.compact(chat(), None, &mut store).unwrap();
+    assert_eq!(store.summaries, 1);
+    let left = leases(&store);
+    assert_eq!(left.len(), 1, "one lease beside the state");
+    assert_eq!(
+        left[0].1, r#"{"summary":"the summary made by call 1"}"#,
+        "the summary is left in the lease"
+    );
+
+    store.wall += 10.0;
+    let second = b.compact(chat(), None, &mut store).unwrap();
+    assert_eq!(
+        store.summaries, 1,
+        "the second process read the first one's summary from its lease"
+    );
+    assert_eq!(second.messages, first.messages, "the same prompt");
+    assert_eq!(second.state_error, None);
+}
+
+#[test]
+fn a_lease_another_process_holds_is_waited_on_then_summarized_past() {
+    // Where the lease of this chat's summary lives: from a run on another store.
+    let mut elsewhere = Store {
+        lease: true,
+        ..Store::default()
+    };
+    let mut c = Compactor::load(config(), STATE, &mut elsewhere).unwrap();
+    c.compact(chat(), None, &mut elsewhere).unwrap();
+    let (lease_path, _) = leases(&elsewhere).remove(0);
+
+    // A process that took the lease and died: it holds it for long after the wait.
+    let held = r#"{"owner":"a request that died","until":99999999999999}"#;
+    let mut store = Store {
+        lease: true,
+        wall: 5_000.0,
+        ..Store::default()
+    };
+    store.files.insert(lease_path.clone(), held.to_owned());
+    let mut d = Compactor::load(config(), STATE, &mut store).unwrap();
+    let managed = d.compact(chat(), None, &mut store).unwrap();
+    assert_eq!(
+        store.slept, 1_000,
+        "waited the summarizer's time for the other's summary, in polls"
+    );
+    assert_eq!(store.summaries, 1, "then summarized itself");
+    assert!(serde_json::to_string(&managed.messages)
+        .unwrap()
+        .contains("the summary made by call 1"));
+    assert_eq!(
+        store.files.get(&lease_path).map(String::as_str),
+        Some(held),
+        "another's lease is left as it is"
+    );
+}
+
+#[test]
+fn without_a_lease_no_file_is_left_beside_the_state() {
+    let mut store = Store::default();
+    let mut e = Compactor::load(config(), STATE, &mut store).unwrap();
+    e.compact(chat(), None, &mut store).unwrap();
+    assert_eq!(store.summaries, 1);
+    assert!(leases(&store).is_empty());
 }

@@ -5,9 +5,10 @@ import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, conditionalWrite, timerMs, withTimeout, type FileStore } from './store.js';
 import { overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
-import { DEFAULT_STATE_PATH, aheadPath, conversationHashes, leasePath, leasedSummary, readState, unreadState, type StoredState } from './state.js';
+import { DEFAULT_STATE_PATH, conversationHashes, readState, storeRequest, unreadState, type StoreReply, type StoreRequest, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
 import {
+  AheadRun,
   WasmCompactor,
   memorySegment as coreMemorySegment,
   recoverySegment as coreRecoverySegment,
@@ -644,12 +645,14 @@ export class Compactor {
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const stamp: Stamp = { call: ++this.#calls, stepNumber: options.stepNumber, overflow: options.overflow };
     this.#input = input;
-    await this.#readAhead();
     await this.#persisting();
     const call = { messages: this.#rebase(input) as readonly M[], refs: new Map() as Refs, input };
     const whole = this.#sync(call.messages);
     const now = this.#time();
-    core(() => this.#core.sessionStart(planOptions(options, this.#background, now, !whole)));
+    // With `statePath` and a summarizer, the call's summaries are made under a lease beside the
+    // state (the core's, src/lease.rs): racing requests of one span ask the summarizer once.
+    const lease = this.#statePath !== undefined && this.#summarize ? this.#lease() : undefined;
+    core(() => this.#core.sessionStart(planOptions(options, this.#background, now, !whole, lease)));
     let held = this.#held;
     this.#held = { messages: [], marks: [], refs: new Map() };
     call.refs = held.refs;
@@ -663,7 +666,7 @@ export class Compactor {
       }
       if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
       const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, call, written, options)] as const));
-      for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify(reply)));
+      for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify({ ...reply, now: Date.now() })));
       // Every message crossed again (`resync`): the session holds them now.
       if (this.#held.messages.length > 0) {
         held = this.#held;
@@ -736,16 +739,11 @@ export class Compactor {
       case 'background':
         this.#startAhead(request.ahead, refs);
         return { type: 'done' };
-      case 'save': {
-        try {
-          const outcome = await conditionalWrite(this.#io, request.path, request.expected, request.text);
-          if (outcome.written) return { type: 'saved' };
-          if ('current' in outcome) return { type: 'refused', current: outcome.current ?? null };
-          return { type: 'failed', error: `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}` };
-        } catch (error) {
-          return { type: 'failed', error: errorMessage(error) };
-        }
-      }
+      case 'read':
+      case 'save':
+      case 'put':
+      case 'sleep':
+        return storeRequest(this.#io, request);
       case 'write': {
         // The content crosses apart, as UTF-8; what the store gets is the app's original text
         // (lone surrogates: see codec.ts).
@@ -762,7 +760,7 @@ export class Compactor {
         // The action as the plan holds it (the request carries the action's fields).
         const action: SummarizeAction = { ...request.summary, type: 'summarize' };
         this.#hydrateAction(action, this.#core.takeContent(io.id), messages, refs, written, true);
-        const outcome = await this.#summaryLeased(action);
+        const outcome = await this.#summary(action);
         return outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
       }
       case 'ask': {
@@ -798,24 +796,6 @@ export class Compactor {
         }
       }),
     );
-  }
-
-  /** With `statePath` and a summarizer, two requests racing on one span (a double submit, a
-   * retry, two tabs) ask the summarizer once: see `leasedSummary` in state.ts. */
-  async #summaryLeased(action: SummarizeAction): Promise<Outcome> {
-    if (!this.#statePath || !this.#summarize) return this.#summary(action);
-    let outcome: Outcome | undefined;
-    const shared = await leasedSummary(
-      this.#io,
-      leasePath(this.#statePath, action.request.prompt),
-      async () => {
-        outcome = await this.#summary(action);
-        return outcome.type === 'summarized' ? { ok: true, text: outcome.text } : { ok: false };
-      },
-      { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs },
-    );
-    if (shared.shared && shared.text !== undefined) return { type: 'summarized', id: action.id, text: shared.text };
-    return outcome ?? (await this.#summary(action));
   }
 
   /** The summarizer's answer within `summarizeTimeoutMs`; a failure in its words (the core
@@ -857,28 +837,36 @@ export class Compactor {
     if (continuation) request.continuation = { ...continuation, messages: this.#continued(continuation, refs), ...(this.agentTools ? { tools: this.agentTools } : {}) };
     const action: SummarizeAction = { ...ahead, type: 'summarize', request };
     const model = this.model.name; // read now: the compactor may be disposed when it runs
+    // With `statePath`, under the lease beside the state (the core's `AheadRun`, src/lease.rs):
+    // instances that ask the same span at once make it once, and the next request, on any
+    // instance, reads it there.
+    const summaryRun = core(() => new AheadRun(stringify({ statePath: this.#statePath, key, ...this.#lease() })));
     const run = (async () => {
-      let text: string | undefined;
-      if (this.#statePath === undefined) {
-        const outcome = await this.#summary(action, true, model);
-        if (outcome.type === 'summarized') text = outcome.text;
-      } else {
-        // Beside the state, as a summary lease (the core's, `src/lease.rs`): instances that ask
-        // the same span at once make it once, and the next request, on any instance, reads it
-        // there (`keep`: also when the lease could not be taken).
-        const shared = await leasedSummary(
-          this.#io,
-          aheadPath(this.#statePath, key),
-          async () => {
-            const outcome = await this.#summary(action, true, model);
-            return outcome.type === 'summarized' ? { ok: true, text: outcome.text } : { ok: false };
-          },
-          { leaseMs: this.#summarizeTimeoutMs + 5_000, waitMs: this.#summarizeTimeoutMs, keep: true },
-        );
-        text = shared.ok ? shared.text : undefined;
+      let text: string | null = null;
+      try {
+        for (;;) {
+          const step = JSON.parse(summaryRun.poll()) as { type: 'io'; ios: { id: number; request: StoreRequest | { type: 'summarize' } }[] } | { type: 'wait' } | { type: 'done'; text: string | null };
+          if (step.type === 'done') {
+            text = step.text;
+            break;
+          }
+          if (step.type === 'wait') throw new CompactorError('internal', 'background summary: waiting with no request out');
+          for (const { id, request: asked } of step.ios) {
+            let reply: StoreReply | { type: 'text'; text: string };
+            if (asked.type === 'summarize') {
+              const outcome = await this.#summary(action, true, model);
+              reply = outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
+            } else {
+              reply = await storeRequest(this.#io, asked);
+            }
+            summaryRun.handle(id, stringify({ ...reply, now: Date.now() }));
+          }
+        }
+      } finally {
+        summaryRun.free();
       }
       try {
-        if (text !== undefined) this.#core.offerSummary(key, text);
+        if (text !== null) this.#core.offerSummary(key, text);
         else this.#core.forgetAhead(key);
       } catch {
         // The compactor was disposed meanwhile (`dispose()`): with `statePath` the store has it.
@@ -890,24 +878,9 @@ export class Compactor {
     this.#waitUntil?.(run);
   }
 
-  /** A summary the loaded state asked ahead (another request's, still out): its text, once the
-   * request that asked it leaves it beside the state (`statePath`), goes to the core before a
-   * plan. Looked for before each call until found (one store read a call while it is out), so a
-   * request of several steps applies it at the same step a long-lived compactor would. */
-  async #readAhead(): Promise<void> {
-    const ask = this.#core.aheadToRead();
-    if (ask === undefined) return;
-    const { key, path } = JSON.parse(ask) as { key: string; path: string };
-    if (this.#aheadRuns.has(key)) return; // this compactor's own, still out
-    let text: string | undefined;
-    try {
-      text = (await this.#io.read(path)) ?? undefined;
-    } catch {
-      return; // unreadable: the plan waits for it until the hard limit
-    }
-    // Still being made, its summary or failed: the core's rule (`src/lease.rs` `AheadRead`), on
-    // the wall clock (leases are between requests, whatever the compactor's `now`).
-    this.#core.aheadRead(key, text, Date.now());
+  /** This request's summary leases: its random id, the summarizer's time and the wall clock. */
+  #lease(): { owner: string; summarizeTimeoutMs: number; wall: number } {
+    return { owner: Math.random().toString(36).slice(2) + Date.now().toString(36), summarizeTimeoutMs: this.#summarizeTimeoutMs, wall: Date.now() };
   }
 
   /** Resolves once every summary made ahead of need (`background`) has come back and reached
@@ -1122,7 +1095,7 @@ interface SessionIo {
     | { type: 'resync'; rerun?: boolean }
     | { type: 'conversation' }
     | { type: 'background'; ahead: NonNullable<Plan['ahead']> }
-    | { type: 'save'; path: string; expected: string | null; text: string }
+    | StoreRequest
     | { type: 'summarize'; summary: SummarizeAction }
     | { type: 'ask'; preCompact: { trigger: 'auto' | 'manual'; currentTokens: number; targetTokens: number; messageCount: number } };
 }
@@ -1147,10 +1120,8 @@ interface SessionDone {
 type SessionStep = { type: 'io'; ios: SessionIo[]; plan?: Plan } | { type: 'wait' } | SessionDone;
 
 type SessionReply =
-  | { type: 'done' }
+  | StoreReply
   | { type: 'conversation'; conversation: string }
-  | { type: 'saved' }
-  | { type: 'refused'; current: string | null }
   | { type: 'text'; text: string }
   | ({ type: 'decision' } & PreCompactDecision)
   | { type: 'failed'; error: string };
@@ -1235,9 +1206,9 @@ function isWork(plan: Plan): boolean {
   return plan.actions.length > 0 || (plan.replayed !== undefined && plan.replayed.edits + plan.replayed.spans > 0);
 }
 
-function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number, partial = false): string {
+function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number, partial = false, lease?: object): string {
   const overflow = options?.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
-  return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now, ...(partial ? { partial } : {}) });
+  return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now, ...(partial ? { partial } : {}), ...(lease ? { lease } : {}) });
 }
 
 function isAsyncIterable(value: unknown): boolean {

@@ -2,17 +2,17 @@
 // compare-and-set so that two requests of one conversation (a double submit, a retry, two tabs
 // on two serverless instances) cannot both save over the same state. What the saved text holds
 // (the core's state, a revision, the conversation it was saved for), when a save is due and
-// what a lost save means are the core's (`src/stored.rs` `Persist`); this module reads the
-// state, hashes the app's messages and carries out the summary leases beside it.
+// what a lost save means are the core's (`src/stored.rs` `Persist`), as are the summary leases
+// beside it (`src/lease.rs`); this module reads the state, hashes the app's messages and
+// carries out the store calls the core's loop asks for.
 import { CompactorError, core, errorMessage } from './errors.js';
 import {
-  LeaseRun,
   aheadPath as coreAheadPath,
   conversationHashes as coreConversationHashes,
   leasePath as coreLeasePath,
   storedState,
 } from './wasm/context_compactor.js';
-import { writeIf, type FileStore } from './store.js';
+import { conditionalWrite, type FileStore } from './store.js';
 import type { CompactorState } from './types.js';
 
 /** Where `saveState()` writes by default. */
@@ -70,66 +70,53 @@ export const leasePath = (statePath: string, prompt: string): string => coreLeas
 /** Where a summary asked ahead under `key` waits beside the state at `statePath`. */
 export const aheadPath = (statePath: string, key: string): string => coreAheadPath(statePath, key);
 
-/** What a lease store call that has not answered in time rejects with. */
-class LeaseTimeout extends Error {}
+/** What a store call that has not answered within a request's `timeoutMs` rejects with. */
+class StoreTimeout extends Error {}
 
 /** `op()` (a store call; a synchronous throw rejects), or a rejection once `ms` have passed. A
  * call left running is not awaited again: its late rejection is caught here. */
-function bounded<T>(op: () => T | PromiseLike<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+function bounded<T>(op: () => T | PromiseLike<T>, ms: number | undefined): Promise<T> {
   const call = new Promise<T>((resolve) => resolve(op()));
+  if (ms === undefined) return call;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   call.catch(() => undefined);
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new LeaseTimeout(`no answer from the store within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new StoreTimeout(`no answer from the store within ${ms} ms`)), ms);
   });
   return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** What the core's lease run (`src/lease.rs`) asks for next. */
-type LeaseIo =
-  | { type: 'read'; path: string; timeoutMs: number }
-  | { type: 'write-if'; path: string; expected: string | null; text: string; timeoutMs: number }
-  | { type: 'write'; path: string; text: string; timeoutMs: number }
-  | { type: 'summarize' }
-  | { type: 'sleep'; ms: number }
-  | { type: 'done'; text: string | null; shared: boolean };
+/** A store call or sleep the core's loop asks for around a summary (its lease: `src/lease.rs`)
+ * or the state's save (`timeoutMs`: what is left of a lease's wait, beside the store's own). */
+export type StoreRequest =
+  | { type: 'read'; path: string; timeoutMs?: number }
+  | { type: 'save'; path: string; expected: string | null; text: string; timeoutMs?: number }
+  | { type: 'put'; path: string; text: string; timeoutMs?: number }
+  | { type: 'sleep'; ms: number };
 
-/**
- * Summarizes a span once across the requests of one conversation, under a lease beside the
- * state: the core's run (`src/lease.rs`, its rules at the file's head) decides; this only
- * carries out the store calls it asks for (each bounded by its `timeoutMs`), the summarizer and
- * the sleeps, on the wall clock (leases are between concurrent requests, whatever the
- * compactor's `now`). `keep`: a summary made without the lease is left beside the state too (a
- * summary asked ahead, which the next request reads there).
- */
-export async function leasedSummary(
-  store: FileStore,
-  path: string,
-  summarize: () => Promise<{ text?: string; ok: boolean }>,
-  options: { leaseMs: number; waitMs: number; pollMs?: number; keep?: boolean },
-): Promise<{ text?: string; ok: boolean; shared: boolean }> {
-  const owner = Math.random().toString(36).slice(2) + Date.now().toString(36);
-  const run = core(() => new LeaseRun(path, owner, Date.now(), JSON.stringify(options)));
+/** How a `StoreRequest` went, in the loop's words. */
+export type StoreReply = { type: 'read'; text: string | null } | { type: 'saved' } | { type: 'refused'; current: string | null } | { type: 'done' } | { type: 'woke' } | { type: 'failed'; error: string };
+
+/** Carries out `request` against `store`: never throws, a failure is a reply. */
+export async function storeRequest(store: FileStore, request: StoreRequest): Promise<StoreReply> {
   try {
-    for (;;) {
-      const io = JSON.parse(run.io()) as LeaseIo;
-      if (io.type === 'done') return { ...(io.text !== null ? { text: io.text } : {}), ok: io.text !== null, shared: io.shared };
-      if (io.type === 'summarize') {
-        const result = await summarize();
-        run.handleSummary(result.ok ? result.text : undefined, Date.now());
-      } else if (io.type === 'sleep') {
-        await new Promise((resolve) => setTimeout(resolve, io.ms));
-        run.handleWoke(Date.now());
-      } else if (io.type === 'read') {
-        const read = await bounded(() => store.read(io.path), io.timeoutMs).then((text) => ({ text: text ?? undefined }), (error: unknown) => ({ error: errorMessage(error) }));
-        run.handleRead('text' in read ? read.text : undefined, 'error' in read ? read.error : undefined, Date.now());
-      } else {
-        const write = io.type === 'write' ? () => Promise.resolve(store.write(io.path, io.text)).then(() => true) : () => writeIf(store, io.path, io.expected, io.text);
-        const written = await bounded(write, io.timeoutMs).then((ok) => ({ ok }), (error: unknown) => ({ ok: false, error: errorMessage(error) }));
-        run.handleWritten(written.ok, 'error' in written ? written.error : undefined, Date.now());
+    switch (request.type) {
+      case 'sleep':
+        await new Promise((resolve) => setTimeout(resolve, request.ms));
+        return { type: 'woke' };
+      case 'read':
+        return { type: 'read', text: (await bounded(() => store.read(request.path), request.timeoutMs)) ?? null };
+      case 'put':
+        await bounded(() => store.write(request.path, request.text), request.timeoutMs);
+        return { type: 'done' };
+      case 'save': {
+        const outcome = await bounded(() => conditionalWrite(store, request.path, request.expected, request.text), request.timeoutMs);
+        if (outcome.written) return { type: 'saved' };
+        if ('current' in outcome) return { type: 'refused', current: outcome.current ?? null };
+        return { type: 'failed', error: `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}` };
       }
     }
-  } finally {
-    run.free();
+  } catch (error) {
+    return { type: 'failed', error: errorMessage(error) };
   }
 }

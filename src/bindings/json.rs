@@ -356,39 +356,6 @@ impl HeldCompactor {
         }
     }
 
-    /// The summary asked ahead whose text may be beside the state, to read before a call, as
-    /// JSON `{"key", "path"}`: the state asked it and holds no text of it (another request's, or
-    /// this compactor's own still out), and a state path is kept. `None` otherwise.
-    pub(crate) fn ahead_to_read(&self) -> Option<String> {
-        let path = self.inner.state_path()?;
-        let ahead = self.inner.state().ahead.as_ref()?;
-        ahead.text.is_none().then(|| {
-            format!(
-                r#"{{"key":{},"path":{}}}"#,
-                serde_json::to_string(&ahead.key).unwrap_or_default(),
-                serde_json::to_string(&crate::lease::ahead_path(path, &ahead.key))
-                    .unwrap_or_default()
-            )
-        })
-    }
-
-    /// What was read at the path of the summary asked ahead under `key` (`None`: nothing
-    /// there), at `now` (ms since the epoch, the wall clock: leases are between requests):
-    /// still being made (read again before the next call), its summary (offered to the
-    /// compactor) or failed (forgotten: the lossy tier summarizes in the call), by
-    /// [`crate::lease::AheadRead`].
-    pub(crate) fn ahead_read(&mut self, key: &str, text: Option<&str>, now: f64) {
-        match crate::lease::AheadRead::of(text, now) {
-            crate::lease::AheadRead::Wait => {}
-            crate::lease::AheadRead::Offer(summary) => {
-                self.inner.offer_summary(key, summary);
-            }
-            crate::lease::AheadRead::Forget => {
-                self.inner.forget_ahead(key);
-            }
-        }
-    }
-
     fn messages<'a>(&'a self, json: Option<&str>) -> Result<Cow<'a, [Message]>> {
         match json {
             Some(json) => Ok(parse_messages(json)?.into()),
@@ -573,9 +540,13 @@ impl HeldCompactor {
             Some(json) => parse::<serde_json::Value>("session options", json)?,
             None => serde_json::Value::Object(serde_json::Map::new()),
         };
-        let (partial, conversation) = match options.as_object_mut() {
-            Some(o) => (o.shift_remove("partial"), o.shift_remove("conversation")),
-            None => (None, None),
+        let (partial, conversation, lease) = match options.as_object_mut() {
+            Some(o) => (
+                o.shift_remove("partial"),
+                o.shift_remove("conversation"),
+                o.shift_remove("lease"),
+            ),
+            None => (None, None, None),
         };
         let call: Call = crate::config::deserialize(options)?;
         self.session_end();
@@ -585,7 +556,22 @@ impl HeldCompactor {
             .as_ref()
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
-        self.run = Some(CallRun::new(call, partial, conversation));
+        let mut run = CallRun::new(call, partial, conversation);
+        if let Some(lease) = lease {
+            let field = |key: &str| lease.get(key);
+            let (Some(owner), Some(timeout), Some(wall)) = (
+                field("owner").and_then(serde_json::Value::as_str),
+                field("summarizeTimeoutMs").and_then(serde_json::Value::as_f64),
+                field("wall").and_then(serde_json::Value::as_f64),
+            ) else {
+                return Err(Error::InvalidConfig {
+                    field: "lease".into(),
+                    message: "session options: lease needs owner (a string), summarizeTimeoutMs and wall (numbers)".into(),
+                });
+            };
+            run = run.leased(owner.to_owned(), timeout, wall);
+        }
+        self.run = Some(run);
         Ok(())
     }
 
@@ -744,14 +730,14 @@ impl HeldCompactor {
     /// `{"type": "decision", "cancel"?, "customInstructions"?, "customSummary"?}` or
     /// `{"type": "failed", "error"}`) of the session's request `id`.
     pub(crate) fn session_handle(&mut self, id: u64, reply_json: &str) -> Result<()> {
-        let reply = reply(reply_json)?;
+        let (reply, now) = reply(reply_json)?;
         let Some(mut run) = self.run.take() else {
             return Err(Error::PlanMismatch {
                 action_id: None,
                 message: format!("reply to request {id}: no manage or compact call under way"),
             });
         };
-        let handled = run.handle(self, id, reply);
+        let handled = run.handle(self, id, reply, now);
         self.run = Some(run);
         if let Err(Error::PlanMismatch { .. }) = handled {
             return handled;
@@ -880,9 +866,15 @@ pub(crate) fn parse_overflow(texts: &[String], status: Option<u16>) -> String {
 }
 
 /// A session's reply from its JSON (by hand from a `Value`: the derived deserializer of the
-/// tagged, flattened [`Reply`] would add to the wasm core what `Value` already does).
-fn reply(json: &str) -> Result<Reply> {
+/// tagged, flattened [`Reply`] would add to the wasm core what `Value` already does), and the
+/// wall clock it says (`now`, ms since the epoch), if any.
+fn reply(json: &str) -> Result<(Reply, Option<f64>)> {
     let value: serde_json::Value = parse("reply", json)?;
+    let now = value.get("now").and_then(serde_json::Value::as_f64);
+    Ok((reply_of(&value)?, now))
+}
+
+fn reply_of(value: &serde_json::Value) -> Result<Reply> {
     let text = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
     let bad = |message: String| Error::PlanMismatch {
         action_id: None,
@@ -897,7 +889,7 @@ fn reply(json: &str) -> Result<Reply> {
             error: text("error").unwrap_or_else(|| "failed".into()),
         }),
         Some("decision") => Ok(Reply::Decision {
-            decision: decision(&value)?,
+            decision: decision(value)?,
         }),
         Some("conversation") => text("conversation")
             .map(|conversation| Reply::Conversation { conversation })
@@ -906,8 +898,10 @@ fn reply(json: &str) -> Result<Reply> {
         Some("refused") => Ok(Reply::Refused {
             current: text("current"),
         }),
+        Some("read") => Ok(Reply::Read { text: text("text") }),
+        Some("woke") => Ok(Reply::Woke),
         other => Err(bad(format!(
-            "type {}: expected done, text, decision, failed, conversation, saved or refused",
+            "type {}: expected done, text, decision, failed, conversation, saved, refused, read or woke",
             other.map_or_else(|| "missing".to_owned(), |t| format!("\"{t}\""))
         ))),
     }
@@ -1059,36 +1053,65 @@ pub(crate) fn recovery_tool_io(run: &crate::recovery::ToolRun) -> String {
     run.poll().to_json()
 }
 
-/// A summary lease run (`crate::lease::LeaseRun`) for the lease at `path`, by `owner`, started
-/// at `now`, with the options' JSON (`{leaseMs, waitMs, pollMs, keep}`, each optional).
-pub(crate) fn lease_run(
-    path: &str,
-    owner: &str,
-    now: f64,
-    options_json: &str,
-) -> Result<crate::lease::LeaseRun> {
-    let options: crate::lease::LeaseOptions = parse("lease options", options_json)?;
-    Ok(crate::lease::LeaseRun::new(path, owner, now, options))
+/// A summary asked ahead, made in the background ([`crate::lease::AheadRun`]), from its JSON
+/// options: `{statePath?, key, owner, wall, summarizeTimeoutMs}`.
+pub(crate) fn ahead_run(options_json: &str) -> Result<crate::lease::AheadRun> {
+    let value: serde_json::Value = parse("background summary options", options_json)?;
+    let text = |key: &str| value.get(key).and_then(serde_json::Value::as_str);
+    let number = |key: &str| value.get(key).and_then(serde_json::Value::as_f64);
+    let (Some(key), Some(owner), Some(wall), Some(timeout)) = (
+        text("key"),
+        text("owner"),
+        number("wall"),
+        number("summarizeTimeoutMs"),
+    ) else {
+        return Err(Error::InvalidConfig {
+            field: "background".into(),
+            message: "background summary options: key and owner (strings), wall and summarizeTimeoutMs (numbers) are needed".into(),
+        });
+    };
+    Ok(crate::lease::AheadRun::new(
+        text("statePath"),
+        key,
+        owner,
+        wall,
+        timeout,
+    ))
 }
 
-/// A store call's outcome for a lease run: the text read (or written: `Some(..)` unused), or
-/// the store's error.
-pub(crate) fn lease_read(
-    text: Option<String>,
-    error: Option<String>,
-) -> crate::lease::LeaseOutcome {
-    match error {
-        Some(error) => crate::lease::LeaseOutcome::Failed(error),
-        None => crate::lease::LeaseOutcome::Read(text),
+/// What a background summary needs next, as JSON: `{"type": "io", "ios": [{id, request}]}` in
+/// the call's words (`read`, `save`, `put`, `sleep`; `summarize`: the host's summary asked
+/// ahead), `{"type": "wait"}`, or `{"type": "done", "text": string | null}`.
+pub(crate) fn ahead_poll(run: &mut crate::lease::AheadRun) -> String {
+    match run.poll() {
+        crate::lease::AheadPoll::Io(id, request) => {
+            let request =
+                request.map_or_else(|| r#"{"type":"summarize"}"#.to_owned(), |r| to_json(&r));
+            format!(r#"{{"type":"io","ios":[{{"id":{id},"request":{request}}}]}}"#)
+        }
+        crate::lease::AheadPoll::Wait => r#"{"type":"wait"}"#.to_owned(),
+        crate::lease::AheadPoll::Done(text) => format!(
+            r#"{{"type":"done","text":{}}}"#,
+            text.map_or_else(|| "null".to_owned(), |t| to_json(&t))
+        ),
     }
 }
 
-/// A write's outcome for a lease run: whether it happened, or the store's error.
-pub(crate) fn lease_written(ok: bool, error: Option<String>) -> crate::lease::LeaseOutcome {
-    match error {
-        Some(error) => crate::lease::LeaseOutcome::Failed(error),
-        None => crate::lease::LeaseOutcome::Written(ok),
-    }
+/// The reply (as [`HeldCompactor::session_handle`]'s, with `now`) to a background summary's
+/// request `id`.
+pub(crate) fn ahead_handle(
+    run: &mut crate::lease::AheadRun,
+    id: u64,
+    reply_json: &str,
+) -> Result<()> {
+    let (reply, now) = reply(reply_json)?;
+    let now = now.ok_or_else(|| Error::PlanMismatch {
+        action_id: None,
+        message: format!(
+            "reply to request {id}: a background summary's reply says the wall clock (now)"
+        ),
+    })?;
+    run.handle(id, reply, now)
 }
 
 /// The state stored at `path` as `text`, as JSON: `{"state": <the core's state, or null>,
@@ -1349,7 +1372,7 @@ mod tests {
 
     #[test]
     fn an_on_pre_compact_answer_is_read_strictly() {
-        let read = |json: &str| reply(json);
+        let read = |json: &str| reply(json).map(|(reply, _)| reply);
         assert_eq!(
             read(r#"{"type":"decision","cancel":true,"customInstructions":null}"#).unwrap(),
             Reply::Decision {

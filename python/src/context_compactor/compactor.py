@@ -15,6 +15,7 @@ import json
 import math
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import (
     Any,
@@ -35,7 +36,8 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
-from .effects import Steps, conditional_write, drive_async, effect_read, leased, run_sync
+from .effects import Steps, conditional_write, drive_async, effect_read, run_sync, store_request, wall
+from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, PlanMismatchError
 from .overflow import overflow_verdict, parse_overflow
 from .stores import AGENTS_MD_PATH, MEMORIES_PREFIX, FileStore, MemoryStore, TimedStore, check_path
@@ -484,7 +486,7 @@ class Compactor:
         says ``conflict`` (a ``state_conflict``). Events reach ``on_event`` once."""
         self._calls += 1
         self._input = input  # the conversation a save is for (``_conversation``)
-        yield from self._take_ahead()
+        self._offer_done()
         yield from self._persisting()
         ctx = _Call(self._rebase(input), input)
         whole = self._sync(ctx.messages)
@@ -497,6 +499,10 @@ class Compactor:
             # As npm: only part of the conversation crossed, so the core plans dry first and
             # asks for the rest (``resync``) when there is work.
             core_options["partial"] = True
+        if self._state_path is not None and self._summarize is not None:
+            # The call's summaries under a lease beside the state (the core's, src/lease.rs):
+            # racing requests of one span ask the summarizer once.
+            core_options["lease"] = self._lease()
         result = yield from self._session(ctx, dumps(core_options), trigger, self._calls, overflow)
         self._last_raw = int(self._core.call("count-raw", None))
         return self._told(result)
@@ -545,7 +551,7 @@ class Compactor:
                 raise CompactorError("internal", "session: waiting with no request out")
             for io in step["ios"]:
                 reply = yield from self._carry_out(io["request"], step.get("plan"), ctx, trigger)
-                self._core.call("session-handle", io["id"], dumps(reply))
+                self._core.call("session-handle", io["id"], dumps({**reply, "now": wall()}))
                 if self._held.messages:  # every message crossed again (``resync``)
                     held, self._held = self._held, _Held()
                     ctx.refs = held.refs
@@ -597,17 +603,8 @@ class Compactor:
         if kind == "background":
             yield from self._ask_ahead(request["ahead"], refs)
             return {"type": "done"}
-        if kind == "save":
-            try:
-                outcome = yield from conditional_write(self._io, request["path"], request["expected"], request["text"])
-            except Exception as e:
-                return {"type": "failed", "error": _message(e)}
-            if outcome["written"]:
-                return {"type": "saved"}
-            if "read_error" in outcome:
-                return {"type": "failed", "error": f"the save was refused and the state could not be read back: {_message(outcome['read_error'])}"}
-            current = outcome["current"]
-            return {"type": "refused", "current": None if current is None else well_formed(str(current))}
+        if kind in ("read", "save", "put", "sleep"):
+            return (yield from store_request(self._io, request))
         if kind == "write":
             path = request["path"]
             content = _app_json(request.get("output"), messages, request["content"])
@@ -623,13 +620,7 @@ class Compactor:
             if self._summarize is None:
                 return {"type": "failed", "error": "no summarizer configured (summarize=)"}
             failures: List[str] = []
-            summary = self._summary(summary_request, failures)
-            if self._state_path is not None:
-                # Once across the requests of this conversation: the core's summary lease.
-                lease = str(_core.call("lease-path", self._state_path, summary_request["prompt"]))
-                text, _ = yield from leased(self._io, lease, lambda: summary, timeout=self._summarize_timeout)
-            else:
-                text = yield from summary
+            text = yield from self._summary(summary_request, failures)
             return {"type": "text", "text": text} if text is not None else {"type": "failed", "error": failures[-1] if failures else "no summary"}
         if kind == "ask":
             if self._on_pre_compact is None:
@@ -734,41 +725,44 @@ class Compactor:
 
     def _ahead_run(self, key: str, request: Dict[str, Any]) -> Steps[None]:
         """The summary asked ahead under ``key``, in the background; with ``state_path`` under
-        the core's lease beside the state (instances that ask the same span at once make it
-        once, and the next request, on any instance, reads it there)."""
+        the core's lease beside the state (its ``ahead-run``: instances that ask the same span
+        at once make it once, and the next request, on any instance, reads it there)."""
         text: Optional[str] = None
+        c = _core.core()
+        generation = c.generation
+        run = c.call("[static]ahead-run.start", dumps({"statePath": self._state_path, "key": key, **self._lease()}))
         try:
-            failures: List[str] = []
-            summary = self._summary(request, failures)
-            if self._state_path is None:
-                text = yield from summary
-            else:
-                path = str(_core.call("ahead-path", self._state_path, key))
-                text, _ = yield from leased(self._io, path, lambda: summary, keep=True, timeout=self._summarize_timeout)
+            while True:
+                step = json.loads(c.call("[method]ahead-run.poll", run))
+                if step["type"] == "done":
+                    text = step["text"]
+                    break
+                if step["type"] != "io":
+                    raise CompactorError("internal", "background summary: waiting with no request out")
+                for io in step["ios"]:
+                    asked = io["request"]
+                    if asked["type"] == "summarize":
+                        failures: List[str] = []
+                        made = yield from self._summary(request, failures)
+                        reply = {"type": "text", "text": made} if made is not None else {"type": "failed", "error": failures[-1] if failures else "no summary"}
+                    else:
+                        reply = yield from store_request(self._io, asked)
+                    if c.generation != generation:  # the core failed on another thread: the handle is gone
+                        raise CompactorError("internal", "the core instance was replaced during a background summary")
+                    c.call("[method]ahead-run.handle", run, io["id"], dumps({**reply, "now": wall()}))
         finally:
+            if c.generation == generation:
+                _core.drop(run)
             # Whatever happened (a failure here is the summary's: the lossy tier summarizes in
             # the call), the run is over: ``settled()`` must not wait for it again.
             with self._ahead_lock:
                 self._ahead_done[key] = text  # the core judges it (an empty text it forgets)
                 self._ahead_runs.pop(key, None)
 
-    def _take_ahead(self) -> Steps[None]:
-        """Hands the summaries made in the background to the core; with ``state_path``, one a
-        loaded state asked (another request's) once it is beside the state."""
-        self._offer_done()
-        ask = self._core.call("ahead-to-read")
-        if ask is None:
-            return
-        ahead = json.loads(ask)
-        if ahead["key"] in self._ahead_runs:
-            return  # this compactor's own, still out
-        try:
-            text = yield ("read", self._io, ahead["path"])
-        except Exception:
-            return  # unreadable: the plan waits for it until the hard limit
-        # Still being made, its summary or failed: the core's rule (``src/lease.rs``
-        # ``AheadRead``), on the wall clock (leases are between requests).
-        self._core.call("ahead-read", ahead["key"], None if text is None else well_formed(str(text)), time.time() * 1000)
+    def _lease(self) -> Dict[str, Any]:
+        """This request's summary leases: its random id, the summarizer's time (ms) and the
+        wall clock."""
+        return {"owner": uuid.uuid4().hex, "summarizeTimeoutMs": self._summarize_timeout * 1000, "wall": wall()}
 
     def _offer_done(self) -> None:
         """The summaries made in the background since, to the core (the background runs never
@@ -1174,6 +1168,3 @@ def _mark(message: Any) -> Any:
         # Unreadable: never equal, so it is sent, and the core names the message and field.
         return object()
 
-
-def _message(error: BaseException) -> str:
-    return str(error) or type(error).__name__

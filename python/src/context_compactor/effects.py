@@ -1,8 +1,9 @@
 """The compactor's IO as effects: a run is a generator that yields what it needs done (a store
 read or write, a summary, the ``on_pre_compact`` hook, a sleep, a run in the background), and
 is driven here synchronously (``run_sync``) or on an event loop (``drive_async``), so the sync
-and async APIs cannot drift apart. ``leased`` carries out the core's summary lease run
-(``src/lease.rs``): the rules are the core's, the store calls and the clock are the host's."""
+and async APIs cannot drift apart. ``store_request`` carries out the store calls and sleeps the
+core's loop asks for (a summary lease's: ``src/lease.rs``; the state's save): the rules are the
+core's, the store calls and the clock are the host's."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import inspect
 import json
 import threading
 import time
-import uuid
 from typing import Any, Awaitable, Callable, Dict, Generator, Optional, Tuple, TypeVar, cast
 
 from . import _core
@@ -69,83 +69,44 @@ def write_if(store: FileStore, path: str, expected: Optional[str], text: str) ->
     return bool((yield from conditional_write(store, path, expected, text))["written"])
 
 
-def _plain_write(store: FileStore, path: str, text: str) -> Steps[bool]:
-    yield ("write", store, path, text)
-    return True
-
-
-def _wall() -> float:
-    """The wall clock in ms: leases are between concurrent requests, whatever the compactor's
-    ``now``."""
+def wall() -> float:
+    """The wall clock in ms, said with each reply to the core's loop: leases are between
+    concurrent requests, whatever the compactor's ``now``."""
     return time.time() * 1000
 
 
-def leased(
-    store: FileStore,
-    path: str,
-    summarize: Callable[[], Steps[Optional[str]]],
-    *,
-    timeout: float,
-    keep: bool = False,
-) -> Steps[Tuple[Optional[str], bool]]:
-    """A summary made once across the requests of a conversation, under the lease at ``path``:
-    the core's run decides (its rules: ``src/lease.rs``); this carries out what it asks for.
-    ``summarize`` runs the summarizer (its text, or None when it failed). Returns the summary
-    (None: none) and whether another request made it. ``timeout``: the summarizer's, in
-    seconds: a lease holds for it and 5 s more, and a request waits as long for another's
-    summary (as the npm package). ``keep``: a summary made without the lease is left at
-    ``path`` too (a summary asked ahead, which the next request reads there)."""
-    c = _core.core()
-    options = json.dumps({"leaseMs": timeout * 1000 + 5_000, "waitMs": timeout * 1000, "keep": keep})
-    generation = c.generation
-    run = c.call("[static]lease-run.start", well_formed(path), uuid.uuid4().hex, _wall(), options)
-    summarized = False
-
-    def call(method: str, *args: Any) -> Any:
-        if c.generation != generation:  # the core failed on another thread: the handle is gone
-            raise CompactorError("internal", "the core instance was replaced during a summary lease")
-        return c.call(f"[method]lease-run.{method}", run, *args)
-
+def store_request(store: FileStore, request: Dict[str, Any]) -> Steps[Dict[str, Any]]:
+    """Carries out a store call or sleep the core's loop asks for around a summary (its lease:
+    ``src/lease.rs``) or the state's save, and says how it went in the loop's words: never an
+    exception. ``timeoutMs`` (what is left of a lease's wait) bounds the call within the
+    store's own timeout."""
+    kind = request["type"]
     try:
-        while True:
-            io = json.loads(call("io"))
-            kind = io["type"]
-            if kind == "done":
-                return io["text"], bool(io["shared"])
-            # Each store call bounded by the run (what is left of the wait), within store_timeout.
-            bounded = store.within(io["timeoutMs"] / 1000) if isinstance(store, TimedStore) and "timeoutMs" in io else store
-            if kind == "summarize":
-                summarized = True
-                text = yield from summarize()
-                call("handle-summary", None if text is None else well_formed(text), _wall())
-            elif kind == "sleep":
-                yield ("sleep", io["ms"] / 1000)
-                call("handle-woke", _wall())
-            elif kind == "read":
-                try:
-                    read = yield ("read", bounded, io["path"])
-                    text = None if read is None else well_formed(str(read))
-                except Exception as e:
-                    call("handle-read", None, str(e) or type(e).__name__, _wall())
-                else:
-                    call("handle-read", text, None, _wall())
-            else:
-                try:
-                    written = yield from (write_if(bounded, io["path"], io["expected"], io["text"]) if kind == "write-if" else _plain_write(bounded, io["path"], io["text"]))
-                except Exception as e:
-                    call("handle-written", False, str(e) or type(e).__name__, _wall())
-                else:
-                    call("handle-written", bool(written), None, _wall())
-    except CompactorError:
-        # The core failed (never the store: its failures are outcomes): the summary all the
-        # same, directly, unless it was made.
-        if summarized:
-            raise
-        text = yield from summarize()
-        return text, False
-    finally:
-        if c.generation == generation:
-            _core.drop(run)
+        if kind == "sleep":
+            yield ("sleep", request["ms"] / 1000)
+            return {"type": "woke"}
+        timeout = request.get("timeoutMs")
+        bounded = store.within(timeout / 1000) if timeout is not None and isinstance(store, TimedStore) else store
+        if kind == "read":
+            text = yield ("read", bounded, request["path"])
+            return {"type": "read", "text": None if text is None else well_formed(str(text))}
+        if kind == "put":
+            yield ("write", bounded, request["path"], request["text"])
+            return {"type": "done"}
+        outcome = yield from conditional_write(bounded, request["path"], request["expected"], request["text"])
+    except Exception as e:
+        return {"type": "failed", "error": message(e)}
+    if outcome["written"]:
+        return {"type": "saved"}
+    if "read_error" in outcome:
+        return {"type": "failed", "error": f"the save was refused and the state could not be read back: {message(outcome['read_error'])}"}
+    current = outcome["current"]
+    return {"type": "refused", "current": None if current is None else well_formed(str(current))}
+
+
+def message(error: BaseException) -> str:
+    """An error in its own words (its type's name when it has none)."""
+    return str(error) or type(error).__name__
 
 
 def perform(effect: Tuple[Any, ...]) -> Any:

@@ -62,53 +62,28 @@ impl api::GuestToolRun for ComponentToolRun {
     }
 }
 
-/// The resource behind `lease-run`: one leased summary.
-pub struct ComponentLeaseRun(RefCell<crate::lease::LeaseRun>);
+/// The resource behind `ahead-run`: a summary asked ahead, made in the background.
+pub struct ComponentAheadRun(RefCell<crate::lease::AheadRun>);
 
-impl api::GuestLeaseRun for ComponentLeaseRun {
-    fn start(
-        path: String,
-        owner: String,
-        now: f64,
-        options: String,
-    ) -> Result<api::LeaseRun, api::Error> {
-        let run = json::lease_run(&path, &owner, now, &options).map_err(error)?;
-        Ok(api::LeaseRun::new(ComponentLeaseRun(RefCell::new(run))))
+impl api::GuestAheadRun for ComponentAheadRun {
+    fn start(options: String) -> Result<api::AheadRun, api::Error> {
+        let run = json::ahead_run(&options).map_err(error)?;
+        Ok(api::AheadRun::new(ComponentAheadRun(RefCell::new(run))))
     }
 
-    fn io(&self) -> String {
-        self.0.borrow().poll().to_json()
+    fn poll(&self) -> String {
+        json::ahead_poll(&mut self.0.borrow_mut())
     }
 
-    fn handle_read(&self, text: Option<String>, error: Option<String>, now: f64) {
-        self.0
-            .borrow_mut()
-            .handle(json::lease_read(text, error), now);
-    }
-
-    fn handle_written(&self, ok: bool, error: Option<String>, now: f64) {
-        self.0
-            .borrow_mut()
-            .handle(json::lease_written(ok, error), now);
-    }
-
-    fn handle_summary(&self, text: Option<String>, now: f64) {
-        self.0
-            .borrow_mut()
-            .handle(crate::lease::LeaseOutcome::Summary(text), now);
-    }
-
-    fn handle_woke(&self, now: f64) {
-        self.0
-            .borrow_mut()
-            .handle(crate::lease::LeaseOutcome::Woke, now);
+    fn handle(&self, id: u64, reply: String) -> Result<(), api::Error> {
+        json::ahead_handle(&mut self.0.borrow_mut(), id, &reply).map_err(error)
     }
 }
 
 impl api::Guest for Component {
     type Compactor = ComponentCompactor;
     type ToolRun = ComponentToolRun;
-    type LeaseRun = ComponentLeaseRun;
+    type AheadRun = ComponentAheadRun;
 
     fn count_tokens(text: String, encoding: String) -> Result<u32, api::Error> {
         json::count_tokens(&text, &encoding).map_err(error)
@@ -357,14 +332,6 @@ impl api::GuestCompactor for ComponentCompactor {
             .borrow_mut()
             .save_outcome(written, current.as_deref())
             .map_err(error)
-    }
-
-    fn ahead_to_read(&self) -> Option<String> {
-        self.0.borrow().ahead_to_read()
-    }
-
-    fn ahead_read(&self, key: String, text: Option<String>, now: f64) {
-        self.0.borrow_mut().ahead_read(&key, text.as_deref(), now)
     }
 
     fn stats(&self) -> String {

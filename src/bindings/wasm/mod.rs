@@ -189,18 +189,6 @@ impl WasmCompactor {
             .map_err(throw)
     }
 
-    /// The summary asked ahead to read beside the state, `{key, path}` as JSON, or undefined.
-    #[wasm_bindgen(js_name = aheadToRead)]
-    pub fn ahead_to_read(&self) -> Option<String> {
-        self.0.ahead_to_read()
-    }
-
-    /// What was read at the path of the summary asked ahead under `key`, at `now`.
-    #[wasm_bindgen(js_name = aheadRead)]
-    pub fn ahead_read(&mut self, key: &str, text: Option<String>, now: f64) {
-        self.0.ahead_read(key, text.as_deref(), now)
-    }
-
     pub fn stats(&self) -> String {
         self.0.stats()
     }
@@ -297,49 +285,28 @@ impl RecoveryToolRun {
     }
 }
 
-/// One leased summary (`crate::lease::LeaseRun`): `io()` says which store call, sleep or summary
-/// it needs; the host hands back each outcome with the time, until `io()` is `done`.
-#[wasm_bindgen(js_name = LeaseRun)]
-pub struct LeaseRun(crate::lease::LeaseRun);
+/// A summary asked ahead, made in the background (`crate::lease::AheadRun`): under the lease
+/// beside the state when there is one. `poll()` says what it needs in the call's words; the host
+/// hands back each outcome (`handle`, with `now`: the wall clock) until `poll()` is `done`.
+#[wasm_bindgen(js_name = AheadRun)]
+pub struct AheadRun(crate::lease::AheadRun);
 
-#[wasm_bindgen(js_class = LeaseRun)]
-impl LeaseRun {
-    /// A run for the lease at `path` by the request `owner`, at `now` (ms since the epoch).
+#[wasm_bindgen(js_class = AheadRun)]
+impl AheadRun {
+    /// `{statePath?, key, owner, wall, summarizeTimeoutMs}`.
     #[wasm_bindgen(constructor)]
-    pub fn new(path: &str, owner: &str, now: f64, options_json: &str) -> JsResult<LeaseRun> {
-        json::lease_run(path, owner, now, options_json)
-            .map(LeaseRun)
-            .map_err(throw)
+    pub fn new(options_json: &str) -> JsResult<AheadRun> {
+        json::ahead_run(options_json).map(AheadRun).map_err(throw)
     }
 
-    /// `{type: "read" | "write-if" | "write" | "summarize" | "sleep" | "done", ...}`.
-    pub fn io(&self) -> String {
-        self.0.poll().to_json()
+    /// `{type: "io", ios}`, `{type: "wait"}` or `{type: "done", text}`.
+    pub fn poll(&mut self) -> String {
+        json::ahead_poll(&mut self.0)
     }
 
-    /// What the store holds at the path (undefined: nothing), or its error.
-    #[wasm_bindgen(js_name = handleRead)]
-    pub fn handle_read(&mut self, text: Option<String>, error: Option<String>, now: f64) {
-        self.0.handle(json::lease_read(text, error), now);
-    }
-
-    /// Whether the write happened, or the store's error.
-    #[wasm_bindgen(js_name = handleWritten)]
-    pub fn handle_written(&mut self, ok: bool, error: Option<String>, now: f64) {
-        self.0.handle(json::lease_written(ok, error), now);
-    }
-
-    /// The summarizer's text (undefined: it failed).
-    #[wasm_bindgen(js_name = handleSummary)]
-    pub fn handle_summary(&mut self, text: Option<String>, now: f64) {
-        self.0
-            .handle(crate::lease::LeaseOutcome::Summary(text), now);
-    }
-
-    /// The sleep asked for is over.
-    #[wasm_bindgen(js_name = handleWoke)]
-    pub fn handle_woke(&mut self, now: f64) {
-        self.0.handle(crate::lease::LeaseOutcome::Woke, now);
+    /// The reply to request `id` (`{type, ..., now}`).
+    pub fn handle(&mut self, id: u32, reply_json: &str) -> JsResult<()> {
+        json::ahead_handle(&mut self.0, u64::from(id), reply_json).map_err(throw)
     }
 }
 
