@@ -20,6 +20,7 @@ use std::process::ExitCode;
 
 use context_compactor::{
     parse_messages, Compactor, Config, Host, Plan, PreCompact, PreCompactDecision, Summarize,
+    SummaryLease,
 };
 use serde_json::{json, Value};
 
@@ -34,6 +35,8 @@ struct App {
     asked: Vec<String>,
     /// The current turn's time (the scenario's `times`), if it has them.
     now: Option<u64>,
+    /// Requests so far (each lease's owner).
+    leases: u32,
 }
 
 impl Host for App {
@@ -71,6 +74,16 @@ impl Host for App {
     fn read(&mut self, path: &str) -> Result<Option<String>, String> {
         Ok(self.files.get(path).cloned())
     }
+
+    /// With a summarizer, summaries are made under a lease beside a kept state (as the npm
+    /// and Python hosts do with `statePath` and `summarize`), each request its own owner.
+    fn summary_lease(&mut self) -> Option<SummaryLease> {
+        self.leases += 1;
+        (self.failing || !self.summaries.is_empty()).then(|| SummaryLease {
+            owner: format!("request {}", self.leases),
+            summarize_timeout_ms: 120_000.0,
+        })
+    }
 }
 
 fn run(scenario: &Value) -> Result<Value, String> {
@@ -95,6 +108,7 @@ fn run(scenario: &Value) -> Result<Value, String> {
         },
         asked: Vec::new(),
         now: None,
+        leases: 0,
     };
     let mut history: Vec<Value> = Vec::new();
     let mut turns = Vec::new();

@@ -132,6 +132,16 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
             "second": {"role": "user", "content": "from the other tab:\n" + BIG.replace("row", "line")},
             **stored_turns,
         },
+        "the state kept in the store, a double submit's summary made once": {
+            # Both requests of a turn plan the same summary: the first makes it under its lease
+            # beside the state and leaves it there, the second reads it (the core's lease:
+            # src/lease.rs, asked by the call in every host), so the summarizer is asked once a
+            # turn and the lease's file, the summary alone, is the same in every host.
+            "options": {"contextWindow": 8_000},
+            "state": "/state/compactor.json",
+            "summaries": ["## Session Intent\nChat, summarized once for two requests."],
+            "turns": [talk[:30], talk[30:]],
+        },
         "an image and a pasted log in a user message": {
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
@@ -158,6 +168,7 @@ FEATURES: Dict[str, List[str]] = {
     "an image and a pasted log in a user message": ["Images counted as images; a pasted log in a user message offloaded"],
     "the state kept in the store, each turn sent twice at once": ["The state in the store: saved by compare-and-set; a double submit finds its own state saved"],
     "the state kept in the store, a second tab's request lost its save": ["The state in the store: a save lost to another request, the call run again on the stored state"],
+    "the state kept in the store, a double submit's summary made once": ["The state in the store: a summary lease, two requests of one span ask the summarizer once"],
 }
 
 HOSTS = ("npm (Node)", "Python", "native Rust")
@@ -409,6 +420,15 @@ def test_a_second_request_of_a_turn_finds_its_state_saved_or_runs_again(runs) ->
     assert revisions(tabs) == [2, 3, 4], revisions(tabs)
     first = [(e[0], (e[2] or "").split("/")[1]) for e in tabs[0]["events"]]
     assert first == [("offload", "tool_outputs"), ("offload", "user_messages")], tabs[0]["events"]
+
+
+def test_a_summary_planned_by_two_requests_is_made_once_under_its_lease(runs) -> None:
+    turns = runs["node"]["the state kept in the store, a double submit's summary made once"]
+    # Each turn plans a summary in both its requests; the summarizer is asked once a turn.
+    assert [len(turn["asked"]) for turn in turns] == [1, 1], [turn["asked"] for turn in turns]
+    leases = {path: text for path, text in turns[0]["files"].items() if path.startswith("/state/compactor.json.summaries/")}
+    assert list(leases.values()) == ['{"summary":"## Session Intent\\nChat, summarized once for two requests."}'], leases
+    assert "summarized once for two requests" in turns[0]["prompt"]
 
 
 def test_a_continuation_reaches_the_summarizer_in_both_hosts(runs) -> None:
