@@ -427,11 +427,11 @@ impl CallRun {
                 return self.own_reply(core, id, kind, reply);
             }
         }
-        self.to_session(core, id, reply)
+        self.answer_session(core, id, reply)
     }
 
     /// Hands the session the reply to its request `id` (kept, when a rerun may ask it again).
-    fn to_session<C: CallCore + ?Sized>(
+    fn answer_session<C: CallCore + ?Sized>(
         &mut self,
         core: &mut C,
         id: u64,
@@ -477,7 +477,7 @@ impl CallRun {
         }
         let (lease, _) = self.leases.remove(&summary).expect("a lease");
         let reply = lease.reply().expect("a lease over");
-        self.to_session(core, summary, reply)?;
+        self.answer_session(core, summary, reply)?;
         Ok(Vec::new())
     }
 

@@ -110,9 +110,7 @@ pub trait Host {
     /// The wall clock, ms since the Unix epoch: leases are between processes. The default
     /// reads the system clock.
     fn wall_ms(&mut self) -> f64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_millis() as f64)
+        system_ms()
     }
 }
 
@@ -186,10 +184,15 @@ pub trait AsyncHost {
     }
     /// The wall clock (see [`Host::wall_ms`]).
     fn wall_ms(&mut self) -> f64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_millis() as f64)
+        system_ms()
     }
+}
+
+/// The system clock, ms since the Unix epoch (the hosts' default wall clock).
+fn system_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64)
 }
 
 /// A blocking host, as an async one whose futures are ready at once.

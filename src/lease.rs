@@ -316,7 +316,7 @@ pub struct AheadRun {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AheadPoll {
     /// Carry out this request (`None`: call the summarizer with the summary asked ahead).
-    Io(u64, Option<Request>),
+    Io(u64, Option<Box<Request>>),
     /// Waiting for the reply to the request out.
     Wait,
     /// Over: the summary, or none.
@@ -356,7 +356,7 @@ impl AheadRun {
         }
         self.id += 1;
         self.out = true;
-        AheadPoll::Io(self.id, io.request())
+        AheadPoll::Io(self.id, io.request().map(Box::new))
     }
 
     /// The reply to request `id`, at `now`. Another id than the one out is a typed error.
@@ -973,19 +973,22 @@ mod tests {
     fn a_summary_asked_ahead_with_a_state_path_is_made_under_its_lease_and_kept() {
         let mut run = AheadRun::new(Some("/s.json"), "k", "me", 1_000.0, 1_000.0);
         let path = ahead_path("/s.json", "k");
-        let AheadPoll::Io(id, Some(Request::Read { path: read, .. })) = run.poll() else {
+        let AheadPoll::Io(id, Some(request)) = run.poll() else {
+            panic!("a read of the lease first")
+        };
+        let Request::Read { path: read, .. } = *request else {
             panic!("a read of the lease first")
         };
         assert_eq!(read, path);
         run.handle(id, Reply::Read { text: None }, 1_001.0).unwrap();
-        let AheadPoll::Io(
-            id,
-            Some(Request::Save {
-                expected: None,
-                text,
-                ..
-            }),
-        ) = run.poll()
+        let AheadPoll::Io(id, Some(request)) = run.poll() else {
+            panic!("the lease taken over nothing")
+        };
+        let Request::Save {
+            expected: None,
+            text,
+            ..
+        } = *request
         else {
             panic!("the lease taken over nothing")
         };
@@ -996,7 +999,10 @@ mod tests {
         };
         run.handle(id, Reply::Text { text: "s".into() }, 2_000.0)
             .unwrap();
-        let AheadPoll::Io(id, Some(Request::Save { text, .. })) = run.poll() else {
+        let AheadPoll::Io(id, Some(request)) = run.poll() else {
+            panic!("the summary left in the lease")
+        };
+        let Request::Save { text, .. } = *request else {
             panic!("the summary left in the lease")
         };
         assert_eq!(text, r#"{"summary":"s"}"#);

@@ -10,7 +10,6 @@ them, so the sync and async APIs cannot drift apart."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
 import threading

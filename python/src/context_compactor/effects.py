@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import threading
 import time
-from typing import Any, Awaitable, Callable, Dict, Generator, Optional, Tuple, TypeVar, cast
+from typing import Any, Awaitable, Dict, Generator, Optional, Tuple, TypeVar, cast
 
-from . import _core
 from ._threads import call_within, call_within_async
 from .codec import well_formed
 from .errors import CompactorError
