@@ -20,6 +20,7 @@ use crate::call::{CallCore, CallPoll, CallRun};
 use crate::compactor::{Compactor, PlanOptions, TriggerKind};
 use crate::config::Config;
 use crate::error::Result;
+use crate::lease::{AheadPoll, AheadRun};
 use crate::message::Message;
 use crate::plan::{Applied, Outcome, Plan, SaveTranscript, Strategy, Summarize};
 use crate::session::{Call, Managed, PreCompact, PreCompactDecision, Reply, Request, SessionCore};
@@ -103,6 +104,23 @@ pub trait Host {
     fn summary_lease(&mut self) -> Option<SummaryLease> {
         None
     }
+    /// Whether this host makes summaries ahead of need, off the critical path (docs/LOOP.md,
+    /// issue 32): then a call above `history.aheadFraction` may hand it one
+    /// ([`Host::summarize_ahead`]) rather than make the turn that crosses the summary trigger
+    /// wait for the summarizer. The default does not.
+    fn summarizes_ahead(&mut self) -> bool {
+        false
+    }
+    /// A summary asked ahead of need (its request, its span `ahead.start..ahead.end`, its key
+    /// `ahead.ahead_key`), handed out at the end of a call when [`Host::summarizes_ahead`]:
+    /// make it off the critical path (a thread, a task) with [`make_ahead`], then hand its text
+    /// to the compactor before a later call ([`Compactor::offer_summary`], or
+    /// [`Compactor::forget_ahead`] when there is none). With a kept state (`state_path`),
+    /// `make_ahead` also leaves it beside the state, where a later call of any process finds it.
+    /// Until then a plan waits for it, up to the hard limit, where the call summarizes itself.
+    fn summarize_ahead(&mut self, ahead: &Summarize, state_path: Option<&str>) {
+        let _ = (ahead, state_path);
+    }
     /// Waits `ms` (a summary lease another process holds). The default sleeps the thread.
     fn sleep(&mut self, ms: u64) {
         std::thread::sleep(std::time::Duration::from_millis(ms));
@@ -176,6 +194,15 @@ pub trait AsyncHost {
     fn summary_lease(&mut self) -> Option<SummaryLease> {
         None
     }
+    /// Summaries ahead of need (see [`Host::summarizes_ahead`]).
+    fn summarizes_ahead(&mut self) -> bool {
+        false
+    }
+    /// A summary asked ahead of need (see [`Host::summarize_ahead`]; [`make_ahead_async`]
+    /// makes it).
+    fn summarize_ahead(&mut self, ahead: &Summarize, state_path: Option<&str>) {
+        let _ = (ahead, state_path);
+    }
     /// Waits `ms` with the app's runtime (tokio's `sleep`, a browser's `setTimeout`). The
     /// default does not wait: override it when [`AsyncHost::summary_lease`] gives a lease.
     fn sleep(&mut self, ms: u64) -> impl Future<Output = ()> {
@@ -238,6 +265,12 @@ impl AsyncHost for Blocking<'_> {
     }
     fn summary_lease(&mut self) -> Option<SummaryLease> {
         self.0.summary_lease()
+    }
+    fn summarizes_ahead(&mut self) -> bool {
+        self.0.summarizes_ahead()
+    }
+    fn summarize_ahead(&mut self, ahead: &Summarize, state_path: Option<&str>) {
+        self.0.summarize_ahead(ahead, state_path)
     }
     fn sleep(&mut self, ms: u64) -> impl Future<Output = ()> {
         self.0.sleep(ms);
@@ -331,6 +364,7 @@ impl Compactor {
     ) -> Result<Managed> {
         let call = Call {
             now: host.now(),
+            background: host.summarizes_ahead(),
             ..Call::default()
         };
         self.drive(messages, call, host).await
@@ -347,6 +381,7 @@ impl Compactor {
             trigger: TriggerKind::Manual,
             instructions,
             now: host.now(),
+            background: host.summarizes_ahead(),
             ..Call::default()
         };
         self.drive(messages, call, host).await
@@ -408,42 +443,100 @@ impl Compactor {
                         Reply::Done
                     }
                     Request::Background { ahead } => {
-                        // Not asked: a native call plans without `background`. Forgotten, so
-                        // that no plan waits for it.
-                        let key = ahead.ahead_key.as_deref().unwrap_or_default();
-                        core.compactor.forget_ahead(key);
+                        // Asked only of a host that makes them (`summarizes_ahead`).
+                        host.summarize_ahead(ahead, path.as_deref());
                         Reply::Done
                     }
                     Request::Conversation => Reply::Conversation {
                         conversation: conversation(input.as_deref().unwrap_or_default()),
                     },
-                    Request::Save {
-                        path,
-                        expected,
-                        text,
-                        ..
-                    } => match host.write_if(path, expected.as_deref(), text).await {
-                        Ok(WriteIf::Written) => Reply::Saved,
-                        Ok(WriteIf::Refused { current }) => Reply::Refused { current },
-                        Err(error) => Reply::Failed { error },
-                    },
-                    Request::Read { path, .. } => match host.read(path).await {
-                        Ok(text) => Reply::Read { text },
-                        Err(error) => Reply::Failed { error },
-                    },
-                    Request::Put { path, text, .. } => match host.write(path, text).await {
-                        Ok(()) => Reply::Done,
-                        Err(error) => Reply::Failed { error },
-                    },
-                    Request::Sleep { ms } => {
-                        host.sleep(*ms).await;
-                        Reply::Woke
-                    }
+                    Request::Save { .. }
+                    | Request::Read { .. }
+                    | Request::Put { .. }
+                    | Request::Sleep { .. } => carry_out(host, &io.request).await,
                 };
                 let now = host.wall_ms();
                 run.handle(&mut core, io.id, reply, Some(now))?;
             }
         }
+    }
+}
+
+/// Makes the summary asked ahead `ahead` ([`Host::summarize_ahead`]) against `host`, blocking
+/// (call it where blocking is fine: the thread it was handed to): with `state_path` and a
+/// [`Host::summary_lease`], under the lease beside the state, where a later call of any process
+/// finds it (the core's [`crate::lease::AheadRun`]); else directly. The text, or `None` when the
+/// summarizer failed: hand either to the compactor ([`Compactor::offer_summary`],
+/// [`Compactor::forget_ahead`]).
+pub fn make_ahead(
+    ahead: &Summarize,
+    state_path: Option<&str>,
+    host: &mut dyn Host,
+) -> Option<String> {
+    ready(make_ahead_async(ahead, state_path, &mut Blocking(host)))
+}
+
+/// [`make_ahead`] against an async host.
+pub async fn make_ahead_async<H: AsyncHost>(
+    ahead: &Summarize,
+    state_path: Option<&str>,
+    host: &mut H,
+) -> Option<String> {
+    let lease = host.summary_lease();
+    let (owner, timeout) = match &lease {
+        Some(lease) => (lease.owner.as_str(), lease.summarize_timeout_ms),
+        None => ("", 0.0),
+    };
+    let key = ahead.ahead_key.as_deref().unwrap_or_default();
+    let path = state_path.filter(|_| lease.is_some());
+    let mut run = AheadRun::new(path, key, owner, host.wall_ms(), timeout);
+    loop {
+        let (id, request) = match run.poll() {
+            AheadPoll::Done(text) => return text,
+            AheadPoll::Io(id, request) => (id, request),
+            AheadPoll::Wait => unreachable!("every request is answered before the next poll"),
+        };
+        let reply = match request.as_deref() {
+            None => match host.summarize(ahead).await {
+                Ok(text) => Reply::Text { text },
+                Err(error) => Reply::Failed { error },
+            },
+            Some(request) => carry_out(host, request).await,
+        };
+        let now = host.wall_ms();
+        run.handle(id, reply, now).ok()?;
+    }
+}
+
+/// A store call or sleep the loop asks for (a summary lease's, the state's save), carried out
+/// against `host`.
+async fn carry_out<H: AsyncHost>(host: &mut H, request: &Request) -> Reply {
+    match request {
+        Request::Save {
+            path,
+            expected,
+            text,
+            ..
+        } => match host.write_if(path, expected.as_deref(), text).await {
+            Ok(WriteIf::Written) => Reply::Saved,
+            Ok(WriteIf::Refused { current }) => Reply::Refused { current },
+            Err(error) => Reply::Failed { error },
+        },
+        Request::Read { path, .. } => match host.read(path).await {
+            Ok(text) => Reply::Read { text },
+            Err(error) => Reply::Failed { error },
+        },
+        Request::Put { path, text, .. } => match host.write(path, text).await {
+            Ok(()) => Reply::Done,
+            Err(error) => Reply::Failed { error },
+        },
+        Request::Sleep { ms } => {
+            host.sleep(*ms).await;
+            Reply::Woke
+        }
+        other => Reply::Failed {
+            error: format!("not a store call: {other:?}"),
+        },
     }
 }
 

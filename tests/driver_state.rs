@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use context_compactor::{
-    parse_messages, stored::Stored, Compactor, Config, Error, Host, Message, Summarize,
+    make_ahead, parse_messages, stored::Stored, Compactor, Config, Error, Host, Message, Summarize,
     SummaryLease, WriteIf,
 };
 
@@ -29,6 +29,9 @@ struct Store {
     lease: bool,
     wall: f64,
     slept: u64,
+    /// Summaries ahead of need are made (`Host::summarizes_ahead`), and those handed out.
+    ahead: bool,
+    asked_ahead: Vec<(Summarize, Option<String>)>,
 }
 
 impl Host for Store {
@@ -69,6 +72,13 @@ impl Host for Store {
             owner: format!("process at {}", self.wall),
             summarize_timeout_ms: 1_000.0,
         })
+    }
+    fn summarizes_ahead(&mut self) -> bool {
+        self.ahead
+    }
+    fn summarize_ahead(&mut self, ahead: &Summarize, state_path: Option<&str>) {
+        self.asked_ahead
+            .push((ahead.clone(), state_path.map(str::to_owned)));
     }
     fn sleep(&mut self, ms: u64) {
         self.slept += ms;
@@ -320,4 +330,110 @@ fn without_a_lease_no_file_is_left_beside_the_state() {
     e.compact(chat(), None, &mut store).unwrap();
     assert_eq!(store.summaries, 1);
     assert!(leases(&store).is_empty());
+}
+
+/// Turn `t` of a chat that grows past the summary trigger of an 8k window a little at a time.
+fn growing(turns: usize) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for i in 0..turns {
+        let text = "about the weather and the tides, at some length. ".repeat(6);
+        messages.push(serde_json::json!({"role": "user", "content": format!("turn {i}: {text}")}));
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": format!("reply {i}: {text}")}),
+        );
+    }
+    parse_messages(&serde_json::Value::from(messages).to_string()).unwrap()
+}
+
+fn small() -> Config {
+    Config::from_json(r#"{"model":"gpt-4o","contextWindow":8000}"#).unwrap()
+}
+
+#[test]
+fn a_summary_asked_ahead_is_made_off_the_turn_and_applied_when_due() {
+    let mut store = Store {
+        ahead: true,
+        ..Store::default()
+    };
+    let mut compactor = Compactor::new(small()).unwrap();
+    let mut applied_at = None;
+    for turn in 1..=40 {
+        let before = store.summaries;
+        let managed = compactor.manage(growing(turn), &mut store).unwrap();
+        assert_eq!(
+            store.summaries, before,
+            "turn {turn}: no call waits on the summarizer"
+        );
+        // The host's background: each summary asked ahead, made and handed back before the
+        // next turn (a thread would do it meanwhile).
+        for (ahead, state_path) in std::mem::take(&mut store.asked_ahead) {
+            assert_eq!(state_path, None);
+            let text = make_ahead(&ahead, None, &mut store).expect("a summary");
+            assert!(compactor.offer_summary(ahead.ahead_key.as_deref().unwrap(), text));
+        }
+        let prompt = serde_json::to_string(&managed.messages).unwrap();
+        if applied_at.is_none() && prompt.contains("the summary made by call") {
+            applied_at = Some(turn);
+        }
+    }
+    let turn = applied_at.expect("the summary made ahead is applied");
+    assert!(store.summaries >= 1);
+    // Without a background, the same chat makes a turn wait for its summary.
+    let mut waiting = Store::default();
+    let mut blocking = Compactor::new(small()).unwrap();
+    let waited = (1..=40).any(|t| {
+        let before = waiting.summaries;
+        blocking.manage(growing(t), &mut waiting).unwrap();
+        waiting.summaries > before
+    });
+    assert!(
+        waited,
+        "the summary was due by turn {turn}: a host without a background waits for it"
+    );
+}
+
+#[test]
+fn a_summary_asked_ahead_with_a_kept_state_is_left_beside_it_for_the_next_process() {
+    let mut store = Store {
+        ahead: true,
+        lease: true,
+        wall: 1e12,
+        ..Store::default()
+    };
+    let mut asked = None;
+    for turn in 1..=40 {
+        // A stateless server: a new compactor each turn, from the state in the store.
+        let mut compactor = Compactor::load(small(), STATE, &mut store).unwrap();
+        let before = store.summaries;
+        let managed = compactor.manage(growing(turn), &mut store).unwrap();
+        assert_eq!(
+            store.summaries, before,
+            "turn {turn}: no call waits on the summarizer"
+        );
+        assert_eq!(managed.state_error, None);
+        for (ahead, state_path) in std::mem::take(&mut store.asked_ahead) {
+            assert_eq!(state_path.as_deref(), Some(STATE));
+            // Made after the response (a `waitUntil`, a thread): the process is gone by then,
+            // so the text is only beside the state.
+            make_ahead(&ahead, state_path.as_deref(), &mut store).expect("a summary");
+            asked.get_or_insert(turn);
+        }
+        let prompt = serde_json::to_string(&managed.messages).unwrap();
+        if prompt.contains("the summary made by call") {
+            let key = asked.expect("asked before it is applied");
+            assert!(turn > key);
+            let beside: Vec<_> = store
+                .files
+                .keys()
+                .filter(|p| p.contains(".summaries/ahead-"))
+                .collect();
+            assert_eq!(
+                beside.len(),
+                1,
+                "the summary waited beside the state: {beside:?}"
+            );
+            return;
+        }
+    }
+    panic!("the summary made ahead was never applied");
 }
