@@ -411,8 +411,18 @@ impl CallRun {
         reply: Reply,
         now: Option<f64>,
     ) -> Result<()> {
-        if let Some(now) = now {
-            self.wall = now;
+        // A lease, and the summary another request left beside the state, are judged on the
+        // wall clock: a reply to either must say it.
+        let timed = self.lease_out.contains_key(&id) || self.own == Some((id, Own::Ahead));
+        match now {
+            Some(now) => self.wall = now,
+            None if timed => {
+                return Err(Error::PlanMismatch {
+                    action_id: None,
+                    message: format!("reply to request {id}: a summary lease's reply says the wall clock (now, ms since the epoch)"),
+                })
+            }
+            None => {}
         }
         if let Some(summary) = self.lease_out.remove(&id) {
             if let Some((lease, _)) = self.leases.get_mut(&summary) {

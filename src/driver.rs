@@ -12,6 +12,7 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll as TaskPoll, Waker};
 
 use std::borrow::Cow;
@@ -121,9 +122,11 @@ pub trait Host {
     fn summarize_ahead(&mut self, ahead: &Summarize, state_path: Option<&str>) {
         let _ = (ahead, state_path);
     }
-    /// Waits `ms` (a summary lease another process holds). The default sleeps the thread.
-    fn sleep(&mut self, ms: u64) {
+    /// Waits `ms` (a summary lease another process holds); `false` when it cannot wait (then
+    /// the lease is not waited on: the call summarizes itself). The default sleeps the thread.
+    fn sleep(&mut self, ms: u64) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(ms));
+        true
     }
     /// The wall clock, ms since the Unix epoch: leases are between processes. The default
     /// reads the system clock.
@@ -203,11 +206,13 @@ pub trait AsyncHost {
     fn summarize_ahead(&mut self, ahead: &Summarize, state_path: Option<&str>) {
         let _ = (ahead, state_path);
     }
-    /// Waits `ms` with the app's runtime (tokio's `sleep`, a browser's `setTimeout`). The
-    /// default does not wait: override it when [`AsyncHost::summary_lease`] gives a lease.
-    fn sleep(&mut self, ms: u64) -> impl Future<Output = ()> {
+    /// Waits `ms` with the app's runtime (tokio's `sleep`, a browser's `setTimeout`); `false`
+    /// when it cannot wait. The default cannot (the driver takes no runtime): a lease another
+    /// process holds is then not waited on, and the call summarizes itself. A host that gives a
+    /// lease ([`AsyncHost::summary_lease`]) implements it with its runtime's timer.
+    fn sleep(&mut self, ms: u64) -> impl Future<Output = bool> {
         let _ = ms;
-        std::future::ready(())
+        std::future::ready(false)
     }
     /// The wall clock (see [`Host::wall_ms`]).
     fn wall_ms(&mut self) -> f64 {
@@ -272,9 +277,8 @@ impl AsyncHost for Blocking<'_> {
     fn summarize_ahead(&mut self, ahead: &Summarize, state_path: Option<&str>) {
         self.0.summarize_ahead(ahead, state_path)
     }
-    fn sleep(&mut self, ms: u64) -> impl Future<Output = ()> {
-        self.0.sleep(ms);
-        std::future::ready(())
+    fn sleep(&mut self, ms: u64) -> impl Future<Output = bool> {
+        std::future::ready(self.0.sleep(ms))
     }
     fn wall_ms(&mut self) -> f64 {
         self.0.wall_ms()
@@ -462,10 +466,15 @@ impl Compactor {
     }
 }
 
+/// Owners of the summaries asked ahead this process made without its host's lease.
+static OWNERS: AtomicU64 = AtomicU64::new(0);
+
 /// Makes the summary asked ahead `ahead` ([`Host::summarize_ahead`]) against `host`, blocking
-/// (call it where blocking is fine: the thread it was handed to): with `state_path` and a
-/// [`Host::summary_lease`], under the lease beside the state, where a later call of any process
-/// finds it (the core's [`crate::lease::AheadRun`]); else directly. The text, or `None` when the
+/// (call it where blocking is fine: the thread it was handed to): with `state_path`, under the
+/// lease beside the state (by [`Host::summary_lease`]'s owner, else one of this process's own),
+/// where a later call of any process finds it (the core's [`crate::lease::AheadRun`]); else
+/// directly. The driver does not bound the host's store calls: a host's `read` and `write_if`
+/// time out on their own. The text, or `None` when the
 /// summarizer failed: hand either to the compactor ([`Compactor::offer_summary`],
 /// [`Compactor::forget_ahead`]).
 pub fn make_ahead(
@@ -482,14 +491,24 @@ pub async fn make_ahead_async<H: AsyncHost>(
     state_path: Option<&str>,
     host: &mut H,
 ) -> Option<String> {
-    let lease = host.summary_lease();
-    let (owner, timeout) = match &lease {
-        Some(lease) => (lease.owner.as_str(), lease.summarize_timeout_ms),
-        None => ("", 0.0),
-    };
+    // Without the host's lease, an owner of this process's own and the summarizer's default time.
+    let lease = host.summary_lease().unwrap_or_else(|| SummaryLease {
+        owner: format!(
+            "{}-{}",
+            std::process::id(),
+            OWNERS.fetch_add(1, Ordering::Relaxed)
+        ),
+        summarize_timeout_ms: 120_000.0,
+    });
     let key = ahead.ahead_key.as_deref().unwrap_or_default();
-    let path = state_path.filter(|_| lease.is_some());
-    let mut run = AheadRun::new(path, key, owner, host.wall_ms(), timeout);
+    let now = host.wall_ms();
+    let mut run = AheadRun::new(
+        state_path,
+        key,
+        &lease.owner,
+        now,
+        lease.summarize_timeout_ms,
+    );
     loop {
         let (id, request) = match run.poll() {
             AheadPoll::Done(text) => return text,
@@ -530,10 +549,12 @@ async fn carry_out<H: AsyncHost>(host: &mut H, request: &Request) -> Reply {
             Ok(()) => Reply::Done,
             Err(error) => Reply::Failed { error },
         },
-        Request::Sleep { ms } => {
-            host.sleep(*ms).await;
-            Reply::Woke
-        }
+        Request::Sleep { ms } => match host.sleep(*ms).await {
+            true => Reply::Woke,
+            false => Reply::Failed {
+                error: "this host cannot wait (AsyncHost::sleep)".into(),
+            },
+        },
         other => Reply::Failed {
             error: format!("not a store call: {other:?}"),
         },

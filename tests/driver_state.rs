@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use context_compactor::{
-    make_ahead, parse_messages, stored::Stored, Compactor, Config, Error, Host, Message, Summarize,
-    SummaryLease, WriteIf,
+    make_ahead, parse_messages, stored::Stored, AsyncHost, Compactor, Config, Error, Host, Message,
+    Summarize, SummaryLease, WriteIf,
 };
 
 /// A store shared by the "processes" of one conversation, with a log of its calls.
@@ -32,6 +32,7 @@ struct Store {
     /// Summaries ahead of need are made (`Host::summarizes_ahead`), and those handed out.
     ahead: bool,
     asked_ahead: Vec<(Summarize, Option<String>)>,
+    reads: u32,
 }
 
 impl Host for Store {
@@ -41,6 +42,7 @@ impl Host for Store {
         Ok(())
     }
     fn read(&mut self, path: &str) -> Result<Option<String>, String> {
+        self.reads += 1;
         if self.down {
             return Err("connection refused".into());
         }
@@ -80,9 +82,10 @@ impl Host for Store {
         self.asked_ahead
             .push((ahead.clone(), state_path.map(str::to_owned)));
     }
-    fn sleep(&mut self, ms: u64) {
+    fn sleep(&mut self, ms: u64) -> bool {
         self.slept += ms;
         self.wall += ms as f64;
+        true
     }
     fn wall_ms(&mut self) -> f64 {
         self.wall
@@ -436,4 +439,72 @@ fn a_summary_asked_ahead_with_a_kept_state_is_left_beside_it_for_the_next_proces
         }
     }
     panic!("the summary made ahead was never applied");
+}
+
+/// The same store as an async host that keeps `AsyncHost::sleep`'s default: it cannot wait.
+struct NoTimer(Store);
+
+impl AsyncHost for NoTimer {
+    async fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
+        Host::write(&mut self.0, path, content)
+    }
+    async fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
+        Host::summarize(&mut self.0, summary)
+    }
+    async fn read(&mut self, path: &str) -> Result<Option<String>, String> {
+        Host::read(&mut self.0, path)
+    }
+    async fn write_if(
+        &mut self,
+        path: &str,
+        expected: Option<&str>,
+        text: &str,
+    ) -> Result<WriteIf, String> {
+        Host::write_if(&mut self.0, path, expected, text)
+    }
+    fn summary_lease(&mut self) -> Option<SummaryLease> {
+        Host::summary_lease(&mut self.0)
+    }
+    fn wall_ms(&mut self) -> f64 {
+        Host::wall_ms(&mut self.0)
+    }
+}
+
+/// Polls a future whose every await is ready (the stores above) to its end.
+fn ready<T>(future: impl std::future::Future<Output = T>) -> T {
+    let mut future = std::pin::pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+    {
+        std::task::Poll::Ready(value) => value,
+        std::task::Poll::Pending => panic!("a store here is ready at once"),
+    }
+}
+
+#[test]
+fn an_async_host_that_cannot_wait_summarizes_past_a_held_lease_at_once() {
+    let mut elsewhere = Store {
+        lease: true,
+        ..Store::default()
+    };
+    let mut c = Compactor::load(config(), STATE, &mut elsewhere).unwrap();
+    c.compact(chat(), None, &mut elsewhere).unwrap();
+    let (lease_path, _) = leases(&elsewhere).remove(0);
+
+    let held = r#"{"owner":"a request that died","until":99999999999999}"#;
+    let mut host = NoTimer(Store {
+        lease: true,
+        wall: 5_000.0,
+        ..Store::default()
+    });
+    host.0.files.insert(lease_path, held.to_owned());
+    let mut d = ready(Compactor::load_async(config(), STATE, &mut host)).unwrap();
+    let managed = ready(d.compact_async(chat(), None, &mut host)).unwrap();
+    assert_eq!(host.0.summaries, 1, "summarized itself");
+    assert!(serde_json::to_string(&managed.messages)
+        .unwrap()
+        .contains("the summary made by call 1"));
+    // The load, the lease once, the state before its save: no read loop on the held lease.
+    assert!(host.0.reads <= 4, "{} reads", host.0.reads);
 }

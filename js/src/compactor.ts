@@ -840,36 +840,41 @@ export class Compactor {
     // With `statePath`, under the lease beside the state (the core's `AheadRun`, src/lease.rs):
     // instances that ask the same span at once make it once, and the next request, on any
     // instance, reads it there.
-    const summaryRun = core(() => new AheadRun(stringify({ statePath: this.#statePath, key, ...this.#lease() })));
     const run = (async () => {
       let text: string | null = null;
       try {
-        for (;;) {
-          const step = JSON.parse(summaryRun.poll()) as { type: 'io'; ios: { id: number; request: StoreRequest | { type: 'summarize' } }[] } | { type: 'wait' } | { type: 'done'; text: string | null };
-          if (step.type === 'done') {
-            text = step.text;
-            break;
-          }
-          if (step.type === 'wait') throw new CompactorError('internal', 'background summary: waiting with no request out');
-          for (const { id, request: asked } of step.ios) {
-            let reply: StoreReply | { type: 'text'; text: string };
-            if (asked.type === 'summarize') {
-              const outcome = await this.#summary(action, true, model);
-              reply = outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
-            } else {
-              reply = await storeRequest(this.#io, asked);
+        const summaryRun = core(() => new AheadRun(stringify({ statePath: this.#statePath, key, ...this.#lease() })));
+        try {
+          for (;;) {
+            const step = JSON.parse(summaryRun.poll()) as { type: 'io'; ios: { id: number; request: StoreRequest | { type: 'summarize' } }[] } | { type: 'wait' } | { type: 'done'; text: string | null };
+            if (step.type === 'done') {
+              text = step.text;
+              break;
             }
-            summaryRun.handle(id, stringify({ ...reply, now: Date.now() }));
+            if (step.type === 'wait') throw new CompactorError('internal', 'background summary: waiting with no request out');
+            for (const { id, request: asked } of step.ios) {
+              let reply: StoreReply | { type: 'text'; text: string };
+              if (asked.type === 'summarize') {
+                const outcome = await this.#summary(action, true, model);
+                reply = outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
+              } else {
+                reply = await storeRequest(this.#io, asked);
+              }
+              summaryRun.handle(id, stringify({ ...reply, now: Date.now() }));
+            }
           }
+        } finally {
+          summaryRun.free();
         }
       } finally {
-        summaryRun.free();
-      }
-      try {
-        if (text !== null) this.#core.offerSummary(key, text);
-        else this.#core.forgetAhead(key);
-      } catch {
-        // The compactor was disposed meanwhile (`dispose()`): with `statePath` the store has it.
+        // Whatever happened, the core hears how it ended (no text: forgotten, and the lossy
+        // tier summarizes in the call), so that it stops waiting for this compactor's own run.
+        try {
+          if (text !== null) this.#core.offerSummary(key, text);
+          else this.#core.forgetAhead(key);
+        } catch {
+          // The compactor was disposed meanwhile (`dispose()`): with `statePath` the store has it.
+        }
       }
     })()
       .catch(() => undefined)

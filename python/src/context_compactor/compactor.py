@@ -727,12 +727,21 @@ class Compactor:
         the core's lease beside the state (its ``ahead-run``: instances that ask the same span
         at once make it once, and the next request, on any instance, reads it there)."""
         text: Optional[str] = None
-        c = _core.core()
-        generation = c.generation
-        run = c.call("[static]ahead-run.start", dumps({"statePath": self._state_path, "key": key, **self._lease()}))
+        run: Any = None
+        c: Any = None
+        generation = 0
         try:
+            c = _core.core()
+            generation = c.generation
+
+            def call(method: str, *args: Any) -> Any:
+                if c.generation != generation:  # the core failed on another thread: the handle is gone
+                    raise CompactorError("internal", "the core instance was replaced during a background summary")
+                return c.call(f"[method]ahead-run.{method}", run, *args)
+
+            run = c.call("[static]ahead-run.start", dumps({"statePath": self._state_path, "key": key, **self._lease()}))
             while True:
-                step = json.loads(c.call("[method]ahead-run.poll", run))
+                step = json.loads(call("poll"))
                 if step["type"] == "done":
                     text = step["text"]
                     break
@@ -746,11 +755,9 @@ class Compactor:
                         reply = {"type": "text", "text": made} if made is not None else {"type": "failed", "error": failures[-1] if failures else "no summary"}
                     else:
                         reply = yield from store_request(self._io, asked)
-                    if c.generation != generation:  # the core failed on another thread: the handle is gone
-                        raise CompactorError("internal", "the core instance was replaced during a background summary")
-                    c.call("[method]ahead-run.handle", run, io["id"], dumps({**reply, "now": wall()}))
+                    call("handle", io["id"], dumps({**reply, "now": wall()}))
         finally:
-            if c.generation == generation:
+            if run is not None and c is not None and c.generation == generation:
                 _core.drop(run)
             # Whatever happened (a failure here is the summary's: the lossy tier summarizes in
             # the call), the run is over: ``settled()`` must not wait for it again.
