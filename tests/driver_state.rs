@@ -290,9 +290,9 @@ fn two_processes_that_plan_one_summary_ask_the_summarizer_once() {
     assert_eq!(second.state_error, None);
 }
 
-#[test]
-fn a_lease_another_process_holds_is_waited_on_then_summarized_past() {
-    // Where the lease of this chat's summary lives: from a run on another store.
+/// A process that took the lease of this chat's summary and died: it holds it for long after
+/// the wait. The store, and the lease's path (from a run on another store).
+fn held_lease() -> (Store, String) {
     let mut elsewhere = Store {
         lease: true,
         ..Store::default()
@@ -300,15 +300,20 @@ fn a_lease_another_process_holds_is_waited_on_then_summarized_past() {
     let mut c = Compactor::load(config(), STATE, &mut elsewhere).unwrap();
     c.compact(chat(), None, &mut elsewhere).unwrap();
     let (lease_path, _) = leases(&elsewhere).remove(0);
-
-    // A process that took the lease and died: it holds it for long after the wait.
-    let held = r#"{"owner":"a request that died","until":99999999999999}"#;
     let mut store = Store {
         lease: true,
         wall: 5_000.0,
         ..Store::default()
     };
-    store.files.insert(lease_path.clone(), held.to_owned());
+    store.files.insert(lease_path.clone(), HELD.to_owned());
+    (store, lease_path)
+}
+
+const HELD: &str = r#"{"owner":"a request that died","until":99999999999999}"#;
+
+#[test]
+fn a_lease_another_process_holds_is_waited_on_then_summarized_past() {
+    let (mut store, lease_path) = held_lease();
     let mut d = Compactor::load(config(), STATE, &mut store).unwrap();
     let managed = d.compact(chat(), None, &mut store).unwrap();
     assert_eq!(
@@ -321,7 +326,7 @@ fn a_lease_another_process_holds_is_waited_on_then_summarized_past() {
         .contains("the summary made by call 1"));
     assert_eq!(
         store.files.get(&lease_path).map(String::as_str),
-        Some(held),
+        Some(HELD),
         "another's lease is left as it is"
     );
 }
@@ -484,21 +489,7 @@ fn ready<T>(future: impl std::future::Future<Output = T>) -> T {
 
 #[test]
 fn an_async_host_that_cannot_wait_summarizes_past_a_held_lease_at_once() {
-    let mut elsewhere = Store {
-        lease: true,
-        ..Store::default()
-    };
-    let mut c = Compactor::load(config(), STATE, &mut elsewhere).unwrap();
-    c.compact(chat(), None, &mut elsewhere).unwrap();
-    let (lease_path, _) = leases(&elsewhere).remove(0);
-
-    let held = r#"{"owner":"a request that died","until":99999999999999}"#;
-    let mut host = NoTimer(Store {
-        lease: true,
-        wall: 5_000.0,
-        ..Store::default()
-    });
-    host.0.files.insert(lease_path, held.to_owned());
+    let mut host = NoTimer(held_lease().0);
     let mut d = ready(Compactor::load_async(config(), STATE, &mut host)).unwrap();
     let managed = ready(d.compact_async(chat(), None, &mut host)).unwrap();
     assert_eq!(host.0.summaries, 1, "summarized itself");
