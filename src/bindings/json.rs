@@ -1305,6 +1305,102 @@ mod tests {
     }
 
     #[test]
+    fn a_leased_call_asks_for_its_summary_lease_in_the_calls_words() {
+        let chat: Vec<serde_json::Value> = (0..24)
+            .flat_map(|i| {
+                let text = "why is the sky blue? ".repeat(20);
+                [
+                    serde_json::json!({"role": "user", "content": format!("q{i}: {text}")}),
+                    serde_json::json!({"role": "assistant", "content": format!("a{i}: {text}")}),
+                ]
+            })
+            .collect();
+        let chat = serde_json::Value::from(chat).to_string();
+        let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
+        let options =
+            r#"{"trigger":"manual","lease":{"owner":"me","summarizeTimeoutMs":1000,"wall":1000}}"#;
+        let mut held = HeldCompactor::new(config, None).unwrap();
+        held.persist_at("/s.json", None, true, None).unwrap();
+        held.sync(0, &chat).unwrap();
+        let leases = std::cell::RefCell::new(Vec::new());
+        let (kinds, done) = drive(&mut held, options, |_, request| {
+            let reply = match request["type"].as_str().unwrap() {
+                "write" | "put" => serde_json::json!({"type": "done"}),
+                "read" => serde_json::json!({"type": "read", "text": null}),
+                "save" => {
+                    if request["path"] != "/s.json" {
+                        leases
+                            .borrow_mut()
+                            .push(request["text"].as_str().unwrap().to_owned());
+                    }
+                    serde_json::json!({"type": "saved"})
+                }
+                "summarize" => {
+                    serde_json::json!({"type": "text", "text": "## Session Intent\nsky"})
+                }
+                "conversation" => serde_json::json!({"type": "conversation", "conversation": "c"}),
+                "ask" => serde_json::json!({"type": "decision"}),
+                other => panic!("unexpected {other}"),
+            };
+            let mut reply = reply;
+            reply["now"] = serde_json::json!(2000);
+            reply.to_string()
+        });
+        // The hook, the transcript's two files, then the lease read, taken, the summary, the
+        // summary left in the lease; then the state's save.
+        assert_eq!(
+            kinds,
+            [
+                "ask",
+                "write",
+                "write",
+                "read",
+                "save",
+                "summarize",
+                "save",
+                "conversation",
+                "save"
+            ]
+        );
+        assert_eq!(
+            *leases.borrow(),
+            [
+                // taken at the read's time, 2000, for the summarizer's 1000 ms and 5 s more
+                r#"{"owner":"me","until":8000}"#.to_owned(),
+                "{\"summary\":\"## Session Intent\\nsky\"}".to_owned()
+            ]
+        );
+        assert_eq!(done["changed"].as_bool(), Some(true));
+        // A reply to a lease's request that does not say the wall clock is a typed error.
+        let mut held = HeldCompactor::new(config, None).unwrap();
+        held.persist_at("/s.json", None, true, None).unwrap();
+        held.sync(0, &chat).unwrap();
+        held.session_start(Some(options)).unwrap();
+        let read = 'read: loop {
+            let step: serde_json::Value =
+                serde_json::from_str(&held.session_poll(false).unwrap()).unwrap();
+            for io in step["ios"]
+                .as_array()
+                .expect("requests before the lease's read")
+            {
+                if io["request"]["type"] == "read" {
+                    break 'read io["id"].as_u64().unwrap();
+                }
+                let reply = match io["request"]["type"].as_str().unwrap() {
+                    "ask" => r#"{"type":"decision"}"#,
+                    _ => r#"{"type":"done","now":2000}"#,
+                };
+                held.session_handle(io["id"].as_u64().unwrap(), reply)
+                    .unwrap();
+            }
+        };
+        let error = held
+            .session_handle(read, r#"{"type":"read","text":null}"#)
+            .unwrap_err();
+        assert!(error.to_string().contains("wall clock"), "{error}");
+    }
+
+    #[test]
     fn a_session_leaves_write_contents_apart() {
         let conversation = long_read();
         let step = |apart: bool| {
