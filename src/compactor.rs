@@ -356,6 +356,19 @@ impl Compactor {
         options: &PlanOptions,
         memo: &mut Memo,
     ) -> Result<Plan> {
+        self.plan_held_replayed(messages, options, memo)
+            .map(|(plan, _)| plan)
+    }
+
+    /// [`Compactor::plan_held`], and the conversation with the record replayed when that
+    /// changed it (`None`: as given), for an apply of the same conversation
+    /// ([`Compactor::apply_replayed`]).
+    pub(crate) fn plan_held_replayed(
+        &self,
+        messages: &[Message],
+        options: &PlanOptions,
+        memo: &mut Memo,
+    ) -> Result<(Plan, Option<Vec<Message>>)> {
         let (replayed_messages, replayed) = if options.offload_only {
             (std::borrow::Cow::Borrowed(messages), Replayed::default())
         } else {
@@ -371,7 +384,11 @@ impl Compactor {
         let mut plan = self.plan_replayed(&replayed_messages, memo, options)?;
         plan.replayed = replayed;
         plan.trigger.offload_only = options.offload_only;
-        Ok(plan)
+        let replayed_messages = match replayed_messages {
+            std::borrow::Cow::Borrowed(_) => None,
+            std::borrow::Cow::Owned(replayed) => Some(replayed),
+        };
+        Ok((plan, replayed_messages))
     }
 
     /// `messages` with the compaction record put back: every recorded edit whose part is
@@ -930,7 +947,7 @@ impl Compactor {
         plan: &Plan,
         outcomes: &[Outcome],
     ) -> Result<Applied> {
-        let mut messages = if plan.trigger.offload_only {
+        let messages = if plan.trigger.offload_only {
             messages
         } else {
             match self.state.record.replay(&messages).0 {
@@ -938,6 +955,18 @@ impl Compactor {
                 std::borrow::Cow::Owned(replayed) => replayed,
             }
         };
+        self.apply_replayed(messages, plan, outcomes)
+    }
+
+    /// [`Compactor::apply`] on `messages` with the record already replayed onto them (what
+    /// [`Compactor::plan_held_replayed`] gave for the same conversation, the record unchanged
+    /// since): the replay is not made twice.
+    pub(crate) fn apply_replayed(
+        &mut self,
+        mut messages: Vec<Message>,
+        plan: &Plan,
+        outcomes: &[Outcome],
+    ) -> Result<Applied> {
         let record = !plan.trigger.offload_only;
         let by_id: HashMap<&str, &Outcome> = outcomes.iter().map(|o| (o.id(), o)).collect();
         if let Some(stray) = outcomes

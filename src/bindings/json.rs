@@ -172,6 +172,11 @@ pub(crate) struct HeldCompactor {
     /// The `manage` / `compact` call under way on the held conversation, which holds it until
     /// it is done (see [`HeldCompactor::session_start`]): the core's loop ([`CallRun`]).
     run: Option<CallRun>,
+    /// The session's last plan replayed the record onto its conversation: the result (`None`:
+    /// as given), for the session's apply of the same conversation. Forgotten whenever the
+    /// conversation or the record may have changed otherwise (a sync, a new call, a rebuild, an
+    /// apply).
+    replayed: Option<Option<Vec<Message>>>,
 }
 
 /// The held compactor as a session sees it: plans learn into the memo, transcripts are
@@ -183,7 +188,11 @@ impl SessionCore for HeldCompactor {
             ..options.clone()
         };
         let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
-        self.inner.plan_held(messages, &options, memo)
+        let (plan, replayed) = self.inner.plan_held_replayed(messages, &options, memo)?;
+        // The session applies to these very messages, the record unchanged: its apply takes
+        // the replay made here (forgotten by whatever else changes the conversation or record).
+        self.replayed = (!options.offload_only).then_some(replayed);
+        Ok(plan)
     }
     fn apply(
         &mut self,
@@ -191,7 +200,16 @@ impl SessionCore for HeldCompactor {
         plan: &Plan,
         outcomes: &[Outcome],
     ) -> Result<Applied> {
-        let applied = self.inner.apply(messages, plan, outcomes)?;
+        let applied = match self.replayed.take() {
+            Some(Some(replayed)) if !plan.trigger.offload_only => {
+                drop(messages);
+                self.inner.apply_replayed(replayed, plan, outcomes)?
+            }
+            Some(None) if !plan.trigger.offload_only => {
+                self.inner.apply_replayed(messages, plan, outcomes)?
+            }
+            _ => self.inner.apply(messages, plan, outcomes)?,
+        };
         let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
         memo.rescaled();
         memo.truncate(0);
@@ -281,6 +299,7 @@ impl HeldCompactor {
             contents: hashbrown::HashMap::new(),
             plans: std::sync::Mutex::default(),
             run: None,
+            replayed: None,
         })
     }
 
@@ -385,6 +404,7 @@ impl HeldCompactor {
     /// appended is checked). Returns the number held. On any error nothing is held (the host
     /// syncs in full next time).
     pub(crate) fn sync(&mut self, keep: u32, appended_json: &str) -> Result<u32> {
+        self.replayed = None;
         let keep = keep as usize;
         // Taken out: on any error below, nothing is held (and nothing known about it).
         let mut held = std::mem::take(&mut self.held);
@@ -506,6 +526,7 @@ impl HeldCompactor {
         plan_json: &str,
         outcomes_json: &str,
     ) -> Result<String> {
+        self.replayed = None;
         let plan = self.made(plan_json)?;
         let outcomes: Vec<Outcome> = parse("outcomes", outcomes_json)?;
         let held = messages_json.is_none();
@@ -550,6 +571,7 @@ impl HeldCompactor {
         };
         let call: Call = crate::config::deserialize(options)?;
         self.session_end();
+        self.replayed = None;
         self.contents.clear();
         let partial = partial.as_ref().and_then(serde_json::Value::as_bool) == Some(true);
         let conversation = conversation
@@ -596,6 +618,7 @@ impl HeldCompactor {
     /// Built again on `state` (a lost save's stored state, `None`: nothing stored): holds no
     /// conversation and nothing learned about one, keeps its state path.
     fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
+        self.replayed = None;
         self.inner.rebuild(state)?;
         self.held.clear();
         self.calls = CallIds::default();
