@@ -580,12 +580,7 @@ impl HeldCompactor {
             .map(str::to_owned);
         let mut run = CallRun::new(call, partial, conversation);
         if let Some(lease) = lease {
-            let field = |key: &str| lease.get(key);
-            let (Some(owner), Some(timeout), Some(wall)) = (
-                field("owner").and_then(serde_json::Value::as_str),
-                field("summarizeTimeoutMs").and_then(serde_json::Value::as_f64),
-                field("wall").and_then(serde_json::Value::as_f64),
-            ) else {
+            let Some((owner, timeout, wall)) = lease_fields(&lease) else {
                 return Err(Error::InvalidConfig {
                     field: "lease".into(),
                     message: "session options: lease needs owner (a string), summarizeTimeoutMs and wall (numbers)".into(),
@@ -1076,18 +1071,21 @@ pub(crate) fn recovery_tool_io(run: &crate::recovery::ToolRun) -> String {
     run.poll().to_json()
 }
 
+/// The lease fields a host sends with a call (`lease`) or a background summary, as both hosts
+/// write them: `{owner, summarizeTimeoutMs, wall}` → the request's owner, the summarizer's time
+/// and the wall clock (ms), or `None` when one is missing or of another type.
+fn lease_fields(value: &serde_json::Value) -> Option<(&str, f64, f64)> {
+    let number = |key: &str| value.get(key).and_then(serde_json::Value::as_f64);
+    let owner = value.get("owner").and_then(serde_json::Value::as_str)?;
+    Some((owner, number("summarizeTimeoutMs")?, number("wall")?))
+}
+
 /// A summary asked ahead, made in the background ([`crate::lease::AheadRun`]), from its JSON
 /// options: `{statePath?, key, owner, wall, summarizeTimeoutMs}`.
 pub(crate) fn ahead_run(options_json: &str) -> Result<crate::lease::AheadRun> {
     let value: serde_json::Value = parse("background summary options", options_json)?;
     let text = |key: &str| value.get(key).and_then(serde_json::Value::as_str);
-    let number = |key: &str| value.get(key).and_then(serde_json::Value::as_f64);
-    let (Some(key), Some(owner), Some(wall), Some(timeout)) = (
-        text("key"),
-        text("owner"),
-        number("wall"),
-        number("summarizeTimeoutMs"),
-    ) else {
+    let (Some(key), Some((owner, timeout, wall))) = (text("key"), lease_fields(&value)) else {
         return Err(Error::InvalidConfig {
             field: "background".into(),
             message: "background summary options: key and owner (strings), wall and summarizeTimeoutMs (numbers) are needed".into(),
