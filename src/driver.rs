@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::lease::{AheadPoll, AheadRun};
 use crate::message::Message;
+use crate::offload::{OffloadPoll, OffloadRun, Offloaded};
 use crate::plan::{Applied, Outcome, Plan, SaveTranscript, Strategy, Summarize};
 use crate::session::{Call, Managed, PreCompact, PreCompactDecision, Reply, Request, SessionCore};
 
@@ -391,6 +392,51 @@ impl Compactor {
         self.drive(messages, call, host).await
     }
 
+    /// Tier 1 at the moment a tool returns (the core's [`OffloadRun`]): `output_json` is the
+    /// output tool `tool_name` returned for call `tool_call_id` (JSON; a string is a text
+    /// output). Over the offload threshold it is written to `host`'s store and
+    /// [`Offloaded::preview`] is what the model should see in its place; under it, or when the
+    /// write failed (nothing lost), the preview is `None` and the output stays as it is.
+    pub fn offload_tool_output(
+        &mut self,
+        tool_name: &str,
+        tool_call_id: &str,
+        output_json: &str,
+        host: &mut dyn Host,
+    ) -> Result<Offloaded> {
+        ready(self.offload_tool_output_async(
+            tool_name,
+            tool_call_id,
+            output_json,
+            &mut Blocking(host),
+        ))
+    }
+
+    /// [`Compactor::offload_tool_output`] against an async host.
+    pub async fn offload_tool_output_async<H: AsyncHost>(
+        &mut self,
+        tool_name: &str,
+        tool_call_id: &str,
+        output_json: &str,
+        host: &mut H,
+    ) -> Result<Offloaded> {
+        let mut run = OffloadRun::new(tool_name, tool_call_id, output_json)?;
+        loop {
+            match run.poll(self)? {
+                OffloadPoll::Done(offloaded) => return Ok(offloaded),
+                OffloadPoll::Wait => {
+                    unreachable!("the driver answers every request before it polls again")
+                }
+                OffloadPoll::Io(ios) => {
+                    for io in ios {
+                        let reply = carry_out(host, &io.request).await;
+                        run.handle(self, io.id, reply)?;
+                    }
+                }
+            }
+        }
+    }
+
     /// Drives the call to its end: the core's requests carried out against `host`, one at a
     /// time, in the order asked.
     async fn drive<H: AsyncHost>(
@@ -428,10 +474,6 @@ impl Compactor {
             };
             for io in ios {
                 let reply = match &io.request {
-                    Request::Write { path, content, .. } => match host.write(path, content).await {
-                        Ok(()) => Reply::Done,
-                        Err(error) => Reply::Failed { error },
-                    },
                     Request::Summarize { summary } => match host.summarize(summary).await {
                         Ok(text) => Reply::Text { text },
                         Err(error) => Reply::Failed { error },
@@ -454,7 +496,8 @@ impl Compactor {
                     Request::Conversation => Reply::Conversation {
                         conversation: conversation(input.as_deref().unwrap_or_default()),
                     },
-                    Request::Save { .. }
+                    Request::Write { .. }
+                    | Request::Save { .. }
                     | Request::Read { .. }
                     | Request::Put { .. }
                     | Request::Sleep { .. } => carry_out(host, &io.request).await,
@@ -527,8 +570,8 @@ pub async fn make_ahead_async<H: AsyncHost>(
     }
 }
 
-/// A store call or sleep the loop asks for (a summary lease's, the state's save), carried out
-/// against `host`.
+/// A store call or sleep the loop asks for (a plan's write, a summary lease's calls, the
+/// state's save), carried out against `host`.
 async fn carry_out<H: AsyncHost>(host: &mut H, request: &Request) -> Reply {
     match request {
         Request::Save {
@@ -545,7 +588,12 @@ async fn carry_out<H: AsyncHost>(host: &mut H, request: &Request) -> Reply {
             Ok(text) => Reply::Read { text },
             Err(error) => Reply::Failed { error },
         },
-        Request::Put { path, text, .. } => match host.write(path, text).await {
+        Request::Write {
+            path,
+            content: text,
+            ..
+        }
+        | Request::Put { path, text, .. } => match host.write(path, text).await {
             Ok(()) => Reply::Done,
             Err(error) => Reply::Failed { error },
         },

@@ -71,6 +71,7 @@ pub mod loop_context;
 mod memo;
 mod message;
 mod models;
+mod offload;
 mod overflow;
 mod plan;
 pub mod prompts;
@@ -115,6 +116,7 @@ pub use models::{
     count_for_model, info as model_info, lookup as lookup_model, nearest as nearest_models, Family,
     ModelCount, ModelInfo, CLAUDE_47_RATIO,
 };
+pub use offload::{OffloadPoll, OffloadRun, Offloaded};
 pub use overflow::{
     overflow_verdict, parse_overflow, OverflowDetails, OverflowError, OverflowMoment,
     OverflowReport, OverflowVerdict,

@@ -77,6 +77,9 @@ pub struct Call {
     /// The time of the call, by the host's clock ([`PlanOptions::now`]). The host records it
     /// when the call is done ([`Compactor::called_at`]).
     pub now: Option<u64>,
+    /// Tier 1 only, nothing recorded ([`PlanOptions::offload_only`]): a tool's output at the
+    /// moment it returns ([`crate::OffloadRun`]).
+    pub offload_only: bool,
 }
 
 impl Call {
@@ -88,6 +91,7 @@ impl Call {
             overflow: self.overflow,
             background: self.background,
             now: self.now,
+            offload_only: self.offload_only,
             ..PlanOptions::default()
         }
     }

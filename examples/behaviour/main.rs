@@ -11,7 +11,9 @@
 //! ...], "failing_summarizer"?: true, "refuse"?: "/prefix/", "hook"?: <onPreCompact decision>,
 //! "times"?: [ms, ...], "state"?: path}` (`times`: each turn's time, the host's clock:
 //! `Host::now`; `state`: each turn is two requests at once, each a new compactor loaded from the
-//! state at `path`, `Compactor::load`; `second`: a message the second request adds).
+//! state at `path`, `Compactor::load`; `second`: a message the second request adds;
+//! `as_returned`: each tool result goes through `Compactor::offload_tool_output` first, its
+//! events before the turn's).
 //! Each turn's messages are appended to the history, which `manage` gets whole (raw), as a
 //! stateless-looking long-lived compactor would. Output: `{name: [{prompt, events, files}]}`.
 
@@ -119,12 +121,26 @@ fn run(scenario: &Value) -> Result<Value, String> {
         .enumerate()
     {
         app.now = scenario["times"][t].as_u64();
-        history.extend(
-            turn.as_array()
-                .ok_or("a turn: expected an array")?
-                .iter()
-                .cloned(),
-        );
+        let mut turn = turn.as_array().ok_or("a turn: expected an array")?.clone();
+        let mut offloaded = Vec::new();
+        if scenario["as_returned"].as_bool() == Some(true) {
+            // Each tool result as the tool returns it, through `offload_tool_output`.
+            for message in turn.iter_mut().filter(|m| m["role"] == "tool") {
+                for part in message["content"].as_array_mut().into_iter().flatten() {
+                    let output = part["output"]["value"].to_string();
+                    let name = part["toolName"].as_str().unwrap_or_default().to_owned();
+                    let id = part["toolCallId"].as_str().unwrap_or_default().to_owned();
+                    let done = compactor
+                        .offload_tool_output(&name, &id, &output, &mut app)
+                        .map_err(|e| e.to_string())?;
+                    if let Some(preview) = done.preview {
+                        part["output"] = json!({"type": "text", "value": preview});
+                    }
+                    offloaded.extend(done.events);
+                }
+            }
+        }
+        history.extend(turn);
         let messages = parse_messages(&Value::Array(history.clone()).to_string())
             .map_err(|e| e.to_string())?;
         let (managed, mut events) = match scenario["state"].as_str() {
@@ -155,7 +171,7 @@ fn run(scenario: &Value) -> Result<Value, String> {
                 let managed = compactor
                     .manage(messages, &mut app)
                     .map_err(|e| e.to_string())?;
-                (managed, Vec::new())
+                (managed, offloaded)
             }
         };
         events.extend(managed.events.iter().cloned());

@@ -1,4 +1,4 @@
-import { decode, encode, keepsSurrogates, restoreStored, stringify, type Encoded, type Refs } from './codec.js';
+import { decode, encode, keepsSurrogates, restoreStored, stringify, type Refs } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
@@ -749,12 +749,7 @@ export class Compactor {
         // (lone surrogates: see codec.ts).
         const content = restoreStored(request.path, utf8.decode(this.#core.takeContent(io.id)), refs, request.whole === true);
         written.set(request.path, content);
-        try {
-          await this.#io.write(request.path, content);
-          return { type: 'done' };
-        } catch (error) {
-          return { type: 'failed', error: errorMessage(error) };
-        }
+        return this.#write(content, request.path);
       }
       case 'summarize': {
         // The action as the plan holds it (the request carries the action's fields).
@@ -784,18 +779,14 @@ export class Compactor {
     }
   }
 
-  /** Runs the store writes of an offload-only plan (failures become outcomes). */
-  async #writeAll(plan: Plan): Promise<Outcome[]> {
-    return Promise.all(
-      plan.actions.filter((a) => writesOf(a).length > 0).map(async (action): Promise<Outcome> => {
-        try {
-          for (const [path, content] of writesOf(action)) await this.#io.write(path, content);
-          return { type: 'written', id: action.id };
-        } catch (error) {
-          return { type: 'failed', id: action.id, error: errorMessage(error) };
-        }
-      }),
-    );
+  /** A store write the core asked for, and how it went. */
+  async #write(content: string, path: string): Promise<SessionReply> {
+    try {
+      await this.#io.write(path, content);
+      return { type: 'done' };
+    } catch (error) {
+      return { type: 'failed', error: errorMessage(error) };
+    }
   }
 
   /** The summarizer's answer within `summarizeTimeoutMs`; a failure in its words (the core
@@ -893,11 +884,6 @@ export class Compactor {
    * script about to exit or a route without `waitUntil` may. */
   async settled(): Promise<void> {
     while (this.#aheadRuns.size > 0) await Promise.allSettled([...this.#aheadRuns.values()]);
-  }
-
-  #apply<M extends MessageLike>(encoded: Encoded, planJson: string, plan: Plan, outcomes: Outcome[]): ManageResult<M> {
-    const applied = decode<{ messages: M[]; events: CompactionEvent[] }>(core(() => this.#core.apply(encoded.json, planJson, stringify(outcomes))), encoded.refs);
-    return this.#applied<M>(applied.messages, applied.events, plan);
   }
 
   /** The result of an apply: events stamped with the call (told to `onEvent` by `#told`). */
@@ -1007,19 +993,28 @@ export class Compactor {
    */
   async offloadToolOutput<T>(toolName: string, toolCallId: string, output: T): Promise<T | string> {
     if (output === undefined || isAsyncIterable(output)) return output;
-    const value = typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: output };
-    const messages: MessageLike[] = [
-      { role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName, input: {} }] },
-      { role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName, output: value }] },
-    ];
-    const encoded = encode(messages);
-    const planned = this.#planCore(encoded.json, JSON.stringify({ offloadOnly: true }));
-    const plan = this.#hydrate(planned, messages, encoded.refs);
-    if (plan.actions.length === 0) return output;
-    const result = this.#told(this.#apply<MessageLike>(encoded, planned.json, plan, await this.#writeAll(plan)));
-    if (!result.events.some((e) => e.status === 'applied')) return output;
-    const part = (result.messages[1]?.content as { output: { type: string; value: unknown } }[])[0]!;
-    return part.output.type === 'text' ? String(part.output.value) : output;
+    // The output crosses as JSON (its binary values by placeholder); whether it goes, where,
+    // and what the model sees instead are the core's (src/offload.rs): this only writes.
+    const { json, refs } = encode([output]);
+    const run = core(() => this.#core.offloadStart(toolName, toolCallId, json.slice(1, -1)));
+    let done = false;
+    try {
+      for (;;) {
+        const step = decode<OffloadStep>(core(() => this.#core.offloadPoll(run)), refs);
+        if (step.type === 'done') {
+          done = true;
+          for (const event of step.events) this.#onEvent?.(event);
+          return step.preview ?? output;
+        }
+        if (step.type !== 'io') throw new CompactorError('internal', 'offloadToolOutput: waiting with no request out');
+        await Promise.all(step.ios.map(async ({ id, request }) => {
+          const reply = await this.#write(restoreStored(request.path, request.content, refs, request.whole === true), request.path);
+          core(() => this.#core.offloadHandle(run, id, stringify(reply)));
+        }));
+      }
+    } finally {
+      if (!done) this.#core.offloadDrop(run);
+    }
   }
 
   /**
@@ -1124,6 +1119,12 @@ interface SessionDone {
 
 type SessionStep = { type: 'io'; ios: SessionIo[]; plan?: Plan } | { type: 'wait' } | SessionDone;
 
+/** A step of a tool output's offload (`offloadPoll`): its writes (content inline), or its end. */
+type OffloadStep =
+  | { type: 'io'; ios: { id: number; request: { type: 'write'; path: string; content: string; whole?: boolean } }[] }
+  | { type: 'wait' }
+  | { type: 'done'; preview: string | null; events: CompactionEvent[] };
+
 type SessionReply =
   | StoreReply
   | { type: 'conversation'; conversation: string }
@@ -1192,18 +1193,6 @@ function partMark(part: Record<string, unknown> | null): number {
   const type = typeof part.type === 'string' ? part.type.length : 0;
   const output = part.output as Record<string, unknown> | undefined;
   return type * 7919 + size(part.text) + size(part.input) * 3 + size(part.toolCallId) * 5 + (output ? size(output.value) * 11 + size(output.type) : 0);
-}
-
-function writesOf(action: Action): [string, string][] {
-  switch (action.type) {
-    case 'save-transcript':
-      return [[action.path, action.json], [action.readablePath, action.markdown]];
-    case 'summarize':
-    case 'drop':
-      return [];
-    default:
-      return [[action.path, action.content]];
-  }
 }
 
 /** A plan that changes the conversation: actions to run, or recorded edits to put back. */

@@ -142,6 +142,18 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
             "summaries": ["## Session Intent\nChat, summarized once for two requests."],
             "turns": [talk[:30], talk[30:]],
         },
+        "tool outputs offloaded as they return": {
+            # Each tool result goes through ``offloadToolOutput`` before it joins the history
+            # (as ``wrapTools`` and the framework adapters do): a large text and a large JSON
+            # output become previews, a small one stays; then the window fills.
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "as_returned": True,
+            "turns": [
+                [{"role": "user", "content": "check the logs"}, *tool_turn(1, "logs", BIG)],
+                [{"role": "user", "content": "and the table?"}, *tool_turn(2, "query", {"rows": [{"i": i, "name": f"row {i}", "ok": i % 3 == 0} for i in range(2_500)]}, "json"), *tool_turn(3, "ls", "a.txt\nb.txt")],
+                [{"role": "user", "content": "more"}, *tool_turn(4, "logs", BIG.replace("ok", "fine")[:40_000])],
+            ],
+        },
         "an image and a pasted log in a user message": {
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
@@ -165,6 +177,7 @@ FEATURES: Dict[str, List[str]] = {
     "a store that refuses offloads: content stays": ["A store that refuses a write: the content stays in the conversation"],
     "a coding session, then the user is away past the cache's lifetime": ["The host's clock: deferred edits taken once the prompt cache expired"],
     "a summary that continues the agent's cached prompt": ["A summary request that continues the agent's cached prompt"],
+    "tool outputs offloaded as they return": ["Tier 1 as a tool returns (`offloadToolOutput`): a large output stored, a preview in its place"],
     "an image and a pasted log in a user message": ["Images counted as images; a pasted log in a user message offloaded"],
     "the state kept in the store, each turn sent twice at once": ["The state in the store: saved by compare-and-set; a double submit finds its own state saved"],
     "the state kept in the store, a second tab's request lost its save": ["The state in the store: a save lost to another request, the call run again on the stored state"],
@@ -218,11 +231,23 @@ for (const [name, s] of Object.entries(scenarios)) {
   const hook = s.hook ? { onPreCompact: () => s.hook } : {};
   let clock = 0;
   const times = s.times ? { now: () => clock } : {};
-  const options = { ...s.options, store, ...(summarize ? { summarize } : {}), ...hook, ...times };
+  let offloaded = [];
+  const returned = s.as_returned ? { onEvent: (e) => { if (e.strategy === 'offload' && offloading) offloaded.push(e); } } : {};
+  let offloading = false;
+  const options = { ...s.options, store, ...(summarize ? { summarize } : {}), ...hook, ...times, ...returned };
   const compactor = s.state ? undefined : await cc.createCompactor(options);
   const history = [];
   const turns = [];
   for (const [t, turn] of s.turns.entries()) {
+    if (s.as_returned) {
+      // Each tool result as the tool returns it, through offloadToolOutput (as wrapTools).
+      offloading = true;
+      for (const message of turn) for (const part of message.role === 'tool' ? message.content : []) {
+        const value = await compactor.offloadToolOutput(part.toolName, part.toolCallId, part.output.value);
+        if (value !== part.output.value) part.output = { type: 'text', value };
+      }
+      offloading = false;
+    }
     history.push(...turn);
     if (s.times) clock = s.times[t];
     let result;
@@ -236,7 +261,8 @@ for (const [name, s] of Object.entries(scenarios)) {
       events = [...one.events, ...result.events];
     } else {
       result = await compactor.manage(history);
-      events = result.events;
+      events = [...offloaded, ...result.events];
+      offloaded = [];
     }
     const files = {};
     for (const path of await memory.list('/')) files[path] = await memory.read(path);
@@ -300,12 +326,24 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
                 **({"on_pre_compact": lambda context, hook=hook: hook} if hook else {}),
                 **({"now": lambda clock=clock: clock[0]} if times else {}),
                 **({"state_path": state_path} if state_path else {}),
+                **({"on_event": lambda e: offloaded.append(e) if offloading[0] else None} if s.get("as_returned") else {}),
             )
 
+        offloaded: List[Dict[str, Any]] = []
+        offloading = [False]
         long_lived = None if s.get("state") else compactor()
         history: List[Dict[str, Any]] = []
         turns = []
         for t, turn in enumerate(s["turns"]):
+            if s.get("as_returned") and long_lived is not None:
+                # Each tool result as the tool returns it, through offload_tool_output.
+                offloading[0] = True
+                for message in turn:
+                    for part in message["content"] if message["role"] == "tool" else []:
+                        value = long_lived.offload_tool_output(part["toolName"], part["toolCallId"], part["output"]["value"])
+                        if value is not part["output"]["value"]:
+                            part["output"] = {"type": "text", "value": value}
+                offloading[0] = False
             history.extend(turn)
             if times:
                 clock[0] = times[t]
@@ -317,7 +355,8 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
                 events = [*one.events, *result.events]
             else:
                 result = long_lived.manage(history)
-                events = list(result.events)
+                events = [*offloaded, *result.events]
+                offloaded.clear()
             files = {path: store.read(path) for path in store.list("/")}
             turns.append(
                 {
@@ -454,3 +493,13 @@ if __name__ == "__main__":
     start, end = text.index(README_START) + len(README_START), text.index(README_END)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text[:start] + "\n" + feature_table() + "\n" + text[end:])
+
+
+def test_tool_outputs_offloaded_as_they_return_reach_the_history_as_previews(runs) -> None:
+    turns = runs["node"]["tool outputs offloaded as they return"]
+    # The offloads ran before the turn's manage: the history it got held previews already.
+    assert [e[:2] for e in turns[0]["events"]] == [["offload", "applied"]], turns[0]["events"]
+    assert [e[:2] for e in turns[1]["events"]] == [["offload", "applied"]], turns[1]["events"]
+    assert len(turns[0]["prompt"]) < len(BIG) / 5 and "a.txt" in turns[1]["prompt"]
+    stored = [text for path, text in turns[1]["files"].items() if path.startswith("/tool_outputs/")]
+    assert any('"name": "row 2499"' in text for text in stored), list(turns[1]["files"])

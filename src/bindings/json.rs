@@ -177,6 +177,11 @@ pub(crate) struct HeldCompactor {
     /// conversation or the record may have changed otherwise (a sync, a new call, a rebuild, an
     /// apply).
     replayed: Option<Option<Vec<Message>>>,
+    /// Tool outputs on their way to the model (`offload_start`), by run id: several may be
+    /// under way at once (a step's parallel tool calls), beside a call.
+    offloads: hashbrown::HashMap<u32, crate::OffloadRun>,
+    /// The id of the next offload run.
+    next_offload: u32,
 }
 
 /// The held compactor as a session sees it: plans learn into the memo, transcripts are
@@ -300,6 +305,8 @@ impl HeldCompactor {
             plans: std::sync::Mutex::default(),
             run: None,
             replayed: None,
+            offloads: hashbrown::HashMap::new(),
+            next_offload: 0,
         })
     }
 
@@ -764,6 +771,74 @@ impl HeldCompactor {
             self.session_end();
         }
         handled
+    }
+
+    /// Starts tier 1 on a tool's output at the moment it returns (`crate::OffloadRun`):
+    /// `output_json` is the output (a string: a text output). Returns the run's id, for
+    /// [`HeldCompactor::offload_poll`] and [`HeldCompactor::offload_handle`].
+    pub(crate) fn offload_start(
+        &mut self,
+        tool_name: &str,
+        tool_call_id: &str,
+        output_json: &str,
+    ) -> Result<u32> {
+        let run = crate::OffloadRun::new(tool_name, tool_call_id, output_json)?;
+        let id = self.next_offload;
+        self.next_offload = self.next_offload.wrapping_add(1);
+        self.offloads.insert(id, run);
+        Ok(id)
+    }
+
+    /// The offload run's next step as JSON: `{"type": "io", "ios": [{id, request}]}` (store
+    /// writes, their content inline), `{"type": "wait"}`, or `{"type": "done", "preview":
+    /// string | null, "events"}` (the run is then forgotten, as it is on any error).
+    pub(crate) fn offload_poll(&mut self, run: u32) -> Result<String> {
+        let mut offload = self.offload(run)?;
+        let polled = offload.poll(&mut self.inner);
+        Ok(match polled {
+            Ok(crate::OffloadPoll::Io(ios)) => {
+                self.offloads.insert(run, offload);
+                format!(r#"{{"type":"io","ios":{}}}"#, to_json(&ios))
+            }
+            Ok(crate::OffloadPoll::Wait) => {
+                self.offloads.insert(run, offload);
+                r#"{"type":"wait"}"#.to_owned()
+            }
+            Ok(crate::OffloadPoll::Done(offloaded)) => {
+                // As an apply: what plans learned is scaled again.
+                self.replayed = None;
+                self.memo
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .rescaled();
+                let json = to_json(&offloaded);
+                format!(r#"{{"type":"done",{}"#, &json[1..])
+            }
+            Err(e) => return Err(e),
+        })
+    }
+
+    /// Hands back the outcome of the offload run's request `id` (as `session_handle`'s).
+    pub(crate) fn offload_handle(&mut self, run: u32, id: u64, reply_json: &str) -> Result<()> {
+        let (reply, _) = reply(reply_json)?;
+        let mut offload = self.offload(run)?;
+        let handled = offload.handle(&mut self.inner, id, reply);
+        self.offloads.insert(run, offload);
+        handled
+    }
+
+    /// Forgets an offload run (a host's run that failed before it was done).
+    pub(crate) fn offload_drop(&mut self, run: u32) {
+        self.offloads.remove(&run);
+    }
+
+    fn offload(&mut self, run: u32) -> Result<crate::OffloadRun> {
+        self.offloads
+            .remove(&run)
+            .ok_or_else(|| Error::PlanMismatch {
+                action_id: None,
+                message: format!("offload run {run} is not under way"),
+            })
     }
 
     /// `{tokens, window, fraction}` as JSON.

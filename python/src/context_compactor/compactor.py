@@ -605,13 +605,7 @@ class Compactor:
         if kind in ("read", "save", "put", "sleep"):
             return (yield from store_request(self._io, request))
         if kind == "write":
-            path = request["path"]
-            content = _app_json(request.get("output"), messages, request["content"])
-            try:
-                yield ("write", self._io, path, storable(content, refs))
-                return {"type": "done"}
-            except Exception as e:
-                return {"type": "failed", "error": _message(e)}
+            return (yield from self._write(request["path"], _app_json(_output_at(request.get("output"), messages), request["content"]), refs))
         if kind == "summarize":
             summary_request = request["summary"]["request"]
             summary_request["messages"] = [{"role": "user", "content": summary_request["prompt"]}]
@@ -648,48 +642,41 @@ class Compactor:
             return None
 
     def _offload(self, tool_name: str, tool_call_id: str, output: T) -> Steps[Union[T, str]]:
+        """The output crosses as JSON (its binary values by placeholder); whether it goes, where,
+        and what the model sees instead are the core's (``src/offload.rs``): this only writes."""
         if output is None:
             return output
-        value = {"type": "text", "value": output} if isinstance(output, str) else {"type": "json", "value": output}
-        messages = [
-            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": tool_call_id, "toolName": tool_name, "input": {}}]},
-            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": tool_call_id, "toolName": tool_name, "output": value}]},
-        ]
         refs: Refs = {}
-        messages_json = encode(messages, refs)
-        plan_json = str(self._core.call("plan", messages_json, dumps({"offloadOnly": True})))
-        plan: Plan = decode(plan_json, refs)
-        if not plan["actions"]:
-            return output
-        outcomes = yield from self._write_all(plan, refs, messages)
-        applied = decode(self._core.call("apply", messages_json, plan_json, dumps(outcomes)), refs)
-        if self._on_event is not None:  # told as the npm host tells them
-            for event in applied["events"]:
-                self._on_event(event)
-        if not any(e["status"] == "applied" for e in applied["events"]):
-            return output
-        part = applied["messages"][1]["content"][0]["output"]
-        return str(part["value"]) if part["type"] == "text" else output
+        run = self._core.call("offload-start", tool_name, tool_call_id, encode(output, refs))
+        value = None if isinstance(output, str) else {"type": "json", "value": output}
+        done = False
+        try:
+            while True:
+                step = decode(str(self._core.call("offload-poll", run)), refs)
+                if step["type"] == "done":
+                    done = True
+                    if self._on_event is not None:
+                        for event in step["events"]:
+                            self._on_event(event)
+                    return output if step["preview"] is None else cast(str, step["preview"])
+                if step["type"] != "io":
+                    raise CompactorError("internal", "offload_tool_output: waiting with no request out")
+                for io in step["ios"]:
+                    request = io["request"]
+                    reply = yield from self._write(request["path"], _app_json(value, request["content"]), refs)
+                    self._core.call("offload-handle", run, io["id"], dumps(reply))
+        finally:
+            if not done:
+                self._core.call("offload-drop", run)
 
-    def _write_all(self, plan: Plan, refs: Refs, messages: Sequence[Message]) -> Steps[List[Dict[str, Any]]]:
-        """The store writes of an offload-only plan (a failure is an outcome, never an
-        exception). ``refs``: the binary values of the planned conversation, written out in
-        place of their placeholders; ``messages``: the conversation planned, whose JSON outputs
-        are stored as the app's values (``_app_json``)."""
-        outcomes: List[Dict[str, Any]] = []
-        for action in plan["actions"]:
-            writes = _writes(action)
-            if not writes:
-                continue
-            try:
-                for path, content in writes:
-                    replaced = (action.get("replace") or {}).get("kind") == "output"
-                    content = _app_json([action["messageIndex"], action["partIndex"]] if replaced else None, messages, content)
-                    yield ("write", self._io, path, storable(content, refs))
-                outcomes.append({"type": "written", "id": action["id"]})
-            except Exception as e:
-                outcomes.append({"type": "failed", "id": action["id"], "error": _message(e)})
-        return outcomes
+    def _write(self, path: str, content: str, refs: Refs) -> Steps[Dict[str, Any]]:
+        """A store write the core asked for (``refs``: the binary values its placeholders
+        stand for), and how it went."""
+        try:
+            yield ("write", self._io, path, storable(content, refs))
+            return {"type": "done"}
+        except Exception as e:
+            return {"type": "failed", "error": _message(e)}
 
     def _continued(self, request: Dict[str, Any], refs: Refs) -> None:
         """A summary request's continuation (the core offers one with a prompt cache, when it
@@ -1086,21 +1073,26 @@ def _as_given(out: List[Any], given: Sequence[Message]) -> List[Any]:
     return [pending[key].pop(0) if (key := text(m)) in pending and pending[key] else m for m in out]
 
 
-def _app_json(output: Optional[Sequence[int]], messages: Optional[Sequence[Message]], content: str) -> str:
+def _output_at(at: Optional[Sequence[int]], messages: Sequence[Message]) -> Any:
+    """The output of the tool result at ``[message, part]`` (a write request's ``output``), or
+    None."""
+    try:
+        return None if at is None else messages[at[0]]["content"][at[1]]["output"]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def _app_json(value: Any, content: str) -> str:
     """An offloaded JSON output's stored copy as the app's value writes it, lone surrogates
     included (escaped as JavaScript's JSON.stringify escapes them, so both hosts store the same
     text): the core holds text as UTF-8, so its copy has U+FFFD for each. Only when that is the
-    core's copy but for them; anything else is the core's content. ``output``: the
-    ``[message, part]`` of the tool result whose whole output ``content`` is the stored copy of
-    (a write request's ``output``), or None."""
-    if messages is None or output is None or "\ufffd" not in content:
+    core's copy but for them; anything else is the core's content. ``value``: the tool output
+    (``{"type", "value"}``) whose whole stored copy ``content`` is, or None."""
+    if not isinstance(value, dict) or value.get("type") not in ("json", "error-json") or "\ufffd" not in content:
         return content
     try:
-        value = messages[output[0]]["content"][output[1]]["output"]
-        if value.get("type") not in ("json", "error-json"):
-            return content
         text = json.dumps(value["value"], ensure_ascii=False, indent=2)
-    except (KeyError, IndexError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError):
         return content
     if text == content or well_formed(text) != content:
         return content
@@ -1124,15 +1116,6 @@ def _non_finite(value: Any, path: str, depth: int = 0) -> Optional[str]:
             if found is not None:
                 return found
     return None
-
-
-def _writes(action: Plan) -> List[Tuple[str, str]]:
-    kind = action["type"]
-    if kind == "save-transcript":
-        return [(action["path"], action["json"]), (action["readablePath"], action["markdown"])]
-    if kind in ("summarize", "drop"):
-        return []
-    return [(action["path"], action["content"])]
 
 
 def _is_work(plan: Plan) -> bool:

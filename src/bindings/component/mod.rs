@@ -271,6 +271,33 @@ impl api::GuestCompactor for ComponentCompactor {
             .map_err(error)
     }
 
+    fn offload_start(
+        &self,
+        tool_name: String,
+        tool_call_id: String,
+        output: String,
+    ) -> Result<u32, api::Error> {
+        self.0
+            .borrow_mut()
+            .offload_start(&tool_name, &tool_call_id, &output)
+            .map_err(error)
+    }
+
+    fn offload_poll(&self, run: u32) -> Result<String, api::Error> {
+        self.0.borrow_mut().offload_poll(run).map_err(error)
+    }
+
+    fn offload_handle(&self, run: u32, id: u64, reply: String) -> Result<(), api::Error> {
+        self.0
+            .borrow_mut()
+            .offload_handle(run, id, &reply)
+            .map_err(error)
+    }
+
+    fn offload_drop(&self, run: u32) {
+        self.0.borrow_mut().offload_drop(run);
+    }
+
     fn usage(&self, messages: Option<String>) -> Result<String, api::Error> {
         self.0.borrow().usage(messages.as_deref()).map_err(error)
     }

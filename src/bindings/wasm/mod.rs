@@ -109,6 +109,41 @@ impl WasmCompactor {
             .map_err(throw)
     }
 
+    /// Starts tier 1 on a tool's output at the moment it returns (`outputJson`: a JSON string
+    /// is a text output): a run driven with `offloadPoll` / `offloadHandle`; its id.
+    #[wasm_bindgen(js_name = offloadStart)]
+    pub fn offload_start(
+        &mut self,
+        tool_name: &str,
+        tool_call_id: &str,
+        output_json: &str,
+    ) -> JsResult<u32> {
+        self.0
+            .offload_start(tool_name, tool_call_id, output_json)
+            .map_err(throw)
+    }
+
+    /// The offload run's next step, as JSON (`io`, `wait`, or `done` with `preview` and
+    /// `events`).
+    #[wasm_bindgen(js_name = offloadPoll)]
+    pub fn offload_poll(&mut self, run: u32) -> JsResult<String> {
+        self.0.offload_poll(run).map_err(throw)
+    }
+
+    /// Hands back the outcome of the offload run's request `id` (a reply as JSON).
+    #[wasm_bindgen(js_name = offloadHandle)]
+    pub fn offload_handle(&mut self, run: u32, id: u32, reply_json: &str) -> JsResult<()> {
+        self.0
+            .offload_handle(run, u64::from(id), reply_json)
+            .map_err(throw)
+    }
+
+    /// Forgets an offload run that did not end.
+    #[wasm_bindgen(js_name = offloadDrop)]
+    pub fn offload_drop(&mut self, run: u32) {
+        self.0.offload_drop(run);
+    }
+
     /// Messages `[0, end)` of the held conversation as planned (the compaction record replayed
     /// onto it): the prefix of a summary request's continuation.
     #[wasm_bindgen(js_name = plannedPrefix)]
