@@ -13,7 +13,8 @@
 //! `Host::now`; `state`: each turn is two requests at once, each a new compactor loaded from the
 //! state at `path`, `Compactor::load`; `second`: a message the second request adds;
 //! `as_returned`: each tool result goes through `Compactor::offload_tool_output` first, its
-//! events before the turn's).
+//! events before the turn's; `background`: summaries asked ahead are made after the turn with
+//! `make_ahead` and handed back with `Compactor::offer_summary`).
 //! Each turn's messages are appended to the history, which `manage` gets whole (raw), as a
 //! stateless-looking long-lived compactor would. Output: `{name: [{prompt, events, files}]}`.
 
@@ -21,8 +22,8 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use context_compactor::{
-    parse_messages, Compactor, Config, Host, Plan, PreCompact, PreCompactDecision, Summarize,
-    SummaryLease,
+    make_ahead, parse_messages, Compactor, Config, Host, Plan, PreCompact, PreCompactDecision,
+    Summarize, SummaryLease,
 };
 use serde_json::{json, Value};
 
@@ -39,6 +40,9 @@ struct App {
     now: Option<u64>,
     /// Requests so far (each lease's owner).
     leases: u32,
+    /// Summaries are made ahead of need (the scenario's `background`), and those handed out.
+    background: bool,
+    ahead: Vec<Summarize>,
 }
 
 impl Host for App {
@@ -77,6 +81,14 @@ impl Host for App {
         Ok(self.files.get(path).cloned())
     }
 
+    fn summarizes_ahead(&mut self) -> bool {
+        self.background
+    }
+
+    fn summarize_ahead(&mut self, ahead: &Summarize, _state_path: Option<&str>) {
+        self.ahead.push(ahead.clone());
+    }
+
     /// With a summarizer, summaries are made under a lease beside a kept state (as the npm
     /// and Python hosts do with `statePath` and `summarize`), each request its own owner.
     fn summary_lease(&mut self) -> Option<SummaryLease> {
@@ -111,6 +123,8 @@ fn run(scenario: &Value) -> Result<Value, String> {
         asked: Vec::new(),
         now: None,
         leases: 0,
+        background: scenario["background"].as_bool() == Some(true),
+        ahead: Vec::new(),
     };
     let mut history: Vec<Value> = Vec::new();
     let mut turns = Vec::new();
@@ -171,6 +185,15 @@ fn run(scenario: &Value) -> Result<Value, String> {
                 let managed = compactor
                     .manage(messages, &mut app)
                     .map_err(|e| e.to_string())?;
+                // The summaries asked ahead, made before the next turn (the npm and Python
+                // hosts' `settled()`).
+                for ahead in std::mem::take(&mut app.ahead) {
+                    let key = ahead.ahead_key.clone().unwrap_or_default();
+                    match make_ahead(&ahead, None, &mut app) {
+                        Some(text) => compactor.offer_summary(&key, text),
+                        None => compactor.forget_ahead(&key),
+                    };
+                }
                 (managed, offloaded)
             }
         };

@@ -154,6 +154,16 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
                 [{"role": "user", "content": "more"}, *tool_turn(4, "logs", BIG.replace("ok", "fine")[:40_000])],
             ],
         },
+        "summaries made ahead in the background, applied when due": {
+            # A few messages a turn: a turn that ends above ``history.aheadFraction`` asks the
+            # summary the lossy tier will need; the app lets it finish (``settled()``; natively
+            # ``make_ahead`` and ``offer_summary``) and the turn that reaches the trigger applies
+            # it without asking the summarizer itself.
+            "options": {"contextWindow": 8_000},
+            "summaries": ["## Session Intent\nMade ahead (first).", "## Session Intent\nMade ahead (second)."],
+            "background": True,
+            "turns": [talk[:6], *[talk[i:i + 2] for i in range(6, 48, 2)]],
+        },
         "an image and a pasted log in a user message": {
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
@@ -178,6 +188,7 @@ FEATURES: Dict[str, List[str]] = {
     "a coding session, then the user is away past the cache's lifetime": ["The host's clock: deferred edits taken once the prompt cache expired"],
     "a summary that continues the agent's cached prompt": ["A summary request that continues the agent's cached prompt"],
     "tool outputs offloaded as they return": ["Tier 1 as a tool returns (`offloadToolOutput`): a large output stored, a preview in its place"],
+    "summaries made ahead in the background, applied when due": ["Summaries made ahead of need, off the turn, applied by the call that needs them"],
     "an image and a pasted log in a user message": ["Images counted as images; a pasted log in a user message offloaded"],
     "the state kept in the store, each turn sent twice at once": ["The state in the store: saved by compare-and-set; a double submit finds its own state saved"],
     "the state kept in the store, a second tab's request lost its save": ["The state in the store: a save lost to another request, the call run again on the stored state"],
@@ -263,6 +274,7 @@ for (const [name, s] of Object.entries(scenarios)) {
       result = await compactor.manage(history);
       events = [...offloaded, ...result.events];
       offloaded = [];
+      if (s.background) await compactor.settled();
     }
     const files = {};
     for (const path of await memory.list('/')) files[path] = await memory.read(path);
@@ -357,6 +369,8 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
                 result = long_lived.manage(history)
                 events = [*offloaded, *result.events]
                 offloaded.clear()
+                if s.get("background"):
+                    long_lived.settled()
             files = {path: store.read(path) for path in store.list("/")}
             turns.append(
                 {
@@ -503,3 +517,14 @@ def test_tool_outputs_offloaded_as_they_return_reach_the_history_as_previews(run
     assert len(turns[0]["prompt"]) < len(BIG) / 5 and "a.txt" in turns[1]["prompt"]
     stored = [text for path, text in turns[1]["files"].items() if path.startswith("/tool_outputs/")]
     assert any('"name": "row 2499"' in text for text in stored), list(turns[1]["files"])
+
+
+def test_summaries_made_ahead_are_applied_without_a_wait(runs) -> None:
+    turns = runs["node"]["summaries made ahead in the background, applied when due"]
+    applied = [t for t, turn in enumerate(turns) if any(e[:2] == ["summarize", "applied"] for e in turn["events"])]
+    asked = [t for t, turn in enumerate(turns) if turn["asked"]]
+    # Each summary was asked by an earlier turn than the one that applied it, and no turn that
+    # applied one asked the summarizer itself.
+    assert applied and asked, (applied, asked)
+    assert all(any(a < t for a in asked) for t in applied), (applied, asked)
+    assert not set(applied) & set(asked), (applied, asked)
