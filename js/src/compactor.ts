@@ -995,7 +995,20 @@ export class Compactor {
     if (output === undefined || isAsyncIterable(output)) return output;
     // The output crosses as JSON (its binary values by placeholder); whether it goes, where,
     // and what the model sees instead are the core's (src/offload.rs): this only writes.
-    const { json, refs } = encode([output]);
+    for (const [field, value] of [['toolName', toolName], ['toolCallId', toolCallId]] as const) {
+      if (typeof value !== 'string') throw new CompactorError('invalid_message', `offloadToolOutput: ${field} must be a string, got ${value === null ? 'null' : typeof value}`, { field });
+    }
+    let encoded: ReturnType<typeof encode>;
+    try {
+      encoded = encode([output]);
+    } catch (error) {
+      // Named as this call's: the output is no message of the app's.
+      if (!(error instanceof CompactorError)) throw error;
+      const { index: _, ...details } = error.details;
+      const reason = error.message.replace(/^messages: /, '').replace(/^message 0: invalid `([^`]*)`: /, (_, field: string) => (field ? `invalid \`${field}\`: ` : ''));
+      throw new CompactorError(error.code, `offloadToolOutput: the output of tool ${toolName} (call ${toolCallId}): ${reason}`, { ...details, toolName, toolCallId });
+    }
+    const { json, refs } = encoded;
     const run = core(() => this.#core.offloadStart(toolName, toolCallId, json.slice(1, -1)));
     let done = false;
     try {

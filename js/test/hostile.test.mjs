@@ -409,3 +409,25 @@ test('mutated conversations (fields dropped, values swapped for any JSON value):
   assert.ok(planned > 100 && refused > 100, `planned ${planned}, refused ${refused}`);
   compactor.dispose();
 });
+
+test('offloadToolOutput: names that are not strings and outputs that are not JSON are typed errors naming the call, and the compactor goes on', async () => {
+  const compactor = await createCompactor({ model: 'gpt-4o', store: new MemoryStore() });
+  const big = 'line of a long output\n'.repeat(20_000);
+  for (const [name, id, field] of [[null, 'c1', 'toolName'], [42, 'c1', 'toolName'], ['t', undefined, 'toolCallId'], ['t', {}, 'toolCallId']]) {
+    await assert.rejects(compactor.offloadToolOutput(name, id, big), (e) => e instanceof CompactorError && e.code === 'invalid_message' && e.field === field && e.message.startsWith('offloadToolOutput:'));
+  }
+  const cyclic = { a: 1 };
+  cyclic.self = cyclic;
+  for (const [output, field, reason] of [[{ a: 1n }, 'a', 'BigInt'], [cyclic, 'self', 'cyclic'], [5n, '', 'BigInt']]) {
+    await assert.rejects(compactor.offloadToolOutput('search', 'c2', output), (e) => {
+      assert.ok(e instanceof CompactorError && e.code === 'invalid_message', String(e));
+      assert.match(e.message, /^offloadToolOutput: the output of tool search \(call c2\): /);
+      assert.ok(e.message.includes(reason) && e.field === field && e.details.toolCallId === 'c2', e.message);
+      return true;
+    });
+  }
+  // The core was never handed a bad value: the next output offloads as ever.
+  const preview = await compactor.offloadToolOutput('search', 'c3', big);
+  assert.ok(typeof preview === 'string' && preview.startsWith('[Tool output offloaded:'), preview.slice(0, 80));
+  compactor.dispose();
+});

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from context_compactor import Compactor, LocalStore, MemoryStore, count_tokens, read_file, recovery_tools
+from context_compactor import Compactor, InvalidMessageError, LocalStore, MemoryStore, count_tokens, read_file, recovery_tools
 
 from conftest import assert_paired, chat, coding_session
 
@@ -353,6 +353,23 @@ def test_loop_context_rolling_window_summary_request_failure_and_prompt() -> Non
     with pytest.raises(InvalidConfigError) as e:
         loop.add_iteration(done, {"unixMs": 1, "ouput": "typo"})
     assert e.value.field == "iteration" and "ouput" in str(e.value)
+
+
+def test_offload_tool_output_refuses_bad_names_and_outputs_naming_the_call() -> None:
+    compactor = Compactor(model="gpt-4o", store=MemoryStore())
+    big = huge_tool_result(20_000)
+    for name, call_id, field in ((None, "c1", "tool_name"), ("t", 3, "tool_call_id")):
+        with pytest.raises(InvalidMessageError) as e:
+            compactor.offload_tool_output(name, call_id, big)  # type: ignore[arg-type]
+        assert e.value.code == "invalid_message" and e.value.field == field
+    cyclic: Dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    for output in (object(), {"a": float("nan")}, cyclic):
+        with pytest.raises(InvalidMessageError) as e:
+            compactor.offload_tool_output("search", "c2", output)
+        assert str(e.value).startswith("offload_tool_output: the output of tool search (call c2): ")
+        assert e.value.details["tool_call_id"] == "c2"
+    assert compactor.offload_tool_output("search", "c3", big).startswith("[Tool output offloaded:")
 
 
 def test_offload_tool_output_at_return_time() -> None:

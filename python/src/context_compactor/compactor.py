@@ -37,7 +37,7 @@ from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
 from .effects import Steps, conditional_write, drive_async, effect_read, run_sync, store_request, wall
 from .effects import message as _message
-from .errors import CompactorError, InvalidConfigError, PlanMismatchError
+from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
 from .overflow import overflow_verdict, parse_overflow
 from .stores import AGENTS_MD_PATH, MEMORIES_PREFIX, FileStore, MemoryStore, TimedStore, check_path
 from .tools import RecoveryTool, recovery_tools
@@ -646,8 +646,17 @@ class Compactor:
         and what the model sees instead are the core's (``src/offload.rs``): this only writes."""
         if output is None:
             return output
+        for field, value in (("tool_name", tool_name), ("tool_call_id", tool_call_id)):
+            if not isinstance(value, str):
+                raise InvalidMessageError("invalid_message", f"offload_tool_output: {field} must be a str, got {type(value).__name__}", {"field": field})
         refs: Refs = {}
-        run = self._core.call("offload-start", tool_name, tool_call_id, encode(output, refs))
+        try:
+            output_json = encode(output, refs)
+        except CompactorError as e:
+            # Named as this call's: the output is no message of the app's.
+            message = e.message.removeprefix("messages: ")
+            raise type(e)(e.code, f"offload_tool_output: the output of tool {tool_name} (call {tool_call_id}): {message}", {**e.details, "tool_name": tool_name, "tool_call_id": tool_call_id}) from e
+        run = self._core.call("offload-start", tool_name, tool_call_id, output_json)
         value = None if isinstance(output, str) else {"type": "json", "value": output}
         done = False
         try:
