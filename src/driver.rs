@@ -393,8 +393,8 @@ impl Compactor {
     }
 
     /// Tier 1 at the moment a tool returns (the core's [`OffloadRun`]): `output_json` is the
-    /// output tool `tool_name` returned for call `tool_call_id` (JSON; a string is a text
-    /// output). Over the offload threshold it is written to `host`'s store and
+    /// output tool `tool_name` returned for call `tool_call_id` (one JSON value; a JSON string
+    /// is a text output, anything else a JSON one). Over the offload threshold it is written to `host`'s store and
     /// [`Offloaded::preview`] is what the model should see in its place; under it, or when the
     /// write failed (nothing lost), the preview is `None` and the output stays as it is.
     pub fn offload_tool_output(
@@ -420,7 +420,8 @@ impl Compactor {
         output_json: &str,
         host: &mut H,
     ) -> Result<Offloaded> {
-        let mut run = OffloadRun::new(tool_name, tool_call_id, output_json)?;
+        let text = output_json.trim_start().starts_with('"');
+        let mut run = OffloadRun::new(tool_name, tool_call_id, output_json, text)?;
         loop {
             match run.poll(self)? {
                 OffloadPoll::Done(offloaded) => return Ok(offloaded),

@@ -13,7 +13,7 @@
 //!
 //! let mut compactor = Compactor::new(Config { model: Some("gpt-4o".into()), ..Config::default() })?;
 //! let huge: String = (0..30_000).map(|i| format!("result line {i}\n")).collect();
-//! let mut run = OffloadRun::new("search", "c1", &serde_json::to_string(&huge).unwrap())?;
+//! let mut run = OffloadRun::new("search", "c1", &serde_json::to_string(&huge).unwrap(), true)?;
 //! let mut stored = Vec::new();
 //! let offloaded = loop {
 //!     match run.poll(&mut compactor)? {
@@ -68,21 +68,26 @@ pub struct Offloaded {
 }
 
 impl OffloadRun {
-    /// The output `output_json` (JSON: a string is a text output, anything else a JSON one)
-    /// that tool `tool_name` returned for call `tool_call_id`. Nothing is planned until the
+    /// The output `output_json` (one JSON value) that tool `tool_name` returned for call
+    /// `tool_call_id`: a text output when `text` (then a JSON string: the host's own string
+    /// type, not whatever serializes to one), else a JSON one. Nothing is planned until the
     /// first [`OffloadRun::poll`].
-    pub fn new(tool_name: &str, tool_call_id: &str, output_json: &str) -> Result<Self> {
-        let kind = match output_json.trim_start().starts_with('"') {
-            true => "text",
-            false => "json",
+    pub fn new(tool_name: &str, tool_call_id: &str, output_json: &str, text: bool) -> Result<Self> {
+        let invalid = |why: String| Error::InvalidMessages {
+            message: format!("the output of tool {tool_name} (call {tool_call_id}): {why}"),
         };
+        // Exactly one JSON value, before it is set into the conversation's text.
+        serde_json::from_str::<serde::de::IgnoredAny>(output_json)
+            .map_err(|e| invalid(format!("not one JSON value: {e}")))?;
+        if text && !output_json.trim_start().starts_with('"') {
+            return Err(invalid("a text output must be a JSON string".into()));
+        }
+        let kind = if text { "text" } else { "json" };
         let (id, name) = (quoted(tool_call_id), quoted(tool_name));
         let conversation = format!(
             r#"[{{"role":"assistant","content":[{{"type":"tool-call","toolCallId":{id},"toolName":{name},"input":{{}}}}]}},{{"role":"tool","content":[{{"type":"tool-result","toolCallId":{id},"toolName":{name},"output":{{"type":"{kind}","value":{output_json}}}}}]}}]"#
         );
-        let messages = parse_messages(&conversation).map_err(|e| Error::InvalidMessages {
-            message: format!("the output of tool {tool_name} (call {tool_call_id}): {e}"),
-        })?;
+        let messages = parse_messages(&conversation).map_err(|e| invalid(e.to_string()))?;
         let call = Call {
             offload_only: true,
             ..Call::default()

@@ -126,7 +126,7 @@ fn a_large_json_output_is_stored_as_json_numbers_kept_exactly() {
 
 #[test]
 fn output_that_is_not_json_is_a_typed_error_naming_the_tool() {
-    let err = OffloadRun::new("search", "c1", "{not json").unwrap_err();
+    let err = OffloadRun::new("search", "c1", "{not json", false).unwrap_err();
     match err {
         Error::InvalidMessages { message } => {
             assert!(
@@ -141,8 +141,13 @@ fn output_that_is_not_json_is_a_typed_error_naming_the_tool() {
 #[test]
 fn a_reply_to_a_request_not_in_flight_is_a_typed_error() {
     let mut c = compactor();
-    let mut run =
-        OffloadRun::new("search", "c1", &serde_json::to_string(&huge()).unwrap()).unwrap();
+    let mut run = OffloadRun::new(
+        "search",
+        "c1",
+        &serde_json::to_string(&huge()).unwrap(),
+        true,
+    )
+    .unwrap();
     let OffloadPoll::Io(ios) = run.poll(&mut c).unwrap() else {
         panic!("a write")
     };
@@ -156,4 +161,49 @@ fn a_reply_to_a_request_not_in_flight_is_a_typed_error() {
     ));
     run.handle(&mut c, ios[0].id, Reply::Done).unwrap();
     assert!(matches!(run.poll(&mut c).unwrap(), OffloadPoll::Done(d) if d.preview.is_some()));
+}
+
+#[test]
+fn output_json_that_is_more_than_one_value_or_text_that_is_not_a_string_is_refused() {
+    // Set into the conversation's text as is, it would have added fields of its own.
+    let smuggled = format!(
+        r#"1,"type":"text","value":{}"#,
+        serde_json::to_string(&huge()).unwrap()
+    );
+    for (output, text) in [
+        (smuggled.as_str(), false),
+        ("1 2", false),
+        (r#"{"a":1}"#, true),
+    ] {
+        match OffloadRun::new("search", "c1", output, text).unwrap_err() {
+            Error::InvalidMessages { message } => {
+                assert!(
+                    message.starts_with("the output of tool search (call c1): "),
+                    "{message}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // A JSON string as a JSON output (a value whose JSON is a string) is stored as JSON.
+    let mut c = compactor();
+    let mut run = OffloadRun::new(
+        "search",
+        "c1",
+        &serde_json::to_string(&huge()).unwrap(),
+        false,
+    )
+    .unwrap();
+    let OffloadPoll::Io(ios) = run.poll(&mut c).unwrap() else {
+        panic!("a write")
+    };
+    match &ios[0].request {
+        context_compactor::Request::Write { path, content, .. } => {
+            assert!(
+                path.ends_with(".json") && content.starts_with('"'),
+                "{path}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
 }

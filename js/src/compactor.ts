@@ -1009,7 +1009,7 @@ export class Compactor {
       throw new CompactorError(error.code, `offloadToolOutput: the output of tool ${toolName} (call ${toolCallId}): ${reason}`, { ...details, toolName, toolCallId });
     }
     const { json, refs } = encoded;
-    const run = core(() => this.#core.offloadStart(toolName, toolCallId, json.slice(1, -1)));
+    const run = core(() => this.#core.offloadStart(toolName, toolCallId, json.slice(1, -1), typeof output === 'string'));
     let done = false;
     try {
       for (;;) {
@@ -1026,7 +1026,11 @@ export class Compactor {
         }));
       }
     } finally {
-      if (!done) this.#core.offloadDrop(run);
+      try {
+        if (!done) this.#core.offloadDrop(run);
+      } catch {
+        // A disposed or failed core: the error thrown above is the one to see.
+      }
     }
   }
 

@@ -431,3 +431,27 @@ test('offloadToolOutput: names that are not strings and outputs that are not JSO
   assert.ok(typeof preview === 'string' && preview.startsWith('[Tool output offloaded:'), preview.slice(0, 80));
   compactor.dispose();
 });
+
+test('offloadToolOutput: a value whose JSON is a string is a JSON output (as it always was), and a compactor disposed mid-write fails typed', async () => {
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ model: 'gpt-4o', store });
+  const big = 'line of a long output\n'.repeat(20_000);
+  class Result { toJSON() { return big; } }
+  for (const [id, output] of [['s1', new String(big)], ['s2', new Result()]]) {
+    const preview = await compactor.offloadToolOutput('search', id, output);
+    assert.ok(typeof preview === 'string' && preview.startsWith('[Tool output offloaded:'));
+  }
+  const paths = await store.list('/tool_outputs/');
+  assert.equal(paths.length, 1, 'the same JSON value, stored once');
+  assert.ok(paths[0].endsWith('.json') && (await store.read(paths[0])) === JSON.stringify(big, null, 2), paths[0]);
+  // A store that answers after the compactor was disposed: the error is the core's, typed.
+  let release;
+  const slow = { ...store, read: (p) => store.read(p), list: (p) => store.list(p), delete: (p) => store.delete(p), write: () => new Promise((resolve) => { release = resolve; }) };
+  const doomed = await createCompactor({ model: 'gpt-4o', store: slow });
+  const pending = doomed.offloadToolOutput('search', 's3', big);
+  while (!release) await new Promise((r) => setTimeout(r, 1));
+  doomed.dispose();
+  release();
+  await assert.rejects(pending, (e) => e instanceof CompactorError && e.code === 'internal');
+  compactor.dispose();
+});

@@ -774,15 +774,16 @@ impl HeldCompactor {
     }
 
     /// Starts tier 1 on a tool's output at the moment it returns (`crate::OffloadRun`):
-    /// `output_json` is the output (a string: a text output). Returns the run's id, for
+    /// `output_json` is the output, a text one when `text`. Returns the run's id, for
     /// [`HeldCompactor::offload_poll`] and [`HeldCompactor::offload_handle`].
     pub(crate) fn offload_start(
         &mut self,
         tool_name: &str,
         tool_call_id: &str,
         output_json: &str,
+        text: bool,
     ) -> Result<u32> {
-        let run = crate::OffloadRun::new(tool_name, tool_call_id, output_json)?;
+        let run = crate::OffloadRun::new(tool_name, tool_call_id, output_json, text)?;
         let id = self.next_offload;
         self.next_offload = self.next_offload.wrapping_add(1);
         self.offloads.insert(id, run);

@@ -651,12 +651,14 @@ class Compactor:
                 raise InvalidMessageError("invalid_message", f"offload_tool_output: {field} must be a str, got {type(value).__name__}", {"field": field})
         refs: Refs = {}
         try:
-            output_json = encode(output, refs)
+            output_json = encode([output], refs)[1:-1]
         except CompactorError as e:
             # Named as this call's: the output is no message of the app's.
-            message = e.message.removeprefix("messages: ")
-            raise type(e)(e.code, f"offload_tool_output: the output of tool {tool_name} (call {tool_call_id}): {message}", {**e.details, "tool_name": tool_name, "tool_call_id": tool_call_id}) from e
-        run = self._core.call("offload-start", tool_name, tool_call_id, output_json)
+            message = e.message.removeprefix("message 0: ").removeprefix("messages: ")
+            details = {k: v for k, v in e.details.items() if k != "index"}
+            raise type(e)(e.code, f"offload_tool_output: the output of tool {tool_name} (call {tool_call_id}): {message}", {**details, "tool_name": tool_name, "tool_call_id": tool_call_id}) from e
+        # Names as the core holds text (a lone surrogate as U+FFFD, as npm's binding does).
+        run = self._core.call("offload-start", well_formed(tool_name), well_formed(tool_call_id), output_json, isinstance(output, str))
         value = None if isinstance(output, str) else {"type": "json", "value": output}
         done = False
         try:

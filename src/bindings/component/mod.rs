@@ -276,10 +276,11 @@ impl api::GuestCompactor for ComponentCompactor {
         tool_name: String,
         tool_call_id: String,
         output: String,
+        text: bool,
     ) -> Result<u32, api::Error> {
         self.0
             .borrow_mut()
-            .offload_start(&tool_name, &tool_call_id, &output)
+            .offload_start(&tool_name, &tool_call_id, &output, text)
             .map_err(error)
     }
 

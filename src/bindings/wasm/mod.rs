@@ -109,17 +109,18 @@ impl WasmCompactor {
             .map_err(throw)
     }
 
-    /// Starts tier 1 on a tool's output at the moment it returns (`outputJson`: a JSON string
-    /// is a text output): a run driven with `offloadPoll` / `offloadHandle`; its id.
+    /// Starts tier 1 on a tool's output at the moment it returns (`outputJson`; a text output
+    /// when `text`): a run driven with `offloadPoll` / `offloadHandle`; its id.
     #[wasm_bindgen(js_name = offloadStart)]
     pub fn offload_start(
         &mut self,
         tool_name: &str,
         tool_call_id: &str,
         output_json: &str,
+        text: bool,
     ) -> JsResult<u32> {
         self.0
-            .offload_start(tool_name, tool_call_id, output_json)
+            .offload_start(tool_name, tool_call_id, output_json, text)
             .map_err(throw)
     }
 
