@@ -265,7 +265,7 @@ impl CallRun {
     }
 
     /// The next step: IO to carry out, a wait for outcomes, or the result.
-    pub fn poll<C: CallCore + ?Sized>(&mut self, core: &mut C) -> Result<CallPoll> {
+    pub fn poll<C: CallCore>(&mut self, core: &mut C) -> Result<CallPoll> {
         loop {
             if !self.next.is_empty() {
                 return Ok(CallPoll::Io(std::mem::take(&mut self.next)));
@@ -404,7 +404,7 @@ impl CallRun {
     /// not in flight, or a reply of the wrong kind, is a typed error (the call is unchanged).
     /// `now`: the wall clock (ms since the epoch), when the host says it (a call whose
     /// summaries are leased: [`CallRun::leased`]).
-    pub fn handle<C: CallCore + ?Sized>(
+    pub fn handle<C: CallCore>(
         &mut self,
         core: &mut C,
         id: u64,
@@ -441,12 +441,7 @@ impl CallRun {
     }
 
     /// Hands the session the reply to its request `id` (kept, when a rerun may ask it again).
-    fn answer_session<C: CallCore + ?Sized>(
-        &mut self,
-        core: &mut C,
-        id: u64,
-        reply: Reply,
-    ) -> Result<()> {
+    fn answer_session<C: CallCore>(&mut self, core: &mut C, id: u64, reply: Reply) -> Result<()> {
         if let Some(made) = self.out.remove(&id) {
             match (made, &reply) {
                 (Made::Write(path, hash), Reply::Done) => {
@@ -470,7 +465,7 @@ impl CallRun {
     /// What the lease of the session's summary request `summary` asks next: its store call or
     /// sleep (an id of the call's own), the summary request itself, or nothing once over (the
     /// session then has its reply).
-    fn lease_step<C: CallCore + ?Sized>(&mut self, core: &mut C, summary: u64) -> Result<Vec<Io>> {
+    fn lease_step<C: CallCore>(&mut self, core: &mut C, summary: u64) -> Result<Vec<Io>> {
         let Some((lease, io)) = self.leases.get(&summary) else {
             return Ok(Vec::new());
         };
@@ -501,7 +496,7 @@ impl CallRun {
 
     /// The save of the state JSON `state`: a `save` request, or the call is over (none is due
     /// after all: an earlier turn of the stored conversation; or it cannot be made).
-    fn save<C: CallCore + ?Sized>(&mut self, core: &mut C, state: &str) -> Option<CallPoll> {
+    fn save<C: CallCore>(&mut self, core: &mut C, state: &str) -> Option<CallPoll> {
         let conversation = self.conversation.clone().unwrap_or_default();
         let persist = core.compactor().persist().expect("a state path");
         let request = persist
@@ -530,7 +525,7 @@ impl CallRun {
 
     /// The call is over, with what its state path adds: `error` (a save that failed; else a
     /// state that could not be read and was not saved over since) and `conflict`.
-    fn over<C: CallCore + ?Sized>(
+    fn over<C: CallCore>(
         &mut self,
         core: &mut C,
         error: Option<String>,
@@ -551,7 +546,7 @@ impl CallRun {
     }
 
     /// The state's save landed: the call is over.
-    fn saved<C: CallCore + ?Sized>(&mut self, core: &mut C) {
+    fn saved<C: CallCore>(&mut self, core: &mut C) {
         if let Some(persist) = core.compactor().persist() {
             persist.written();
         }
@@ -559,7 +554,7 @@ impl CallRun {
     }
 
     /// The reply to the call's own request `id`, of `kind`.
-    fn own_reply<C: CallCore + ?Sized>(
+    fn own_reply<C: CallCore>(
         &mut self,
         core: &mut C,
         id: u64,
@@ -711,7 +706,7 @@ fn made_before(
 
 /// The lease the session's request `io` is made under: a summary, when the call's summaries
 /// are leased (`lease`: the owner and options) and the compactor has a state path.
-fn lease_of<C: CallCore + ?Sized>(
+fn lease_of<C: CallCore>(
     lease: &Option<(String, LeaseOptions)>,
     wall: f64,
     core: &mut C,

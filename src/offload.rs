@@ -98,7 +98,7 @@ impl OffloadRun {
     }
 
     /// The next step: the store writes to carry out, a wait, or what became of the output.
-    pub fn poll<C: SessionCore + ?Sized>(&mut self, compactor: &mut C) -> Result<OffloadPoll> {
+    pub fn poll(&mut self, compactor: &mut dyn SessionCore) -> Result<OffloadPoll> {
         Ok(match self.session.poll(compactor)? {
             Poll::Io(ios) => OffloadPoll::Io(ios),
             Poll::Wait => OffloadPoll::Wait,
@@ -117,12 +117,7 @@ impl OffloadRun {
     }
 
     /// Hands back the outcome of request `id` (as [`Session::handle`]).
-    pub fn handle<C: SessionCore + ?Sized>(
-        &mut self,
-        compactor: &mut C,
-        id: u64,
-        reply: Reply,
-    ) -> Result<()> {
+    pub fn handle(&mut self, compactor: &mut dyn SessionCore, id: u64, reply: Reply) -> Result<()> {
         self.session.handle(compactor, id, reply)
     }
 }

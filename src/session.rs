@@ -431,7 +431,7 @@ impl Session {
 
     /// The next step: IO to carry out, a wait for outcomes, or the result. After `Done`, a
     /// poll is a typed error.
-    pub fn poll<C: SessionCore + ?Sized>(&mut self, compactor: &mut C) -> Result<Poll> {
+    pub fn poll(&mut self, compactor: &mut dyn SessionCore) -> Result<Poll> {
         loop {
             if !self.pending.is_empty() {
                 return Ok(Poll::Wait);
@@ -507,12 +507,7 @@ impl Session {
 
     /// Hands back the outcome of request `id`. An id that is not in flight, or a reply of the
     /// wrong kind, is a typed error (the session is unchanged).
-    pub fn handle<C: SessionCore + ?Sized>(
-        &mut self,
-        compactor: &mut C,
-        id: u64,
-        reply: Reply,
-    ) -> Result<()> {
+    pub fn handle(&mut self, compactor: &mut dyn SessionCore, id: u64, reply: Reply) -> Result<()> {
         let Some(pending) = self.pending.get(&id) else {
             return Err(Error::PlanMismatch {
                 action_id: None,
@@ -606,9 +601,9 @@ impl Session {
         }
     }
 
-    fn decide<C: SessionCore + ?Sized>(
+    fn decide(
         &mut self,
-        compactor: &mut C,
+        compactor: &mut dyn SessionCore,
         decision: PreCompactDecision,
     ) -> Result<()> {
         let plan = self.plan.as_ref().expect("a plan before the hook");
@@ -646,7 +641,7 @@ impl Session {
     }
 
     /// Every write of the plan, in one batch (a deferred transcript rendered now).
-    fn start_writes<C: SessionCore + ?Sized>(&mut self, compactor: &C) -> Vec<Io> {
+    fn start_writes(&mut self, compactor: &dyn SessionCore) -> Vec<Io> {
         let mut plan = self.plan.take().expect("a plan");
         for action in &mut plan.actions {
             if let Action::SaveTranscript(t) = action {
