@@ -433,3 +433,34 @@ def test_a_dry_plan_renders_its_transcript_when_first_read() -> None:
     for _ in range(2):
         with pytest.raises(PlanMismatchError):
             late.get("json")
+
+
+class _InFlight(MemoryStore):
+    """An async store that counts the writes under way at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0
+        self.most = 0
+
+    async def write(self, path: str, text: str) -> None:  # type: ignore[override]
+        self.now += 1
+        self.most = max(self.most, self.now)
+        await asyncio.sleep(0.01)
+        super().write(path, text)
+        self.now -= 1
+
+
+def test_amanage_writes_a_plans_files_at_once_as_npm_does() -> None:
+    # Three large tool results in one conversation: three offloads, one batch of writes, which
+    # an event loop runs together (npm's Promise.all); the sync manage runs them in turn.
+    messages: List[Dict[str, Any]] = [{"role": "user", "content": "read them"}]
+    for i in range(3):
+        messages += [
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": f"c{i}", "toolName": "read", "input": {"i": i}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": f"c{i}", "toolName": "read", "output": {"type": "text", "value": huge_tool_result(20_000 + 1_000 * i)}}]},
+        ]
+    store = _InFlight()
+    result = asyncio.run(Compactor(model="gpt-4o", store=store, store_timeout=None).amanage(messages))
+    assert [e["status"] for e in result.events] == ["applied"] * 3
+    assert store.most == 3 and len(store.list("/tool_outputs/")) == 3

@@ -548,12 +548,13 @@ class Compactor:
                 break
             if step["type"] != "io":
                 raise CompactorError("internal", "session: waiting with no request out")
-            for io in step["ios"]:
-                reply = yield from self._carry_out(io["request"], step.get("plan"), ctx, trigger)
+            # A batch at once (a plan's writes), as npm's host runs it.
+            replies = yield ("all", [self._carry_out(io["request"], step.get("plan"), ctx, trigger) for io in step["ios"]])
+            for io, reply in zip(step["ios"], replies):
                 self._core.call("session-handle", io["id"], dumps({**reply, "now": wall()}))
-                if self._held.messages:  # every message crossed again (``resync``)
-                    held, self._held = self._held, _Held()
-                    ctx.refs = held.refs
+            if self._held.messages:  # every message crossed again (``resync``)
+                held, self._held = self._held, _Held()
+                ctx.refs = held.refs
         messages, refs = ctx.messages, ctx.refs
         conflict = step.get("conflict")
         if conflict is not None:
@@ -646,9 +647,9 @@ class Compactor:
         and what the model sees instead are the core's (``src/offload.rs``): this only writes."""
         if output is None:
             return output
-        for field, value in (("tool_name", tool_name), ("tool_call_id", tool_call_id)):
-            if not isinstance(value, str):
-                raise InvalidMessageError("invalid_message", f"offload_tool_output: {field} must be a str, got {type(value).__name__}", {"field": field})
+        for field, name in (("tool_name", tool_name), ("tool_call_id", tool_call_id)):
+            if not isinstance(name, str):
+                raise InvalidMessageError("invalid_message", f"offload_tool_output: {field} must be a str, got {type(name).__name__}", {"field": field})
         refs: Refs = {}
         try:
             output_json = encode([output], refs)[1:-1]
@@ -672,9 +673,8 @@ class Compactor:
                     return output if step["preview"] is None else cast(str, step["preview"])
                 if step["type"] != "io":
                     raise CompactorError("internal", "offload_tool_output: waiting with no request out")
-                for io in step["ios"]:
-                    request = io["request"]
-                    reply = yield from self._write(request["path"], _app_json(value, request["content"]), refs)
+                writes = [self._write(io["request"]["path"], _app_json(value, io["request"]["content"]), refs) for io in step["ios"]]
+                for io, reply in zip(step["ios"], (yield ("all", writes))):
                     self._core.call("offload-handle", run, io["id"], dumps(reply))
         finally:
             if not done:

@@ -1,5 +1,7 @@
 """The compactor's IO as effects: a run is a generator that yields what it needs done (a store
-read or write, a summary, the ``on_pre_compact`` hook, a sleep, a run in the background), and
+read or write, a summary, the ``on_pre_compact`` hook, a sleep, a run in the background, or
+``("all", [runs])``: several runs whose results come back as a list, at once on an event loop
+as the npm host's ``Promise.all``, one after another when driven synchronously), and
 is driven here synchronously (``run_sync``) or on an event loop (``drive_async``), so the sync
 and async APIs cannot drift apart. ``store_request`` carries out the store calls and sleeps the
 core's loop asks for (a summary lease's: ``src/lease.rs``; the state's save): the rules are the
@@ -180,7 +182,10 @@ def run_sync(steps: Steps[T]) -> T:
             return cast(T, done.value)
         value, error = None, None
         try:
-            if _summarizer_call(effect):
+            if effect[0] == "all":
+                # One after another, on the caller's thread (a store bound to it stays there).
+                value = [run_sync(run) for run in effect[1]]
+            elif _summarizer_call(effect):
                 value = _summary_blocking(effect)
             else:
                 value = perform(effect)
@@ -272,7 +277,11 @@ async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
             await asyncio.sleep(effect[1])
             continue
         try:
-            if _summarizer_call(effect):
+            if effect[0] == "all":
+                # At once (the writes of a plan, as npm's Promise.all): each run's own steps
+                # still go one at a time under the lock.
+                value = list(await asyncio.gather(*(drive_async(run, lock) for run in effect[1])))
+            elif _summarizer_call(effect):
                 value = await _summary_async(effect)
             else:
                 value = perform(effect)
