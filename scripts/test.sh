@@ -18,7 +18,8 @@ run() {
   else failed=$((failed + 1)); failed_names+=("$name"); echo "=== $name FAILED after $((SECONDS - start)) s"; fi
 }
 
-run rust      cargo test --quiet --features cli
+# The crate's tests, then its docs as docs.rs builds them, every intra-doc link resolved.
+run rust      bash -c 'cargo test --quiet --features cli && RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --features cli'
 run host      node --test js/test/
 # Llama 3 / Qwen 3 / Gemma 3 against the official Python `tokenizers` on 100,000 generated strings,
 # from their tokenizer.json and (Qwen, DeepSeek, tekken) from the prebuilt data the package ships.

@@ -1269,7 +1269,7 @@ impl Compactor {
         });
     }
 
-    /// Hands back the summary asked ahead under `key` ([`Summarize::ahead_key`]). `false` when
+    /// Hands back the summary asked ahead under `key` ([`crate::Summarize::ahead_key`]). `false` when
     /// the state no longer waits for it (another was asked since, or the span was summarized
     /// in a call): nothing changes. An empty text is refused as a failed summary: the state
     /// forgets the ask, as [`Compactor::forget_ahead`] does, so the lossy tier summarizes in
@@ -1348,7 +1348,7 @@ impl Compactor {
     /// host's clock), for the next call's plan to know whether the provider's prompt cache has
     /// expired since ([`PlanOptions::now`]). Hosts call it after each `manage` / `compact`.
     ///
-    /// Kept to the minute ([`TIME_STEP_MS`]): the time is recorded only when the provider has
+    /// Kept to the minute (`TIME_STEP_MS`): the time is recorded only when the provider has
     /// a cache and it moved a minute or more from the recorded one, so that a stateless host
     /// saves its state for the time at most once a minute (a KV store's daily write quota), and
     /// every host shape holds the same time. `true` when it recorded (the state changed).

@@ -292,7 +292,7 @@ pub fn lookup(name: &str) -> Option<ModelInfo> {
     })
 }
 
-/// The registry's entry for `name`, or [`unknown`]'s defaults when it knows none; `token_ratio`
+/// The registry's entry for `name`, or `unknown`'s defaults when it knows none; `token_ratio`
 /// is 1 once the model's Hugging Face tokenizer is loaded (then it counts exactly), as in a
 /// compactor for that model.
 pub fn info(name: &str) -> ModelInfo {

@@ -6,7 +6,7 @@
 //! What is reproduced, step by step:
 //! - added tokens (special or not) are cut out of the text first, leftmost-longest, one token
 //!   each (as `tokenizers` does with the aho-corasick crate; here a small byte trie, see
-//!   [`Literals`]);
+//!   `Literals`);
 //! - the normalizer: none, `NFC` (Qwen; the `unicode-normalization` crate as in `tokenizers`,
 //!   or the host's NFC in the wasm build: [`set_nfc`]), or `Replace(" ", "▁")` (Gemma);
 //! - the pre-tokenizer: one of the known Split patterns, each a hand-written linear splitter in

@@ -225,7 +225,7 @@ fn shared_cache(source: Source) -> std::sync::Arc<CountCache> {
 
 /// A counter with a content-hash cache: re-counting a conversation that grew by k messages
 /// tokenizes only those k messages. The exact counters (an encoding, a loaded tokenizer) share
-/// their cache process-wide ([`shared_cache`]); a counter a caller supplies has its own.
+/// their cache process-wide (`shared_cache`); a counter a caller supplies has its own.
 pub struct CachedCounter {
     encoding: Encoding,
     counter: Box<dyn TokenCounter>,

@@ -1,6 +1,6 @@
 //! Compact prebuilt data for the open-weight tokenizers whose vocabularies may be redistributed
 //! (Qwen 2.5 / 3, DeepSeek V3, Mistral tekken): what [`HfTokenizer`] needs and nothing else, made
-//! from the model's `tokenizer.json` (or tekken file) by [`write`] and read back by
+//! from the model's `tokenizer.json` (or tekken file) by [`write()`] and read back by
 //! [`HfTokenizer::from_prebuilt`]. The npm package ships each one as a data-only `.wasm`
 //! (`dist/ranks/<name>.wasm`), loaded on demand the way the OpenAI encodings' ranks are.
 //!

@@ -185,8 +185,8 @@ impl PieceCache {
 ///
 /// Streams in order: `base` (one number per tag 2), `left`, `right` (one per tag 1). Each is
 /// coded for gzip, which the npm package's files travel through: a number `x` is `v = x + 1`
-/// written as one *symbol byte* (the bit length of `v` and the up to [`TOP_BITS`] bits below
-/// its leading one, see [`symbol`]) and the rest of `v`'s bits; a stream is its symbol bytes,
+/// written as one *symbol byte* (the bit length of `v` and the up to `TOP_BITS` bits below
+/// its leading one, see `symbol`) and the rest of `v`'s bits; a stream is its symbol bytes,
 /// then the length (u32 LE) and bytes of its other bits, packed most significant first. gzip's
 /// Huffman codes the symbol bytes near their entropy and has nothing to gain on the other bits
 /// (o200k: 719 kB gzipped as version 3, 678 kB as version 4; see `data/README.md`). Numbers are
