@@ -590,7 +590,7 @@ fn tool_call_id(part: &Part) -> Option<&str> {
 
 /// A cheap summary of a message that none of our edits change: role, part kinds, the length of
 /// each text, and tool call ids.
-fn sketch(message: &Message) -> u64 {
+pub(crate) fn sketch(message: &Message) -> u64 {
     let mut h = Xxh3::new();
     h.update(message.role.as_str().as_bytes());
     match &message.content {

@@ -54,8 +54,9 @@ export type Refs = Map<string, unknown>;
 export interface Encoded {
   json: string;
   refs: Refs;
-  /** Whether this JSON holds a lone surrogate (escaped by JSON.stringify). */
-  lone: boolean;
+  /** Whether this JSON holds a lone surrogate (escaped by JSON.stringify); not looked for
+   * (undefined) when the caller lets the core's parse say (`keepOriginals`). */
+  lone: boolean | undefined;
 }
 
 /** What the host keeps of a conversation's lone surrogates (see above), per conversation (its
@@ -91,7 +92,7 @@ function needsRef(value: unknown): boolean {
 
 /** `refs`: the placeholders' values join this map (a conversation synced in pieces shares one).
  * `first`: the index of the first message, for errors (a conversation synced from message k). */
-export function encode(messages: unknown, refs: Refs = new Map(), first = 0): Encoded {
+export function encode(messages: unknown, refs: Refs = new Map(), first = 0, scan = true): Encoded {
   const added: string[] = [];
   let json: string | undefined;
   try {
@@ -104,13 +105,21 @@ export function encode(messages: unknown, refs: Refs = new Map(), first = 0): En
     throw Array.isArray(messages) ? failing(messages, first, error) : unserializable(messages, undefined, error);
   }
   if (json === undefined) throw new CompactorError('invalid_messages', `messages: expected an array of messages, got ${typeof messages}`);
-  // JSON.stringify escapes lone surrogates (and only them) as `\udXXX`. Rare, so only then (or
-  // when the conversation had some and this part has a real U+FFFD) is each message written
-  // again, alone (the same text, placeholders numbered the same), to keep the ones holding lone
-  // surrogates, and those holding a real U+FFFD beside them: both come back from the core with
-  // U+FFFD, so both are kept to be told apart by their order.
-  const lone = hasLoneEscape(json);
-  const real = json.includes('\ufffd') && (lone || originals.has(refs));
+  return { json, refs, lone: scan ? keepOriginals(messages, json, refs) : undefined };
+}
+
+/**
+ * Keeps what `encode`'s JSON of `messages` loses (see the top of this file), and says whether
+ * it held a lone surrogate. JSON.stringify escapes lone surrogates (and only them) as `\udXXX`:
+ * `lone` says whether the JSON holds one (the core's parse notes it while it splits the text:
+ * `surrogateEscapes`), or, undefined, the JSON is searched. Rare, so only then (or when the
+ * conversation had some and this part has a real U+FFFD) is each message written again, alone
+ * (the same text, placeholders numbered the same), to keep the ones holding lone surrogates, and
+ * those holding a real U+FFFD beside them: both come back from the core with U+FFFD, so both are
+ * kept to be told apart by their order.
+ */
+export function keepOriginals(messages: unknown, json: string, refs: Refs, lone: boolean = hasLoneEscape(json)): boolean {
+  const real = (lone || originals.has(refs)) && json.includes('\ufffd');
   if (Array.isArray(messages) && (lone || real)) {
     let kept = originals.get(refs);
     if (!kept) originals.set(refs, (kept = { nodes: new Map(), blocks: new Map(), strings: new Map(), real: new Set() }));
@@ -124,7 +133,7 @@ export function encode(messages: unknown, refs: Refs = new Map(), first = 0): En
     // Strings that held a real U+FFFD are set apart from the lone surrogates' U+FFFD forms.
     if (real) keepReal(json, kept);
   }
-  return { json, refs, lone };
+  return lone;
 }
 
 /** Whether lone surrogates of an earlier `encode` into `refs` are kept (see the top of this
@@ -273,6 +282,17 @@ export function decode<T>(json: string, refs: Refs): T {
   // the rest gets its strings back one by one.
   const placed = new Set<unknown>();
   return revive(restoreTree(JSON.parse(json) as unknown, kept, placed), refs, placed) as T;
+}
+
+/** A call's result as the core sends it (src/bindings/json.rs `as_given`): each message the
+ * call left as it was is the index of the app's own object in `given` (not one byte of it
+ * changes, and nothing of it was copied or decoded); the others are decoded. */
+export function decodeResult<M>(json: string, given: readonly M[], refs: Refs): M[] {
+  return decode<unknown[]>(json, refs).map((message) => {
+    if (typeof message !== 'number') return message as M;
+    if (!(message in given)) throw new CompactorError('internal', `the core's result names message ${message} of ${given.length} given`);
+    return given[message]!;
+  });
 }
 
 function parse<T>(json: string, refs: Refs): T {

@@ -1,4 +1,4 @@
-import { decode, encode, keepsSurrogates, restoreStored, stringify, type Refs } from './codec.js';
+import { decode, decodeResult, encode, keepOriginals, keepsSurrogates, restoreStored, stringify, type Refs } from './codec.js';
 import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type MiddlewareOptions, type ExecutableTool, type RecoveryToolOptions, type RecoveryToolSet } from './ai.js';
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
@@ -496,16 +496,19 @@ export class Compactor {
     }
     let refs: Refs = keep === 0 ? new Map() : held.refs;
     const kept = keepsSurrogates(refs);
-    let encoded = encode(keep === 0 ? messages : messages.slice(keep), refs, keep);
-    // The first lone surrogate of a conversation synced in pieces: encoded whole, so that the
-    // real U+FFFDs of the pieces before are told apart from it (codec.ts).
-    if (keep > 0 && encoded.lone && !kept) {
-      keep = 0;
-      encoded = encode(messages, (refs = new Map()));
-    }
-    const appended = encoded.json;
+    const appended = keep === 0 ? messages : messages.slice(keep);
+    const { json } = encode(appended, refs, keep, false);
     this.#held = { messages: [], marks: [], refs: new Map() };
-    core(() => this.#core.sync(keep, appended));
+    core(() => this.#core.sync(keep, json));
+    // Lone surrogates as the core's parse saw them (or, when it could not say, as a search of
+    // the JSON finds them): what the JSON lost of them is kept (codec.ts). The first of a
+    // conversation synced in pieces: synced whole again, so that the real U+FFFDs of the
+    // pieces before are told apart from it.
+    if (keepOriginals(appended, json, refs, this.#core.surrogateEscapes()) && keep > 0 && !kept) {
+      keep = 0;
+      const whole = encode(messages, (refs = new Map()));
+      core(() => this.#core.sync(0, whole.json));
+    }
     this.#held = { messages: [...messages], marks, refs };
     return keep === 0;
   }
@@ -685,12 +688,12 @@ export class Compactor {
       this.#held = held;
       const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
       const json = this.#core.takeResult();
-      result = { messages: replayed ? [...messages] : decode<M[]>(json, refs), events: [], plan, cancelled: true };
+      result = { messages: replayed ? [...messages] : decodeResult(json, messages, refs), events: [], plan, cancelled: true };
     } else if (!isWork(done.plan)) {
       this.#held = held;
       result = { messages: [...messages], events: [], plan };
     } else {
-      result = done.changed ? this.#applied<M>(decode<M[]>(this.#core.takeResult(), refs), done.events, plan, stamp) : { messages: [...messages], events: [], plan };
+      result = done.changed ? this.#applied<M>(decodeResult(this.#core.takeResult(), messages, refs), done.events, plan, stamp) : { messages: [...messages], events: [], plan };
       this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
       this.#last = { input: [...call.input], marks: call.input.map(mark), output: result.messages };
       if (done.cancelOverridden) result.cancelOverridden = true;

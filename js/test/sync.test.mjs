@@ -188,8 +188,10 @@ test('bytes behind a toJSON method keep their placeholder', async () => {
   const fresh = async () => (await createCompactor({ contextWindow: 16_000 })).usage(messages).tokens;
   assert.equal(compactor.usage(messages).tokens, await fresh());
   const { messages: out } = await compactor.compact(messages);
-  const last = out.at(-1).content[0].providerOptions.app;
-  assert.ok(last.bytes instanceof Uint8Array && [...last.bytes].join() === '7,0,255', JSON.stringify(last));
+  // Left as it was, the message comes back as the app's own object (src/bindings/json.rs
+  // `as_given`), its toJSON and bytes untouched.
+  assert.equal(out.at(-1), messages.at(-1));
+  assert.equal(out.at(-1).content[0].providerOptions.app, custom);
 });
 
 test('apply takes back only a plan this compactor made (its last 16), without parsing it again', async () => {
@@ -221,4 +223,29 @@ test('apply takes back only a plan this compactor made (its last 16), without pa
   other(15);
   assert.equal(code(() => core.apply(JSON.stringify(messages), first, '[]')), 'plan_mismatch');
   core.free();
+});
+
+// A call's result crosses as indices for the messages it left as they were (src/bindings/json.rs
+// `as_given`): those are the app's own objects, the ones it changed or made are new, and the
+// input is never touched.
+test("a compaction's result holds the app's own object for each message it left as it was", async () => {
+  const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 16_000 });
+  const messages = session(12);
+  const before = JSON.stringify(messages);
+  const { messages: out, events } = await compactor.manage(messages);
+  assert.ok(events.some((e) => e.status === 'applied'), 'something was compacted');
+  const given = new Set(messages);
+  let own = 0;
+  for (const message of out) {
+    const equal = messages.find((m) => JSON.stringify(m) === JSON.stringify(message));
+    if (equal) {
+      assert.ok(given.has(message), `left as it was, yet a copy: ${JSON.stringify(message).slice(0, 80)}`);
+      own++;
+    } else {
+      assert.ok(!given.has(message), 'a changed message is not the input object');
+    }
+  }
+  assert.ok(own > 0 && own < out.length, `${own} of ${out.length} as given`);
+  assert.equal(new Set(out).size, out.length, 'no object twice');
+  assert.equal(JSON.stringify(messages), before, 'the input is untouched');
 });

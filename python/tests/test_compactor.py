@@ -58,6 +58,10 @@ def test_slice_a_100k_token_tool_result_is_offloaded_at_a_16k_window(tmp_path) -
     # Everything else is untouched, and the input was not mutated.
     assert [m for i, m in enumerate(result.messages) if i != 3] == [m for i, m in enumerate(messages) if i != 3]
     assert messages[3]["content"][0]["output"]["value"] == output
+    # The messages left as they were are the app's own objects (they cross as indices:
+    # src/bindings/json.rs ``as_given``); the one changed is new.
+    assert all(result.messages[i] is messages[i] for i in range(len(messages)) if i != 3)
+    assert result.messages[3] is not messages[3]
     # The agent reads it back with the recovery tools.
     page = read_file(store, path, offset=10, limit=2)
     assert page.splitlines()[0].split("\t")[1] == output.split("\n")[10]

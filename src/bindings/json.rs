@@ -164,6 +164,12 @@ pub(crate) struct HeldCompactor {
     prompt: std::sync::Mutex<String>,
     /// The messages (JSON) of the last session's result, left apart (see `session_poll`).
     result: String,
+    /// The conversation the session's apply was given: the result's messages that equal one of
+    /// it cross as its index ([`as_given`]).
+    given: Vec<Message>,
+    /// Whether the text the last sync appended escaped a UTF-16 surrogate (`None`: unknown).
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    surrogates: Option<bool>,
     /// The session's write contents and summary prompts left apart, by request id (see
     /// `session_poll`).
     contents: hashbrown::HashMap<u64, String>,
@@ -205,13 +211,20 @@ impl SessionCore for HeldCompactor {
         plan: &Plan,
         outcomes: &[Outcome],
     ) -> Result<Applied> {
+        // The conversation given stays for the result's crossing (`as_given`): a call's result
+        // is mostly messages it left as they were, which cross as indices.
         let applied = match self.replayed.take() {
             Some(Some(replayed)) if !plan.trigger.offload_only => {
-                drop(messages);
+                self.given = messages;
                 self.inner.apply_replayed(replayed, plan, outcomes)?
             }
             Some(None) if !plan.trigger.offload_only => {
+                self.given = messages.clone();
                 self.inner.apply_replayed(messages, plan, outcomes)?
+            }
+            _ if !plan.trigger.offload_only => {
+                self.given = messages.clone();
+                self.inner.apply(messages, plan, outcomes)?
             }
             _ => self.inner.apply(messages, plan, outcomes)?,
         };
@@ -261,13 +274,14 @@ enum SessionPoll<'a> {
     },
     Wait,
     /// The call is over. `messages` is absent when the conversation is as given (the host has
-    /// it); the plan crosses without its bulk, as [`HeldCompactor::plan`]'s does.
+    /// it), and otherwise crosses as [`as_given`] writes it; the plan crosses without its bulk,
+    /// as [`HeldCompactor::plan`]'s does.
     #[serde(rename_all = "camelCase")]
     Done {
         /// The conversation differs from the one given (applied, or a cancel that replayed).
         changed: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
-        messages: Option<&'a [Message]>,
+        messages: Option<Vec<Given<'a>>>,
         events: &'a [Event],
         plan: &'a Plan,
         cancelled: bool,
@@ -281,6 +295,40 @@ enum SessionPoll<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         conflict: Option<&'a crate::Conflict>,
     },
+}
+
+/// One message of a call's result as it crosses to the host ([`as_given`]).
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Given<'a> {
+    /// The index of the message of the call's input that this one equals: the host hands back
+    /// its own object, so not one byte of a message the call left as it was changes, and
+    /// nothing of it is written, copied or decoded.
+    At(usize),
+    /// A message the call made or changed.
+    Made(&'a Message),
+}
+
+/// `output` as it crosses: each message equal to one of `input` (in order: each at or after
+/// the one before it, each used once) as that one's index, the others whole. A cheap sketch of
+/// each message (its role, part kinds, text lengths and tool call ids) keeps the search to the
+/// messages that may be equal.
+fn as_given<'a>(input: &[Message], output: &'a [Message]) -> Vec<Given<'a>> {
+    let marks: Vec<u64> = input.iter().map(crate::record::sketch).collect();
+    let mut from = 0;
+    output
+        .iter()
+        .map(|message| {
+            let m = crate::record::sketch(message);
+            match (from..input.len()).find(|&i| marks[i] == m && input[i] == *message) {
+                Some(i) => {
+                    from = i + 1;
+                    Given::At(i)
+                }
+                None => Given::Made(message),
+            }
+        })
+        .collect()
 }
 
 /// How many of its latest plans a compactor can apply (a host applies the plan it just made;
@@ -301,6 +349,8 @@ impl HeldCompactor {
             memo: std::sync::Mutex::new(crate::memo::Memo::held()),
             prompt: std::sync::Mutex::default(),
             result: String::new(),
+            given: Vec::new(),
+            surrogates: None,
             contents: hashbrown::HashMap::new(),
             plans: std::sync::Mutex::default(),
             run: None,
@@ -428,10 +478,10 @@ impl HeldCompactor {
         held.truncate(keep);
         // Messages this instance parsed before (a stateless route's new compactor is handed a
         // history it has mostly seen) are not parsed again (`message::seen`).
-        held.extend(crate::message::seen::parse_messages_at(
-            appended_json,
-            keep,
-        )?);
+        let (appended, surrogates) =
+            crate::message::seen::parse_noting_surrogates(appended_json, keep)?;
+        self.surrogates = surrogates;
+        held.extend(appended);
         calls.validate(&held, keep)?;
         self.held = held;
         self.calls = calls;
@@ -579,6 +629,7 @@ impl HeldCompactor {
         let call: Call = crate::config::deserialize(options)?;
         self.session_end();
         self.replayed = None;
+        self.given = Vec::new();
         self.contents.clear();
         let partial = partial.as_ref().and_then(serde_json::Value::as_bool) == Some(true);
         let conversation = conversation
@@ -709,13 +760,20 @@ impl HeldCompactor {
         // A plan of no work leaves the conversation as given (a dry plan: as held).
         let changed = managed.cancelled || is_work(&managed.plan);
         let plan = stripped(&self.prompt, managed.plan, apart);
+        let given = std::mem::take(&mut self.given);
+        let messages = changed.then(|| {
+            let given = if managed.cancelled { &input } else { &given };
+            as_given(given, &managed.messages)
+        });
         self.result.clear();
-        if changed && apart {
-            self.result = to_json(&managed.messages);
+        if apart {
+            if let Some(messages) = &messages {
+                self.result = to_json(messages);
+            }
         }
         let json = to_json(&SessionPoll::Done {
             changed,
-            messages: (changed && !apart).then_some(&managed.messages[..]),
+            messages: if apart { None } else { messages },
             events: &managed.events,
             plan: &plan,
             cancelled: managed.cancelled,
@@ -743,6 +801,13 @@ impl HeldCompactor {
     #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
     pub(crate) fn take_content(&mut self, id: u64) -> String {
         self.contents.remove(&id).unwrap_or_default()
+    }
+
+    /// Whether the text the last `sync` appended escaped a UTF-16 surrogate (`\udXXX`, as
+    /// JSON.stringify writes a lone one), or `None` when its parse could not tell.
+    #[cfg_attr(not(feature = "wasm"), allow(dead_code))]
+    pub(crate) fn surrogate_escapes(&self) -> Option<bool> {
+        self.surrogates
     }
 
     /// The messages of the last session's result as JSON (`session_poll` with `apart`), once.

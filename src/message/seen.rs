@@ -43,11 +43,23 @@ struct Entry {
 
 static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
 
+/// The messages of a test's text, as [`parse_noting_surrogates`] gives them.
+#[cfg(test)]
+fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
+    Ok(parse_noting_surrogates(json, first_index)?.0)
+}
+
 /// [`super::parse_messages_at`], sparing the parse of each message whose exact text was parsed
-/// before in this process.
-pub(crate) fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
-    let Some(spans) = split(json) else {
-        return super::parse_messages_at(json, first_index);
+/// before in this process; and whether the text holds an escaped UTF-16 surrogate (`\udXXX`,
+/// as JSON.stringify writes a lone one): the scan sees every escape anyway, so a host need not
+/// look for them itself (the npm host keeps the app's lone surrogates: js/src/codec.ts). `None`
+/// when the text was not split (it was parsed the precise way).
+pub(crate) fn parse_noting_surrogates(
+    json: &str,
+    first_index: usize,
+) -> Result<(Vec<Message>, Option<bool>)> {
+    let Some((spans, surrogates)) = split(json) else {
+        return Ok((super::parse_messages_at(json, first_index)?, None));
     };
     let mut out: Vec<Option<Message>> = Vec::with_capacity(spans.len());
     let mut missing: Vec<(usize, u64)> = Vec::new();
@@ -83,7 +95,12 @@ pub(crate) fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Me
         };
         let parsed = match super::direct::messages(&batch, first_index) {
             Some(parsed) if parsed.len() == missing.len() => parsed,
-            _ => return super::parse_messages_at(json, first_index),
+            _ => {
+                return Ok((
+                    super::parse_messages_at(json, first_index)?,
+                    Some(surrogates),
+                ))
+            }
         };
         let mut guard = SEEN.lock().unwrap_or_else(|e| e.into_inner());
         let seen = guard.get_or_insert_with(Seen::default);
@@ -92,7 +109,7 @@ pub(crate) fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Me
             out[at] = Some(message);
         }
     }
-    Ok(out.into_iter().flatten().collect())
+    Ok((out.into_iter().flatten().collect(), Some(surrogates)))
 }
 
 impl Seen {
@@ -132,10 +149,11 @@ fn key(text: &str) -> u64 {
     h.digest()
 }
 
-/// The byte ranges of the messages of a JSON array of objects, or `None` when the text is not
-/// one (then the precise parse says what it is). Only strings and brackets are followed inside a
-/// message; between messages only JSON whitespace and one comma may stand.
-fn split(json: &str) -> Option<Vec<Range<usize>>> {
+/// The byte ranges of the messages of a JSON array of objects, and whether a string escapes a
+/// UTF-16 surrogate; `None` when the text is not one (then the precise parse says what it is).
+/// Only strings and brackets are followed inside a message; between messages only JSON
+/// whitespace and one comma may stand.
+fn split(json: &str) -> Option<(Vec<Range<usize>>, bool)> {
     let bytes = json.as_bytes();
     let mut at = whitespace(bytes, 0);
     if bytes.get(at) != Some(&b'[') {
@@ -143,19 +161,22 @@ fn split(json: &str) -> Option<Vec<Range<usize>>> {
     }
     at = whitespace(bytes, at + 1);
     let mut spans = Vec::new();
+    let mut surrogates = false;
     if bytes.get(at) == Some(&b']') {
-        return (whitespace(bytes, at + 1) == bytes.len()).then_some(spans);
+        return (whitespace(bytes, at + 1) == bytes.len()).then_some((spans, surrogates));
     }
     loop {
         if bytes.get(at) != Some(&b'{') {
             return None;
         }
-        let end = object_end(bytes, at)?;
+        let end = object_end(bytes, at, &mut surrogates)?;
         spans.push(at..end);
         at = whitespace(bytes, end);
         match bytes.get(at) {
             Some(b',') => at = whitespace(bytes, at + 1),
-            Some(b']') => return (whitespace(bytes, at + 1) == bytes.len()).then_some(spans),
+            Some(b']') => {
+                return (whitespace(bytes, at + 1) == bytes.len()).then_some((spans, surrogates))
+            }
             _ => return None,
         }
     }
@@ -170,8 +191,9 @@ fn whitespace(bytes: &[u8], mut at: usize) -> usize {
 }
 
 /// The index past the bracket that closes the object opening at `start` (strings skipped, with
-/// their escapes), or `None` when the text ends first.
-fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
+/// their escapes), or `None` when the text ends first. An escaped UTF-16 surrogate
+/// (`\uD800`-`\uDFFF`, any case) sets `surrogates`.
+fn object_end(bytes: &[u8], start: usize, surrogates: &mut bool) -> Option<usize> {
     let mut depth = 0usize;
     let mut at = start;
     while at < bytes.len() {
@@ -182,7 +204,17 @@ fn object_end(bytes: &[u8], start: usize) -> Option<usize> {
                     at = quote_or_escape(bytes, at);
                     match *bytes.get(at)? {
                         b'"' => break,
-                        _ => at += 2,
+                        _ => {
+                            if bytes.get(at + 1) == Some(&b'u')
+                                && bytes.get(at + 2).is_some_and(|&b| b | 0x20 == b'd')
+                                && bytes
+                                    .get(at + 3)
+                                    .is_some_and(|&b| matches!(b | 0x20, b'8' | b'9' | b'a'..=b'f'))
+                            {
+                                *surrogates = true;
+                            }
+                            at += 2
+                        }
                     }
                 }
             }
@@ -334,12 +366,29 @@ mod tests {
     #[test]
     fn split_follows_strings_and_brackets() {
         let json = r#" [ {"a":"}\"{"} , {"b":[{"c":"]"}]} ] "#;
-        let spans = split(json).unwrap();
+        let (spans, surrogates) = split(json).unwrap();
         assert_eq!(
             spans.iter().map(|s| &json[s.clone()]).collect::<Vec<_>>(),
             [r#"{"a":"}\"{"}"#, r#"{"b":[{"c":"]"}]}"#]
         );
+        assert!(!surrogates);
         assert_eq!(split("[{}}]"), None);
         assert_eq!(split("[{\"a\":\"x}]"), None);
+    }
+
+    #[test]
+    fn split_notes_escaped_surrogates_and_nothing_else() {
+        let surrogates = |text: &str| split(&format!(r#"[{{"a":"{text}"}}]"#)).unwrap().1;
+        for text in [r"\ud83d", r"x \uDFFF", r"\ud800\udc00", r"\\\udbff"] {
+            assert!(surrogates(text), "{text}");
+        }
+        // An escaped backslash then the text `ud83d`; escapes below and above the surrogates.
+        for text in [r"\\ud83d", r"\ud7ff \ue000 \u00e9 \n", "ud83d", r"\u00d8x"] {
+            assert!(!surrogates(text), "{text}");
+        }
+        let (_, noted) =
+            parse_noting_surrogates(r#"[{"role":"user","content":"\ud83d"}]"#, 0).unwrap();
+        assert_eq!(noted, Some(true));
+        assert_eq!(parse_noting_surrogates("[1]", 0).ok().map(|p| p.1), None);
     }
 }

@@ -1067,21 +1067,18 @@ def tool_definitions(tools: Any) -> Any:
 
 
 def _as_given(out: List[Any], given: Sequence[Message]) -> List[Any]:
-    """The messages the core did not change as the app's own objects, where that matters: a
-    message holding a lone surrogate (the core holds text as UTF-8, so it comes back with U+FFFD
-    for each). Matched by their text with U+FFFD in place of each, in order."""
+    """A call's result as the core sends it (src/bindings/json.rs ``as_given``): each message the
+    call left as it was is the index of the app's own object in ``given`` (not one byte of it
+    changes, and nothing of it was copied or decoded); the others as decoded."""
 
-    def text(message: Any) -> str:
-        return json.dumps(message, ensure_ascii=False, sort_keys=True, default=repr)
+    def one(message: Any) -> Any:
+        if isinstance(message, int) and not isinstance(message, bool):
+            if not 0 <= message < len(given):
+                raise CompactorError("internal", f"the core's result names message {message} of {len(given)} given")
+            return given[message]
+        return message
 
-    pending: Dict[str, List[Any]] = {}
-    for message in given:
-        raw = text(message)
-        if well_formed(raw) != raw:
-            pending.setdefault(well_formed(raw), []).append(message)
-    if not pending:
-        return out
-    return [pending[key].pop(0) if (key := text(m)) in pending and pending[key] else m for m in out]
+    return [one(m) for m in out]
 
 
 def _output_at(at: Optional[Sequence[int]], messages: Sequence[Message]) -> Any:

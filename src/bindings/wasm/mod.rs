@@ -30,6 +30,14 @@ impl WasmCompactor {
         self.0.sync(keep, appended_json).map_err(throw)
     }
 
+    /// Whether the text the last `sync` appended escaped a UTF-16 surrogate (`\udXXX`: how
+    /// JSON.stringify writes a lone one), seen by the parse's own scan; `undefined` when it could
+    /// not tell (the host then looks itself).
+    #[wasm_bindgen(js_name = surrogateEscapes)]
+    pub fn surrogate_escapes(&self) -> Option<bool> {
+        self.0.surrogate_escapes()
+    }
+
     /// `options_json`: `{trigger?: 'auto' | 'manual', instructions?: string}`. The plan crosses
     /// without its bulk, which the host has or can ask for: transcripts' `json` and `markdown`
     /// are empty (`transcript` renders them), a summary request's `messages` is empty (it is
