@@ -310,17 +310,26 @@ enum Given<'a> {
 }
 
 /// `output` as it crosses: each message equal to one of `input` (in order: each at or after
-/// the one before it, each used once) as that one's index, the others whole. A cheap sketch of
-/// each message (its role, part kinds, text lengths and tool call ids) keeps the search to the
-/// messages that may be equal.
+/// the one before it, each used once) as that one's index, the others whole. Most are the next
+/// one of `input`; past a message the call changed or made, a cheap sketch of each message (its
+/// role, part kinds, text lengths and tool call ids, made when first needed) keeps the search to
+/// the messages that may be equal.
 fn as_given<'a>(input: &[Message], output: &'a [Message]) -> Vec<Given<'a>> {
-    let marks: Vec<u64> = input.iter().map(crate::record::sketch).collect();
+    let mut sketches: Vec<Option<u64>> = vec![None; input.len()];
     let mut from = 0;
     output
         .iter()
         .map(|message| {
-            let m = crate::record::sketch(message);
-            match (from..input.len()).find(|&i| marks[i] == m && input[i] == *message) {
+            let found = if input.get(from) == Some(message) {
+                Some(from)
+            } else {
+                let m = crate::record::sketch(message);
+                (from..input.len()).find(|&i| {
+                    *sketches[i].get_or_insert_with(|| crate::record::sketch(&input[i])) == m
+                        && input[i] == *message
+                })
+            };
+            match found {
                 Some(i) => {
                     from = i + 1;
                     Given::At(i)
@@ -1291,6 +1300,50 @@ pub(crate) fn stored_state(text: Option<&str>, path: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_result_crosses_with_indices_for_the_messages_left_as_they_were() {
+        let m = |json: serde_json::Value| parse_messages(&format!("[{json}]")).unwrap().remove(0);
+        let user = |text: &str| m(serde_json::json!({"role": "user", "content": text}));
+        let input = vec![
+            user("a"),
+            user("b"),
+            user("same"),
+            user("c"),
+            user("same"),
+            user("d"),
+        ];
+        // A summary and an edited message first; then the first "same" at or after the last
+        // match (the second "same" was dropped), "d" past the dropped ones, and a copy of "a"
+        // after them, which is not looked for behind "d": it crosses whole.
+        let output = vec![
+            user("summary"),
+            user("same, edited"),
+            user("same"),
+            user("d"),
+            user("a"),
+        ];
+        let given = serde_json::to_value(as_given(&input, &output)).unwrap();
+        assert_eq!(
+            given,
+            serde_json::json!([
+                {"role": "user", "content": "summary"},
+                {"role": "user", "content": "same, edited"},
+                2,
+                5,
+                {"role": "user", "content": "a"}
+            ])
+        );
+        let all = as_given(&input, &input);
+        assert_eq!(
+            serde_json::to_value(all).unwrap(),
+            serde_json::json!([0, 1, 2, 3, 4, 5])
+        );
+        assert_eq!(
+            serde_json::to_value(as_given(&[], &output[..1])).unwrap()[0]["content"],
+            "summary"
+        );
+    }
 
     /// A read whose long output is offloaded in a 16k window.
     fn long_read() -> String {
