@@ -372,7 +372,9 @@ impl Compactor {
         let (replayed_messages, replayed) = if options.offload_only {
             (std::borrow::Cow::Borrowed(messages), Replayed::default())
         } else {
-            self.state.record.replay(messages)
+            self.state
+                .record
+                .replay_with(messages, &|i, message| memo.prints_of(i, message))
         };
         // Replayed edits made other messages: what is known is about the given ones.
         let mut fresh = Memo::default();
@@ -1160,7 +1162,15 @@ impl Compactor {
             };
             events.push(event);
         }
-        let tokens_after = self.count(&messages);
+        // Counted again only when something changed it (every change is an applied event).
+        let changed = events
+            .iter()
+            .any(|e| matches!(e.status, EventStatus::Applied | EventStatus::Fallback));
+        let tokens_after = if changed {
+            self.count(&messages)
+        } else {
+            tokens_before
+        };
         self.record(&events, tokens_before, tokens_after);
         Ok(Applied {
             messages,

@@ -106,6 +106,7 @@ pub(crate) fn apply(messages: &mut [Message], edit: &StoreEdit) -> Result<()> {
         return Err(mismatch("not a message with parts"));
     };
     let part = parts
+        .make_mut()
         .get_mut(edit.part_index)
         .ok_or_else(|| mismatch("no such part"))?;
     if let Replace::FileText { value } = &edit.replace {

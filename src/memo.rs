@@ -13,6 +13,7 @@ use hashbrown::HashMap;
 use crate::counting::{CachedCounter, MessageCounts};
 use crate::message::Message;
 use crate::plan::StoreEdit;
+use crate::record::Prints;
 
 /// Per-message facts, by position in the conversation they were made for. Valid only for the
 /// same messages at the same positions: whoever keeps one across plans truncates it where the
@@ -22,6 +23,9 @@ pub(crate) struct Memo {
     counts: Vec<MessageCounts>,
     /// The canonical fingerprint of each message (see `record::conversation_hex`).
     canonical: RefCell<Vec<Option<u64>>>,
+    /// The part fingerprints of each message (`record::message_prints`), which the canonical
+    /// fingerprint and a replay read: given by the seen cache for the messages it parsed before.
+    prints: RefCell<Vec<Option<Prints>>>,
     /// Each message rendered for a summary request: (part cap, text, raw tokens).
     rendered: RefCell<Vec<Option<(usize, String, u32)>>>,
     /// Whether it outlives the plan (a binding's): then tier 2's masks are kept too.
@@ -45,6 +49,7 @@ impl Memo {
     pub(crate) fn truncate(&mut self, len: usize) {
         self.counts.truncate(len);
         self.canonical.get_mut().truncate(len);
+        self.prints.get_mut().truncate(len);
         self.rendered.get_mut().truncate(len);
         self.masks.get_mut().retain(|&(m, _), _| m < len);
     }
@@ -100,8 +105,31 @@ impl Memo {
         messages
             .iter()
             .zip(known.iter_mut())
-            .map(|(m, k)| *k.get_or_insert_with(|| crate::record::canonical_message(m)))
+            .enumerate()
+            .map(|(i, (m, k))| {
+                *k.get_or_insert_with(|| crate::record::canonical_of(m, &self.prints_of(i, m)))
+            })
             .collect()
+    }
+
+    /// Holds `prints` as the part fingerprints of the messages from position `from` on (what
+    /// was known from there is forgotten).
+    #[cfg_attr(not(any(feature = "wasm", feature = "component")), allow(dead_code))]
+    pub(crate) fn give_prints(&mut self, from: usize, prints: Vec<Option<Prints>>) {
+        let known = self.prints.get_mut();
+        known.resize(from, None);
+        known.extend(prints);
+    }
+
+    /// The part fingerprints of `message`, at position `index`: known, or made and kept.
+    pub(crate) fn prints_of(&self, index: usize, message: &Message) -> Prints {
+        let mut known = self.prints.borrow_mut();
+        if known.len() <= index {
+            known.resize(index + 1, None);
+        }
+        known[index]
+            .get_or_insert_with(|| crate::record::message_prints(message))
+            .clone()
     }
 
     /// The messages rendered for a summary request, one slot per message of a conversation of

@@ -64,7 +64,73 @@ pub enum Content {
     /// `content: "..."`.
     Text(String),
     /// `content: [{type: ...}, ...]`.
-    Parts(Vec<Part>),
+    Parts(Parts),
+}
+
+/// A message's list of parts, shared: a clone of a message shares its parts with the original
+/// (a compactor holds each message of a long history several times over: the cache of messages
+/// parsed before, the held conversation, the call's input and result), and the first change
+/// through [`Parts::make_mut`] copies them if they are shared. Reads through `Deref` as a
+/// `Vec<Part>`; serialized as the list.
+#[derive(Clone, Default)]
+pub struct Parts(std::sync::Arc<Vec<Part>>);
+
+impl Parts {
+    /// The parts, to change: copied first when another message shares them.
+    pub fn make_mut(&mut self) -> &mut Vec<Part> {
+        std::sync::Arc::make_mut(&mut self.0)
+    }
+
+    /// Whether `self` and `other` are the very same list (one was cloned from the other and
+    /// neither changed since): then they are equal without a look at their parts.
+    pub fn shared_with(&self, other: &Parts) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::ops::Deref for Parts {
+    type Target = Vec<Part>;
+    fn deref(&self) -> &Vec<Part> {
+        &self.0
+    }
+}
+
+impl From<Vec<Part>> for Parts {
+    fn from(parts: Vec<Part>) -> Self {
+        Parts(std::sync::Arc::new(parts))
+    }
+}
+
+impl FromIterator<Part> for Parts {
+    fn from_iter<I: IntoIterator<Item = Part>>(iter: I) -> Self {
+        Parts::from(iter.into_iter().collect::<Vec<Part>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a Parts {
+    type Item = &'a Part;
+    type IntoIter = std::slice::Iter<'a, Part>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl PartialEq for Parts {
+    fn eq(&self, other: &Parts) -> bool {
+        self.shared_with(other) || *self.0 == *other.0
+    }
+}
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Parts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
 }
 
 /// A content part. Serialized with its `type` tag, like the AI SDK.

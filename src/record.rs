@@ -149,6 +149,18 @@ impl Record {
     /// conversation. Borrowed when nothing matched (an already-compacted conversation, or one
     /// that never held any recorded content).
     pub fn replay<'a>(&self, messages: &'a [Message]) -> (Cow<'a, [Message]>, Replayed) {
+        self.replay_with(messages, &|_, message| message_prints(message))
+    }
+
+    /// [`Record::replay`], with each message's part fingerprints ([`message_prints`]) from
+    /// `prints` (given its position and the message): a binding's memo knows most of them (the
+    /// seen cache made them with the message's parse), so that a stateless request's replay
+    /// hashes nothing it hashed before.
+    pub(crate) fn replay_with<'a>(
+        &self,
+        messages: &'a [Message],
+        prints: &dyn Fn(usize, &Message) -> Prints,
+    ) -> (Cow<'a, [Message]>, Replayed) {
         if self.is_empty() {
             return (Cow::Borrowed(messages), Replayed::default());
         }
@@ -169,9 +181,12 @@ impl Record {
         let mut part_edits: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
         for (m, message) in messages.iter().enumerate() {
             let user = message.role == crate::message::Role::User;
-            if let Content::Text(text) = &message.content {
+            // Made once, for the first part that needs them.
+            let mut these: Option<Prints> = None;
+            let mut print = |p: usize| these.get_or_insert_with(|| prints(m, message))[p];
+            if let Content::Text(_) = &message.content {
                 if user && index.user_texts {
-                    let found = chain(Fingerprint(text_fingerprint(text)), "");
+                    let found = chain(Fingerprint(print(0)), "");
                     if !found.is_empty() {
                         part_edits.insert((m, 0), found);
                     }
@@ -185,7 +200,7 @@ impl Record {
                         _ => continue,
                     },
                 };
-                let found = chain(Fingerprint(part_fingerprint(part)), id);
+                let found = chain(Fingerprint(print(p)), id);
                 if !found.is_empty() {
                     part_edits.insert((m, p), found);
                 }
@@ -208,8 +223,10 @@ impl Record {
         let mut given_outputs: HashSet<u64> = HashSet::new();
         for (i, message) in messages.iter().enumerate() {
             if insert_sketches.contains(sketches[i].get_or_insert_with(|| sketch(message))) {
-                given_outputs
-                    .insert(*canonical[i].get_or_insert_with(|| index.canonical_message(message)));
+                given_outputs.insert(
+                    *canonical[i]
+                        .get_or_insert_with(|| index.canonical_with(message, &prints(i, message))),
+                );
             }
         }
         let mut spans = 0;
@@ -236,8 +253,9 @@ impl Record {
                     let mut hash = 0;
                     for item in &items[start..start + len] {
                         let fingerprint = match *item {
-                            Item::Given(i) => *canonical[i]
-                                .get_or_insert_with(|| index.canonical_message(&messages[i])),
+                            Item::Given(i) => *canonical[i].get_or_insert_with(|| {
+                                index.canonical_with(&messages[i], &prints(i, &messages[i]))
+                            }),
                             Item::Inserted(q) => self.spans[q].output.0,
                         };
                         hash = poly_push(hash, fingerprint);
@@ -475,11 +493,16 @@ impl Index {
 
     /// The message's fingerprint with every part our edits replaced counted as the original.
     fn canonical_message(&self, message: &Message) -> u64 {
+        self.canonical_with(message, &message_prints(message))
+    }
+
+    /// [`Index::canonical_message`] from the message's part fingerprints `prints` ([`message_prints`]).
+    fn canonical_with(&self, message: &Message, prints: &[u64]) -> u64 {
         let mut h = Xxh3::new();
         h.update(message.role.as_str().as_bytes());
         match &message.content {
-            Content::Text(text) => {
-                let mut fingerprint = text_fingerprint(text);
+            Content::Text(_) => {
+                let mut fingerprint = prints[0];
                 if self.user_texts {
                     if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
                         fingerprint = origin.0;
@@ -488,8 +511,8 @@ impl Index {
                 h.update(&fingerprint.to_le_bytes());
             }
             Content::Parts(parts) => {
-                for part in parts {
-                    let mut fingerprint = part_fingerprint(part);
+                for (part, &fingerprint) in parts.iter().zip(prints) {
+                    let mut fingerprint = fingerprint;
                     let user_text = self.user_texts && matches!(part, Part::Text(_));
                     if user_text || tool_call_id(part).is_some_and(|id| self.ids.contains(id)) {
                         if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
@@ -525,7 +548,7 @@ fn edited(
         }
     }
     if let Content::Parts(parts) = &mut message.content {
-        for (p, part) in parts.iter_mut().enumerate() {
+        for (p, part) in parts.make_mut().iter_mut().enumerate() {
             for &r in part_edits.get(&(m, p)).into_iter().flatten() {
                 replace_part(part, &edits[r].replace);
             }
@@ -567,7 +590,26 @@ pub(crate) fn conversation_hex_of(canonical: impl IntoIterator<Item = u64>) -> S
 /// A message's canonical fingerprint as a conversation's name reads it (no record: every part
 /// as it is).
 pub(crate) fn canonical_message(message: &Message) -> u64 {
-    Index::new(&Record::default()).canonical_message(message)
+    canonical_of(message, &message_prints(message))
+}
+
+/// [`canonical_message`] from the message's part fingerprints ([`message_prints`]).
+pub(crate) fn canonical_of(message: &Message, prints: &[u64]) -> u64 {
+    Index::new(&Record::default()).canonical_with(message, prints)
+}
+
+/// A message's part fingerprints, shared (a binding's memo and the seen cache hold them).
+pub(crate) type Prints = std::sync::Arc<Vec<u64>>;
+
+/// The fingerprint of each part of a message ([`part_fingerprint`]; a string content counts as
+/// its one text part): what its canonical fingerprint is made of, whatever the record. The one
+/// pass over a message's content that names it; made once per message text in a process
+/// (`message::seen`).
+pub(crate) fn message_prints(message: &Message) -> Prints {
+    match &message.content {
+        Content::Text(text) => std::sync::Arc::new(vec![text_fingerprint(text)]),
+        Content::Parts(parts) => std::sync::Arc::new(parts.iter().map(part_fingerprint).collect()),
+    }
 }
 
 /// The fingerprint of the part a store edit changes (a user message's string content counts as

@@ -145,7 +145,7 @@ fn stray_outcomes_and_changed_messages_are_refused() {
 fn excluded_tools_and_small_results_stay() {
     let mut messages = conversation(&[big("a", 9_000), "small".into()]);
     if let context_compactor::Content::Parts(parts) = &mut messages[3].content {
-        if let context_compactor::Part::ToolResult(r) = &mut parts[0] {
+        if let context_compactor::Part::ToolResult(r) = &mut parts.make_mut()[0] {
             r.tool_name = "read_file".into();
         }
     }

@@ -18,7 +18,11 @@ test('shipped sizes stay within budget (gzip -9)', () => {
   const kB = (n) => `${Math.round(n / 1000)} kB`;
   // 350 kB before the tokenizer.json loaders (issue 21, +40 kB) and that round's planner (+16 kB):
   // 422 kB at opt-level 3; 351 kB since the wasm build uses opt-level "s" (scripts/build.sh).
-  assert.ok(core < 380_000, `core wasm ${kB(core)} (budget 380 kB)`);
+  // 376 kB by this measure once the loop moved into the core (issues 31 and 32); 380 kB since a
+  // stateless request's first manage stopped copying and hashing the history it had met before
+  // (shared message parts, the seen cache's fingerprints and order: +3.2 kB, for 0.54x -> 0.41x
+  // of one countTokens on bench/stateless).
+  assert.ok(core < 386_000, `core wasm ${kB(core)} (budget 386 kB)`);
   // The counting-only module of `context-compactor/tokens` (feature `counter`): 135 kB here
   // (130 by the gzip CLI); the issue's 200 kB for a module without ranks, less the JS (7 kB)
   // and a margin.

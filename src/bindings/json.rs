@@ -487,15 +487,16 @@ impl HeldCompactor {
         held.truncate(keep);
         // Messages this instance parsed before (a stateless route's new compactor is handed a
         // history it has mostly seen) are not parsed again (`message::seen`).
-        let (appended, surrogates) =
-            crate::message::seen::parse_noting_surrogates(appended_json, keep)?;
-        self.surrogates = surrogates;
-        held.extend(appended);
+        let parsed = crate::message::seen::parse_noting_surrogates(appended_json, keep)?;
+        self.surrogates = parsed.surrogates;
+        held.extend(parsed.messages);
         calls.validate(&held, keep)?;
         self.held = held;
         self.calls = calls;
-        // What plans learned about the kept messages stays true.
+        // What plans learned about the kept messages stays true; the appended ones' part
+        // fingerprints come from the seen cache.
         memo.truncate(keep);
+        memo.give_prints(keep, parsed.prints);
         *self.memo.get_mut().unwrap_or_else(|e| e.into_inner()) = memo;
         Ok(u32::try_from(self.held.len()).unwrap_or(u32::MAX))
     }

@@ -186,7 +186,7 @@ impl<'de> Visitor<'de> for ContentSeed {
             let at = (self.index, parts.len());
             parts.push(part(at, obj).ok_or_else(fail)?);
         }
-        Ok(Content::Parts(parts))
+        Ok(Content::Parts(parts.into()))
     }
 }
 

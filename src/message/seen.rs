@@ -22,6 +22,7 @@ use hashbrown::HashMap;
 
 use super::Message;
 use crate::error::Result;
+use crate::record::Prints;
 
 /// How many bytes of message text the cache keeps (about as much again is held as messages):
 /// a few long conversations, well within a Worker's 128 MB.
@@ -30,6 +31,8 @@ const LIMIT: usize = 8 << 20;
 #[derive(Default)]
 struct Seen {
     by_text: HashMap<u64, Entry>,
+    /// The key of the first message of the latest text parsed.
+    first: Option<u64>,
     bytes: usize,
     /// The number of the parse under way: entries not met in it are the first to go.
     generation: u64,
@@ -38,7 +41,25 @@ struct Seen {
 struct Entry {
     text: Box<str>,
     message: Message,
+    /// Its part fingerprints (`record::message_prints`), made with its parse: a stateless
+    /// request's replay of a long history then hashes none of the messages met before.
+    prints: Prints,
+    /// Whether the text escapes a UTF-16 surrogate.
+    surrogates: bool,
+    /// The key of the message that followed it the last time it was met: where a conversation
+    /// seen before is read again, each message is taken as the one that came after the one
+    /// before, compared once (no scan for its end, no key).
+    next: Option<u64>,
     generation: u64,
+}
+
+/// What [`parse_noting_surrogates`] gives.
+pub(crate) struct Parsed {
+    pub(crate) messages: Vec<Message>,
+    /// Whether the text escapes a UTF-16 surrogate; `None` when it was not split.
+    pub(crate) surrogates: Option<bool>,
+    /// Each message's part fingerprints, when the cache holds them (empty when not split).
+    pub(crate) prints: Vec<Option<Prints>>,
 }
 
 static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
@@ -46,7 +67,7 @@ static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
 /// The messages of a test's text, as [`parse_noting_surrogates`] gives them.
 #[cfg(test)]
 fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
-    Ok(parse_noting_surrogates(json, first_index)?.0)
+    Ok(parse_noting_surrogates(json, first_index)?.messages)
 }
 
 /// [`super::parse_messages_at`], sparing the parse of each message whose exact text was parsed
@@ -54,34 +75,47 @@ fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
 /// as JSON.stringify writes a lone one): the scan sees every escape anyway, so a host need not
 /// look for them itself (the npm host keeps the app's lone surrogates: js/src/codec.ts). `None`
 /// when the text was not split (it was parsed the precise way).
-pub(crate) fn parse_noting_surrogates(
-    json: &str,
-    first_index: usize,
-) -> Result<(Vec<Message>, Option<bool>)> {
-    let Some((spans, surrogates)) = split(json) else {
-        return Ok((super::parse_messages_at(json, first_index)?, None));
+pub(crate) fn parse_noting_surrogates(json: &str, first_index: usize) -> Result<Parsed> {
+    let precise = |surrogates| -> Result<Parsed> {
+        Ok(Parsed {
+            messages: super::parse_messages_at(json, first_index)?,
+            surrogates,
+            prints: Vec::new(),
+        })
     };
-    let mut out: Vec<Option<Message>> = Vec::with_capacity(spans.len());
+    let mut out: Vec<Option<Message>> = Vec::new();
+    let mut prints: Vec<Option<Prints>> = Vec::new();
     let mut missing: Vec<(usize, u64)> = Vec::new();
-    {
+    let (spans, surrogates) = {
         let mut guard = SEEN.lock().unwrap_or_else(|e| e.into_inner());
         let seen = guard.get_or_insert_with(Seen::default);
         seen.generation += 1;
-        for span in &spans {
-            let text = &json[span.clone()];
-            let key = key(text);
-            match seen.by_text.get_mut(&key) {
-                Some(entry) if same(&entry.text, text) => {
+        let Some((spans, surrogates)) = seen.split(json) else {
+            drop(guard);
+            return precise(None);
+        };
+        out.reserve(spans.len());
+        prints.reserve(spans.len());
+        // The order is noted as it goes: each message's successor (a message parsed below
+        // gets its own when kept), and the first.
+        seen.first = spans.first().map(|s| s.key);
+        for (at, span) in spans.iter().enumerate() {
+            match seen.by_text.get_mut(&span.key).filter(|_| span.met) {
+                Some(entry) => {
                     entry.generation = seen.generation;
+                    entry.next = spans.get(at + 1).map(|s| s.key);
                     out.push(Some(entry.message.clone()));
+                    prints.push(Some(entry.prints.clone()));
                 }
-                _ => {
-                    missing.push((out.len(), key));
+                None => {
+                    missing.push((out.len(), span.key));
                     out.push(None);
+                    prints.push(None);
                 }
             }
         }
-    }
+        (spans, surrogates)
+    };
     if !missing.is_empty() {
         // Only the messages not met: all of them (a cold instance) are the text as given.
         let batch = if missing.len() == spans.len() {
@@ -89,50 +123,57 @@ pub(crate) fn parse_noting_surrogates(
         } else {
             let texts: Vec<&str> = missing
                 .iter()
-                .map(|&(at, _)| &json[spans[at].clone()])
+                .map(|&(at, _)| &json[spans[at].range.clone()])
                 .collect();
             std::borrow::Cow::Owned(format!("[{}]", texts.join(",")))
         };
         let parsed = match super::direct::messages(&batch, first_index) {
             Some(parsed) if parsed.len() == missing.len() => parsed,
-            _ => {
-                return Ok((
-                    super::parse_messages_at(json, first_index)?,
-                    Some(surrogates),
-                ))
-            }
+            _ => return precise(Some(surrogates)),
         };
         let mut guard = SEEN.lock().unwrap_or_else(|e| e.into_inner());
         let seen = guard.get_or_insert_with(Seen::default);
         for ((at, key), message) in missing.into_iter().zip(parsed) {
-            seen.keep(key, &json[spans[at].clone()], &message);
+            let made = crate::record::message_prints(&message);
+            let span = &spans[at];
+            let next = spans.get(at + 1).map(|s| s.key);
+            let entry = Entry {
+                text: json[span.range.clone()].into(),
+                message: message.clone(),
+                prints: made.clone(),
+                surrogates: span.surrogates,
+                next,
+                generation: seen.generation,
+            };
+            seen.keep(key, entry);
             out[at] = Some(message);
+            prints[at] = Some(made);
         }
     }
-    Ok((out.into_iter().flatten().collect(), Some(surrogates)))
+    Ok(Parsed {
+        messages: out.into_iter().flatten().collect(),
+        surrogates: Some(surrogates),
+        prints,
+    })
 }
 
 impl Seen {
     /// Keeps `message`, parsed from `text`, while it fits: when it does not, the messages not met
     /// in this parse go first; past that, nothing more is kept.
-    fn keep(&mut self, key: u64, text: &str, message: &Message) {
-        if self.bytes + text.len() > LIMIT {
+    fn keep(&mut self, key: u64, entry: Entry) {
+        let len = entry.text.len();
+        if self.bytes + len > LIMIT {
             let generation = self.generation;
             self.by_text.retain(|_, e| e.generation == generation);
             self.bytes = self.by_text.values().map(|e| e.text.len()).sum();
-            if self.bytes + text.len() > LIMIT {
+            if self.bytes + len > LIMIT {
                 return;
             }
         }
-        let entry = Entry {
-            text: text.into(),
-            message: message.clone(),
-            generation: self.generation,
-        };
         if let Some(old) = self.by_text.insert(key, entry) {
             self.bytes -= old.text.len();
         }
-        self.bytes += text.len();
+        self.bytes += len;
     }
 }
 
@@ -149,37 +190,93 @@ fn key(text: &str) -> u64 {
     h.digest()
 }
 
-/// The byte ranges of the messages of a JSON array of objects, and whether a string escapes a
-/// UTF-16 surrogate; `None` when the text is not one (then the precise parse says what it is).
-/// Only strings and brackets are followed inside a message; between messages only JSON
-/// whitespace and one comma may stand.
-fn split(json: &str) -> Option<(Vec<Range<usize>>, bool)> {
-    let bytes = json.as_bytes();
-    let mut at = whitespace(bytes, 0);
-    if bytes.get(at) != Some(&b'[') {
-        return None;
-    }
-    at = whitespace(bytes, at + 1);
-    let mut spans = Vec::new();
-    let mut surrogates = false;
-    if bytes.get(at) == Some(&b']') {
-        return (whitespace(bytes, at + 1) == bytes.len()).then_some((spans, surrogates));
-    }
-    loop {
-        if bytes.get(at) != Some(&b'{') {
+/// One message's text in a conversation's JSON, as [`Seen::split`] finds it.
+struct Span {
+    range: Range<usize>,
+    /// Its key in the cache ([`key`]).
+    key: u64,
+    /// Whether the cache holds this very text under `key`.
+    met: bool,
+    /// Whether the text escapes a UTF-16 surrogate.
+    surrogates: bool,
+}
+
+impl Seen {
+    /// The messages of a JSON array of objects, and whether a string escapes a UTF-16 surrogate;
+    /// `None` when the text is not one (then the precise parse says what it is). Only strings and
+    /// brackets are followed inside a message; between messages only JSON whitespace and one
+    /// comma may stand. A message's text that starts with the text of the message that followed
+    /// the one before it last time (the first: the latest text's first) is that message: the
+    /// same bytes end where they ended then, so they are compared once and not scanned.
+    fn split(&self, json: &str) -> Option<(Vec<Span>, bool)> {
+        let bytes = json.as_bytes();
+        let mut at = whitespace(bytes, 0);
+        if bytes.get(at) != Some(&b'[') {
             return None;
         }
-        let end = object_end(bytes, at, &mut surrogates)?;
-        spans.push(at..end);
-        at = whitespace(bytes, end);
-        match bytes.get(at) {
-            Some(b',') => at = whitespace(bytes, at + 1),
-            Some(b']') => {
-                return (whitespace(bytes, at + 1) == bytes.len()).then_some((spans, surrogates))
+        at = whitespace(bytes, at + 1);
+        let mut spans = Vec::new();
+        let mut surrogates = false;
+        if bytes.get(at) == Some(&b']') {
+            return (whitespace(bytes, at + 1) == bytes.len()).then_some((spans, surrogates));
+        }
+        let mut expected = self.first;
+        loop {
+            if bytes.get(at) != Some(&b'{') {
+                return None;
             }
-            _ => return None,
+            let predicted = expected
+                .and_then(|key| Some((key, self.by_text.get(&key)?)))
+                .filter(|(_, e)| {
+                    json.get(at..at + e.text.len())
+                        .is_some_and(|text| same(text, &e.text))
+                });
+            let span = match predicted {
+                Some((key, entry)) => {
+                    expected = entry.next;
+                    Span {
+                        range: at..at + entry.text.len(),
+                        key,
+                        met: true,
+                        surrogates: entry.surrogates,
+                    }
+                }
+                None => {
+                    let mut escapes = false;
+                    let end = object_end(bytes, at, &mut escapes)?;
+                    let text = &json[at..end];
+                    let key = key(text);
+                    let entry = self.by_text.get(&key).filter(|e| same(&e.text, text));
+                    expected = entry.and_then(|e| e.next);
+                    Span {
+                        range: at..end,
+                        key,
+                        met: entry.is_some(),
+                        surrogates: escapes,
+                    }
+                }
+            };
+            surrogates |= span.surrogates;
+            at = whitespace(bytes, span.range.end);
+            spans.push(span);
+            match bytes.get(at) {
+                Some(b',') => at = whitespace(bytes, at + 1),
+                Some(b']') => {
+                    return (whitespace(bytes, at + 1) == bytes.len())
+                        .then_some((spans, surrogates))
+                }
+                _ => return None,
+            }
         }
     }
+}
+
+/// [`Seen::split`] with nothing seen: the byte ranges of the messages, and whether a string
+/// escapes a UTF-16 surrogate.
+#[cfg(test)]
+fn split(json: &str) -> Option<(Vec<Range<usize>>, bool)> {
+    let (spans, surrogates) = Seen::default().split(json)?;
+    Some((spans.into_iter().map(|s| s.range).collect(), surrogates))
 }
 
 /// The index past the end of JSON whitespace from `at`.
@@ -281,8 +378,15 @@ mod tests {
         let fresh = super::super::parse_messages_at(json, first);
         // Twice: the second time from what the first kept.
         for _ in 0..2 {
-            let seen = parse_messages_at(json, first);
-            assert_eq!(format!("{seen:?}"), format!("{fresh:?}"), "{json}");
+            let seen = parse_noting_surrogates(json, first);
+            let messages = seen.as_ref().map(|p| &p.messages);
+            assert_eq!(format!("{messages:?}"), format!("{fresh:?}"), "{json}");
+            // The part fingerprints given are the messages' own, met before or not.
+            let Ok(seen) = seen else { continue };
+            for (at, prints) in seen.prints.iter().enumerate() {
+                let made = crate::record::message_prints(&seen.messages[at]);
+                assert_eq!(prints.as_deref(), Some(&*made), "{json}");
+            }
         }
     }
 
@@ -311,6 +415,34 @@ mod tests {
         ] {
             as_parser(&json, 0);
             as_parser(&json, 7);
+        }
+    }
+
+    #[test]
+    fn a_conversation_read_again_in_its_order_or_changed() {
+        // Texts only this test writes: each message is taken as the one that followed the one
+        // before last time, and any change is found.
+        let a = r#"{"role":"user","content":"order test: a"}"#;
+        let b = r#"{"role":"assistant","content":[{"type":"tool-call","toolCallId":"o1","toolName":"read","input":{"path":"x{"}}]}"#;
+        let b2 = r#"{"role":"assistant","content":[{"type":"tool-call","toolCallId":"o1","toolName":"read","input":{"path":"y{"}}]}"#;
+        let c = r#"{"role":"tool","content":[{"type":"tool-result","toolCallId":"o1","toolName":"read","output":{"type":"text","value":"\ud83d order"}}]}"#;
+        let noted = |json: &str| parse_noting_surrogates(json, 0).unwrap().surrogates;
+        assert_eq!(noted(&format!("[{a},{b},{c}]")), Some(true));
+        // Again: every message taken as predicted, the surrogate noted from what was kept.
+        assert_eq!(noted(&format!("[{a},{b},{c}]")), Some(true));
+        assert_eq!(noted(&format!("[{a},{b}]")), Some(false));
+        for json in [
+            format!("[{a},{b},{c}]"),
+            format!("[{a},{b2},{c}]"),
+            format!("[{a},{c},{b}]"),
+            format!("[{b},{c}]"),
+            format!("[{a},{b} ,{c}]"),
+            format!("[{a},{b}{c}]"),
+            format!("[{a},{b}x,{c}]"),
+            format!("[{a},{b},{c}"),
+            format!("[{a},{b},{c},{a}]"),
+        ] {
+            as_parser(&json, 0);
         }
     }
 
@@ -386,9 +518,11 @@ mod tests {
         for text in [r"\\ud83d", r"\ud7ff \ue000 \u00e9 \n", "ud83d", r"\u00d8x"] {
             assert!(!surrogates(text), "{text}");
         }
-        let (_, noted) =
-            parse_noting_surrogates(r#"[{"role":"user","content":"\ud83d"}]"#, 0).unwrap();
-        assert_eq!(noted, Some(true));
-        assert_eq!(parse_noting_surrogates("[1]", 0).ok().map(|p| p.1), None);
+        let parsed = parse_noting_surrogates(r#"[{"role":"user","content":"\ud83d"}]"#, 0).unwrap();
+        assert_eq!(parsed.surrogates, Some(true));
+        assert_eq!(
+            parse_noting_surrogates("[1]", 0).ok().map(|p| p.surrogates),
+            None
+        );
     }
 }
