@@ -160,6 +160,11 @@ pub(crate) struct HeldCompactor {
     calls: CallIds,
     /// What plans learned about the held messages (kept while they are).
     memo: std::sync::Mutex<crate::memo::Memo>,
+    /// What plans learned about the conversation of the call under way, and its tool calls,
+    /// taken with the held messages ([`CallCore::take_held`]): a sync, `usage` or `plan` while
+    /// the call runs is about another conversation, in `memo` and `calls`. Back there when the
+    /// call is done.
+    run_known: Option<(crate::memo::Memo, CallIds)>,
     /// The summary request's prompt that the last plan left apart (see [`HeldCompactor::plan`]).
     prompt: std::sync::Mutex<String>,
     /// The messages (JSON) of the last session's result, left apart (see `session_poll`).
@@ -198,7 +203,10 @@ impl SessionCore for HeldCompactor {
             defer_transcript: true,
             ..options.clone()
         };
-        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        let memo = match self.run_known.as_mut() {
+            Some((memo, _)) => memo,
+            None => self.memo.get_mut().unwrap_or_else(|e| e.into_inner()),
+        };
         let (plan, replayed) = self.inner.plan_held_replayed(messages, &options, memo)?;
         // The session applies to these very messages, the record unchanged: its apply takes
         // the replay made here (forgotten by whatever else changes the conversation or record).
@@ -228,7 +236,10 @@ impl SessionCore for HeldCompactor {
             }
             _ => self.inner.apply(messages, plan, outcomes)?,
         };
-        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        let memo = match self.run_known.as_mut() {
+            Some((memo, _)) => memo,
+            None => self.memo.get_mut().unwrap_or_else(|e| e.into_inner()),
+        };
         memo.rescaled();
         memo.truncate(0);
         Ok(applied)
@@ -255,6 +266,9 @@ impl CallCore for HeldCompactor {
         self.inner.plan_held(&self.held, &options, memo)
     }
     fn take_held(&mut self) -> Vec<Message> {
+        let memo = self.memo.get_mut().unwrap_or_else(|e| e.into_inner());
+        let memo = std::mem::replace(memo, crate::memo::Memo::held());
+        self.run_known = Some((memo, std::mem::take(&mut self.calls)));
         std::mem::take(&mut self.held)
     }
     fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
@@ -356,6 +370,7 @@ impl HeldCompactor {
             held: Vec::new(),
             calls: CallIds::default(),
             memo: std::sync::Mutex::new(crate::memo::Memo::held()),
+            run_known: None,
             prompt: std::sync::Mutex::default(),
             result: String::new(),
             given: Vec::new(),
@@ -666,10 +681,11 @@ impl HeldCompactor {
         let Some(run) = self.run.take() else {
             return;
         };
+        let known = self.run_known.take();
         if let Some(messages) = run.into_held() {
             if self.held.is_empty() {
                 self.held = messages;
-                self.calls = CallIds::default();
+                self.calls = known.map(|(_, calls)| calls).unwrap_or_default();
             }
             self.memo
                 .get_mut()
@@ -686,6 +702,9 @@ impl HeldCompactor {
         self.held.clear();
         self.calls = CallIds::default();
         *self.memo.get_mut().unwrap_or_else(|e| e.into_inner()) = crate::memo::Memo::held();
+        if let Some(known) = &mut self.run_known {
+            *known = (crate::memo::Memo::held(), CallIds::default());
+        }
         self.plans
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
@@ -799,6 +818,12 @@ impl HeldCompactor {
             } else {
                 managed.messages
             };
+            // What was learned about the call's conversation is the held one's again (an
+            // apply left nothing of it).
+            if let Some((memo, calls)) = self.run_known.take() {
+                *self.memo.get_mut().unwrap_or_else(|e| e.into_inner()) = memo;
+                self.calls = calls;
+            }
         }
         if changed {
             self.calls = CallIds::default();
@@ -883,10 +908,7 @@ impl HeldCompactor {
             Ok(crate::OffloadPoll::Done(offloaded)) => {
                 // As an apply: what plans learned is scaled again.
                 self.replayed = None;
-                self.memo
-                    .get_mut()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .rescaled();
+                self.rescaled();
                 let json = to_json(&offloaded);
                 format!(r#"{{"type":"done",{}"#, &json[1..])
             }
@@ -937,10 +959,19 @@ impl HeldCompactor {
 
     pub(crate) fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
         self.inner.observe_usage(predicted_raw, actual);
+        self.rescaled();
+    }
+
+    /// Forgets what plans learned in scaled tokens (the calibration changed), about the held
+    /// conversation and the call's.
+    fn rescaled(&mut self) {
         self.memo
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
             .rescaled();
+        if let Some((memo, _)) = &mut self.run_known {
+            memo.rescaled();
+        }
     }
 
     pub(crate) fn state(&self) -> String {
@@ -1614,6 +1645,63 @@ mod tests {
             .session_handle(read, r#"{"type":"read","text":null}"#)
             .unwrap_err();
         assert!(error.to_string().contains("wall clock"), "{error}");
+    }
+
+    #[test]
+    fn a_sync_while_a_call_runs_leaves_the_calls_conversation_as_it_was() {
+        // A conversation whose state records a summary (its replay reads each message's part
+        // fingerprints), compacted again by hand; while the hook is asked, the app syncs
+        // another conversation (npm: `usage(other)` while `compact` awaits the hook), then
+        // answers with instructions, so the call plans again: on its own conversation.
+        let chat: Vec<serde_json::Value> = (0..24)
+            .flat_map(|i| {
+                let text = "why is the sky blue? ".repeat(20);
+                [
+                    serde_json::json!({"role": "user", "content": format!("q{i}: {text}")}),
+                    serde_json::json!({"role": "assistant", "content": format!("a{i}: {text}")}),
+                ]
+            })
+            .collect();
+        let chat = serde_json::Value::from(chat).to_string();
+        let other = serde_json::Value::from(vec![
+            serde_json::json!({"role": "assistant", "content": []});
+            60
+        ])
+        .to_string();
+        let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
+        let other = other.as_str();
+        let answer = |interleave: bool| {
+            move |held: &mut HeldCompactor, request: &serde_json::Value| -> String {
+                match request["type"].as_str().unwrap() {
+                    "summarize" => {
+                        serde_json::json!({"type": "text", "text": "## Session Intent\nsky"})
+                            .to_string()
+                    }
+                    "ask" => {
+                        if interleave {
+                            held.sync(0, other).unwrap();
+                        }
+                        r#"{"type":"decision","customInstructions":"the sky"}"#.into()
+                    }
+                    _ => r#"{"type":"done"}"#.into(),
+                }
+            }
+        };
+        let mut first = HeldCompactor::new(config, None).unwrap();
+        first.sync(0, &chat).unwrap();
+        drive(&mut first, r#"{"trigger":"manual"}"#, answer(false));
+        let state = first.state();
+        let run = |interleave: bool| {
+            let mut held = HeldCompactor::new(config, Some(&state)).unwrap();
+            held.sync(0, &chat).unwrap();
+            let (kinds, mut done) = drive(&mut held, r#"{"trigger":"manual"}"#, answer(interleave));
+            done["plan"]["notes"] = serde_json::Value::Null;
+            (kinds, done, held.planned().len())
+        };
+        let (kinds, done, held) = run(true);
+        assert!(kinds.contains(&"ask".to_owned()), "{kinds:?}");
+        assert_eq!(done["plan"]["replayed"]["spans"], 1, "{done}");
+        assert_eq!((kinds, done, held), run(false));
     }
 
     #[test]
