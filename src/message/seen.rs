@@ -64,6 +64,13 @@ pub(crate) struct Parsed {
 
 static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
 
+#[cfg(test)]
+thread_local! {
+    /// How many messages this thread's splits took as predicted (tests run in parallel; the
+    /// cache is shared, this count is not).
+    static PREDICTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The messages of a test's text, as [`parse_noting_surrogates`] gives them.
 #[cfg(test)]
 fn parse_messages_at(json: &str, first_index: usize) -> Result<Vec<Message>> {
@@ -234,6 +241,8 @@ impl Seen {
             let span = match predicted {
                 Some((key, entry)) => {
                     expected = entry.next;
+                    #[cfg(test)]
+                    PREDICTED.with(|n| n.set(n.get() + 1));
                     Span {
                         range: at..at + entry.text.len(),
                         key,
@@ -425,11 +434,16 @@ mod tests {
         let a = r#"{"role":"user","content":"order test: a"}"#;
         let b = r#"{"role":"assistant","content":[{"type":"tool-call","toolCallId":"o1","toolName":"read","input":{"path":"x{"}}]}"#;
         let b2 = r#"{"role":"assistant","content":[{"type":"tool-call","toolCallId":"o1","toolName":"read","input":{"path":"y{"}}]}"#;
-        let c = r#"{"role":"tool","content":[{"type":"tool-result","toolCallId":"o1","toolName":"read","output":{"type":"text","value":"\ud83d order"}}]}"#;
+        let c = r#"{"role":"tool","content":[{"type":"tool-result","toolCallId":"o1","toolName":"read","output":{"type":"text","value":"\ud83d\ude00 order"}}]}"#;
         let noted = |json: &str| parse_noting_surrogates(json, 0).unwrap().surrogates;
         assert_eq!(noted(&format!("[{a},{b},{c}]")), Some(true));
-        // Again: every message taken as predicted, the surrogate noted from what was kept.
+        // Again: each message after the first taken as the one that followed the one before
+        // (the first too, unless another test's text came between), the surrogate noted from
+        // what was kept.
+        let before = PREDICTED.with(|n| n.get());
         assert_eq!(noted(&format!("[{a},{b},{c}]")), Some(true));
+        let predicted = PREDICTED.with(|n| n.get()) - before;
+        assert!((2..=3).contains(&predicted), "{predicted}");
         assert_eq!(noted(&format!("[{a},{b}]")), Some(false));
         for json in [
             format!("[{a},{b},{c}]"),
