@@ -1551,8 +1551,8 @@ mod tests {
             .contains("expected the conversation's hashes"));
     }
 
-    #[test]
-    fn a_leased_call_asks_for_its_summary_lease_in_the_calls_words() {
+    /// 24 questions and their answers, plain text, as JSON.
+    fn sky_chat() -> String {
         let chat: Vec<serde_json::Value> = (0..24)
             .flat_map(|i| {
                 let text = "why is the sky blue? ".repeat(20);
@@ -1562,7 +1562,12 @@ mod tests {
                 ]
             })
             .collect();
-        let chat = serde_json::Value::from(chat).to_string();
+        serde_json::Value::from(chat).to_string()
+    }
+
+    #[test]
+    fn a_leased_call_asks_for_its_summary_lease_in_the_calls_words() {
+        let chat = sky_chat();
         let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
         let options =
             r#"{"trigger":"manual","lease":{"owner":"me","summarizeTimeoutMs":1000,"wall":1000}}"#;
@@ -1653,16 +1658,7 @@ mod tests {
         // fingerprints), compacted again by hand; while the hook is asked, the app syncs
         // another conversation (npm: `usage(other)` while `compact` awaits the hook), then
         // answers with instructions, so the call plans again: on its own conversation.
-        let chat: Vec<serde_json::Value> = (0..24)
-            .flat_map(|i| {
-                let text = "why is the sky blue? ".repeat(20);
-                [
-                    serde_json::json!({"role": "user", "content": format!("q{i}: {text}")}),
-                    serde_json::json!({"role": "assistant", "content": format!("a{i}: {text}")}),
-                ]
-            })
-            .collect();
-        let chat = serde_json::Value::from(chat).to_string();
+        let chat = sky_chat();
         let other = serde_json::Value::from(vec![
             serde_json::json!({"role": "assistant", "content": []});
             60
