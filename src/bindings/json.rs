@@ -203,10 +203,7 @@ impl SessionCore for HeldCompactor {
             defer_transcript: true,
             ..options.clone()
         };
-        let memo = match self.run_known.as_mut() {
-            Some((memo, _)) => memo,
-            None => self.memo.get_mut().unwrap_or_else(|e| e.into_inner()),
-        };
+        let memo = call_memo(&mut self.run_known, &mut self.memo);
         let (plan, replayed) = self.inner.plan_held_replayed(messages, &options, memo)?;
         // The session applies to these very messages, the record unchanged: its apply takes
         // the replay made here (forgotten by whatever else changes the conversation or record).
@@ -236,10 +233,7 @@ impl SessionCore for HeldCompactor {
             }
             _ => self.inner.apply(messages, plan, outcomes)?,
         };
-        let memo = match self.run_known.as_mut() {
-            Some((memo, _)) => memo,
-            None => self.memo.get_mut().unwrap_or_else(|e| e.into_inner()),
-        };
+        let memo = call_memo(&mut self.run_known, &mut self.memo);
         memo.rescaled();
         memo.truncate(0);
         Ok(applied)
@@ -249,6 +243,18 @@ impl SessionCore for HeldCompactor {
     }
     fn transcript(&self, messages: &[Message], strategy: Strategy) -> SaveTranscript {
         self.inner.transcript(messages, strategy)
+    }
+}
+
+/// What plans learned about the conversation a session plans: the call's (`run_known`), or the
+/// held one's (`memo`) when no call took it.
+fn call_memo<'a>(
+    run_known: &'a mut Option<(crate::memo::Memo, CallIds)>,
+    memo: &'a mut std::sync::Mutex<crate::memo::Memo>,
+) -> &'a mut crate::memo::Memo {
+    match run_known {
+        Some((memo, _)) => memo,
+        None => memo.get_mut().unwrap_or_else(|e| e.into_inner()),
     }
 }
 

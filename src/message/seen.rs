@@ -143,16 +143,15 @@ pub(crate) fn parse_noting_surrogates(json: &str, first_index: usize) -> Result<
         for ((at, key), message) in missing.into_iter().zip(parsed) {
             let made = crate::record::message_prints(&message);
             let span = &spans[at];
-            let next = spans.get(at + 1).map(|s| s.key);
-            let entry = Entry {
+            let generation = seen.generation;
+            seen.keep(key, span.range.len(), || Entry {
                 text: json[span.range.clone()].into(),
                 message: message.clone(),
                 prints: made.clone(),
                 surrogates: span.surrogates,
-                next,
-                generation: seen.generation,
-            };
-            seen.keep(key, entry);
+                next: spans.get(at + 1).map(|s| s.key),
+                generation,
+            });
             out[at] = Some(message);
             prints[at] = Some(made);
         }
@@ -165,10 +164,10 @@ pub(crate) fn parse_noting_surrogates(json: &str, first_index: usize) -> Result<
 }
 
 impl Seen {
-    /// Keeps `message`, parsed from `text`, while it fits: when it does not, the messages not met
-    /// in this parse go first; past that, nothing more is kept.
-    fn keep(&mut self, key: u64, entry: Entry) {
-        let len = entry.text.len();
+    /// Keeps the entry `entry` makes (a message and its text of `len` bytes), made only when it
+    /// fits: when it does not, the messages not met in this parse go first; past that, nothing
+    /// more is kept.
+    fn keep(&mut self, key: u64, len: usize, entry: impl FnOnce() -> Entry) {
         if self.bytes + len > LIMIT {
             let generation = self.generation;
             self.by_text.retain(|_, e| e.generation == generation);
@@ -177,7 +176,7 @@ impl Seen {
                 return;
             }
         }
-        if let Some(old) = self.by_text.insert(key, entry) {
+        if let Some(old) = self.by_text.insert(key, entry()) {
             self.bytes -= old.text.len();
         }
         self.bytes += len;
