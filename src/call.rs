@@ -82,6 +82,19 @@ pub struct CallDone {
     pub conflict: Option<Conflict>,
 }
 
+impl CallDone {
+    /// A result that leaves the conversation held as it is: `plan` made dry, with no work.
+    fn dry(plan: Plan) -> Self {
+        CallDone {
+            managed: Managed::unchanged(Vec::new(), plan),
+            dry: true,
+            input: Vec::new(),
+            state_error: None,
+            conflict: None,
+        }
+    }
+}
+
 /// Why a call's state could not be saved: the store kept refusing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Conflict {
@@ -123,6 +136,8 @@ enum Stage {
 /// A request the call makes around its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Own {
+    /// The state at the path kept from this call on ([`Compactor::persist_later`]).
+    State,
     /// The summary another request asked ahead, beside the state.
     Ahead,
     Resync,
@@ -143,6 +158,8 @@ enum Made {
 #[derive(Debug)]
 pub struct CallRun {
     call: Call,
+    /// Only the state's save, asked by the app ([`CallRun::save_state`]).
+    explicit: bool,
     /// Only part of the conversation is held: plan dry before the session.
     partial: bool,
     /// The call's conversation hashes, once known (given at the start, or asked for a save).
@@ -189,6 +206,7 @@ impl CallRun {
     pub fn new(call: Call, partial: bool, conversation: Option<String>) -> Self {
         CallRun {
             call,
+            explicit: false,
             partial,
             conversation,
             first: true,
@@ -207,6 +225,18 @@ impl CallRun {
             wall: 0.0,
             leases: HashMap::new(),
             lease_out: HashMap::new(),
+        }
+    }
+
+    /// A call that only saves the state at the compactor's state path, asked by the app (a
+    /// host's `saveState()`): even when nothing changed since the last save, and a save another
+    /// request beat is a conflict at once (no rerun: there is no call to run again). Its result
+    /// has no conversation (`dry`); `state_error` is a save that failed.
+    pub fn save_state() -> Self {
+        CallRun {
+            explicit: true,
+            stage: Stage::Saving,
+            ..CallRun::new(Call::default(), false, None)
         }
     }
 
@@ -273,6 +303,15 @@ impl CallRun {
             if self.own.is_some() {
                 return Ok(CallPoll::Wait);
             }
+            if let Some(path) = core.compactor().persist_pending() {
+                // The state kept from now on: what is stored there, before anything is planned
+                // (a summary asked ahead is looked for beside it) or saved.
+                let read = Request::Read {
+                    path: path.to_owned(),
+                    timeout_ms: None,
+                };
+                return Ok(self.ask(Own::State, read));
+            }
             match self.stage {
                 Stage::Start if self.first && self.ahead_read.is_none() => {
                     // A summary the loaded state asked ahead (another request's, still out):
@@ -296,13 +335,7 @@ impl CallRun {
                         return Ok(self.ask(Own::Resync, Request::Resync { rerun: false }));
                     }
                     self.ahead = ahead_of(&plan);
-                    self.done = Some(CallDone {
-                        managed: Managed::unchanged(Vec::new(), plan),
-                        dry: true,
-                        input: Vec::new(),
-                        state_error: None,
-                        conflict: None,
-                    });
+                    self.done = Some(CallDone::dry(plan));
                     self.stage = Stage::Ending;
                 }
                 Stage::Start => {
@@ -370,6 +403,11 @@ impl CallRun {
                     }
                 }
                 Stage::Saving => {
+                    if self.done.is_none() {
+                        // An explicit save's result: no conversation, an empty plan.
+                        let plan = Compactor::plan(core.compactor(), &[])?;
+                        self.done = Some(CallDone::dry(plan));
+                    }
                     let compactor = core.compactor();
                     if compactor.state_path().is_none() {
                         // No state path: nothing to save (nor its JSON to make).
@@ -377,7 +415,7 @@ impl CallRun {
                         continue;
                     }
                     let state = compactor.state_json();
-                    if !compactor.persist().is_some_and(|p| p.due(&state)) {
+                    if !self.explicit && !compactor.persist().is_some_and(|p| p.due(&state)) {
                         self.over(core, None, None);
                     } else if self.conversation.is_none() {
                         return Ok(self.ask(Own::Conversation, Request::Conversation));
@@ -500,7 +538,7 @@ impl CallRun {
         let conversation = self.conversation.clone().unwrap_or_default();
         let persist = core.compactor().persist().expect("a state path");
         let request = persist
-            .request(state, &conversation, false, self.first)
+            .request(state, &conversation, self.explicit, self.first)
             .map_err(|error| format!("state not saved to {}: {error}", persist.path()));
         match request {
             Ok(Some(save)) => Some(self.ask(
@@ -531,13 +569,18 @@ impl CallRun {
         error: Option<String>,
         conflict: Option<Conflict>,
     ) {
-        let unread = core.compactor().persist().and_then(|p| {
-            let reason = p.unread.as_ref()?;
-            Some(format!(
-                "state not read from {}: {reason}; planned from the messages alone",
-                p.path()
-            ))
-        });
+        // An explicit save reports only its own failure.
+        let unread = core
+            .compactor()
+            .persist()
+            .filter(|_| !self.explicit)
+            .and_then(|p| {
+                let reason = p.unread.as_ref()?;
+                Some(format!(
+                    "state not read from {}: {reason}; planned from the messages alone",
+                    p.path()
+                ))
+            });
         if let Some(done) = self.done.as_mut() {
             done.state_error = error.or(unread);
             done.conflict = conflict;
@@ -566,6 +609,15 @@ impl CallRun {
             message: format!("reply to request {id}: expected {wanted}"),
         };
         match (kind, reply) {
+            (Own::State, Reply::Read { text }) => {
+                self.own = None;
+                core.compactor().persist_read(text.as_deref(), None);
+            }
+            (Own::State, Reply::Failed { error }) => {
+                self.own = None;
+                core.compactor().persist_read(None, Some(error));
+            }
+            (Own::State, _) => return Err(mismatch("read or failed")),
             (Own::Ahead, reply) => {
                 self.own = None;
                 let key = self.ahead_read.clone().flatten().unwrap_or_default();

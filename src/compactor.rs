@@ -37,6 +37,8 @@ pub struct Compactor {
     /// The state path it keeps, and what it knows of the state there
     /// ([`Compactor::persist_at`]): a call saves its state there when it changed.
     persist: Option<crate::stored::Persist>,
+    /// A state path to keep, read at the next call ([`Compactor::persist_later`]).
+    persist_later: Option<String>,
     /// The key of the summary asked ahead that this compactor handed out to be made
     /// ([`Compactor::making_ahead`]), until its text or failure comes back.
     making: Option<String>,
@@ -267,6 +269,7 @@ impl Compactor {
             pricing,
             state: State::default(),
             persist: None,
+            persist_later: None,
             making: None,
         };
         compactor.set_state(state)?;
@@ -1494,11 +1497,38 @@ impl Compactor {
         loaded: bool,
         unread: Option<String>,
     ) -> Result<()> {
+        self.persist_later = None;
         let state = loaded.then(|| self.state_json());
         let mut persist = crate::stored::Persist::new(path, text, state.as_deref())?;
         persist.unread = unread;
         self.persist = Some(persist);
         Ok(())
+    }
+
+    /// Keeps the state at `path` from the next call, which reads what is stored there first
+    /// (a [`crate::Request::Read`] of its own): what the save after it is conditional on. For a
+    /// compactor given its state by the app (not loaded from `path`).
+    pub fn persist_later(&mut self, path: &str) {
+        self.persist = None;
+        self.persist_later = Some(path.to_owned());
+    }
+
+    /// The state path a call must read first ([`Compactor::persist_later`]).
+    pub fn persist_pending(&self) -> Option<&str> {
+        self.persist_later.as_deref()
+    }
+
+    /// What the pending state path holds (`text`; `None`: nothing), or why it could not be read
+    /// (`unread`): the compactor keeps it ([`Compactor::persist_at`], not loaded from it). Text
+    /// that is not a saved state is kept as unread: the compactor saves only over nothing.
+    pub fn persist_read(&mut self, text: Option<&str>, unread: Option<String>) {
+        let Some(path) = self.persist_later.take() else {
+            return;
+        };
+        if let Err(error) = self.persist_at(&path, text, false, unread) {
+            let kept = self.persist_at(&path, None, false, Some(error.to_string()));
+            debug_assert!(kept.is_ok(), "nothing stored is a state");
+        }
     }
 
     /// The state path kept ([`Compactor::persist_at`]).

@@ -3,7 +3,7 @@ import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type Mi
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
-import { MemoryStore, checkPath, conditionalWrite, timerMs, withTimeout, type FileStore } from './store.js';
+import { MemoryStore, checkPath, timerMs, withTimeout, type FileStore } from './store.js';
 import { overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
 import { DEFAULT_STATE_PATH, conversationHashes, readState, storeRequest, unreadState, type StoreReply, type StoreRequest, type StoredState } from './state.js';
 import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
@@ -22,7 +22,6 @@ import type {
   ManageResult,
   MessageLike,
   ModelInfo,
-  Outcome,
   Plan,
   PreCompactContext,
   PreCompactDecision,
@@ -369,7 +368,7 @@ export class Compactor {
   /** The core's config, to build it again on a reloaded state. */
   readonly #config: string;
   /** Messages handed to the running call (their hashes are saved with the state: state.ts). */
-  #input: readonly unknown[] = [];
+  #input: readonly MessageLike[] = [];
   readonly #onEvent: ((event: CompactionEvent) => void) | undefined;
   readonly #summarize: Summarizer | undefined;
   readonly #onPreCompact: CompactorOptions['onPreCompact'];
@@ -441,7 +440,9 @@ export class Compactor {
     // The state `createCompactor` read at `statePath`: the core keeps what the next save is
     // conditional on, and whether its state changed since (src/stored.rs `Persist`).
     const stored = (options as { [STORED]?: StoredState })[STORED];
+    // Otherwise the first call reads what is stored there (`persistLater`).
     if (stored && this.#statePath !== undefined) core(() => this.#core.persistAt(this.#statePath!, stored.text ?? undefined, true, stored.unread));
+    else if (this.#statePath !== undefined) this.#core.persistLater(this.#statePath);
   }
 
   /** The model as resolved by the registry and overrides. */
@@ -648,40 +649,25 @@ export class Compactor {
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
     const stamp: Stamp = { call: ++this.#calls, stepNumber: options.stepNumber, overflow: options.overflow };
     this.#input = input;
-    await this.#persisting();
     const call = { messages: this.#rebase(input) as readonly M[], refs: new Map() as Refs, input };
     const whole = this.#sync(call.messages);
     const now = this.#time();
     // With `statePath` and a summarizer, the call's summaries are made under a lease beside the
     // state (the core's, src/lease.rs): racing requests of one span ask the summarizer once.
     const lease = this.#statePath !== undefined && this.#summarize ? this.#lease() : undefined;
-    core(() => this.#core.sessionStart(planOptions(options, this.#background, now, !whole, lease)));
     let held = this.#held;
     this.#held = { messages: [], marks: [], refs: new Map() };
     call.refs = held.refs;
     const written = new Map<string, string>();
-    let done: SessionDone;
-    for (;;) {
-      const step = JSON.parse(core(() => this.#core.sessionPoll())) as SessionStep;
-      if (step.type === 'done') {
-        done = step;
-        break;
-      }
-      if (step.type === 'wait') throw new CompactorError('internal', 'session: waiting with no request out');
-      const replies = await Promise.all(step.ios.map(async (io) => [io.id, await this.#carryOut(io, step.plan, call, written, options)] as const));
-      for (const [id, reply] of replies) core(() => this.#core.sessionHandle(id, stringify({ ...reply, now: Date.now() })));
+    const done = await this.#call(planOptions(options, this.#background, now, !whole, lease), call, written, options, () => {
       // Every message crossed again (`resync`): the session holds them now.
       if (this.#held.messages.length > 0) {
         held = this.#held;
         this.#held = { messages: [], marks: [], refs: new Map() };
         call.refs = held.refs;
       }
-    }
+    });
     const { messages, refs } = call;
-    if (done.conflict) {
-      this.#held = { messages: [], marks: [], refs: new Map() };
-      throw new CompactorError('state_conflict', done.conflict.message, { path: this.#statePath, attempts: done.conflict.attempts, revision: done.conflict.revision });
-    }
     const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
     let result: ManageResult<M>;
     if (done.cancelled) {
@@ -702,29 +688,25 @@ export class Compactor {
     return this.#told(result);
   }
 
-  /** With `statePath`, the core keeps what the next save is conditional on from the first
-   * call; a compactor given a state of the app's (`options.state`) reads what is stored then. */
-  async #persisting(): Promise<void> {
-    if (this.#statePath === undefined || this.#core.persisting()) return;
-    const path = this.#statePath;
-    let text: string | undefined;
-    let unread: string | undefined;
-    try {
-      text = (await this.#io.read(path)) ?? undefined;
-    } catch (error) {
-      unread = errorMessage(error);
-    }
-    try {
-      core(() => this.#core.persistAt(path, text, false, unread));
-    } catch (error) {
-      // Not a saved state: saved over nothing, which the store refuses (the result says so).
-      core(() => this.#core.persistAt(path, undefined, false, errorMessage(error)));
-    }
+  /** One call of the core's loop (`options`: a `manage`, `compact` or `recover`, or `{ save:
+   * true }`), its requests carried out until it is done. A store that keeps refusing the
+   * state's saves: a `state_conflict`. */
+  async #call(options: string, call: CallIo, written: Map<string, string>, run: RunOptions, between?: () => void): Promise<SessionDone> {
+    core(() => this.#core.sessionStart(options));
+    const done = await drive<SessionIo['request'], SessionDone>(
+      () => JSON.parse(core(() => this.#core.sessionPoll())) as Step<SessionIo['request'], SessionDone>,
+      (id, reply) => this.#core.sessionHandle(id, reply),
+      (request, id, plan) => this.#carryOut(request, id, plan, call, written, run),
+      'session',
+      between,
+    );
+    if (!done.conflict) return done;
+    this.#held = { messages: [], marks: [], refs: new Map() };
+    throw new CompactorError('state_conflict', done.conflict.message, { path: this.#statePath, attempts: done.conflict.attempts, revision: done.conflict.revision });
   }
 
   /** Carries out one request of the core's loop and says how it went. */
-  async #carryOut(io: SessionIo, plan: Plan | undefined, call: { messages: readonly MessageLike[]; refs: Refs; input: readonly MessageLike[] }, written: Map<string, string>, options: RunOptions): Promise<SessionReply> {
-    const request = io.request;
+  async #carryOut(request: SessionIo['request'], id: number, plan: Plan | undefined, call: CallIo, written: Map<string, string>, options: RunOptions): Promise<SessionReply> {
     const { messages, refs } = call;
     switch (request.type) {
       case 'resync': {
@@ -750,16 +732,15 @@ export class Compactor {
       case 'write': {
         // The content crosses apart, as UTF-8; what the store gets is the app's original text
         // (lone surrogates: see codec.ts).
-        const content = restoreStored(request.path, utf8.decode(this.#core.takeContent(io.id)), refs, request.whole === true);
+        const content = restoreStored(request.path, utf8.decode(this.#core.takeContent(id)), refs, request.whole === true);
         written.set(request.path, content);
         return this.#write(content, request.path);
       }
       case 'summarize': {
         // The action as the plan holds it (the request carries the action's fields).
         const action: SummarizeAction = { ...request.summary, type: 'summarize' };
-        this.#hydrateAction(action, this.#core.takeContent(io.id), messages, refs, written, true);
-        const outcome = await this.#summary(action);
-        return outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
+        this.#hydrateAction(action, this.#core.takeContent(id), messages, refs, written, true);
+        return this.#summary(action);
       }
       case 'ask': {
         if (!this.#onPreCompact) return { type: 'decision' };
@@ -794,8 +775,8 @@ export class Compactor {
 
   /** The summarizer's answer within `summarizeTimeoutMs`; a failure in its words (the core
    * says `summarizer failed: ...` in the event). */
-  async #summary(action: SummarizeAction, background = false, model?: string): Promise<Outcome> {
-    if (!this.#summarize) return { type: 'failed', id: action.id, error: 'no summarizer configured (options.summarize)' };
+  async #summary(action: SummarizeAction, background = false, model?: string): Promise<{ type: 'text'; text: string } | { type: 'failed'; error: string }> {
+    if (!this.#summarize) return { type: 'failed', error: 'no summarizer configured (options.summarize)' };
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -808,9 +789,9 @@ export class Compactor {
     try {
       const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal, model: model ?? this.model.name, ...(background ? { background } : {}) }), timeout]);
       if (typeof text !== 'string') throw new TypeError(`summarize returned ${typeof text}, not a string`);
-      return { type: 'summarized', id: action.id, text };
+      return { type: 'text', text };
     } catch (error) {
-      return { type: 'failed', id: action.id, error: errorMessage(error) };
+      return { type: 'failed', error: errorMessage(error) };
     } finally {
       clearTimeout(timer);
     }
@@ -839,24 +820,9 @@ export class Compactor {
       try {
         const summaryRun = core(() => new AheadRun(stringify({ statePath: this.#statePath, key, ...this.#lease() })));
         try {
-          for (;;) {
-            const step = JSON.parse(summaryRun.poll()) as { type: 'io'; ios: { id: number; request: StoreRequest | { type: 'summarize' } }[] } | { type: 'wait' } | { type: 'done'; text: string | null };
-            if (step.type === 'done') {
-              text = step.text;
-              break;
-            }
-            if (step.type === 'wait') throw new CompactorError('internal', 'background summary: waiting with no request out');
-            for (const { id, request: asked } of step.ios) {
-              let reply: StoreReply | { type: 'text'; text: string };
-              if (asked.type === 'summarize') {
-                const outcome = await this.#summary(action, true, model);
-                reply = outcome.type === 'summarized' ? { type: 'text', text: outcome.text } : { type: 'failed', error: outcome.type === 'failed' ? outcome.error : 'no summary' };
-              } else {
-                reply = await storeRequest(this.#io, asked);
-              }
-              summaryRun.handle(id, stringify({ ...reply, now: Date.now() }));
-            }
-          }
+          type Asked = StoreRequest | { type: 'summarize' };
+          const asked = (request: Asked) => (request.type === 'summarize' ? this.#summary(action, true, model) : storeRequest(this.#io, request));
+          text = (await drive<Asked, { type: 'done'; text: string | null }>(() => JSON.parse(summaryRun.poll()) as Step<Asked, { type: 'done'; text: string | null }>, (id, reply) => summaryRun.handle(id, reply), asked, 'background summary')).text;
         } finally {
           summaryRun.free();
         }
@@ -1015,19 +981,11 @@ export class Compactor {
     const run = core(() => this.#core.offloadStart(toolName, toolCallId, json.slice(1, -1), typeof output === 'string'));
     let done = false;
     try {
-      for (;;) {
-        const step = decode<OffloadStep>(core(() => this.#core.offloadPoll(run)), refs);
-        if (step.type === 'done') {
-          done = true;
-          for (const event of step.events) this.#onEvent?.(event);
-          return step.preview ?? output;
-        }
-        if (step.type !== 'io') throw new CompactorError('internal', 'offloadToolOutput: waiting with no request out');
-        await Promise.all(step.ios.map(async ({ id, request }) => {
-          const reply = await this.#write(restoreStored(request.path, request.content, refs, request.whole === true), request.path);
-          core(() => this.#core.offloadHandle(run, id, stringify(reply)));
-        }));
-      }
+      const write = (request: OffloadWrite) => this.#write(restoreStored(request.path, request.content, refs, request.whole === true), request.path);
+      const step = await drive<OffloadWrite, OffloadDone>(() => decode<Step<OffloadWrite, OffloadDone>>(core(() => this.#core.offloadPoll(run)), refs), (id, reply) => this.#core.offloadHandle(run, id, reply), write, 'offloadToolOutput');
+      done = true;
+      for (const event of step.events) this.#onEvent?.(event);
+      return step.preview ?? output;
     } finally {
       try {
         if (!done) this.#core.offloadDrop(run);
@@ -1075,20 +1033,12 @@ export class Compactor {
    * `state_conflict` when another compactor saved there since this one last read or saved. */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
     if (checkPath(path) !== this.#statePath) return this.#io.write(path, JSON.stringify(this.state()));
-    await this.#persisting();
-    // Conditional on what was last read or saved (src/stored.rs `Persist`); a save another
-    // compactor beat, or that the store refused over the very state it holds, is a conflict.
-    const request = core(() => this.#core.saveRequest(conversationHashes(this.#input), true, true));
-    if (request === undefined) return; // an earlier turn of the stored conversation
-    const { expected, text } = JSON.parse(request) as { expected: string | null; text: string };
-    const outcome = await conditionalWrite(this.#io, path, expected, text);
-    if (!outcome.written && !('current' in outcome)) {
-      const error = new CompactorError('store_failed', `the save was refused and the state could not be read back: ${errorMessage(outcome.readError)}`, { path, op: 'read' });
-      Object.defineProperty(error, 'cause', { value: outcome.readError, enumerable: false, configurable: true, writable: true });
-      throw error;
-    }
-    const verdict = JSON.parse(core(() => this.#core.saveOutcome(outcome.written, outcome.written ? undefined : (outcome.current ?? undefined)))) as { verdict: 'saved' } | { verdict: 'conflict'; message: string; attempts: number; revision: number };
-    if (verdict.verdict === 'conflict') throw new CompactorError('state_conflict', verdict.message, { path, attempts: verdict.attempts, revision: verdict.revision });
+    // The core's call (`save`): conditional on what was last read or saved (src/stored.rs
+    // `Persist`); a save another compactor beat is a conflict.
+    await this.#enqueue(async () => {
+      const done = await this.#call(stringify({ save: true }), { messages: [], refs: new Map(), input: this.#input }, new Map(), { trigger: 'auto' });
+      if (done.stateError !== undefined) throw new CompactorError('store_failed', done.stateError, { path, op: 'write' });
+    });
   }
 
   stats(): Stats {
@@ -1137,13 +1087,34 @@ interface SessionDone {
   conflict?: { message: string; attempts: number; revision: number };
 }
 
-type SessionStep = { type: 'io'; ios: SessionIo[]; plan?: Plan } | { type: 'wait' } | SessionDone;
+/** A tool output's offload (`offloadPoll`): its writes (content inline), and its end. */
+type OffloadWrite = { type: 'write'; path: string; content: string; whole?: boolean };
+type OffloadDone = { type: 'done'; preview: string | null; events: CompactionEvent[] };
 
-/** A step of a tool output's offload (`offloadPoll`): its writes (content inline), or its end. */
-type OffloadStep =
-  | { type: 'io'; ios: { id: number; request: { type: 'write'; path: string; content: string; whole?: boolean } }[] }
-  | { type: 'wait' }
-  | { type: 'done'; preview: string | null; events: CompactionEvent[] };
+/** A step of one of the core's runs: requests to carry out, a wait, or its end. */
+type Step<R, D> = { type: 'io'; ios: { id: number; request: R }[]; plan?: Plan } | { type: 'wait' } | D;
+
+/** What a call's requests are carried out on: its messages (`resync` may change them), their
+ * binary values, and the messages it was given. */
+interface CallIo {
+  messages: readonly MessageLike[];
+  refs: Refs;
+  input: readonly MessageLike[];
+}
+
+/** The one loop of each of the core's runs (a call, a tool output's offload, a summary made
+ * ahead): polls its requests, carries out each batch at once, hands back every outcome with the
+ * wall clock, until it is done. `between`: after each batch. */
+async function drive<R, D extends { type: 'done' }>(poll: () => Step<R, D>, handle: (id: number, reply: string) => void, carry: (request: R, id: number, plan: Plan | undefined) => Promise<object>, what: string, between?: () => void): Promise<D> {
+  for (;;) {
+    const step = poll();
+    if (step.type === 'done') return step as D;
+    if (step.type === 'wait' || !('ios' in step)) throw new CompactorError('internal', `${what}: waiting with no request out`);
+    const replies = await Promise.all(step.ios.map(async (io) => [io.id, await carry(io.request, io.id, step.plan)] as const));
+    for (const [id, reply] of replies) core(() => handle(id, stringify({ ...reply, now: Date.now() })));
+    between?.();
+  }
+}
 
 type SessionReply =
   | StoreReply

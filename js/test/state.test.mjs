@@ -159,3 +159,35 @@ test('the core says when a save is due: a call that changed the state saves once
     (e) => assert.ok(e instanceof CompactorError && e.code === 'state_conflict' && e.details.revision === 4 && /changed since this compactor last read or saved it/.test(e.message), String(e)),
   );
 });
+
+test('saveState() is a call of the core: a compactor given its state reads the path first, saves over it, and a failing store is a typed store_failed naming the path', async () => {
+  const store = new MemoryStore();
+  const first = await createCompactor({ contextWindow: 32_000, store, statePath: PATH });
+  const history = [...start, ...turn('c1', 'x')];
+  await first.manage(history);
+  const stored = JSON.parse(await store.read(PATH));
+  // Given the state, not read from the path: its first act, an explicit save, reads the path
+  // (what a save is conditional on) and, for no conversation yet (an earlier turn of the
+  // stored one), saves nothing.
+  const reads = [];
+  const read = store.read.bind(store);
+  store.read = async (path) => (reads.push(path), read(path));
+  const own = await createCompactor({ contextWindow: 32_000, store, statePath: PATH, state: first.state() });
+  assert.deepEqual(reads, [], 'nothing read before the first call');
+  await own.saveState();
+  assert.deepEqual(reads, [PATH], 'the state was read by the save');
+  assert.equal(JSON.parse(await store.read(PATH)).revision, stored.revision);
+  // A later turn saves over it; an explicit save then saves again, though nothing changed.
+  await own.manage([...history, ...turn('c2', 'y')]);
+  assert.equal(JSON.parse(await store.read(PATH)).revision, stored.revision + 1);
+  await own.saveState();
+  assert.equal(JSON.parse(await store.read(PATH)).revision, stored.revision + 2);
+  assert.equal(reads.filter((path) => path === PATH).length, 4, 'read once by the compactor, then only by the checks above');
+  store.writeIf = async () => {
+    throw new Error('the disk is full');
+  };
+  await assert.rejects(
+    () => own.saveState(),
+    (e) => e instanceof CompactorError && e.code === 'store_failed' && e.details.path === PATH && /the disk is full/.test(e.message) && e.message.includes(PATH),
+  );
+});

@@ -181,6 +181,37 @@ def test_an_explicit_save_is_for_the_last_calls_conversation() -> None:
         compactor.save_state()
 
 
+def test_save_state_is_a_call_of_the_core_as_in_npm() -> None:
+    """As js/test/state.test.mjs: a compactor given its state reads the path at its first act
+    (here an explicit save, which for no conversation yet saves nothing), and a store whose
+    save fails makes ``save_state`` a typed ``store_failed`` naming the path."""
+    store = MemoryStore()
+    Compactor(context_window=32_000, store=store, state_path=PATH).manage(START)
+    revision = stored(store)["revision"]
+    reads: List[str] = []
+    read = store.read
+    store.read = lambda path: (reads.append(path), read(path))[1]  # type: ignore[method-assign]
+    own = Compactor(context_window=32_000, store=store, state_path=PATH, state=Compactor(context_window=32_000).state())
+    assert reads == [], "nothing read before the first call"
+    own.save_state()
+    assert reads == [PATH]
+    assert stored(store)["revision"] == revision
+    own.manage([*START, *turn("c2", "b")])
+    assert stored(store)["revision"] == revision + 1
+    own.save_state()
+    assert stored(store)["revision"] == revision + 2
+
+    def full(path: str, text: str) -> None:
+        raise OSError("the disk is full")
+
+    store.write = full  # type: ignore[method-assign]
+    store.write_if = lambda path, expected, text: full(path, text)  # type: ignore[method-assign,attr-defined]
+    with pytest.raises(CompactorError) as raised:
+        own.save_state()
+    assert raised.value.code == "store_failed" and (raised.value.details or {}).get("path") == PATH
+    assert "the disk is full" in raised.value.message and PATH in raised.value.message
+
+
 def test_the_core_says_when_a_save_is_due_as_in_npm() -> None:
     """As js/test/state.test.mjs: a call that changed the state saves once, one that changed
     nothing saves nothing, a state of the app's own is saved over what is stored, and an

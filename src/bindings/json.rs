@@ -402,64 +402,9 @@ impl HeldCompactor {
             .persist_at(path, text, loaded, unread.map(str::to_owned))
     }
 
-    /// Whether a state path is kept (`persist_at`).
-    pub(crate) fn persisting(&self) -> bool {
-        self.inner.state_path().is_some()
-    }
-
-    /// The save due now, as JSON `{"path", "expected", "text"}` (`expected` null: nothing
-    /// stored), or `None` (no state path, nothing changed, or an earlier turn of the stored
-    /// conversation): see [`crate::stored::Persist::request`]. A host's `saveState()`.
-    pub(crate) fn save_request(
-        &mut self,
-        conversation: &str,
-        explicit: bool,
-        first: bool,
-    ) -> Result<Option<String>> {
-        let state = self.state();
-        let Some(persist) = self.inner.persist() else {
-            return Ok(None);
-        };
-        Ok(persist
-            .request(&state, conversation, explicit, first)?
-            .map(|request| to_json(&request)))
-    }
-
-    /// The outcome of the requested save: `written`, or refused with the store holding
-    /// `current`. As JSON: `{"verdict": "saved"}`, `{"verdict": "rerun"}` (the compactor was
-    /// built again on the stored state and holds no conversation: sync it and run the call
-    /// again), `{"verdict": "answer"}` (answer unsaved) or `{"verdict": "conflict", "message",
-    /// "attempts", "revision"}` (the host's typed `state_conflict`).
-    pub(crate) fn save_outcome(&mut self, written: bool, current: Option<&str>) -> Result<String> {
-        let Some(persist) = self.inner.persist() else {
-            return Err(Error::PlanMismatch {
-                action_id: None,
-                message: "a save outcome with no state path".into(),
-            });
-        };
-        if written {
-            persist.written();
-            return Ok(r#"{"verdict":"saved"}"#.into());
-        }
-        match persist.refused(current)? {
-            crate::stored::Refused::Rerun { state } => {
-                self.rebuild(state.as_deref())?;
-                Ok(r#"{"verdict":"rerun"}"#.into())
-            }
-            crate::stored::Refused::Answer => Ok(r#"{"verdict":"answer"}"#.into()),
-            crate::stored::Refused::Conflict {
-                message,
-                attempts,
-                revision,
-            } => {
-                let conflict = to_json(&crate::Conflict {
-                    message,
-                    attempts,
-                    revision,
-                });
-                Ok(format!(r#"{{"verdict":"conflict",{}"#, &conflict[1..]))
-            }
-        }
+    /// [`Compactor::persist_later`].
+    pub(crate) fn persist_later(&mut self, path: &str) {
+        self.inner.persist_later(path);
     }
 
     fn messages<'a>(&'a self, json: Option<&str>) -> Result<Cow<'a, [Message]>> {
@@ -643,19 +588,21 @@ impl HeldCompactor {
     ///
     /// The call's own options beside the session's: `partial` (only part of the conversation
     /// crossed for this call: a dry plan says whether there is work, and a `resync` request
-    /// asks for the rest then) and `conversation` (its hashes, for the state's save).
+    /// asks for the rest then), `conversation` (its hashes, for the state's save) and `save`
+    /// (the call only saves the state, asked by the app: [`CallRun::save_state`]).
     pub(crate) fn session_start(&mut self, options_json: Option<&str>) -> Result<()> {
         let mut options = match options_json {
             Some(json) => parse::<serde_json::Value>("session options", json)?,
             None => serde_json::Value::Object(serde_json::Map::new()),
         };
-        let (partial, conversation, lease) = match options.as_object_mut() {
+        let (partial, conversation, lease, save) = match options.as_object_mut() {
             Some(o) => (
                 o.shift_remove("partial"),
                 o.shift_remove("conversation"),
                 o.shift_remove("lease"),
+                o.shift_remove("save"),
             ),
-            None => (None, None, None),
+            None => (None, None, None, None),
         };
         let call: Call = crate::config::deserialize(options)?;
         self.session_end();
@@ -667,6 +614,10 @@ impl HeldCompactor {
             .as_ref()
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned);
+        if save.as_ref().and_then(serde_json::Value::as_bool) == Some(true) {
+            self.run = Some(CallRun::save_state());
+            return Ok(());
+        }
         let mut run = CallRun::new(call, partial, conversation);
         if let Some(lease) = lease {
             let Some((owner, timeout, wall)) = lease_fields(&lease) else {
@@ -1394,6 +1345,19 @@ mod tests {
         .to_string()
     }
 
+    /// A `save` request carried out on `stored`: a compare-and-set.
+    fn save_over(
+        stored: &std::cell::RefCell<Option<String>>,
+        request: &serde_json::Value,
+    ) -> String {
+        let mut stored = stored.borrow_mut();
+        if request["expected"].as_str() != stored.as_deref() {
+            return serde_json::json!({"type": "refused", "current": *stored}).to_string();
+        }
+        *stored = Some(request["text"].as_str().unwrap().to_owned());
+        r#"{"type":"saved"}"#.into()
+    }
+
     /// Drives one call to its end: each request answered by `answer` (the request's JSON and
     /// id), the steps' request types in order, and the done step.
     fn drive(
@@ -1440,15 +1404,7 @@ mod tests {
                     held.sync(0, &conversation).unwrap();
                     r#"{"type":"done"}"#.into()
                 }
-                "save" => {
-                    let mut stored = stored.borrow_mut();
-                    if request["expected"].as_str() != stored.as_deref() {
-                        return serde_json::json!({"type": "refused", "current": *stored})
-                            .to_string();
-                    }
-                    *stored = Some(request["text"].as_str().unwrap().to_owned());
-                    r#"{"type":"saved"}"#.into()
-                }
+                "save" => save_over(&stored, request),
                 other => panic!("unexpected {other}"),
             }
         };
@@ -1555,6 +1511,88 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("expected the conversation's hashes"));
+    }
+
+    #[test]
+    fn a_state_kept_from_the_next_call_is_read_first_and_an_explicit_save_is_a_call() {
+        let conversation = long_read();
+        let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
+        let mut held = HeldCompactor::new(config, None).unwrap();
+        held.persist_later("/s.json");
+        let other = HeldCompactor::new(config, None).unwrap().state();
+        let theirs = crate::stored::next_text(&other, 4, "bbbbbbbb").unwrap();
+        let stored = std::cell::RefCell::new(Some(theirs));
+        let store = |_: &mut HeldCompactor, request: &serde_json::Value| -> String {
+            match request["type"].as_str().unwrap() {
+                "read" => {
+                    assert_eq!(request["path"], "/s.json");
+                    serde_json::json!({"type": "read", "text": *stored.borrow()}).to_string()
+                }
+                "write" => r#"{"type":"done"}"#.into(),
+                "conversation" => r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into(),
+                "save" => save_over(&stored, request),
+                other => panic!("unexpected {other}"),
+            }
+        };
+        // The first call reads the state before it plans, and its save is conditional on it.
+        held.sync(0, &conversation).unwrap();
+        let (kinds, done) = drive(&mut held, r#"{"now":1767268800000}"#, store);
+        assert_eq!(kinds, ["read", "write", "conversation", "save"]);
+        assert_eq!(done.get("stateError"), None);
+        let first = stored.borrow().clone().unwrap();
+        assert!(first.contains(r#""revision":6"#), "{first}");
+        // An explicit save is a call of its own: saved even though nothing changed, and the
+        // conversation it was saved for is asked again.
+        let (kinds, done) = drive(&mut held, r#"{"save":true}"#, store);
+        assert_eq!(kinds, ["conversation", "save"]);
+        assert_eq!(
+            (done["changed"].as_bool(), done.get("stateError")),
+            (Some(false), None)
+        );
+        assert!(stored
+            .borrow()
+            .as_deref()
+            .unwrap()
+            .contains(r#""revision":7"#));
+        // One another request beat is a conflict at once, naming the path.
+        *stored.borrow_mut() = Some(first.replace(r#""revision":6"#, r#""revision":9"#));
+        let (kinds, done) = drive(&mut held, r#"{"save":true}"#, store);
+        assert_eq!(kinds, ["conversation", "save"]);
+        assert_eq!(done["conflict"]["attempts"].as_u64(), Some(1));
+        assert!(done["conflict"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/s.json"));
+        // A state path whose read fails, or holds no state: kept as unread (said on the
+        // result), the save made only over nothing.
+        for answer in [
+            r#"{"type":"failed","error":"the disk is gone"}"#,
+            r#"{"type":"read","text":"not json"}"#,
+        ] {
+            let mut fresh = HeldCompactor::new(config, None).unwrap();
+            fresh.persist_later("/s.json");
+            fresh.sync(0, &conversation).unwrap();
+            let saves = std::cell::RefCell::new(Vec::new());
+            let (kinds, done) =
+                drive(
+                    &mut fresh,
+                    r#"{"now":1767268800000}"#,
+                    |_, request| match request["type"].as_str().unwrap() {
+                        "read" => answer.into(),
+                        "save" => {
+                            saves.borrow_mut().push(request["expected"].clone());
+                            r#"{"type":"saved"}"#.into()
+                        }
+                        "conversation" => {
+                            r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into()
+                        }
+                        _ => r#"{"type":"done"}"#.into(),
+                    },
+                );
+            assert_eq!(kinds[0], "read");
+            assert_eq!(*saves.borrow(), [serde_json::Value::Null], "{answer}");
+            assert_eq!(done.get("stateError"), None, "{answer}: the save landed");
+        }
     }
 
     /// 24 questions and their answers, plain text, as JSON.

@@ -35,7 +35,7 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
-from .effects import Steps, conditional_write, drive_async, effect_read, run_sync, store_request, wall
+from .effects import Steps, drive_async, effect_read, run_sync, store_request, wall
 from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
 from .overflow import overflow_verdict, parse_overflow
@@ -302,6 +302,9 @@ class Compactor:
             # What the next save is conditional on, and whether the state changed since, are the
             # core's (``src/stored.rs`` ``Persist``).
             self._core.call("persist-at", self._state_path, stored.text, True, stored.unread)
+        elif self._state_path is not None:
+            # A state of the app's: the first call reads what is stored there (``persist-later``).
+            self._core.call("persist-later", self._state_path)
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
         if now is not None and not callable(now):
@@ -424,7 +427,8 @@ class Compactor:
     def save_state(self, path: Optional[str] = None) -> None:
         """Writes the state to the store; ``load_state(store, path)`` reads it back."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
-        run_sync(self._save_state(path))
+        with self._lock:
+            run_sync(self._save_state(path))
 
     def offload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
         """Tier 1 at the moment a tool returns: when ``output`` (a str, or JSON data) is over
@@ -486,7 +490,6 @@ class Compactor:
         self._calls += 1
         self._input = input  # the conversation a save is for (``_conversation``)
         self._offer_done()
-        yield from self._persisting()
         ctx = _Call(self._rebase(input), input)
         whole = self._sync(ctx.messages)
         core_options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions, "now": self._time()}
@@ -513,53 +516,21 @@ class Compactor:
                 self._on_event(event)
         return result
 
-    def _persisting(self) -> Steps[None]:
-        """With ``state_path``, the core keeps what the next save is conditional on from the
-        first call; a compactor given a state of the app's (``state=``) reads what is stored
-        then."""
-        path = self._state_path
-        if path is None or self._core.call("persisting"):
-            return
-        text: Optional[str] = None
-        unread: Optional[str] = None
-        try:
-            read = yield ("read", self._io, path)
-            text = None if read is None else well_formed(str(read))
-        except Exception as e:
-            unread = _message(e)
-        try:
-            self._core.call("persist-at", path, text, False, unread)
-        except CompactorError as e:
-            # Not a saved state: saved over nothing, which the store refuses (the result says so).
-            self._core.call("persist-at", path, None, False, e.message)
-
     def _session(self, ctx: "_Call", options: str, trigger: str, call: int, overflow: Optional[Dict[str, Any]] = None) -> Steps[ManageResult]:
         """Drives the core's loop: carries out its requests and hands back each outcome, until
         it is done."""
         held = self._held
         self._held = _Held()  # the session holds the conversation
         ctx.refs = held.refs
-        self._core.call("session-start", options)
-        while True:
-            # Decoded with the conversation's binary values: a done step's messages are used as
-            # they come (no second pass over the conversation).
-            step = decode(self._core.call("session-poll"), ctx.refs)
-            if step["type"] == "done":
-                break
-            if step["type"] != "io":
-                raise CompactorError("internal", "session: waiting with no request out")
-            # A batch at once (a plan's writes), as npm's host runs it.
-            replies = yield ("all", [self._carry_out(io["request"], step.get("plan"), ctx, trigger) for io in step["ios"]])
-            for io, reply in zip(step["ios"], replies):
-                self._core.call("session-handle", io["id"], dumps({**reply, "now": wall()}))
+
+        def resynced() -> None:
+            nonlocal held
             if self._held.messages:  # every message crossed again (``resync``)
                 held, self._held = self._held, _Held()
                 ctx.refs = held.refs
+
+        step = yield from self._call(options, ctx, trigger, resynced)
         messages, refs = ctx.messages, ctx.refs
-        conflict = step.get("conflict")
-        if conflict is not None:
-            self._held = _Held()
-            raise CompactorError("state_conflict", conflict["message"], {"path": self._state_path, "attempts": conflict["attempts"], "revision": conflict["revision"]})
         plan = self._hydrated(step["plan"], messages, refs)
         if step["cancelled"]:
             self._held = held
@@ -583,6 +554,26 @@ class Compactor:
         if step.get("stateError") is not None:
             result.state_error = str(step["stateError"])
         return result
+
+    def _call(self, options: str, ctx: "_Call", trigger: str, between: Optional[Callable[[], None]] = None) -> Steps[Dict[str, Any]]:
+        """One call of the core's loop (``options``: a ``manage``, ``compact`` or ``recover``, or
+        ``{"save": true}``), its requests carried out until it is done. A store that keeps
+        refusing the state's saves: a ``state_conflict``."""
+        self._core.call("session-start", options)
+        # Decoded with the conversation's binary values: a done step's messages are used as they
+        # come (no second pass over the conversation).
+        done = yield from _drive(
+            lambda: decode(self._core.call("session-poll"), ctx.refs),
+            lambda id, reply: self._core.call("session-handle", id, reply),
+            lambda request, step: self._carry_out(request, step.get("plan"), ctx, trigger),
+            "session",
+            between,
+        )
+        conflict = done.get("conflict")
+        if conflict is None:
+            return done
+        self._held = _Held()
+        raise CompactorError("state_conflict", conflict["message"], {"path": self._state_path, "attempts": conflict["attempts"], "revision": conflict["revision"]})
 
     def _carry_out(
         self, request: Dict[str, Any], plan: Optional[Plan], ctx: "_Call", trigger: str
@@ -611,11 +602,7 @@ class Compactor:
             summary_request = request["summary"]["request"]
             summary_request["messages"] = [{"role": "user", "content": summary_request["prompt"]}]
             self._continued(summary_request, refs)
-            if self._summarize is None:
-                return {"type": "failed", "error": "no summarizer configured (summarize=)"}
-            failures: List[str] = []
-            text = yield from self._summary(summary_request, failures)
-            return {"type": "text", "text": text} if text is not None else {"type": "failed", "error": failures[-1] if failures else "no summary"}
+            return (yield from self._summary(summary_request))
         if kind == "ask":
             if self._on_pre_compact is None:
                 return {"type": "decision"}
@@ -631,16 +618,17 @@ class Compactor:
             return {"type": "decision", **_decision(decision)}
         raise CompactorError("internal", f"session: unknown request {kind!r}")
 
-    def _summary(self, request: Dict[str, Any], failures: List[str]) -> Steps[Optional[str]]:
-        """The summarizer's text for ``request``, or None when it failed (why, in ``failures``)."""
+    def _summary(self, request: Dict[str, Any]) -> Steps[Dict[str, Any]]:
+        """The summarizer's text for ``request``, or why it failed, in the loop's words."""
+        if self._summarize is None:
+            return {"type": "failed", "error": "no summarizer configured (summarize=)"}
         try:
             text = yield ("summarize", self._summarize, request, self._summarize_timeout)
             if not isinstance(text, str):
                 raise TypeError(f"summarize returned {type(text).__name__}, not a str")
-            return text
+            return {"type": "text", "text": text}
         except Exception as e:
-            failures.append(_message(e))
-            return None
+            return {"type": "failed", "error": _message(e)}
 
     def _offload(self, tool_name: str, tool_call_id: str, output: T) -> Steps[Union[T, str]]:
         """The output crosses as JSON (its binary values by placeholder); whether it goes, where,
@@ -663,19 +651,17 @@ class Compactor:
         value = None if isinstance(output, str) else {"type": "json", "value": output}
         done = False
         try:
-            while True:
-                step = decode(str(self._core.call("offload-poll", run)), refs)
-                if step["type"] == "done":
-                    done = True
-                    if self._on_event is not None:
-                        for event in step["events"]:
-                            self._on_event(event)
-                    return output if step["preview"] is None else cast(str, step["preview"])
-                if step["type"] != "io":
-                    raise CompactorError("internal", "offload_tool_output: waiting with no request out")
-                writes = [self._write(io["request"]["path"], _app_json(value, io["request"]["content"]), refs) for io in step["ios"]]
-                for io, reply in zip(step["ios"], (yield ("all", writes))):
-                    self._core.call("offload-handle", run, io["id"], dumps(reply))
+            step = yield from _drive(
+                lambda: decode(str(self._core.call("offload-poll", run)), refs),
+                lambda id, reply: self._core.call("offload-handle", run, id, reply),
+                lambda request, _: self._write(request["path"], _app_json(value, request["content"]), refs),
+                "offload_tool_output",
+            )
+            done = True
+            if self._on_event is not None:
+                for event in step["events"]:
+                    self._on_event(event)
+            return output if step["preview"] is None else cast(str, step["preview"])
         finally:
             if not done:
                 self._core.call("offload-drop", run)
@@ -738,22 +724,13 @@ class Compactor:
                 return c.call(f"[method]ahead-run.{method}", run, *args)
 
             run = c.call("[static]ahead-run.start", dumps({"statePath": self._state_path, "key": key, **self._lease()}))
-            while True:
-                step = json.loads(call("poll"))
-                if step["type"] == "done":
-                    text = step["text"]
-                    break
-                if step["type"] != "io":
-                    raise CompactorError("internal", "background summary: waiting with no request out")
-                for io in step["ios"]:
-                    asked = io["request"]
-                    if asked["type"] == "summarize":
-                        failures: List[str] = []
-                        made = yield from self._summary(request, failures)
-                        reply = {"type": "text", "text": made} if made is not None else {"type": "failed", "error": failures[-1] if failures else "no summary"}
-                    else:
-                        reply = yield from store_request(self._io, asked)
-                    call("handle", io["id"], dumps({**reply, "now": wall()}))
+
+            def asked(asked: Dict[str, Any], _: Any) -> Steps[Dict[str, Any]]:
+                if asked["type"] != "summarize":
+                    return (yield from store_request(self._io, asked))
+                return (yield from self._summary(request))
+
+            text = (yield from _drive(lambda: json.loads(call("poll")), lambda id, reply: call("handle", id, reply), asked, "background summary"))["text"]
         finally:
             if run is not None and c is not None and c.generation == generation:
                 _core.drop(run)
@@ -813,23 +790,11 @@ class Compactor:
         if path != self._state_path:
             yield ("write", self._io, path, dumps(self.state()))
             return
-        yield from self._persisting()
-        # Conditional on what was last read or saved (``src/stored.rs`` ``Persist``); a save
-        # another compactor beat, or that the store refused over the very state it holds, is a
-        # conflict.
-        request = self._core.call("save-request", self._conversation(self._input), True, True)
-        if request is None:
-            return  # an earlier turn of the stored conversation
-        save = json.loads(request)
-        outcome = yield from conditional_write(self._io, path, save["expected"], save["text"])
-        if not outcome["written"] and "read_error" in outcome:
-            raise CompactorError(
-                "store_failed", f"the save was refused and the state could not be read back: {_message(outcome['read_error'])}", {"path": path, "op": "read"}
-            ) from outcome["read_error"]
-        current = None if outcome["written"] or outcome["current"] is None else well_formed(str(outcome["current"]))
-        verdict = json.loads(self._core.call("save-outcome", bool(outcome["written"]), current))
-        if verdict["verdict"] == "conflict":
-            raise CompactorError("state_conflict", verdict["message"], {"path": path, "attempts": verdict["attempts"], "revision": verdict["revision"]})
+        # The core's call (``save``): conditional on what was last read or saved
+        # (``src/stored.rs`` ``Persist``); a save another compactor beat is a conflict.
+        done = yield from self._call(dumps({"save": True}), _Call([], self._input), "auto")
+        if done.get("stateError") is not None:
+            raise CompactorError("store_failed", str(done["stateError"]), {"path": path, "op": "write"})
 
     @staticmethod
     def _conversation(messages: Sequence[Message]) -> str:
@@ -934,6 +899,29 @@ class Compactor:
         # The core calls inside the run are synchronous; the thread lock keeps a sync call from
         # another thread out of them while this run awaits an effect.
         return await drive_async(steps, self._lock)
+
+
+def _drive(
+    poll: Callable[[], Dict[str, Any]],
+    handle: Callable[[int, str], Any],
+    carry: Callable[[Dict[str, Any], Dict[str, Any]], Steps[Dict[str, Any]]],
+    what: str,
+    between: Optional[Callable[[], None]] = None,
+) -> Steps[Dict[str, Any]]:
+    """The one loop of each of the core's runs (a call, a tool output's offload, a summary made
+    ahead): polls its requests, carries out each batch at once (as npm's host), hands back every
+    outcome with the wall clock, until it is done. ``between``: after each batch."""
+    while True:
+        step = poll()
+        if step["type"] == "done":
+            return step
+        if step["type"] != "io":
+            raise CompactorError("internal", f"{what}: waiting with no request out")
+        replies = yield ("all", [carry(io["request"], step) for io in step["ios"]])
+        for io, reply in zip(step["ios"], replies):
+            handle(io["id"], dumps({**reply, "now": wall()}))
+        if between is not None:
+            between()
 
 
 def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dict[str, Any]]:

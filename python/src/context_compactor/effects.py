@@ -139,7 +139,7 @@ async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
 
 
-async def _background(steps: Steps[None]) -> None:
+async def _background(steps: Steps[T]) -> T:
     """A run in the background (a summary asked ahead): a task on the running loop, each
     blocking store call in the loop's executor, a synchronous summarizer on a thread of its own;
     the summarizer within its timeout either way."""
@@ -149,10 +149,13 @@ async def _background(steps: Steps[None]) -> None:
     while True:
         try:
             effect = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration:
-            return
+        except StopIteration as done:
+            return cast(T, done.value)
         value, error = None, None
         try:
+            if effect[0] == "all":
+                value = list(await asyncio.gather(*(_background(run) for run in effect[1])))
+                continue
             if effect[0] == "sleep":
                 await asyncio.sleep(effect[1])
                 continue

@@ -339,27 +339,8 @@ impl api::GuestCompactor for ComponentCompactor {
             .map_err(error)
     }
 
-    fn persisting(&self) -> bool {
-        self.0.borrow().persisting()
-    }
-
-    fn save_request(
-        &self,
-        conversation: String,
-        explicit: bool,
-        first: bool,
-    ) -> Result<Option<String>, api::Error> {
-        self.0
-            .borrow_mut()
-            .save_request(&conversation, explicit, first)
-            .map_err(error)
-    }
-
-    fn save_outcome(&self, written: bool, current: Option<String>) -> Result<String, api::Error> {
-        self.0
-            .borrow_mut()
-            .save_outcome(written, current.as_deref())
-            .map_err(error)
+    fn persist_later(&self, path: String) {
+        self.0.borrow_mut().persist_later(&path);
     }
 
     fn stats(&self) -> String {

@@ -207,30 +207,10 @@ impl WasmCompactor {
             .map_err(throw)
     }
 
-    /// Whether a state path is kept.
-    pub fn persisting(&self) -> bool {
-        self.0.persisting()
-    }
-
-    /// The save due now, `{path, expected, text}` as JSON, or undefined (docs/LOOP.md).
-    #[wasm_bindgen(js_name = saveRequest)]
-    pub fn save_request(
-        &mut self,
-        conversation: &str,
-        explicit: bool,
-        first: bool,
-    ) -> JsResult<Option<String>> {
-        self.0
-            .save_request(conversation, explicit, first)
-            .map_err(throw)
-    }
-
-    /// The outcome of the requested save; the verdict as JSON (docs/LOOP.md).
-    #[wasm_bindgen(js_name = saveOutcome)]
-    pub fn save_outcome(&mut self, written: bool, current: Option<String>) -> JsResult<String> {
-        self.0
-            .save_outcome(written, current.as_deref())
-            .map_err(throw)
+    /// Keeps the state at `path` from the next call, which reads it first.
+    #[wasm_bindgen(js_name = persistLater)]
+    pub fn persist_later(&mut self, path: &str) {
+        self.0.persist_later(path);
     }
 
     pub fn stats(&self) -> String {
