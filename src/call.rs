@@ -240,6 +240,11 @@ impl CallRun {
         }
     }
 
+    /// Whether the call only saves the state ([`CallRun::save_state`]).
+    pub fn saves_only(&self) -> bool {
+        self.explicit
+    }
+
     /// Makes the call's summaries under a lease beside the state, when the compactor has a
     /// state path (docs/LOOP.md, `src/lease.rs`): two requests of a conversation that plan the
     /// same summary (a double submit, a retry, two tabs) ask the summarizer once. `owner`: this

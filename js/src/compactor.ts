@@ -385,8 +385,6 @@ export class Compactor {
   readonly #aheadRuns = new Map<string, Promise<void>>();
   /** Serializes manage() calls: two racing calls would plan against stale messages. */
   #queue: Promise<unknown> = Promise.resolve();
-  /** Our uncalibrated count of the last prompt handed to the model, for calibration. */
-  #lastRawCount: number | undefined;
   /** The conversation the core holds: the message objects last synced, a mark of each (see
    * `mark`), and the binary values their JSON refers to. */
   #held: { messages: unknown[]; marks: number[]; refs: Refs } = { messages: [], marks: [], refs: new Map() };
@@ -593,24 +591,13 @@ export class Compactor {
   /** Plans, executes against the store (and the summarizer), applies. Concurrent calls on one
    * compactor run one after another. */
   manage<M extends MessageLike>(messages: readonly M[]): Promise<ManageResult<M>> {
-    return this.#enqueue(async () => this.#sent(await this.#run(messages, { trigger: 'auto' })));
+    return this.#enqueue(() => this.#run(messages, { trigger: 'auto' }));
   }
 
   /** Compacts now, whatever the usage: every tier runs and older messages are summarized (or
    * truncated, per `history.strategy`). `instructions` steer the summary. */
   compact<M extends MessageLike>(messages: readonly M[], options: { instructions?: string } = {}): Promise<ManageResult<M>> {
-    return this.#enqueue(async () => this.#sent(await this.#run(messages, { trigger: 'manual', instructions: options.instructions })));
-  }
-
-  /** What `manage`, `compact` and `prepareStep` return is the prompt the app sends: its raw count
-   * is what the provider's reported usage calibrates against (`observeUsage`). */
-  #sent<R extends { messages: readonly MessageLike[] }>(result: R): R {
-    // The run just synced (or applied) these very objects: marking them again is the same O(n).
-    const held = this.#held.messages;
-    const same = result.messages.length === held.length && result.messages.every((m, i) => m === held[i]);
-    if (!same) this.#sync(result.messages);
-    this.#lastRawCount = core(() => this.#core.countRaw(undefined));
-    return result;
+    return this.#enqueue(() => this.#run(messages, { trigger: 'manual', instructions: options.instructions }));
   }
 
   #enqueue<T>(job: () => Promise<T>): Promise<T> {
@@ -669,21 +656,14 @@ export class Compactor {
     });
     const { messages, refs } = call;
     const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
-    let result: ManageResult<M>;
-    if (done.cancelled) {
-      this.#held = held;
-      const replayed = plan.replayed === undefined || plan.replayed.edits + plan.replayed.spans === 0;
-      const json = this.#core.takeResult();
-      result = { messages: replayed ? [...messages] : decodeResult(json, messages, refs), events: [], plan, cancelled: true };
-    } else if (!isWork(done.plan)) {
-      this.#held = held;
-      result = { messages: [...messages], events: [], plan };
-    } else {
-      result = done.changed ? this.#applied<M>(decodeResult(this.#core.takeResult(), messages, refs), done.events, plan, stamp) : { messages: [...messages], events: [], plan };
-      this.#held = done.changed ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
-      this.#last = { input: [...call.input], marks: call.input.map(mark), output: result.messages };
-      if (done.cancelOverridden) result.cancelOverridden = true;
-    }
+    // The result: the messages as given, or as the core changed them (applied, or a cancel
+    // that put recorded edits back); once applied, what the core holds (and `#rebase` continues).
+    const changed = done.changed ? decodeResult<M>(this.#core.takeResult(), messages, refs) : [...messages];
+    const result = done.applied ? this.#applied<M>(changed, done.events, plan, stamp) : { messages: changed, events: [], plan };
+    this.#held = done.applied ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
+    if (done.applied) this.#last = { input: [...call.input], marks: call.input.map(mark), output: result.messages };
+    if (done.cancelled) result.cancelled = true;
+    if (done.cancelOverridden) result.cancelOverridden = true;
     if (done.stateError !== undefined) result.stateError = done.stateError;
     return this.#told(result);
   }
@@ -884,10 +864,9 @@ export class Compactor {
     if (usage === null || typeof usage !== 'object') throw new TypeError('observeUsage: usage must be an object ({ inputTokens })');
     const input = usage.inputTokens;
     const actual = typeof input === 'object' && input !== null ? input.total : input;
-    if (this.#lastRawCount === undefined || typeof actual !== 'number' || !Number.isFinite(actual)) return;
-    this.#core.observeUsage(this.#lastRawCount, Math.round(actual));
-    // One sample per prompt sent: `onStepFinish` and the next `prepareStep` report the same step.
-    this.#lastRawCount = undefined;
+    // One sample per prompt sent (the core's): `onStepFinish` and the next `prepareStep` report
+    // the same step.
+    if (typeof actual === 'number' && Number.isFinite(actual) && actual >= 0) this.#core.observeUsage(Math.round(actual), undefined);
   }
 
   /**
@@ -920,16 +899,13 @@ export class Compactor {
     if (!info) return Promise.reject(error);
     const overflow = { ...info, attempt: options.attempt ?? 1 };
     return this.#enqueue(async () => {
-      if (info.reportedTokens !== undefined) {
-        this.#sync(messages);
-        this.#core.observeUsage(core(() => this.#core.countRaw(undefined)), info.reportedTokens);
-      }
+      // The provider's count calibrates first: the core's, at the call's start.
       const result = await this.#run(messages, { trigger: 'auto', overflow });
       if (!result.events.some((e) => e.status === 'applied' || e.status === 'fallback')) {
         const verdict = overflowVerdict('nothing-left', info, overflow.attempt, this.#overflowRetries, error);
         throw verdict.verdict === 'fail' ? verdict.error : error;
       }
-      return this.#sent({ ...result, overflow: info });
+      return { ...result, overflow: info };
     });
   }
 
@@ -950,7 +926,7 @@ export class Compactor {
       this.#system = cached;
     }
     const system = cached.messages as M[];
-    const { messages } = await this.#enqueue(async () => this.#sent(await this.#run([...system, ...input.messages], { trigger: 'auto', stepNumber: input.stepNumber })));
+    const { messages } = await this.#enqueue(() => this.#run([...system, ...input.messages], { trigger: 'auto', stepNumber: input.stepNumber }));
     return { messages: messages.slice(system.length) };
   };
 
@@ -1075,6 +1051,8 @@ interface SessionDone {
   type: 'done';
   /** The messages differ from the ones given (`takeResult` has them). */
   changed: boolean;
+  /** The plan's work was applied: the result is the conversation the core holds now. */
+  applied: boolean;
   events: CompactionEvent[];
   plan: Plan;
   cancelled: boolean;
@@ -1184,11 +1162,6 @@ function partMark(part: Record<string, unknown> | null): number {
   const type = typeof part.type === 'string' ? part.type.length : 0;
   const output = part.output as Record<string, unknown> | undefined;
   return type * 7919 + size(part.text) + size(part.input) * 3 + size(part.toolCallId) * 5 + (output ? size(output.value) * 11 + size(output.type) : 0);
-}
-
-/** A plan that changes the conversation: actions to run, or recorded edits to put back. */
-function isWork(plan: Plan): boolean {
-  return plan.actions.length > 0 || (plan.replayed !== undefined && plan.replayed.edits + plan.replayed.spans > 0);
 }
 
 function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number, partial = false, lease?: object): string {

@@ -193,6 +193,9 @@ pub(crate) struct HeldCompactor {
     offloads: hashbrown::HashMap<u32, crate::OffloadRun>,
     /// The id of the next offload run.
     next_offload: u32,
+    /// The uncalibrated count of the prompt the last call returned: what the provider's report
+    /// of it calibrates against, once ([`HeldCompactor::observe_usage`]).
+    sent_raw: Option<u32>,
 }
 
 /// The held compactor as a session sees it: plans learn into the memo, transcripts are
@@ -300,6 +303,8 @@ enum SessionPoll<'a> {
     Done {
         /// The conversation differs from the one given (applied, or a cancel that replayed).
         changed: bool,
+        /// The plan's work was applied: the result is the conversation the core holds now.
+        applied: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         messages: Option<Vec<Given<'a>>>,
         events: &'a [Event],
@@ -387,6 +392,7 @@ impl HeldCompactor {
             replayed: None,
             offloads: hashbrown::HashMap::new(),
             next_offload: 0,
+            sent_raw: None,
         })
     }
 
@@ -606,6 +612,12 @@ impl HeldCompactor {
         };
         let call: Call = crate::config::deserialize(options)?;
         self.session_end();
+        if let Some(reported) = call.overflow.and_then(|o| o.reported_tokens) {
+            // The provider's count of the prompt it refused (the conversation held) calibrates
+            // first: the call compacts against it.
+            let raw = self.inner.count_raw(&self.held);
+            self.observe_usage(reported, Some(raw));
+        }
         self.replayed = None;
         self.given = Vec::new();
         self.contents.clear();
@@ -687,7 +699,10 @@ impl HeldCompactor {
         };
         let polled = run.poll(self);
         let polled = match polled {
-            Ok(CallPoll::Done(done)) => return Ok(self.done(*done, apart)),
+            Ok(CallPoll::Done(done)) => {
+                let saved = run.saves_only();
+                return Ok(self.done(*done, apart, saved));
+            }
             Ok(polled) => polled,
             Err(error) => {
                 self.run = Some(run);
@@ -735,7 +750,7 @@ impl HeldCompactor {
 
     /// The call's done step (see [`HeldCompactor::session_poll`]); the held conversation is
     /// its result.
-    fn done(&mut self, done: CallDone, apart: bool) -> String {
+    fn done(&mut self, done: CallDone, apart: bool, saved: bool) -> String {
         let CallDone {
             managed,
             dry,
@@ -743,8 +758,16 @@ impl HeldCompactor {
             state_error,
             conflict,
         } = done;
-        // A plan of no work leaves the conversation as given (a dry plan: as held).
-        let changed = managed.cancelled || is_work(&managed.plan);
+        // A plan of no work leaves the conversation as given (a dry plan: as held); a cancel
+        // leaves it as given but for the recorded edits it put back.
+        if !saved {
+            // The prompt the app sends now (a dry plan's: the conversation held).
+            let sent = if dry { &self.held } else { &managed.messages };
+            self.sent_raw = Some(self.inner.count_raw(sent));
+        }
+        let work = is_work(&managed.plan);
+        let applied = work && !managed.cancelled;
+        let changed = applied || (managed.cancelled && !managed.plan.replayed.is_empty());
         let plan = stripped(&self.prompt, managed.plan, apart);
         let given = std::mem::take(&mut self.given);
         let messages = changed.then(|| {
@@ -759,6 +782,7 @@ impl HeldCompactor {
         }
         let json = to_json(&SessionPoll::Done {
             changed,
+            applied,
             messages: if apart { None } else { messages },
             events: &managed.events,
             plan: &plan,
@@ -782,7 +806,7 @@ impl HeldCompactor {
                 self.calls = calls;
             }
         }
-        if changed {
+        if work || managed.cancelled {
             self.calls = CallIds::default();
         }
         json
@@ -914,8 +938,14 @@ impl HeldCompactor {
         Ok(self.inner.count_raw(&messages))
     }
 
-    pub(crate) fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
-        self.inner.observe_usage(predicted_raw, actual);
+    /// The provider's reported input tokens, `actual`, of the prompt the last call returned
+    /// (one sample per prompt: a second report of it is ignored), or of a prompt whose
+    /// [`HeldCompactor::count_raw`] was `predicted_raw`.
+    pub(crate) fn observe_usage(&mut self, actual: u32, predicted_raw: Option<u32>) {
+        let Some(raw) = predicted_raw.or_else(|| self.sent_raw.take()) else {
+            return;
+        };
+        self.inner.observe_usage(raw, actual);
         self.rescaled();
     }
 
@@ -1511,6 +1541,43 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("expected the conversation's hashes"));
+    }
+
+    #[test]
+    fn the_prompt_a_call_returned_is_calibrated_against_once_and_an_overflow_count_first() {
+        let conversation = long_read();
+        let config = r#"{"model":"claude-sonnet-4-5","contextWindow":16000}"#;
+        let samples = |held: &HeldCompactor| -> u64 {
+            let state: serde_json::Value = serde_json::from_str(&held.state()).unwrap();
+            state["calibration"]["samples"].as_u64().unwrap_or(0)
+        };
+        let mut held = HeldCompactor::new(config, None).unwrap();
+        // No call yet: no prompt to pair a report with.
+        held.observe_usage(1000, None);
+        assert_eq!(samples(&held), 0);
+        held.sync(0, &conversation).unwrap();
+        let (_, done) = drive(&mut held, "{}", |_, _| r#"{"type":"done"}"#.into());
+        assert_eq!(done["applied"].as_bool(), Some(true));
+        let sent = held.count_raw(None).unwrap();
+        held.observe_usage(sent + sent / 10, None);
+        assert_eq!(samples(&held), 1);
+        // The same prompt reported again (onStepFinish, then the next prepareStep): ignored.
+        held.observe_usage(sent + sent / 10, None);
+        assert_eq!(samples(&held), 1);
+        // A count of a prompt the app counted itself is always a sample.
+        held.observe_usage(sent, Some(sent));
+        assert_eq!(samples(&held), 2);
+        // A call after the provider refused the prompt: its count calibrates before the plan.
+        let (_, done) = drive(
+            &mut held,
+            &format!(
+                r#"{{"overflow":{{"reportedTokens":{},"limit":null}}}}"#,
+                sent * 2
+            ),
+            |_, _| r#"{"type":"done"}"#.into(),
+        );
+        assert_eq!(samples(&held), 3);
+        assert_eq!(done["applied"].as_bool(), Some(false), "{done}");
     }
 
     #[test]

@@ -311,7 +311,6 @@ class Compactor:
             raise InvalidConfigError("invalid_config", "now must be a callable returning milliseconds since the Unix epoch", {"field": "now"})
         self._now: Callable[[], float] = now if now is not None else (lambda: time.time() * 1000)
         self._calls = 0
-        self._last_raw: Optional[int] = None
         self._lock = threading.RLock()
         self._alock: Optional[asyncio.Lock] = None
         # Summaries made ahead of need: on with a summarizer; those under way (threads or
@@ -360,14 +359,11 @@ class Compactor:
         (non-OpenAI) counts: ``input_tokens`` of the prompt ``manage`` last returned (or of a
         prompt whose ``count_raw`` was ``predicted_raw``); a second report of the prompt
         ``manage`` returned is ignored."""
-        raw = self._last_raw if predicted_raw is None else predicted_raw
-        if raw is None or not isinstance(input_tokens, (int, float)) or not math.isfinite(input_tokens):
+        if isinstance(input_tokens, bool) or not isinstance(input_tokens, (int, float)) or not math.isfinite(input_tokens) or input_tokens < 0:
             return  # as npm: only a finite count is a sample
         with self._lock:
-            self._core.call("observe-usage", int(raw), int(round(input_tokens)))
-            # One sample per prompt sent: a second report of the same prompt is ignored.
-            if predicted_raw is None:
-                self._last_raw = None
+            # One sample per prompt sent (the core's): a second report of it is ignored.
+            self._core.call("observe-usage", int(round(input_tokens)), None if predicted_raw is None else int(predicted_raw))
 
     def state(self) -> Dict[str, Any]:
         """The serializable state: persist it and pass it back as ``state=``."""
@@ -468,10 +464,7 @@ class Compactor:
     # The run: one generator, its IO yielded as effects.
 
     def _recover(self, messages: Sequence[Message], error: BaseException, info: Dict[str, Any], attempt: int) -> Steps[ManageResult]:
-        reported = info.get("reportedTokens")
-        if isinstance(reported, int):
-            self._sync(messages)
-            self._core.call("observe-usage", int(self._core.call("count-raw", None)), reported)
+        # The provider's count calibrates first: the core's, at the call's start.
         result = yield from self._run(messages, "auto", None, overflow={**info, "attempt": attempt})
         if not any(e.get("status") in ("applied", "fallback") for e in result.events):
             verdict = overflow_verdict("nothing-left", info, attempt, 0)
@@ -506,7 +499,6 @@ class Compactor:
             # racing requests of one span ask the summarizer once.
             core_options["lease"] = self._lease()
         result = yield from self._session(ctx, dumps(core_options), trigger, self._calls, overflow)
-        self._last_raw = int(self._core.call("count-raw", None))
         return self._told(result)
 
     def _told(self, result: ManageResult) -> ManageResult:
@@ -532,24 +524,17 @@ class Compactor:
         step = yield from self._call(options, ctx, trigger, resynced)
         messages, refs = ctx.messages, ctx.refs
         plan = self._hydrated(step["plan"], messages, refs)
-        if step["cancelled"]:
-            self._held = held
-            replayed = plan.get("replayed") or {}
-            given = replayed.get("edits", 0) + replayed.get("spans", 0) == 0
-            result = ManageResult(list(messages) if given else _as_given(step["messages"], messages), [], plan, cancelled=True)
-        elif not step["changed"]:
-            self._held = held
-            result = ManageResult(list(messages), [], plan, cancelled=False)
-        else:
-            out = _as_given(step["messages"], messages)
-            self._held = _Held(list(out), [_mark(m) for m in out], refs)
-            events: List[Event] = step["events"]
-            for event in events:
-                event["call"] = call
-                if overflow is not None:
-                    event["overflow"] = dict(overflow)
-            result = ManageResult(out, events, plan, cancelled=False, cancel_overridden=bool(step["cancelOverridden"]))
-        if not result.cancelled and _is_work(result.plan):
+        # The messages as given, or as the core changed them (applied, or a cancel that put
+        # recorded edits back); once applied, what the core holds (and ``_rebase`` continues).
+        out = _as_given(step["messages"], messages) if step["changed"] else list(messages)
+        events: List[Event] = step["events"] if step["applied"] else []
+        for event in events:
+            event["call"] = call
+            if overflow is not None:
+                event["overflow"] = dict(overflow)
+        result = ManageResult(out, events, plan, cancelled=bool(step["cancelled"]), cancel_overridden=bool(step["cancelOverridden"]))
+        self._held = _Held(list(out), [_mark(m) for m in out], refs) if step["applied"] else held
+        if step["applied"]:
             self._last = (list(ctx.input), [_mark(m) for m in ctx.input], result.messages)
         if step.get("stateError") is not None:
             result.state_error = str(step["stateError"])
@@ -1112,12 +1097,6 @@ def _non_finite(value: Any, path: str, depth: int = 0) -> Optional[str]:
             if found is not None:
                 return found
     return None
-
-
-def _is_work(plan: Plan) -> bool:
-    """A plan that changes the conversation: actions to run, or recorded edits to put back."""
-    replayed = plan.get("replayed") or {}
-    return bool(plan["actions"]) or (replayed.get("edits", 0) + replayed.get("spans", 0)) > 0
 
 
 def _size(value: Any) -> int:

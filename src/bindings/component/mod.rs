@@ -310,8 +310,8 @@ impl api::GuestCompactor for ComponentCompactor {
             .map_err(error)
     }
 
-    fn observe_usage(&self, predicted_raw: u32, actual: u32) {
-        self.0.borrow_mut().observe_usage(predicted_raw, actual);
+    fn observe_usage(&self, actual: u32, predicted_raw: Option<u32>) {
+        self.0.borrow_mut().observe_usage(actual, predicted_raw);
     }
 
     fn state(&self) -> String {

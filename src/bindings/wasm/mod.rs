@@ -171,9 +171,11 @@ impl WasmCompactor {
         self.0.count_raw(messages_json.as_deref()).map_err(throw)
     }
 
+    /// The provider's reported input tokens of the prompt the last call returned (once: a
+    /// second report of it is ignored), or of a prompt we counted `predicted_raw`.
     #[wasm_bindgen(js_name = observeUsage)]
-    pub fn observe_usage(&mut self, predicted_raw: u32, actual: u32) {
-        self.0.observe_usage(predicted_raw, actual);
+    pub fn observe_usage(&mut self, actual: u32, predicted_raw: Option<u32>) {
+        self.0.observe_usage(actual, predicted_raw);
     }
 
     pub fn state(&self) -> String {
