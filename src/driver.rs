@@ -52,7 +52,8 @@ pub struct SummaryLease {
 /// What a native Rust app provides to [`Compactor::manage`] and [`Compactor::compact`]: its
 /// store, its summarizer and, optionally, an `onPreCompact` hook. Errors are the app's words;
 /// a failed write leaves its content in the conversation, a failed summary falls back to the
-/// plan's heuristic summary (the event says so).
+/// plan's heuristic summary (the event says so). A blocking call cannot be cut short, so each
+/// call bounds itself (a client timeout); an [`AsyncHost`] can give the driver a timer instead.
 pub trait Host {
     /// Stores `content` at `path`.
     fn write(&mut self, path: &str, content: &str) -> std::result::Result<(), String>;
@@ -219,6 +220,65 @@ pub trait AsyncHost {
     fn wall_ms(&mut self) -> f64 {
         system_ms()
     }
+    /// A timer for the driver's deadlines, made with the app's runtime (tokio's `sleep`, a
+    /// browser's `setTimeout`) and borrowing nothing of the host: a future that completes after
+    /// `ms`. With one, a store call that has not answered within
+    /// [`AsyncHost::store_timeout_ms`] fails as a failing call does (a write's content stays in
+    /// the conversation, a state's save is said on the result), and a summary not made within
+    /// [`AsyncHost::summarize_timeout_ms`] falls back to the heuristic one: never a hang. The
+    /// default has none (the host's calls bound themselves).
+    fn timer(&self, ms: u64) -> Option<Timer> {
+        let _ = ms;
+        None
+    }
+    /// How long a store call may take, in ms, when the host gives a [`AsyncHost::timer`]: 10 s
+    /// by default, as in the npm and Python hosts (`storeTimeoutMs`, `store_timeout`).
+    fn store_timeout_ms(&self) -> u64 {
+        10_000
+    }
+    /// How long the summarizer may take, in ms, when the host gives a [`AsyncHost::timer`]:
+    /// 120 s by default, as in the npm and Python hosts.
+    fn summarize_timeout_ms(&self) -> u64 {
+        120_000
+    }
+}
+
+/// A deadline's timer ([`AsyncHost::timer`]): completes when the time is up.
+pub type Timer = std::pin::Pin<Box<dyn Future<Output = ()>>>;
+
+/// `work`, or a failure in words once `timer` completes first (no timer: `work` alone).
+async fn within<T>(
+    work: impl Future<Output = std::result::Result<T, String>>,
+    timer: Option<Timer>,
+    what: &str,
+    ms: u64,
+) -> std::result::Result<T, String> {
+    let Some(mut timer) = timer else {
+        return work.await;
+    };
+    let mut work = pin!(work);
+    std::future::poll_fn(|cx| {
+        if let TaskPoll::Ready(done) = work.as_mut().poll(cx) {
+            return TaskPoll::Ready(done);
+        }
+        match timer.as_mut().poll(cx) {
+            TaskPoll::Ready(()) => {
+                TaskPoll::Ready(Err(format!("no answer from the {what} within {ms} ms")))
+            }
+            TaskPoll::Pending => TaskPoll::Pending,
+        }
+    })
+    .await
+}
+
+/// The host's summary of `summary`, within its deadline.
+async fn summarized<H: AsyncHost>(host: &mut H, summary: &Summarize) -> Reply {
+    let ms = host.summarize_timeout_ms();
+    let timer = host.timer(ms);
+    match within(host.summarize(summary), timer, "summarizer", ms).await {
+        Ok(text) => Reply::Text { text },
+        Err(error) => Reply::Failed { error },
+    }
 }
 
 /// The system clock, ms since the Unix epoch (the hosts' default wall clock).
@@ -320,7 +380,9 @@ impl Compactor {
         path: &str,
         host: &mut H,
     ) -> Result<Compactor> {
-        let read = host.read(path).await;
+        let ms = host.store_timeout_ms();
+        let timer = host.timer(ms);
+        let read = within(host.read(path), timer, "store", ms).await;
         Self::loaded(config, path, read)
     }
 
@@ -475,10 +537,7 @@ impl Compactor {
             };
             for io in ios {
                 let reply = match &io.request {
-                    Request::Summarize { summary } => match host.summarize(summary).await {
-                        Ok(text) => Reply::Text { text },
-                        Err(error) => Reply::Failed { error },
-                    },
+                    Request::Summarize { summary } => summarized(host, summary).await,
                     Request::Ask { pre_compact } => {
                         let plan = run.plan().expect("a plan before the hook");
                         Reply::Decision {
@@ -517,8 +576,9 @@ static OWNERS: AtomicU64 = AtomicU64::new(0);
 /// (call it where blocking is fine: the thread it was handed to): with `state_path`, under the
 /// lease beside the state (by [`Host::summary_lease`]'s owner, else one of this process's own),
 /// where a later call of any process finds it (the core's [`crate::lease::AheadRun`]); else
-/// directly. The driver does not bound the host's store calls: a host's `read` and `write_if`
-/// time out on their own. The text, or `None` when the
+/// directly. A blocking host's calls bound themselves (a blocking call cannot be cut short);
+/// [`make_ahead_async`] bounds an async host's with its [`AsyncHost::timer`]. The text, or
+/// `None` when the
 /// summarizer failed: hand either to the compactor ([`Compactor::offer_summary`],
 /// [`Compactor::forget_ahead`]).
 pub fn make_ahead(
@@ -560,10 +620,7 @@ pub async fn make_ahead_async<H: AsyncHost>(
             AheadPoll::Wait => unreachable!("every request is answered before the next poll"),
         };
         let reply = match request.as_deref() {
-            None => match host.summarize(ahead).await {
-                Ok(text) => Reply::Text { text },
-                Err(error) => Reply::Failed { error },
-            },
+            None => summarized(host, ahead).await,
             Some(request) => carry_out(host, request).await,
         };
         let now = host.wall_ms();
@@ -572,20 +629,37 @@ pub async fn make_ahead_async<H: AsyncHost>(
 }
 
 /// A store call or sleep the loop asks for (a plan's write, a summary lease's calls, the
-/// state's save), carried out against `host`.
+/// state's save), carried out against `host`, a store call within the host's deadline (and
+/// the request's own: what is left of a lease's wait).
 async fn carry_out<H: AsyncHost>(host: &mut H, request: &Request) -> Reply {
+    let asked = match request {
+        Request::Save { timeout_ms, .. }
+        | Request::Read { timeout_ms, .. }
+        | Request::Put { timeout_ms, .. } => *timeout_ms,
+        _ => None,
+    };
+    let ms = asked.map_or(host.store_timeout_ms(), |t| t.min(host.store_timeout_ms()));
+    let store_call = !matches!(request, Request::Sleep { .. });
+    let timer = if store_call { host.timer(ms) } else { None };
     match request {
         Request::Save {
             path,
             expected,
             text,
             ..
-        } => match host.write_if(path, expected.as_deref(), text).await {
+        } => match within(
+            host.write_if(path, expected.as_deref(), text),
+            timer,
+            "store",
+            ms,
+        )
+        .await
+        {
             Ok(WriteIf::Written) => Reply::Saved,
             Ok(WriteIf::Refused { current }) => Reply::Refused { current },
             Err(error) => Reply::Failed { error },
         },
-        Request::Read { path, .. } => match host.read(path).await {
+        Request::Read { path, .. } => match within(host.read(path), timer, "store", ms).await {
             Ok(text) => Reply::Read { text },
             Err(error) => Reply::Failed { error },
         },
@@ -594,10 +668,12 @@ async fn carry_out<H: AsyncHost>(host: &mut H, request: &Request) -> Reply {
             content: text,
             ..
         }
-        | Request::Put { path, text, .. } => match host.write(path, text).await {
-            Ok(()) => Reply::Done,
-            Err(error) => Reply::Failed { error },
-        },
+        | Request::Put { path, text, .. } => {
+            match within(host.write(path, text), timer, "store", ms).await {
+                Ok(()) => Reply::Done,
+                Err(error) => Reply::Failed { error },
+            }
+        }
         Request::Sleep { ms } => match host.sleep(*ms).await {
             true => Reply::Woke,
             false => Reply::Failed {

@@ -105,7 +105,7 @@ pub use counting::{
     CachedCounter, Encoding, Exact, MessageTokens, PartTokens, TokenCounter, Tokenizer,
     ToolsTokens, TOOL_DEFINITION_OVERHEAD,
 };
-pub use driver::{make_ahead, make_ahead_async, AsyncHost, Host, SummaryLease, WriteIf};
+pub use driver::{make_ahead, make_ahead_async, AsyncHost, Host, SummaryLease, Timer, WriteIf};
 pub use error::{Error, Result};
 pub use message::{
     messages_from_value, parse_messages, parse_messages_at, validate, ApprovalRequest,

@@ -186,3 +186,72 @@ fn compact_async_runs_the_hook_and_its_instructions() {
     assert_eq!(got.messages, expected.messages);
     assert_eq!(host.0.log, sync.0.log);
 }
+
+/// A host whose store never answers for tool outputs and whose summarizer never answers, with
+/// a runtime's timer (here: one that is up at its second poll, as if the time had passed).
+#[derive(Default)]
+struct Stalled {
+    timers: std::cell::RefCell<Vec<u64>>,
+    stored: BTreeMap<String, String>,
+}
+
+impl AsyncHost for Stalled {
+    fn write(&mut self, path: &str, content: &str) -> impl Future<Output = Result<(), String>> {
+        let stalls = path.starts_with("/tool_outputs/");
+        if !stalls {
+            self.stored.insert(path.into(), content.into());
+        }
+        async move {
+            if stalls {
+                std::future::pending::<()>().await;
+            }
+            Ok(())
+        }
+    }
+    fn summarize(&mut self, _: &Summarize) -> impl Future<Output = Result<String, String>> {
+        std::future::pending()
+    }
+    fn timer(&self, ms: u64) -> Option<context_compactor::Timer> {
+        self.timers.borrow_mut().push(ms);
+        Some(Box::pin(Later(Some(()), false)))
+    }
+    fn store_timeout_ms(&self) -> u64 {
+        2_000
+    }
+}
+
+#[test]
+fn a_store_and_a_summarizer_that_never_answer_are_failures_within_the_hosts_deadlines() {
+    let mut compactor = gpt4o(16_000, |_| {});
+    let mut host = Stalled::default();
+    let (got, _) = block_on(compactor.manage_async(long(), &mut host));
+    let got = got.expect("the call answers");
+    let timers = host.timers.borrow().clone();
+    assert!(timers.contains(&2_000), "a store deadline: {timers:?}");
+    assert!(timers.contains(&120_000), "a summary deadline: {timers:?}");
+    let errors: Vec<&str> = got
+        .events
+        .iter()
+        .filter_map(|e| e.error.as_deref())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("no answer from the store within 2000 ms")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("no answer from the summarizer within 120000 ms")),
+        "{errors:?}"
+    );
+    // The summary fell back to the heuristic one over a span whose transcript was stored.
+    assert!(
+        host.stored
+            .keys()
+            .any(|p| p.starts_with("/conversation_history/")),
+        "{:?}",
+        host.stored.keys()
+    );
+}
