@@ -1505,6 +1505,23 @@ impl Compactor {
         Ok(())
     }
 
+    /// `base` with what the agent must know about context management, for this compactor's
+    /// store paths ([`crate::prompts::system_prompt`]).
+    pub fn system_prompt(
+        &self,
+        base: &str,
+        memory: Option<bool>,
+        agents_md: Option<&str>,
+    ) -> String {
+        crate::prompts::system_prompt(
+            base,
+            &self.config.offload.path_prefix,
+            &self.config.history.path_prefix,
+            memory,
+            agents_md,
+        )
+    }
+
     /// Keeps the state at `path` from the next call, which reads what is stored there first
     /// (a [`crate::Request::Read`] of its own): what the save after it is conditional on. For a
     /// compactor given its state by the app (not loaded from `path`).

@@ -100,6 +100,41 @@ pub fn with_memory(system: &str, agents_md: Option<&str>) -> String {
     format!("{}\n\n{block}", system.trim_end())
 }
 
+/// `base` with what an agent must know about context management: the recovery segment (where
+/// offloaded content and transcripts are, how to read them back), then the memory protocol
+/// when `memory` asks for it or, unless `memory` is `Some(false)`, when the store has
+/// `AGENTS.md` (`agents_md`), which is loaded under it. A host's `systemPrompt(base, {memory})`:
+/// it reads `AGENTS.md` unless told not to, and hands it in.
+pub fn system_prompt(
+    base: &str,
+    offload_prefix: &str,
+    history_prefix: &str,
+    memory: Option<bool>,
+    agents_md: Option<&str>,
+) -> String {
+    let recovery = recovery_segment(offload_prefix, history_prefix);
+    let mut system = match base.is_empty() {
+        true => recovery,
+        false => format!(
+            "{base}
+
+{recovery}"
+        ),
+    };
+    if memory == Some(false) {
+        return system;
+    }
+    if memory == Some(true) || agents_md.is_some() {
+        system = format!(
+            "{system}
+
+{}",
+            memory_segment(DEFAULT_MEMORIES_PREFIX)
+        );
+    }
+    with_memory(&system, agents_md)
+}
+
 /// Prefixes name directories; a missing trailing slash would glue the file name onto the
 /// directory name in the examples the model copies.
 fn directory(prefix: &str) -> String {
@@ -160,6 +195,24 @@ mod tests {
             AGENTS_MD_PATH,
             format!("{DEFAULT_MEMORIES_PREFIX}AGENTS.md")
         );
+    }
+
+    #[test]
+    fn a_system_prompt_has_the_memory_protocol_when_asked_or_when_there_is_an_agents_md() {
+        let plain = system_prompt("Base.", "/out/", "/past/", None, None);
+        assert!(plain.starts_with("Base.\n\n## Context Management") && plain.contains("`/out/"));
+        assert!(!plain.contains(DEFAULT_MEMORIES_PREFIX));
+        let found = system_prompt("Base.", "/out/", "/past/", None, Some("- use cargo"));
+        assert!(
+            found.contains("## Long-term Memory")
+                && found.ends_with("- use cargo\n</agent_memory>")
+        );
+        let asked = system_prompt("", "/out/", "/past/", Some(true), None);
+        assert!(
+            asked.starts_with("## Context Management") && asked.contains("## Long-term Memory")
+        );
+        let off = system_prompt("Base.", "/out/", "/past/", Some(false), Some("- use cargo"));
+        assert_eq!(off, plain);
     }
 
     #[test]

@@ -6,13 +6,10 @@ import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, timerMs, withTimeout, type FileStore } from './store.js';
 import { overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
 import { DEFAULT_STATE_PATH, conversationHashes, readState, storeRequest, unreadState, type StoreReply, type StoreRequest, type StoredState } from './state.js';
-import { AGENTS_MD_PATH, MEMORIES_PREFIX } from './stores/composite.js';
+import { AGENTS_MD_PATH } from './stores/composite.js';
 import {
   AheadRun,
   WasmCompactor,
-  memorySegment as coreMemorySegment,
-  recoverySegment as coreRecoverySegment,
-  withMemory as coreWithMemory,
 } from './wasm/context_compactor.js';
 import type {
   Action,
@@ -375,7 +372,6 @@ export class Compactor {
   readonly #summarizeTimeoutMs: number;
   readonly #statePath: string | undefined;
   readonly #overflowRetries: number;
-  readonly #prefixes: { offload: string; history: string };
   /** Summaries are made ahead of need (`options.background`), and what keeps them alive. */
   readonly #background: boolean;
   readonly #waitUntil: ((promise: Promise<unknown>) => void) | undefined;
@@ -431,7 +427,6 @@ export class Compactor {
     if (!Number.isInteger(this.#overflowRetries) || this.#overflowRetries < 0) {
       throw new CompactorError('invalid_config', 'overflow.retries must be a whole number >= 0', { field: 'overflow.retries' });
     }
-    this.#prefixes = { offload: options.offload?.pathPrefix ?? '/tool_outputs/', history: options.history?.pathPrefix ?? '/conversation_history/' };
     const state = options.state === undefined ? undefined : stringify(options.state);
     this.#config = stringify(config);
     this.#core = core(() => new WasmCompactor(this.#config, state));
@@ -977,13 +972,8 @@ export class Compactor {
    * one, the long-term memory file `/memories/AGENTS.md` with the memory protocol.
    */
   async systemPrompt(base: string, options: { memory?: boolean } = {}): Promise<string> {
-    let system = [base, coreRecoverySegment(this.#prefixes.offload, this.#prefixes.history)].filter(Boolean).join('\n\n');
-    if (options.memory ?? true) {
-      const agentsMd = await this.#io.read(AGENTS_MD_PATH);
-      if (options.memory || agentsMd !== null) system = [system, coreMemorySegment(MEMORIES_PREFIX)].join('\n\n');
-      system = coreWithMemory(system, agentsMd ?? undefined);
-    }
-    return system;
+    const agentsMd = options.memory === false ? null : await this.#io.read(AGENTS_MD_PATH);
+    return this.#core.systemPrompt(base, options.memory, agentsMd ?? undefined);
   }
 
   /** AI SDK middleware for `wrapLanguageModel({ model, middleware: compactor.middleware() })`:

@@ -131,6 +131,13 @@ test('CompositeStore routes /memories/ to its own store and lists across both', 
   assert.ok(system.includes('tests run with cargo test'), 'AGENTS.md loaded');
   const bare = await (await createCompactor()).systemPrompt('Base.');
   assert.ok(bare.includes('read_file') && !bare.includes('cargo test'));
+  // The compactor's own paths (the core's config); `memory: false` leaves memory out, unread.
+  const own = await createCompactor({ store, offload: { pathPrefix: '/big/' }, history: { pathPrefix: '/past/' } });
+  const noMemory = await own.systemPrompt('Base.', { memory: false });
+  assert.ok(noMemory.includes('`/big/`') && noMemory.includes('/past/') && !noMemory.includes('/tool_outputs/'), noMemory);
+  assert.ok(!noMemory.includes('/memories/') && !noMemory.includes('cargo test'));
+  const asked = await (await createCompactor()).systemPrompt('', { memory: true });
+  assert.ok(asked.startsWith('## Context Management') && asked.includes('/memories/'), 'the protocol, asked for, with no AGENTS.md yet');
 });
 
 test('statePath: a stateless host (a new compactor per request) keeps stats through the store', async () => {

@@ -214,7 +214,9 @@ def test_a_root_route_takes_every_path_not_routed_longer() -> None:
 
 
 def test_the_constants_and_exports_match_the_compactors() -> None:
-    assert MEMORIES_PREFIX == stores_module.MEMORIES_PREFIX == compactor_module.MEMORIES_PREFIX == "/memories/"
+    assert MEMORIES_PREFIX == stores_module.MEMORIES_PREFIX == "/memories/"
+    # The core's memory protocol names the directory the stores route.
+    assert f"`{MEMORIES_PREFIX}AGENTS.md`" in Compactor().system_prompt("", memory=True)
     assert AGENTS_MD_PATH == stores_module.AGENTS_MD_PATH == compactor_module.AGENTS_MD_PATH == "/memories/AGENTS.md"
     for name in ("CompositeStore", "AsyncCompositeStore", "load_agents_md", "aload_agents_md", "MEMORIES_PREFIX"):
         assert name in context_compactor.__all__

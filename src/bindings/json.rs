@@ -408,6 +408,16 @@ impl HeldCompactor {
             .persist_at(path, text, loaded, unread.map(str::to_owned))
     }
 
+    /// [`Compactor::system_prompt`].
+    pub(crate) fn system_prompt(
+        &self,
+        base: &str,
+        memory: Option<bool>,
+        agents_md: Option<&str>,
+    ) -> String {
+        self.inner.system_prompt(base, memory, agents_md)
+    }
+
     /// [`Compactor::persist_later`].
     pub(crate) fn persist_later(&mut self, path: &str) {
         self.inner.persist_later(path);

@@ -39,7 +39,7 @@ from .effects import Steps, drive_async, effect_read, run_sync, store_request, w
 from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
 from .overflow import overflow_verdict, parse_overflow
-from .stores import AGENTS_MD_PATH, MEMORIES_PREFIX, FileStore, MemoryStore, TimedStore, check_path
+from .stores import AGENTS_MD_PATH, FileStore, MemoryStore, TimedStore, check_path
 from .tools import RecoveryTool, recovery_tools
 
 Message = Dict[str, Any]
@@ -288,10 +288,6 @@ class Compactor:
                 stored = _Stored(None, None, 0, "", _message(e))
             state = stored.state
         self._config_json = dumps(core_config)
-        self._prefixes = (
-            _group(core_config, "offload").get("pathPrefix", "/tool_outputs/"),
-            _group(core_config, "history").get("pathPrefix", "/conversation_history/"),
-        )
         self._core = _core.CoreCompactor(self._config_json, None if state is None else dumps(state))
         # A model whose tokenizer the package ships (qwen3, deepseek_v3, ...): loaded, then
         # counted exactly with it (the first core compactor, which estimated, is dropped).
@@ -447,14 +443,9 @@ class Compactor:
         """``base`` with what the agent must know about context management: where offloaded
         content and transcripts are and how to read them back (the recovery tools), and, when
         the store has one, the long-term memory file ``/memories/AGENTS.md``."""
-        segment = _core.call("recovery-segment", self._prefixes[0], self._prefixes[1])
-        system = "\n\n".join(s for s in (base, segment) if s)
-        if memory is None or memory:
-            agents_md = run_sync(effect_read(self._io, AGENTS_MD_PATH))
-            if memory or agents_md is not None:
-                system = "\n\n".join((system, _core.call("memory-segment", MEMORIES_PREFIX)))
-            system = _core.call("with-memory", system, agents_md)
-        return system
+        asked = None if memory is None else bool(memory)
+        agents_md = None if asked is False else run_sync(effect_read(self._io, AGENTS_MD_PATH))
+        return str(self._core.call("system-prompt", base, asked, agents_md))
 
     def close(self) -> None:
         """Frees the core's memory for this compactor now (otherwise garbage collection does)."""
@@ -1001,11 +992,6 @@ def _option_value(key: str, value: Any) -> Any:
     if _camel(key) in _OPTION_GROUPS and isinstance(value, Mapping):
         return {_camel(k): _option_value(k, v) for k, v in value.items()}
     return value
-
-
-def _group(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    group = config.get(name)
-    return group if isinstance(group, Mapping) else {}
 
 
 def tool_definitions(tools: Any) -> Any:

@@ -339,6 +339,17 @@ impl api::GuestCompactor for ComponentCompactor {
             .map_err(error)
     }
 
+    fn system_prompt(
+        &self,
+        base: String,
+        memory: Option<bool>,
+        agents_md: Option<String>,
+    ) -> String {
+        self.0
+            .borrow()
+            .system_prompt(&base, memory, agents_md.as_deref())
+    }
+
     fn persist_later(&self, path: String) {
         self.0.borrow_mut().persist_later(&path);
     }

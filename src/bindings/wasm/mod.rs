@@ -209,6 +209,19 @@ impl WasmCompactor {
             .map_err(throw)
     }
 
+    /// `base` with what the agent must know about context management (the recovery segment for
+    /// this compactor's paths; the memory protocol and `AGENTS.md` as `memory` and
+    /// `agentsMd` say).
+    #[wasm_bindgen(js_name = systemPrompt)]
+    pub fn system_prompt(
+        &self,
+        base: &str,
+        memory: Option<bool>,
+        agents_md: Option<String>,
+    ) -> String {
+        self.0.system_prompt(base, memory, agents_md.as_deref())
+    }
+
     /// Keeps the state at `path` from the next call, which reads it first.
     #[wasm_bindgen(js_name = persistLater)]
     pub fn persist_later(&mut self, path: &str) {
