@@ -308,7 +308,7 @@ impl CallRun {
             if self.own.is_some() {
                 return Ok(CallPoll::Wait);
             }
-            if let Some(path) = core.compactor().persist_pending() {
+            if let Some((path, _)) = core.compactor().persist_pending() {
                 // The state kept from now on: what is stored there, before anything is planned
                 // (a summary asked ahead is looked for beside it) or saved.
                 let read = Request::Read {
@@ -614,15 +614,35 @@ impl CallRun {
             message: format!("reply to request {id}: expected {wanted}"),
         };
         match (kind, reply) {
-            (Own::State, Reply::Read { text }) => {
+            (Own::State, reply) => {
+                let (text, unread) = match reply {
+                    Reply::Read { text } => (text, None),
+                    Reply::Failed { error } => (None, Some(error)),
+                    _ => return Err(mismatch("read or failed")),
+                };
                 self.own = None;
-                core.compactor().persist_read(text.as_deref(), None);
+                let path = core
+                    .compactor()
+                    .persist_pending()
+                    .map(|(p, _)| p.to_owned());
+                if let Some(state) = core.compactor().persist_read(text.as_deref(), unread)? {
+                    // Built from the stored state: it holds no conversation now, so the call's
+                    // crosses again (an explicit save has none).
+                    core.rebuild(state.as_deref())?;
+                    let path = path.unwrap_or_default();
+                    core.compactor()
+                        .persist_at(&path, text.as_deref(), true, None)?;
+                    if !self.explicit {
+                        self.partial = true;
+                        let CallPoll::Io(ios) =
+                            self.ask(Own::Resync, Request::Resync { rerun: false })
+                        else {
+                            unreachable!("a resync is one request")
+                        };
+                        self.next.extend(ios);
+                    }
+                }
             }
-            (Own::State, Reply::Failed { error }) => {
-                self.own = None;
-                core.compactor().persist_read(None, Some(error));
-            }
-            (Own::State, _) => return Err(mismatch("read or failed")),
             (Own::Ahead, reply) => {
                 self.own = None;
                 let key = self.ahead_read.clone().flatten().unwrap_or_default();

@@ -37,8 +37,9 @@ pub struct Compactor {
     /// The state path it keeps, and what it knows of the state there
     /// ([`Compactor::persist_at`]): a call saves its state there when it changed.
     persist: Option<crate::stored::Persist>,
-    /// A state path to keep, read at the next call ([`Compactor::persist_later`]).
-    persist_later: Option<String>,
+    /// A state path to keep, read at the next call, and whether the compactor is built from
+    /// what is stored there ([`Compactor::persist_later`]).
+    persist_later: Option<(String, bool)>,
     /// The key of the summary asked ahead that this compactor handed out to be made
     /// ([`Compactor::making_ahead`]), until its text or failure comes back.
     making: Option<String>,
@@ -1523,29 +1524,46 @@ impl Compactor {
     }
 
     /// Keeps the state at `path` from the next call, which reads what is stored there first
-    /// (a [`crate::Request::Read`] of its own): what the save after it is conditional on. For a
-    /// compactor given its state by the app (not loaded from `path`).
-    pub fn persist_later(&mut self, path: &str) {
+    /// (a [`crate::Request::Read`] of its own): what the save after it is conditional on, and,
+    /// with `load`, the state the compactor is built from ([`Compactor::persist_read`]). For a
+    /// host that cannot read before the call (an async store, from a constructor), or a
+    /// compactor given its state by the app (not `load`).
+    pub fn persist_later(&mut self, path: &str, load: bool) {
         self.persist = None;
-        self.persist_later = Some(path.to_owned());
+        self.persist_later = Some((path.to_owned(), load));
     }
 
-    /// The state path a call must read first ([`Compactor::persist_later`]).
-    pub fn persist_pending(&self) -> Option<&str> {
-        self.persist_later.as_deref()
+    /// The state path a call must read first, and whether it loads it
+    /// ([`Compactor::persist_later`]).
+    pub fn persist_pending(&self) -> Option<(&str, bool)> {
+        self.persist_later
+            .as_ref()
+            .map(|(path, load)| (path.as_str(), *load))
     }
 
     /// What the pending state path holds (`text`; `None`: nothing), or why it could not be read
-    /// (`unread`): the compactor keeps it ([`Compactor::persist_at`], not loaded from it). Text
-    /// that is not a saved state is kept as unread: the compactor saves only over nothing.
-    pub fn persist_read(&mut self, text: Option<&str>, unread: Option<String>) {
-        let Some(path) = self.persist_later.take() else {
-            return;
+    /// (`unread`): the compactor keeps it ([`Compactor::persist_at`]), built from it when it
+    /// loads it. Text that is not a saved state: kept as unread when not loaded (the compactor
+    /// saves only over nothing); when loaded, the `invalid_config` error naming the path, and
+    /// the path is read again at the next call. A state to load comes back, `Some` (its core
+    /// state; `None` inside: nothing stored): the caller builds the compactor again on it
+    /// ([`Compactor::rebuild`], with what it holds besides) and keeps the path
+    /// ([`Compactor::persist_at`], `loaded`).
+    pub fn persist_read(
+        &mut self,
+        text: Option<&str>,
+        unread: Option<String>,
+    ) -> Result<Option<Option<String>>> {
+        let Some((path, load)) = self.persist_later.clone() else {
+            return Ok(None);
         };
-        if let Err(error) = self.persist_at(&path, text, false, unread) {
-            let kept = self.persist_at(&path, None, false, Some(error.to_string()));
-            debug_assert!(kept.is_ok(), "nothing stored is a state");
+        if load && unread.is_none() {
+            return Ok(Some(crate::stored::Stored::parse(text, &path)?.state));
         }
+        if let Err(error) = self.persist_at(&path, text, false, unread) {
+            self.persist_at(&path, None, false, Some(error.to_string()))?;
+        }
+        Ok(None)
     }
 
     /// The state path kept ([`Compactor::persist_at`]).

@@ -435,7 +435,7 @@ export class Compactor {
     const stored = (options as { [STORED]?: StoredState })[STORED];
     // Otherwise the first call reads what is stored there (`persistLater`).
     if (stored && this.#statePath !== undefined) core(() => this.#core.persistAt(this.#statePath!, stored.text ?? undefined, true, stored.unread));
-    else if (this.#statePath !== undefined) this.#core.persistLater(this.#statePath);
+    else if (this.#statePath !== undefined) this.#core.persistLater(this.#statePath, false);
   }
 
   /** The model as resolved by the registry and overrides. */

@@ -57,6 +57,15 @@ def coding_session() -> List[Dict[str, Any]]:
     return messages
 
 
+def bash_turn(call_id: str, fill: str) -> List[Dict[str, Any]]:
+    """A bash call whose output is 3,000 long lines of ``fill``: one offload in a 32k window."""
+    output = "\n".join(f"line {i}: {fill * 20}" for i in range(3000))
+    return [
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": call_id, "toolName": "bash", "input": {"cmd": call_id}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": call_id, "toolName": "bash", "output": {"type": "text", "value": output}}]},
+    ]
+
+
 def assert_paired(messages: List[Dict[str, Any]]) -> None:
     """No tool result without its call, no call without its result."""
     calls, results = set(), set()

@@ -11,21 +11,10 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
-from conftest import chat
+from conftest import bash_turn as turn, chat
 from context_compactor import Compactor, CompactorError, MemoryStore, load_state
 
 PATH = "/state/compactor.json"
-
-
-def big(fill: str) -> str:
-    return "\n".join(f"line {i}: {fill * 20}" for i in range(3000))
-
-
-def turn(call_id: str, fill: str) -> List[Dict[str, Any]]:
-    return [
-        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": call_id, "toolName": "bash", "input": {"cmd": call_id}}]},
-        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": call_id, "toolName": "bash", "output": {"type": "text", "value": big(fill)}}]},
-    ]
 
 
 START: List[Dict[str, Any]] = [{"role": "user", "content": "go"}, *turn("c1", "a")]

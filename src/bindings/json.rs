@@ -419,8 +419,8 @@ impl HeldCompactor {
     }
 
     /// [`Compactor::persist_later`].
-    pub(crate) fn persist_later(&mut self, path: &str) {
-        self.inner.persist_later(path);
+    pub(crate) fn persist_later(&mut self, path: &str, load: bool) {
+        self.inner.persist_later(path, load);
     }
 
     fn messages<'a>(&'a self, json: Option<&str>) -> Result<Cow<'a, [Message]>> {
@@ -1554,6 +1554,65 @@ mod tests {
     }
 
     #[test]
+    fn a_state_loaded_at_the_next_call_builds_the_compactor_from_it_before_it_plans() {
+        let conversation = long_read();
+        let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
+        // Another request's state: one compaction (the offload of this very conversation).
+        let mut theirs = HeldCompactor::new(config, None).unwrap();
+        theirs.sync(0, &conversation).unwrap();
+        drive(&mut theirs, "{}", |_, _| r#"{"type":"done"}"#.into());
+        let stored = crate::stored::next_text(&theirs.state(), 0, "aaaaaaaa").unwrap();
+        let compactions = |held: &HeldCompactor| -> u64 {
+            let state: serde_json::Value = serde_json::from_str(&held.state()).unwrap();
+            state["stats"]["compactions"].as_u64().unwrap()
+        };
+        let mut held = HeldCompactor::new(config, None).unwrap();
+        held.persist_later("/s.json", true);
+        held.sync(0, &conversation).unwrap();
+        let (kinds, done) =
+            drive(
+                &mut held,
+                r#"{"now":1767268800000}"#,
+                |held, request| match request["type"].as_str().unwrap() {
+                    "read" => serde_json::json!({"type": "read", "text": stored}).to_string(),
+                    "resync" => {
+                        held.sync(0, &conversation).unwrap();
+                        r#"{"type":"done"}"#.into()
+                    }
+                    "conversation" => r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into(),
+                    "save" => {
+                        assert_eq!(request["expected"].as_str(), Some(stored.as_str()));
+                        r#"{"type":"saved"}"#.into()
+                    }
+                    other => panic!("unexpected {other}"),
+                },
+            );
+        // Read, built from it, the conversation sent again; the recorded offload replays, so
+        // nothing is written again, and the call's time is saved over what was read.
+        assert_eq!(kinds, ["read", "resync", "conversation", "save"]);
+        assert_eq!(done["changed"].as_bool(), Some(true));
+        assert_eq!(compactions(&held), 1, "the stored stats, loaded");
+        // Text that is not a state: the call's typed error naming the path, at every call.
+        let mut bad = HeldCompactor::new(config, None).unwrap();
+        bad.persist_later("/s.json", true);
+        for _ in 0..2 {
+            bad.sync(0, &conversation).unwrap();
+            bad.session_start(Some("{}")).unwrap();
+            let step: serde_json::Value =
+                serde_json::from_str(&bad.session_poll(false).unwrap()).unwrap();
+            let id = step["ios"][0]["id"].as_u64().unwrap();
+            let error = bad
+                .session_handle(id, r#"{"type":"read","text":"not a state"}"#)
+                .unwrap_err();
+            assert!(
+                matches!(&error, Error::InvalidConfig { .. })
+                    && error.to_string().contains("/s.json"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
     fn the_prompt_a_call_returned_is_calibrated_against_once_and_an_overflow_count_first() {
         let conversation = long_read();
         let config = r#"{"model":"claude-sonnet-4-5","contextWindow":16000}"#;
@@ -1595,7 +1654,7 @@ mod tests {
         let conversation = long_read();
         let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
         let mut held = HeldCompactor::new(config, None).unwrap();
-        held.persist_later("/s.json");
+        held.persist_later("/s.json", false);
         let other = HeldCompactor::new(config, None).unwrap().state();
         let theirs = crate::stored::next_text(&other, 4, "bbbbbbbb").unwrap();
         let stored = std::cell::RefCell::new(Some(theirs));
@@ -1647,7 +1706,7 @@ mod tests {
             r#"{"type":"read","text":"not json"}"#,
         ] {
             let mut fresh = HeldCompactor::new(config, None).unwrap();
-            fresh.persist_later("/s.json");
+            fresh.persist_later("/s.json", false);
             fresh.sync(0, &conversation).unwrap();
             let saves = std::cell::RefCell::new(Vec::new());
             let (kinds, done) =

@@ -10,6 +10,7 @@ them, so the sync and async APIs cannot drift apart."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 import threading
@@ -175,8 +176,9 @@ class Compactor:
       the store directly, on the caller's thread (a store bound to its thread, such as a
       ``sqlite3`` connection), unbounded;
     - ``state``: a state saved from ``state()`` (stats, calibration, compaction record);
-    - ``state_path``: keep the state in ``store`` at this path, loaded now and saved after
-      every call that changed it;
+    - ``state_path``: keep the state in ``store`` at this path, loaded now (an async store,
+      inside a running event loop: by the first ``amanage``) and saved after every call that
+      changed it;
     - ``on_event``: called with every compaction event, in order;
     - ``on_pre_compact``: called (sync or async) before tier 2 or 3 or a manual compaction
       runs, with ``{trigger, current_tokens, target_tokens, message_count, plan}``; may return
@@ -275,7 +277,10 @@ class Compactor:
         self._on_pre_compact = on_pre_compact
         self._state_path = None if state_path is None else check_path(state_path)
         stored: Optional[_Stored] = None
-        if self._state_path is not None and state is None:
+        # An async store, from inside a running event loop, cannot be read here: the first call
+        # (``amanage``) reads the state and builds the compactor from it (``persist-later``).
+        later = self._state_path is not None and state is None and _reads_async(store)
+        if self._state_path is not None and state is None and not later:
             try:
                 stored = _read_stored(self._io, self._state_path)
             except CompactorError as e:
@@ -299,8 +304,9 @@ class Compactor:
             # core's (``src/stored.rs`` ``Persist``).
             self._core.call("persist-at", self._state_path, stored.text, True, stored.unread)
         elif self._state_path is not None:
-            # A state of the app's: the first call reads what is stored there (``persist-later``).
-            self._core.call("persist-later", self._state_path)
+            # Read by the first call: built from it (``later``), or, for a state of the app's,
+            # only what the saves are conditional on.
+            self._core.call("persist-later", self._state_path, later)
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
         if now is not None and not callable(now):
@@ -422,6 +428,12 @@ class Compactor:
         with self._lock:
             run_sync(self._save_state(path))
 
+    async def asave_state(self, path: Optional[str] = None) -> None:
+        """``save_state`` for async code (an async store is awaited)."""
+        path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
+        async with self._async_lock():
+            await self._run_async(self._save_state(path))
+
     def offload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
         """Tier 1 at the moment a tool returns: when ``output`` (a str, or JSON data) is over
         the offload threshold, stores it and returns the preview the model should see instead
@@ -443,8 +455,15 @@ class Compactor:
         """``base`` with what the agent must know about context management: where offloaded
         content and transcripts are and how to read them back (the recovery tools), and, when
         the store has one, the long-term memory file ``/memories/AGENTS.md``."""
+        return run_sync(self._system_prompt(base, memory))
+
+    async def asystem_prompt(self, base: str, *, memory: Optional[bool] = None) -> str:
+        """``system_prompt`` for async code (an async store is awaited)."""
+        return await drive_async(self._system_prompt(base, memory), self._lock)
+
+    def _system_prompt(self, base: str, memory: Optional[bool]) -> Steps[str]:
         asked = None if memory is None else bool(memory)
-        agents_md = None if asked is False else run_sync(effect_read(self._io, AGENTS_MD_PATH))
+        agents_md = None if asked is False else (yield from effect_read(self._io, AGENTS_MD_PATH))
         return str(self._core.call("system-prompt", base, asked, agents_md))
 
     def close(self) -> None:
@@ -942,6 +961,16 @@ def _parse_stored(text: Optional[str], path: str) -> _Stored:
 def _read_stored(store: FileStore, path: str) -> _Stored:
     text = run_sync(effect_read(store, path))
     return _parse_stored(text, path)
+
+
+def _reads_async(store: Any) -> bool:
+    """Whether ``store`` reads asynchronously and this thread runs an event loop (then a read
+    cannot be awaited from a constructor)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return inspect.iscoroutinefunction(getattr(store, "read", None))
 
 
 def _bin_size(value: Any) -> Any:

@@ -350,8 +350,8 @@ impl api::GuestCompactor for ComponentCompactor {
             .system_prompt(&base, memory, agents_md.as_deref())
     }
 
-    fn persist_later(&self, path: String) {
-        self.0.borrow_mut().persist_later(&path);
+    fn persist_later(&self, path: String, load: bool) {
+        self.0.borrow_mut().persist_later(&path, load);
     }
 
     fn stats(&self) -> String {

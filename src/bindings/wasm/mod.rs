@@ -222,10 +222,11 @@ impl WasmCompactor {
         self.0.system_prompt(base, memory, agents_md.as_deref())
     }
 
-    /// Keeps the state at `path` from the next call, which reads it first.
+    /// Keeps the state at `path` from the next call, which reads it first (and, with `load`,
+    /// is built from it).
     #[wasm_bindgen(js_name = persistLater)]
-    pub fn persist_later(&mut self, path: &str) {
-        self.0.persist_later(path);
+    pub fn persist_later(&mut self, path: &str, load: bool) {
+        self.0.persist_later(path, load);
     }
 
     pub fn stats(&self) -> String {

@@ -1,0 +1,91 @@
+"""An async app (FastAPI, an agent loop) with an async store and ``state_path``: the compactor is
+made inside the running event loop, where its store cannot be read, so its first ``amanage``
+reads the state and builds the compactor from it (the core's ``persist-later``); ``asave_state``
+and ``asystem_prompt`` await the store as ``amanage`` does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from conftest import bash_turn as turn
+from context_compactor import Compactor, CompactorError, MemoryStore
+
+PATH = "/state/compactor.json"
+
+
+class AsyncStore:
+    """A store whose calls are coroutines (an aioredis or aiobotocore client's shape)."""
+
+    def __init__(self) -> None:
+        self.files = MemoryStore()
+        self.reads: List[str] = []
+
+    async def read(self, path: str) -> Optional[str]:
+        self.reads.append(path)
+        await asyncio.sleep(0)
+        return self.files.read(path)
+
+    async def write(self, path: str, content: str) -> None:
+        await asyncio.sleep(0)
+        self.files.write(path, content)
+
+    async def list(self, prefix: str) -> List[str]:
+        return self.files.list(prefix)
+
+    async def delete(self, path: str) -> None:
+        self.files.delete(path)
+
+
+def test_an_async_store_with_state_path_is_read_by_the_first_amanage() -> None:
+    store = AsyncStore()
+    history = [{"role": "user", "content": "go"}, *turn("c1", "a")]
+
+    async def request(messages: List[Dict[str, Any]]) -> Dict[str, Any]:
+        # A stateless request: a new compactor, made inside the running loop.
+        compactor = Compactor(context_window=32_000, store=store, state_path=PATH)
+        reads = len(store.reads)
+        before = compactor.stats()["compactions"]
+        assert len(store.reads) == reads, "nothing read at construction"
+        result = await compactor.amanage(messages)
+        return {"before": before, "after": compactor.stats()["compactions"], "result": result, "compactor": compactor}
+
+    first = asyncio.run(request(history))
+    assert first["result"].state_error is None
+    assert first["after"] == 1
+    saved = json.loads(store.files.read(PATH) or "{}")
+    assert saved["revision"] == 1
+    # The next request: built from the stored state at its first call (the stats come with it),
+    # the recorded offload replayed onto the raw history, nothing written again.
+    second = asyncio.run(request([*history, *turn("c2", "b")]))
+    assert second["before"] == 0, "not read at construction"
+    assert second["after"] == 2, "the stored stats, then this call's offload"
+    assert second["result"].messages[:3] == first["result"].messages
+    assert json.loads(store.files.read(PATH) or "{}")["revision"] == 2
+
+    async def saved_and_prompted() -> str:
+        compactor = Compactor(context_window=32_000, store=store, state_path=PATH)
+        await compactor.amanage([*history, *turn("c2", "b")])
+        await compactor.asave_state()
+        await store.write("/memories/AGENTS.md", "- the tests run with pytest")
+        return await compactor.asystem_prompt("Base.")
+
+    system = asyncio.run(saved_and_prompted())
+    assert json.loads(store.files.read(PATH) or "{}")["revision"] == 3, "asave_state saved"
+    assert system.startswith("Base.") and "the tests run with pytest" in system
+
+
+def test_text_that_is_not_a_state_is_the_first_calls_typed_error() -> None:
+    store = AsyncStore()
+    store.files.write(PATH, "not a state")
+
+    async def request() -> None:
+        compactor = Compactor(context_window=32_000, store=store, state_path=PATH)
+        await compactor.amanage([{"role": "user", "content": "hi"}])
+
+    with pytest.raises(CompactorError) as raised:
+        asyncio.run(request())
+    assert raised.value.code == "invalid_config" and PATH in raised.value.message
