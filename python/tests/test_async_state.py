@@ -89,3 +89,28 @@ def test_text_that_is_not_a_state_is_the_first_calls_typed_error() -> None:
     with pytest.raises(CompactorError) as raised:
         asyncio.run(request())
     assert raised.value.code == "invalid_config" and PATH in raised.value.message
+
+
+def test_the_recovery_tools_await_an_async_store() -> None:
+    from context_compactor.langchain import recovery_langchain_tools
+
+    store = AsyncStore()
+    store.files.write("/tool_outputs/log.txt", "\n".join(f"line {i}" for i in range(40)))
+
+    async def run() -> List[str]:
+        compactor = Compactor(context_window=32_000, store=store)
+        tools = compactor.tools()
+        page = await tools["read_file"].acall(path="/tool_outputs/log.txt", offset=10, limit=3)
+        found = await tools["grep"].acall(pattern="line 3", path="/tool_outputs/")
+        listed = await tools["ls"].acall(path="/tool_outputs/")
+        by_name = {tool.name: tool for tool in recovery_langchain_tools(compactor)}
+        via_langchain = await by_name["read_file"].ainvoke({"path": "/tool_outputs/log.txt", "limit": 1})
+        return [page, found, listed, str(via_langchain)]
+
+    page, found, listed, via_langchain = asyncio.run(run())
+    assert "line 10" in page and "line 12" in page and "line 13" not in page, page
+    assert "line 3" in found and "line 30" in found, found
+    assert "log.txt" in listed, listed
+    assert "line 0" in via_langchain and "line 1\n" not in via_langchain, via_langchain
+    # Outside an event loop the sync call runs the async store's coroutines itself.
+    assert "line 10" in Compactor(context_window=32_000, store=store).tools()["read_file"](path="/tool_outputs/log.txt", offset=10, limit=1)

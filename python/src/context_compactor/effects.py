@@ -116,6 +116,8 @@ def perform(effect: Tuple[Any, ...]) -> Any:
         return effect[1].write(effect[2], effect[3])
     if kind == "read":
         return effect[1].read(effect[2])
+    if kind == "list":
+        return effect[1].list(effect[2])
     if kind == "write-if":
         return effect[1].write_if(effect[2], effect[3], effect[4])
     if kind in ("summarize", "ask"):

@@ -650,6 +650,6 @@ def recovery_langchain_tools(source: Union[Compactor, FileStore]) -> List[Struct
     (as before), over that store directly: pages unbounded, calls not timed."""
     tools = source.tools() if isinstance(source, Compactor) else recovery_tools(source)
     return [
-        StructuredTool.from_function(func=tool.func, name=tool.name, description=tool.description, args_schema=tool.input_schema)
+        StructuredTool.from_function(func=tool.func, coroutine=tool.afunc, name=tool.name, description=tool.description, args_schema=tool.input_schema)
         for tool in tools.values()
     ]

@@ -9,12 +9,14 @@ framework's tool registry."""
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional
 
 from . import _core
 from ._core import core
 from .codec import well_formed as _well_formed
+from .effects import Steps, drive_async, run_sync
 from .stores import FileStore, check_path, check_prefix
 
 DEFAULT_LIMIT = 500
@@ -22,8 +24,9 @@ MAX_LINE_CHARS = 2_000
 MAX_MATCHES = 100
 
 
-def _run(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[str, Any]) -> str:
-    """One tool call: the core's run (``tool-run``), each store call it asks for made here."""
+def _steps(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[str, Any]) -> Steps[str]:
+    """One tool call: the core's run (``tool-run``), each store call it asks for yielded as an
+    effect (``_run`` performs them, ``_arun`` awaits them: an async store's tools)."""
     try:
         arguments_json = json.dumps(arguments)
     except (TypeError, ValueError) as e:
@@ -39,7 +42,7 @@ def _run(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[s
             if io["type"] == "read":
                 text: Optional[str] = None
                 try:
-                    text = store.read(check_path(io["path"]))
+                    text = yield ("read", store, check_path(io["path"]))
                     if text is not None and not isinstance(text, str):
                         text, error = None, f"the store returned {type(text).__name__}, not text"
                 except Exception as e:
@@ -48,12 +51,20 @@ def _run(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[s
             else:
                 paths: List[str] = []
                 try:
-                    paths = [str(p) for p in store.list(check_prefix(io["prefix"]))]
+                    paths = [str(p) for p in (yield ("list", store, check_prefix(io["prefix"])))]
                 except Exception as e:
                     error = str(e)
                 c.call("[method]tool-run.handle-list", run, [_well_formed(p) for p in paths], error)
     finally:
         _core.drop(run)
+
+
+def _run(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[str, Any]) -> str:
+    return run_sync(_steps(store, name, arguments, options))
+
+
+async def _arun(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict[str, Any]) -> str:
+    return await drive_async(_steps(store, name, arguments, options), threading.RLock())
 
 
 def _options(
@@ -110,9 +121,14 @@ class RecoveryTool:
     description: str
     input_schema: Dict[str, Any]
     func: Callable[..., str]
+    #: The same call for async code: an async store is awaited.
+    afunc: Callable[..., Awaitable[str]]
 
     def __call__(self, **arguments: Any) -> str:
         return self.func(**arguments)
+
+    async def acall(self, **arguments: Any) -> str:
+        return await self.afunc(**arguments)
 
 
 def recovery_tools(
@@ -128,11 +144,16 @@ def recovery_tools(
     options = _options(default_limit=default_limit, max_page_chars=max_page_chars, context_window=context_window)
     specs = json.loads(core().call("recovery-tool-specs", json.dumps(options)))
 
-    def bind(name: str) -> Callable[..., str]:
+    def bind(name: str) -> RecoveryTool:
         def call(**arguments: Any) -> str:
             return _run(store, name, arguments, options)
 
-        call.__name__ = name
-        return call
+        async def acall(**arguments: Any) -> str:
+            return await _arun(store, name, arguments, options)
 
-    return {spec["name"]: RecoveryTool(spec["name"], spec["description"], spec["inputSchema"], bind(spec["name"])) for spec in specs}
+        call.__name__ = acall.__name__ = name
+        spec = specs_by_name[name]
+        return RecoveryTool(name, spec["description"], spec["inputSchema"], call, acall)
+
+    specs_by_name = {spec["name"]: spec for spec in specs}
+    return {name: bind(name) for name in specs_by_name}
