@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import bash_turn as turn
-from context_compactor import Compactor, CompactorError, MemoryStore
+from context_compactor import Compactor, CompactorError, MemoryStore, aload_state
 
 PATH = "/state/compactor.json"
 
@@ -75,6 +75,8 @@ def test_an_async_store_with_state_path_is_read_by_the_first_amanage() -> None:
 
     system = asyncio.run(saved_and_prompted())
     assert json.loads(store.files.read(PATH) or "{}")["revision"] == 3, "asave_state saved"
+    loaded = asyncio.run(aload_state(store, PATH))
+    assert loaded is not None and loaded["stats"]["compactions"] == 2
     assert system.startswith("Base.") and "the tests run with pytest" in system
 
 

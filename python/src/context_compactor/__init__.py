@@ -23,6 +23,7 @@ from .compactor import (
     Message,
     Plan,
     Summarizer,
+    aload_state,
     load_state,
     tool_definitions,
 )
@@ -225,6 +226,7 @@ __all__ = [
     "ReportRecorder",
     "grep",
     "load_state",
+    "aload_state",
     "load_agents_md",
     "aload_agents_md",
     "parse_overflow",

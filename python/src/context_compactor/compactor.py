@@ -925,6 +925,13 @@ def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dic
     return _read_stored(store, check_path(path)).state
 
 
+async def aload_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dict[str, Any]]:
+    """``load_state`` for async code (an async store is awaited)."""
+    path = check_path(path)
+    text = await drive_async(effect_read(store, path), threading.RLock())
+    return _parse_stored(text, path).state
+
+
 class _Call:
     """The conversation of the call under way: as the core holds it (``messages``, with the
     binary values their JSON refers to, ``refs``) and as the app gave it (``input``)."""
