@@ -520,51 +520,99 @@ impl Compactor {
         if let Some(lease) = host.summary_lease() {
             run = run.leased(lease.owner, lease.summarize_timeout_ms, host.wall_ms());
         }
-        loop {
-            let ios = match run.poll(&mut core)? {
-                CallPoll::Done(done) => {
-                    if let Some(conflict) = done.conflict {
-                        return Err(conflict.error(path.as_deref().unwrap_or_default()));
-                    }
-                    let mut managed = done.managed;
-                    managed.state_error = done.state_error;
-                    return Ok(managed);
+        let done = run_call(&mut core, run, input, path.as_deref(), host).await?;
+        let mut managed = done.managed;
+        managed.state_error = done.state_error;
+        Ok(managed)
+    }
+
+    /// Saves the state at the path it is kept at ([`Compactor::load`]) now, for the conversation
+    /// `messages` (the last call's): even when nothing changed since the last save (a host that
+    /// saves after the turn keeps the last step's calibration sample). A save another process
+    /// beat is [`crate::Error::StateConflict`]; one the store failed, or did not answer within
+    /// an async host's deadline, [`crate::Error::StoreFailed`]. No kept state: nothing to do.
+    pub fn save_state(&mut self, messages: &[Message], host: &mut dyn Host) -> Result<()> {
+        ready(self.save_state_async(messages, &mut Blocking(host)))
+    }
+
+    /// [`Compactor::save_state`] against an async host.
+    pub async fn save_state_async<H: AsyncHost>(
+        &mut self,
+        messages: &[Message],
+        host: &mut H,
+    ) -> Result<()> {
+        let Some(path) = self.state_path().map(str::to_owned) else {
+            return Ok(());
+        };
+        let mut core = Native {
+            compactor: self,
+            held: Vec::new(),
+        };
+        let input = Some(messages.to_vec());
+        let done = run_call(&mut core, CallRun::save_state(), input, Some(&path), host).await?;
+        match done.state_error {
+            Some(message) => Err(crate::Error::StoreFailed {
+                path,
+                op: "write".into(),
+                message,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Drives a call to its end: the core's requests carried out against `host`, one at a time,
+/// in the order asked. `input`: the call's messages, for a save's conversation hashes and a
+/// lost save's rerun. A store that keeps refusing the state's saves: the typed conflict.
+async fn run_call<H: AsyncHost>(
+    core: &mut Native<'_>,
+    mut run: CallRun,
+    input: Option<Vec<Message>>,
+    path: Option<&str>,
+    host: &mut H,
+) -> Result<crate::CallDone> {
+    loop {
+        let ios = match run.poll(core)? {
+            CallPoll::Done(done) => {
+                if let Some(conflict) = done.conflict {
+                    return Err(conflict.error(path.unwrap_or_default()));
                 }
-                CallPoll::Wait => {
-                    unreachable!("the driver answers every request before it polls again")
-                }
-                CallPoll::Io(ios) => ios,
-            };
-            for io in ios {
-                let reply = match &io.request {
-                    Request::Summarize { summary } => summarized(host, summary).await,
-                    Request::Ask { pre_compact } => {
-                        let plan = run.plan().expect("a plan before the hook");
-                        Reply::Decision {
-                            decision: host.on_pre_compact(pre_compact, plan).await,
-                        }
-                    }
-                    Request::Resync { .. } => {
-                        core.held = input.clone().unwrap_or_default();
-                        Reply::Done
-                    }
-                    Request::Background { ahead } => {
-                        // Asked only of a host that makes them (`summarizes_ahead`).
-                        host.summarize_ahead(ahead, path.as_deref());
-                        Reply::Done
-                    }
-                    Request::Conversation => Reply::Conversation {
-                        conversation: conversation(input.as_deref().unwrap_or_default()),
-                    },
-                    Request::Write { .. }
-                    | Request::Save { .. }
-                    | Request::Read { .. }
-                    | Request::Put { .. }
-                    | Request::Sleep { .. } => carry_out(host, &io.request).await,
-                };
-                let now = host.wall_ms();
-                run.handle(&mut core, io.id, reply, Some(now))?;
+                return Ok(*done);
             }
+            CallPoll::Wait => {
+                unreachable!("the driver answers every request before it polls again")
+            }
+            CallPoll::Io(ios) => ios,
+        };
+        for io in ios {
+            let reply = match &io.request {
+                Request::Summarize { summary } => summarized(host, summary).await,
+                Request::Ask { pre_compact } => {
+                    let plan = run.plan().expect("a plan before the hook");
+                    Reply::Decision {
+                        decision: host.on_pre_compact(pre_compact, plan).await,
+                    }
+                }
+                Request::Resync { .. } => {
+                    core.held = input.clone().unwrap_or_default();
+                    Reply::Done
+                }
+                Request::Background { ahead } => {
+                    // Asked only of a host that makes them (`summarizes_ahead`).
+                    host.summarize_ahead(ahead, path);
+                    Reply::Done
+                }
+                Request::Conversation => Reply::Conversation {
+                    conversation: conversation(input.as_deref().unwrap_or_default()),
+                },
+                Request::Write { .. }
+                | Request::Save { .. }
+                | Request::Read { .. }
+                | Request::Put { .. }
+                | Request::Sleep { .. } => carry_out(host, &io.request).await,
+            };
+            let now = host.wall_ms();
+            run.handle(core, io.id, reply, Some(now))?;
         }
     }
 }

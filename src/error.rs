@@ -96,6 +96,18 @@ pub enum Error {
         name: String,
     },
 
+    /// A store call failed or did not answer in time where nothing can stand in for it (an
+    /// explicit save: [`crate::Compactor::save_state`]): `op` on `path`, in the store's words.
+    #[error("{message}")]
+    StoreFailed {
+        /// The path.
+        path: String,
+        /// The store call (`write`).
+        op: String,
+        /// What happened, with the path.
+        message: String,
+    },
+
     /// The store kept refusing the state's save at `path`: other requests of the conversation
     /// keep saving it (or the store refuses saves it should take).
     #[error("{message}")]

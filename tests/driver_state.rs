@@ -499,3 +499,42 @@ fn an_async_host_that_cannot_wait_summarizes_past_a_held_lease_at_once() {
     // The load, the lease once, the state before its save: no read loop on the held lease.
     assert!(host.0.reads <= 4, "{} reads", host.0.reads);
 }
+
+#[test]
+fn an_explicit_save_saves_now_a_lost_one_is_a_conflict_and_a_failed_one_a_typed_store_error() {
+    let mut store = Store::default();
+    let mut compactor = Compactor::load(config(), STATE, &mut store).unwrap();
+    let history = reads(1);
+    compactor.manage(history.clone(), &mut store).unwrap();
+    let revision = |store: &Store| {
+        Stored::parse(store.files.get(STATE).map(String::as_str), STATE)
+            .unwrap()
+            .revision
+    };
+    assert_eq!(revision(&store), 1);
+    // Saved even though nothing changed since (the last step's calibration sample, say).
+    compactor.save_state(&history, &mut store).unwrap();
+    assert_eq!(revision(&store), 2);
+    // Another process saved a later turn since: a conflict at once, naming the path.
+    let mut other = Compactor::load(config(), STATE, &mut store).unwrap();
+    other.manage(reads(2), &mut store).unwrap();
+    match compactor.save_state(&history, &mut store) {
+        Err(Error::StateConflict { path, .. }) => assert_eq!(path, STATE),
+        other => panic!("expected a state conflict, got {other:?}"),
+    }
+    // A store that is down: the save's typed error, in the store's words.
+    store.down = true;
+    match other.save_state(&reads(2), &mut store) {
+        Err(error @ Error::StoreFailed { .. }) => {
+            assert!(
+                error.to_string().contains("connection refused")
+                    && error.to_string().contains(STATE),
+                "{error}"
+            )
+        }
+        other => panic!("expected a store failure, got {other:?}"),
+    }
+    // No kept state: nothing to save.
+    let mut free = Compactor::new(config()).unwrap();
+    free.save_state(&history, &mut store).unwrap();
+}
