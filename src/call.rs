@@ -537,6 +537,13 @@ impl CallRun {
         CallPoll::Io(vec![Io { id, request }])
     }
 
+    /// `asked`'s requests, handed out at the next poll (asked while a reply is handled).
+    fn queue(&mut self, asked: CallPoll) {
+        if let CallPoll::Io(ios) = asked {
+            self.next.extend(ios);
+        }
+    }
+
     /// The save of the state JSON `state`: a `save` request, or the call is over (none is due
     /// after all: an earlier turn of the stored conversation; or it cannot be made).
     fn save<C: CallCore>(&mut self, core: &mut C, state: &str) -> Option<CallPoll> {
@@ -621,25 +628,17 @@ impl CallRun {
                     _ => return Err(mismatch("read or failed")),
                 };
                 self.own = None;
-                let path = core
-                    .compactor()
-                    .persist_pending()
-                    .map(|(p, _)| p.to_owned());
-                if let Some(state) = core.compactor().persist_read(text.as_deref(), unread)? {
+                let read = core.compactor().persist_read(text.as_deref(), unread)?;
+                if let Some((path, state)) = read {
                     // Built from the stored state: it holds no conversation now, so the call's
                     // crosses again (an explicit save has none).
                     core.rebuild(state.as_deref())?;
-                    let path = path.unwrap_or_default();
                     core.compactor()
                         .persist_at(&path, text.as_deref(), true, None)?;
                     if !self.explicit {
                         self.partial = true;
-                        let CallPoll::Io(ios) =
-                            self.ask(Own::Resync, Request::Resync { rerun: false })
-                        else {
-                            unreachable!("a resync is one request")
-                        };
-                        self.next.extend(ios);
+                        let resync = self.ask(Own::Resync, Request::Resync { rerun: false });
+                        self.queue(resync);
                     }
                 }
             }
@@ -670,11 +669,7 @@ impl CallRun {
                 // (`offer_summary` between polls), and is saved with it.
                 let state = core.compactor().state_json();
                 if let Some(save) = self.save(core, &state) {
-                    // The save is asked at the next poll.
-                    let CallPoll::Io(ios) = save else {
-                        unreachable!("a save is one request")
-                    };
-                    self.next.extend(ios);
+                    self.queue(save);
                 }
             }
             (Own::Conversation, _) => return Err(mismatch("the conversation's hashes")),
@@ -712,12 +707,8 @@ impl CallRun {
                         self.partial = true;
                         self.first = false;
                         self.stage = Stage::Start;
-                        let CallPoll::Io(ios) =
-                            self.ask(Own::Resync, Request::Resync { rerun: true })
-                        else {
-                            unreachable!("a resync is one request")
-                        };
-                        self.next.extend(ios);
+                        let resync = self.ask(Own::Resync, Request::Resync { rerun: true });
+                        self.queue(resync);
                     }
                     Ok(Refused::Answer) => self.over(core, None, None),
                     Ok(Refused::Conflict {

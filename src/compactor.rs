@@ -1545,20 +1545,21 @@ impl Compactor {
     /// (`unread`): the compactor keeps it ([`Compactor::persist_at`]), built from it when it
     /// loads it. Text that is not a saved state: kept as unread when not loaded (the compactor
     /// saves only over nothing); when loaded, the `invalid_config` error naming the path, and
-    /// the path is read again at the next call. A state to load comes back, `Some` (its core
-    /// state; `None` inside: nothing stored): the caller builds the compactor again on it
-    /// ([`Compactor::rebuild`], with what it holds besides) and keeps the path
+    /// the path is read again at the next call. A state to load comes back with its path: the
+    /// caller builds the compactor again on the state (`None`: nothing stored;
+    /// [`Compactor::rebuild`], with what it holds besides) and keeps the path
     /// ([`Compactor::persist_at`], `loaded`).
     pub fn persist_read(
         &mut self,
         text: Option<&str>,
         unread: Option<String>,
-    ) -> Result<Option<Option<String>>> {
+    ) -> Result<Option<(String, Option<String>)>> {
         let Some((path, load)) = self.persist_later.clone() else {
             return Ok(None);
         };
         if load && unread.is_none() {
-            return Ok(Some(crate::stored::Stored::parse(text, &path)?.state));
+            let state = crate::stored::Stored::parse(text, &path)?.state;
+            return Ok(Some((path, state)));
         }
         if let Err(error) = self.persist_at(&path, text, false, unread) {
             self.persist_at(&path, None, false, Some(error.to_string()))?;

@@ -710,8 +710,8 @@ impl HeldCompactor {
         let polled = run.poll(self);
         let polled = match polled {
             Ok(CallPoll::Done(done)) => {
-                let saved = run.saves_only();
-                return Ok(self.done(*done, apart, saved));
+                let save_only = run.saves_only();
+                return Ok(self.done(*done, apart, save_only));
             }
             Ok(polled) => polled,
             Err(error) => {
@@ -760,7 +760,7 @@ impl HeldCompactor {
 
     /// The call's done step (see [`HeldCompactor::session_poll`]); the held conversation is
     /// its result.
-    fn done(&mut self, done: CallDone, apart: bool, saved: bool) -> String {
+    fn done(&mut self, done: CallDone, apart: bool, save_only: bool) -> String {
         let CallDone {
             managed,
             dry,
@@ -770,7 +770,7 @@ impl HeldCompactor {
         } = done;
         // A plan of no work leaves the conversation as given (a dry plan: as held); a cancel
         // leaves it as given but for the recorded edits it put back.
-        if !saved {
+        if !save_only {
             // The prompt the app sends now (a dry plan's: the conversation held).
             let sent = if dry { &self.held } else { &managed.messages };
             self.sent_raw = Some(self.inner.count_raw(sent));
