@@ -27,11 +27,12 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::compactor::{Compactor, PlanOptions};
+use crate::compactor::{Compactor, Overflow, PlanOptions};
 use crate::error::{Error, Result};
 use crate::lease::{lease_path, LeaseIo, LeaseOptions, LeaseRun, Leased};
 use crate::message::Message;
-use crate::plan::{Plan, Summarize};
+use crate::overflow::{overflow_verdict, OverflowFailure, OverflowMoment, OverflowReport};
+use crate::plan::{EventOverflow, EventStatus, Plan, Summarize};
 use crate::session::{is_work, Call, Io, Managed, Poll, Reply, Request, Session, SessionCore};
 use crate::stored::Refused;
 
@@ -49,6 +50,20 @@ pub trait CallCore: SessionCore {
     /// `None`: nothing), keeping its state path. It holds no conversation after: the call's
     /// `resync` hands it in again.
     fn rebuild(&mut self, state: Option<&str>) -> Result<()>;
+    /// The provider counted the conversation held as `reported` tokens when it refused it as
+    /// too long: a calibration sample ([`Compactor::observe_usage`] against the raw count of
+    /// the prompt that was sent, the conversation with the record replayed).
+    fn observe_refused(&mut self, reported: u32);
+}
+
+/// A call that recovers from a provider's "prompt too long" error ([`CallRun::recovering`]: a
+/// host's `recover`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// What the error said ([`crate::parse_overflow`]).
+    pub report: OverflowReport,
+    /// Which compaction of the model call this is (1 for the first).
+    pub attempt: u32,
 }
 
 /// Ids of the requests a call makes around its session: far above the session's own, which
@@ -80,6 +95,9 @@ pub struct CallDone {
     pub state_error: Option<String>,
     /// The store kept refusing the state's saves (the hosts' typed `state_conflict`).
     pub conflict: Option<Conflict>,
+    /// A recovery ([`CallRun::recovering`]) that applied nothing: the typed `context_overflow`
+    /// the host raises (after the call's end: its state is saved).
+    pub overflow: Option<OverflowFailure>,
 }
 
 impl CallDone {
@@ -91,6 +109,7 @@ impl CallDone {
             input: Vec::new(),
             state_error: None,
             conflict: None,
+            overflow: None,
         }
     }
 }
@@ -166,6 +185,10 @@ pub struct CallRun {
     conversation: Option<String>,
     /// The call's first round (a lost save starts another).
     first: bool,
+    /// A recovery from a provider's overflow, and whether this round's compactor has its
+    /// count.
+    recovery: Option<Recovery>,
+    calibrated: bool,
     /// The summary another request asked ahead was looked for (the key read, while out).
     ahead_read: Option<Option<String>>,
     stage: Stage,
@@ -210,6 +233,8 @@ impl CallRun {
             partial,
             conversation,
             first: true,
+            recovery: None,
+            calibrated: false,
             ahead_read: None,
             stage: Stage::Start,
             session: None,
@@ -257,6 +282,21 @@ impl CallRun {
             LeaseOptions::for_summarizer(summarize_timeout_ms, false),
         ));
         self.wall = wall;
+        self
+    }
+
+    /// Recovers from a provider's "prompt too long" error (a host's `recover`): before anything
+    /// is planned, the provider's count of the refused prompt (when its error gave one)
+    /// calibrates the compactor, in every round; the call compacts harder than `manage` would
+    /// (as if at that count, against the provider's limit: [`Overflow`]); its events say so
+    /// ([`crate::Event::overflow`]); and when it applied nothing, its result carries the typed
+    /// `context_overflow` ([`CallDone::overflow`]).
+    pub fn recovering(mut self, recovery: Recovery) -> Self {
+        self.call.overflow = Some(Overflow {
+            reported_tokens: recovery.report.reported_tokens,
+            limit: recovery.report.limit,
+        });
+        self.recovery = Some(recovery);
         self
     }
 
@@ -316,6 +356,15 @@ impl CallRun {
                     timeout_ms: None,
                 };
                 return Ok(self.ask(Own::State, read));
+            }
+            if self.stage == Stage::Start && !self.calibrated {
+                // The provider's count of the prompt it refused (the conversation held, as the
+                // compactor of this round knows it): the call compacts against it.
+                self.calibrated = true;
+                let report = self.recovery.as_ref().map(|r| &r.report);
+                if let Some(reported) = report.and_then(|r| r.reported_tokens) {
+                    core.observe_refused(reported);
+                }
             }
             match self.stage {
                 Stage::Start if self.first && self.ahead_read.is_none() => {
@@ -379,15 +428,22 @@ impl CallRun {
                                 return Ok(CallPoll::Io(left));
                             }
                         }
-                        Poll::Done(managed) => {
+                        Poll::Done(mut managed) => {
                             let mut session = self.session.take().expect("a session");
                             self.ahead = ahead_of(&managed.plan);
+                            if let Some(recovery) = &self.recovery {
+                                let stamp = recovery.stamp();
+                                for event in &mut managed.events {
+                                    event.overflow = Some(stamp.clone());
+                                }
+                            }
                             self.done = Some(CallDone {
                                 managed: *managed,
                                 dry: false,
                                 input: session.take_input(),
                                 state_error: None,
                                 conflict: None,
+                                overflow: None,
                             });
                             self.stage = Stage::Ending;
                         }
@@ -430,7 +486,10 @@ impl CallRun {
                 }
                 Stage::Over => {
                     self.stage = Stage::Finished;
-                    let done = self.done.take().expect("a result");
+                    let mut done = self.done.take().expect("a result");
+                    if let Some(recovery) = &self.recovery {
+                        done.overflow = recovery.nothing_left(&done);
+                    }
                     return Ok(CallPoll::Done(Box::new(done)));
                 }
                 Stage::Finished => {
@@ -706,6 +765,7 @@ impl CallRun {
                         self.done = None;
                         self.partial = true;
                         self.first = false;
+                        self.calibrated = false;
                         self.stage = Stage::Start;
                         let resync = self.ask(Own::Resync, Request::Resync { rerun: true });
                         self.queue(resync);
@@ -792,4 +852,42 @@ fn lease_of<C: CallCore>(
 /// The summary a plan asks ahead of need, if any.
 fn ahead_of(plan: &Plan) -> Option<Summarize> {
     plan.ahead.clone().filter(|a| a.ahead_key.is_some())
+}
+
+impl Recovery {
+    /// What the call's events say of the overflow.
+    fn stamp(&self) -> EventOverflow {
+        EventOverflow {
+            provider: self.report.provider.clone(),
+            reported_tokens: self.report.reported_tokens,
+            limit: self.report.limit,
+            message: self.report.message.clone(),
+            attempt: self.attempt,
+        }
+    }
+
+    /// The `context_overflow` of a recovery whose call applied nothing that shortens the prompt
+    /// (no work, a cancel, every action failed): the core's verdict ([`overflow_verdict`]).
+    fn nothing_left(&self, done: &CallDone) -> Option<OverflowFailure> {
+        let managed = &done.managed;
+        let applied = !done.dry && is_work(&managed.plan) && !managed.cancelled;
+        let shortened = managed
+            .events
+            .iter()
+            .any(|e| matches!(e.status, EventStatus::Applied | EventStatus::Fallback));
+        if applied && shortened {
+            return None;
+        }
+        match overflow_verdict(
+            OverflowMoment::NothingLeft,
+            Some(&self.report),
+            self.attempt,
+            0,
+        ) {
+            crate::OverflowVerdict::Fail { message, details } => {
+                Some(OverflowFailure { message, details })
+            }
+            _ => None,
+        }
+    }
 }

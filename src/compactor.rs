@@ -1239,6 +1239,7 @@ impl Compactor {
                 .filter(|e| !e.tool_name.is_empty())
                 .map(|e| e.tool_name.clone()),
             blocking: changed && matches!(action, Action::Summarize(s) if s.blocking),
+            overflow: None,
         }
     }
 

@@ -17,13 +17,14 @@ use std::task::{Context, Poll as TaskPoll, Waker};
 
 use std::borrow::Cow;
 
-use crate::call::{CallCore, CallPoll, CallRun};
+use crate::call::{CallCore, CallPoll, CallRun, Recovery};
 use crate::compactor::{Compactor, PlanOptions, TriggerKind};
 use crate::config::Config;
 use crate::error::Result;
 use crate::lease::{AheadPoll, AheadRun};
 use crate::message::Message;
 use crate::offload::{OffloadPoll, OffloadRun, Offloaded};
+use crate::overflow::OverflowReport;
 use crate::plan::{Applied, Outcome, Plan, SaveTranscript, Strategy, Summarize};
 use crate::session::{Call, Managed, PreCompact, PreCompactDecision, Reply, Request, SessionCore};
 
@@ -429,12 +430,7 @@ impl Compactor {
         messages: Vec<Message>,
         host: &mut H,
     ) -> Result<Managed> {
-        let call = Call {
-            now: host.now(),
-            background: host.summarizes_ahead(),
-            ..Call::default()
-        };
-        self.drive(messages, call, host).await
+        self.drive(messages, Call::default(), None, host).await
     }
 
     /// [`Compactor::compact`] against an async host.
@@ -447,11 +443,59 @@ impl Compactor {
         let call = Call {
             trigger: TriggerKind::Manual,
             instructions,
-            now: host.now(),
-            background: host.summarizes_ahead(),
             ..Call::default()
         };
-        self.drive(messages, call, host).await
+        self.drive(messages, call, None, host).await
+    }
+
+    /// Recovers from a provider's "prompt too long" error, driven against `host` (blocking).
+    /// `messages` is the prompt the provider refused, `overflow` what its error said
+    /// ([`crate::parse_overflow`] of the error's texts), `attempt` which compaction of this
+    /// model call it is (1 for the first; [`crate::overflow_verdict`] says when to retry). The
+    /// provider's count, when the error gave one, calibrates first; then the conversation is
+    /// compacted harder than `manage` would (as if at that count, against the provider's limit)
+    /// and returned for the retry; every event says so ([`crate::Event::overflow`]). A call that
+    /// could shorten nothing is [`crate::Error::ContextOverflow`], after its state is saved.
+    ///
+    /// ```
+    /// # use context_compactor::{parse_messages, parse_overflow, Compactor, Config, Error, Host, OverflowReport};
+    /// # struct App;
+    /// # impl Host for App {
+    /// #     fn write(&mut self, _: &str, _: &str) -> Result<(), String> { Ok(()) }
+    /// #     fn summarize(&mut self, _: &context_compactor::Summarize) -> Result<String, String> { Err("none".into()) }
+    /// # }
+    /// let said = parse_overflow(&["prompt is too long: 12000 tokens > 8000 maximum".into()], Some(400)).unwrap();
+    /// let mut compactor = Compactor::new(Config::from_json(r#"{"contextWindow":8000}"#)?)?;
+    /// let short = parse_messages(r#"[{"role":"user","content":"hi"}]"#)?;
+    /// // Nothing to compact in one short message: the typed error.
+    /// let error = compactor.recover(short, &OverflowReport::from(&said), 1, &mut App).unwrap_err();
+    /// assert!(matches!(error, Error::ContextOverflow { attempts: 1, .. }));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn recover(
+        &mut self,
+        messages: Vec<Message>,
+        overflow: &OverflowReport,
+        attempt: u32,
+        host: &mut dyn Host,
+    ) -> Result<Managed> {
+        ready(self.recover_async(messages, overflow, attempt, &mut Blocking(host)))
+    }
+
+    /// [`Compactor::recover`] against an async host.
+    pub async fn recover_async<H: AsyncHost>(
+        &mut self,
+        messages: Vec<Message>,
+        overflow: &OverflowReport,
+        attempt: u32,
+        host: &mut H,
+    ) -> Result<Managed> {
+        let recovery = Recovery {
+            report: overflow.clone(),
+            attempt,
+        };
+        self.drive(messages, Call::default(), Some(recovery), host)
+            .await
     }
 
     /// Tier 1 at the moment a tool returns (the core's [`OffloadRun`]): `output_json` is the
@@ -506,8 +550,15 @@ impl Compactor {
         &mut self,
         messages: Vec<Message>,
         call: Call,
+        recovery: Option<Recovery>,
         host: &mut H,
     ) -> Result<Managed> {
+        // The host's clock, and whether it makes summaries ahead of need.
+        let call = Call {
+            now: host.now(),
+            background: host.summarizes_ahead(),
+            ..call
+        };
         let path = self.state_path().map(str::to_owned);
         // With a kept state, a save asks for the call's messages' hashes and a lost save for
         // the messages again (the call runs again on the stored state).
@@ -520,7 +571,13 @@ impl Compactor {
         if let Some(lease) = host.summary_lease() {
             run = run.leased(lease.owner, lease.summarize_timeout_ms, host.wall_ms());
         }
+        if let Some(recovery) = recovery {
+            run = run.recovering(recovery);
+        }
         let done = run_call(&mut core, run, input, path.as_deref(), host).await?;
+        if let Some(failure) = done.overflow {
+            return Err(failure.into());
+        }
         let mut managed = done.managed;
         managed.state_error = done.state_error;
         Ok(managed)
@@ -784,5 +841,10 @@ impl CallCore for Native<'_> {
         self.compactor.rebuild(state)?;
         self.held.clear();
         Ok(())
+    }
+    fn observe_refused(&mut self, reported: u32) {
+        // The prompt the provider refused: the conversation as the record makes it.
+        let raw = self.compactor.count_raw(&self.compactor.replay(&self.held));
+        self.compactor.observe_usage(raw, reported);
     }
 }

@@ -122,6 +122,22 @@ pub enum Error {
         revision: u64,
     },
 
+    /// The provider refused the prompt as too long and the compactor could not make it
+    /// shorter: a recovery ([`crate::Compactor::recover`]) with nothing left to compact.
+    #[error("{message}")]
+    ContextOverflow {
+        /// What happened, quoting the provider.
+        message: String,
+        /// Which row of the overflow table matched.
+        provider: String,
+        /// The provider's count of the refused prompt, when its error gave one.
+        reported_tokens: Option<u32>,
+        /// The provider's input limit, when its error gave one.
+        limit: Option<u32>,
+        /// Compactions made for the model call.
+        attempts: u32,
+    },
+
     /// Rank data given to `loadEncoding` is damaged or for another encoding.
     #[error("rank data for \"{encoding}\": {reason}")]
     InvalidRankData {

@@ -88,7 +88,7 @@ pub use cache::{
     anthropic_breakpoints, Breakpoints, CacheConfig, CachePricing, CacheProvider, CacheTtl,
     ANTHROPIC_MAX_BREAKPOINTS,
 };
-pub use call::{CallCore, CallDone, CallPoll, CallRun, Conflict};
+pub use call::{CallCore, CallDone, CallPoll, CallRun, Conflict, Recovery};
 pub use compactor::{
     Ahead, Calibration, Compactor, Overflow, PlanOptions, State, Stats, StrategyStats, TriggerKind,
     Usage, UsagePoint,
@@ -118,12 +118,13 @@ pub use models::{
 };
 pub use offload::{OffloadPoll, OffloadRun, Offloaded};
 pub use overflow::{
-    overflow_verdict, parse_overflow, OverflowDetails, OverflowError, OverflowMoment,
-    OverflowReport, OverflowVerdict,
+    overflow_verdict, parse_overflow, OverflowDetails, OverflowError, OverflowFailure,
+    OverflowMoment, OverflowReport, OverflowVerdict,
 };
 pub use plan::{
-    Action, Applied, CacheImpact, Continuation, Drop, Event, EventStatus, Note, Offload, Outcome,
-    Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize, SummaryRequest, Trigger,
+    Action, Applied, CacheImpact, Continuation, Drop, Event, EventOverflow, EventStatus, Note,
+    Offload, Outcome, Plan, Replace, SaveTranscript, StoreEdit, Strategy, Summarize,
+    SummaryRequest, Trigger,
 };
 pub use session::{
     Call, Io, Managed, Poll, PreCompact, PreCompactDecision, Reply, Request, Session, SessionCore,

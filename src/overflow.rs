@@ -384,6 +384,39 @@ pub struct OverflowReport {
     pub message: String,
 }
 
+impl From<&OverflowError> for OverflowReport {
+    fn from(error: &OverflowError) -> Self {
+        OverflowReport {
+            provider: error.provider.to_owned(),
+            reported_tokens: error.reported_tokens,
+            limit: error.limit,
+            message: error.message.clone(),
+        }
+    }
+}
+
+/// A recovery that had nothing left to compact ([`crate::CallDone::overflow`]): the
+/// `context_overflow` error a host raises, its `cause` the provider's error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OverflowFailure {
+    /// What happened, for the error's message.
+    pub message: String,
+    /// The error's details.
+    pub details: OverflowDetails,
+}
+
+impl From<OverflowFailure> for crate::Error {
+    fn from(failure: OverflowFailure) -> Self {
+        crate::Error::ContextOverflow {
+            message: failure.message,
+            provider: failure.details.provider,
+            reported_tokens: failure.details.reported_tokens,
+            limit: failure.details.limit,
+            attempts: failure.details.attempts,
+        }
+    }
+}
+
 /// What a host does next ([`overflow_verdict`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]

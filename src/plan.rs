@@ -629,6 +629,29 @@ pub struct Event {
     /// ([`Summarize::blocking`]): this call waited for the summarizer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocking: bool,
+    /// The provider's overflow the call recovered from ([`crate::CallRun::recovering`]: a
+    /// host's `recover`), on every event of that call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overflow: Option<EventOverflow>,
+}
+
+/// What a provider's "prompt too long" error said, on the events of the call that recovered
+/// from it ([`Event::overflow`]): [`crate::parse_overflow`]'s answer and the attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventOverflow {
+    /// Which row of the overflow table matched.
+    pub provider: String,
+    /// The provider's count of the refused prompt, when its error gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_tokens: Option<u32>,
+    /// The provider's input limit, when its error gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The text that matched.
+    pub message: String,
+    /// Which compaction of the model call this was (1 for the first).
+    pub attempt: u32,
 }
 
 /// Which technique an action uses; the key of [`crate::Stats::by_strategy`].

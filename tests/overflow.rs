@@ -160,3 +160,96 @@ fn budget_window_is_never_above_the_window_or_our_count() {
     );
     assert_eq!(o(Some(0), Some(0)).budget_window(100, 0), 1);
 }
+
+/// A blocking host with an in-memory store (its conditional write the default: read, compare,
+/// write) and no summarizer (the heuristic summary).
+#[derive(Default)]
+struct App {
+    files: std::collections::BTreeMap<String, String>,
+}
+
+impl context_compactor::Host for App {
+    fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
+        self.files.insert(path.to_owned(), content.to_owned());
+        Ok(())
+    }
+    fn read(&mut self, path: &str) -> Result<Option<String>, String> {
+        Ok(self.files.get(path).cloned())
+    }
+    fn summarize(&mut self, _: &context_compactor::Summarize) -> Result<String, String> {
+        Err("no summarizer".into())
+    }
+}
+
+#[test]
+fn recover_is_a_call_of_the_core_natively_too() {
+    use context_compactor::{parse_overflow, Error, OverflowReport};
+    let messages = session(10, 180);
+    let mut c = compactor(32_000);
+    let ours = c.count(&messages);
+    let raw = c.count_raw(&messages);
+    let reported = ours * 17 / 10;
+    // The provider's own words, read by the core's table.
+    let text = format!("prompt is too long: {reported} tokens > 32000 maximum");
+    let said = parse_overflow(&[text], Some(400)).expect("an overflow");
+    let report = OverflowReport::from(&said);
+    assert_eq!(report.reported_tokens, Some(reported));
+    let mut app = App::default();
+    let managed = c.recover(messages.clone(), &report, 1, &mut app).unwrap();
+    // Compacted harder than manage would (which does nothing here), every event stamped.
+    assert!(!managed.events.is_empty());
+    assert!(
+        managed.tokens_after < ours,
+        "{} < {ours}",
+        managed.tokens_after
+    );
+    for event in &managed.events {
+        let stamp = event.overflow.as_ref().expect("stamped");
+        assert_eq!(
+            (
+                stamp.provider.as_str(),
+                stamp.reported_tokens,
+                stamp.attempt
+            ),
+            ("anthropic", Some(reported), 1)
+        );
+    }
+    assert!(
+        !app.files.is_empty(),
+        "what left the conversation is stored"
+    );
+    // The provider's count calibrated before the plan: the compactor counts like the provider.
+    let calibration = c.state().calibration.clone().expect("calibrated");
+    assert_eq!(calibration.samples, 1);
+    assert!(c.count(&messages).abs_diff(reported) <= reported / 100);
+    assert!(raw > 0);
+
+    // One short message, kept in a store: nothing to compact, the typed error, and the state
+    // (its new calibration) saved first.
+    let config =
+        Config::from_json(r#"{"model":"claude-sonnet-4-5","contextWindow":8000}"#).unwrap();
+    let mut app = App::default();
+    let mut kept = Compactor::load(config, "/state.json", &mut app).unwrap();
+    let short = parse_messages(r#"[{"role":"user","content":"hi there"}]"#).unwrap();
+    // The provider's count, twice ours: a calibration sample the state keeps.
+    let reported = kept.count_raw(&short) * 2;
+    let text = format!("prompt is too long: {reported} tokens > 8000 maximum");
+    let said = parse_overflow(&[text], None).expect("an overflow");
+    let error = kept
+        .recover(short, &OverflowReport::from(&said), 2, &mut app)
+        .unwrap_err();
+    match &error {
+        Error::ContextOverflow {
+            message, attempts, ..
+        } => {
+            assert!(
+                message.ends_with("and nothing is left to compact"),
+                "{message}"
+            );
+            assert_eq!(*attempts, 2);
+        }
+        other => panic!("{other:?}"),
+    }
+    let stored: Value = serde_json::from_str(&app.files["/state.json"]).unwrap();
+    assert!(stored.to_string().contains("calibration"), "{stored}");
+}

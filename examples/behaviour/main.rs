@@ -14,7 +14,11 @@
 //! state at `path`, `Compactor::load`; `second`: a message the second request adds;
 //! `as_returned`: each tool result goes through `Compactor::offload_tool_output` first, its
 //! events before the turn's; `background`: summaries asked ahead are made after the turn with
-//! `make_ahead` and handed back with `Compactor::offer_summary`).
+//! `make_ahead` and handed back with `Compactor::offer_summary`; `refused`: per turn, the error
+//! text of a provider that refused the turn's prompt, recovered with `Compactor::recover`;
+//! `save_after`: the long-lived compactor keeps its state at this path, `Compactor::load`, and
+//! after each turn takes the provider's count of the prompt, `usage[turn]`, and saves,
+//! `Compactor::save_state`).
 //! Each turn's messages are appended to the history, which `manage` gets whole (raw), as a
 //! stateless-looking long-lived compactor would. Output: `{name: [{prompt, events, files}]}`.
 
@@ -22,8 +26,8 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use context_compactor::{
-    make_ahead, parse_messages, Compactor, Config, Host, Plan, PreCompact, PreCompactDecision,
-    Summarize, SummaryLease,
+    make_ahead, parse_messages, parse_overflow, Compactor, Config, Host, OverflowReport, Plan,
+    PreCompact, PreCompactDecision, Summarize, SummaryLease,
 };
 use serde_json::{json, Value};
 
@@ -102,7 +106,6 @@ impl Host for App {
 
 fn run(scenario: &Value) -> Result<Value, String> {
     let config = Config::from_json(&scenario["options"].to_string()).map_err(|e| e.to_string())?;
-    let mut compactor = Compactor::new(config.clone()).map_err(|e| e.to_string())?;
     let mut app = App {
         files: BTreeMap::new(),
         refuse: scenario["refuse"].as_str().map(str::to_owned),
@@ -126,6 +129,11 @@ fn run(scenario: &Value) -> Result<Value, String> {
         background: scenario["background"].as_bool() == Some(true),
         ahead: Vec::new(),
     };
+    let mut compactor = match scenario["save_after"].as_str() {
+        Some(path) => Compactor::load(config.clone(), path, &mut app),
+        None => Compactor::new(config.clone()),
+    }
+    .map_err(|e| e.to_string())?;
     let mut history: Vec<Value> = Vec::new();
     let mut turns = Vec::new();
     for (t, turn) in scenario["turns"]
@@ -157,7 +165,22 @@ fn run(scenario: &Value) -> Result<Value, String> {
         history.extend(turn);
         let messages = parse_messages(&Value::Array(history.clone()).to_string())
             .map_err(|e| e.to_string())?;
+        let mut error = Value::Null;
+        let refused = scenario["refused"][t].as_str();
         let (managed, mut events) = match scenario["state"].as_str() {
+            // The provider refused the turn's prompt: recover with its error.
+            _ if refused.is_some() => {
+                let said = parse_overflow(&[refused.unwrap_or_default().to_owned()], None)
+                    .ok_or("refused: not an overflow")?;
+                match compactor.recover(messages, &OverflowReport::from(&said), 1, &mut app) {
+                    Ok(managed) => (Some(managed), Vec::new()),
+                    Err(e) => {
+                        let code = serde_json::to_value(&e).unwrap_or(Value::Null)["code"].clone();
+                        error = json!([code, e.to_string()]);
+                        (None, Vec::new())
+                    }
+                }
+            }
             // Two requests of the turn at once: both load the state before either saves.
             Some(path) => {
                 let mut first =
@@ -179,12 +202,20 @@ fn run(scenario: &Value) -> Result<Value, String> {
                 let managed = second
                     .manage(messages, &mut app)
                     .map_err(|e| e.to_string())?;
-                (managed, one.events)
+                (Some(managed), one.events)
             }
             None => {
                 let managed = compactor
-                    .manage(messages, &mut app)
+                    .manage(messages.clone(), &mut app)
                     .map_err(|e| e.to_string())?;
+                if let Some(usage) = scenario["usage"][t].as_u64() {
+                    // The provider's count of the prompt sent, then the app's save.
+                    let sent = compactor.count_raw(&managed.messages);
+                    compactor.observe_usage(sent, usage as u32);
+                    compactor
+                        .save_state(&messages, &mut app)
+                        .map_err(|e| e.to_string())?;
+                }
                 // The summaries asked ahead, made before the next turn (the npm and Python
                 // hosts' `settled()`).
                 for ahead in std::mem::take(&mut app.ahead) {
@@ -194,22 +225,50 @@ fn run(scenario: &Value) -> Result<Value, String> {
                         None => compactor.forget_ahead(&key),
                     };
                 }
-                (managed, offloaded)
+                (Some(managed), offloaded)
             }
         };
-        events.extend(managed.events.iter().cloned());
+        if let Some(managed) = &managed {
+            events.extend(managed.events.iter().cloned());
+        }
         let events: Vec<Value> = events
             .iter()
             .map(|event| {
                 let e = serde_json::to_value(event).unwrap_or(Value::Null);
-                json!([e["strategy"], e["status"], e["path"], e["tokensSaved"]])
+                let o = &e["overflow"];
+                let stamp = match o {
+                    Value::Null => Value::Null,
+                    _ => json!([o["provider"], o["reportedTokens"], o["attempt"]]),
+                };
+                json!([
+                    e["strategy"],
+                    e["status"],
+                    e["path"],
+                    e["tokensSaved"],
+                    stamp
+                ])
             })
             .collect();
+        let prompt = match &managed {
+            Some(managed) => {
+                Value::String(serde_json::to_string(&managed.messages).map_err(|e| e.to_string())?)
+            }
+            None => Value::Null,
+        };
+        // The long-lived compactor's calibration (none for two requests a turn).
+        let calibration = match scenario["state"] {
+            Value::Null => serde_json::to_value(compactor.state()).map_err(|e| e.to_string())?
+                ["calibration"]
+                .clone(),
+            _ => Value::Null,
+        };
         turns.push(json!({
-            "prompt": serde_json::to_string(&managed.messages).map_err(|e| e.to_string())?,
+            "prompt": prompt,
             "events": events,
             "files": app.files,
             "asked": std::mem::take(&mut app.asked),
+            "error": error,
+            "calibration": calibration,
         }));
     }
     Ok(Value::Array(turns))

@@ -4,7 +4,7 @@ import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, timerMs, withTimeout, type FileStore } from './store.js';
-import { overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
+import { parseOverflow, type OverflowInfo } from './overflow.js';
 import { DEFAULT_STATE_PATH, conversationHashes, readState, storeRequest, unreadState, type StoreReply, type StoreRequest, type StoredState } from './state.js';
 import { AGENTS_MD_PATH } from './stores/composite.js';
 import {
@@ -263,16 +263,10 @@ interface RunOptions {
   instructions?: string | undefined;
   /** `prepareStep`'s step, stamped on the events. */
   stepNumber?: number | undefined;
-  /** Recovering from a provider's overflow error. */
-  overflow?: (OverflowInfo & { attempt: number }) | undefined;
+  /** Recovering from a provider's overflow error: what it said, the attempt, the error. */
+  overflow?: { info: OverflowInfo; attempt: number; cause: unknown } | undefined;
 }
 
-/** What the events of one call are stamped with. */
-interface Stamp {
-  call?: number | undefined;
-  stepNumber?: number | undefined;
-  overflow?: (OverflowInfo & { attempt: number }) | undefined;
-}
 
 /** AI SDK `prepareStep` argument, structurally (v5–v7). */
 export interface PrepareStepInput<M extends MessageLike = MessageLike> {
@@ -381,6 +375,9 @@ export class Compactor {
   readonly #aheadRuns = new Map<string, Promise<void>>();
   /** Serializes manage() calls: two racing calls would plan against stale messages. */
   #queue: Promise<unknown> = Promise.resolve();
+  /** A call's callback (`onPreCompact`, the summarizer) is being invoked: a call of this
+   * compactor made now is made from inside it (see `#enqueue`). */
+  #inCallback = 0;
   /** The conversation the core holds: the message objects last synced, a mark of each (see
    * `mark`), and the binary values their JSON refers to. */
   #held: { messages: unknown[]; marks: number[]; refs: Refs } = { messages: [], marks: [], refs: new Map() };
@@ -586,16 +583,20 @@ export class Compactor {
   /** Plans, executes against the store (and the summarizer), applies. Concurrent calls on one
    * compactor run one after another. */
   manage<M extends MessageLike>(messages: readonly M[]): Promise<ManageResult<M>> {
-    return this.#enqueue(() => this.#run(messages, { trigger: 'auto' }));
+    return this.#enqueue(() => this.#run(messages, { trigger: 'auto' }), 'manage');
   }
 
   /** Compacts now, whatever the usage: every tier runs and older messages are summarized (or
    * truncated, per `history.strategy`). `instructions` steer the summary. */
   compact<M extends MessageLike>(messages: readonly M[], options: { instructions?: string } = {}): Promise<ManageResult<M>> {
-    return this.#enqueue(() => this.#run(messages, { trigger: 'manual', instructions: options.instructions }));
+    return this.#enqueue(() => this.#run(messages, { trigger: 'manual', instructions: options.instructions }), 'compact');
   }
 
-  #enqueue<T>(job: () => Promise<T>): Promise<T> {
+  #enqueue<T>(job: () => Promise<T>, what: string): Promise<T> {
+    // Made from inside a call's own callback, it would wait for the call that waits for the
+    // callback. Seen when made as the callback starts (before its first await); one made after
+    // that waits for the call to end (docs/API.md).
+    if (this.#inCallback > 0) return Promise.reject(busy(what));
     const run = this.#queue.then(job);
     this.#queue = run.catch(() => undefined);
     return run;
@@ -629,38 +630,46 @@ export class Compactor {
    * refusing: a `state_conflict`). Events reach `onEvent` once, from the round the call answers.
    */
   async #run<M extends MessageLike>(input: readonly M[], options: RunOptions): Promise<ManageResult<M>> {
-    const stamp: Stamp = { call: ++this.#calls, stepNumber: options.stepNumber, overflow: options.overflow };
+    const call = ++this.#calls;
     this.#input = input;
-    const call = { messages: this.#rebase(input) as readonly M[], refs: new Map() as Refs, input };
-    const whole = this.#sync(call.messages);
+    const io = { messages: this.#rebase(input) as readonly M[], refs: new Map() as Refs, input };
+    const whole = this.#sync(io.messages);
     const now = this.#time();
     // With `statePath` and a summarizer, the call's summaries are made under a lease beside the
     // state (the core's, src/lease.rs): racing requests of one span ask the summarizer once.
     const lease = this.#statePath !== undefined && this.#summarize ? this.#lease() : undefined;
     let held = this.#held;
     this.#held = { messages: [], marks: [], refs: new Map() };
-    call.refs = held.refs;
+    io.refs = held.refs;
     const written = new Map<string, string>();
-    const done = await this.#call(planOptions(options, this.#background, now, !whole, lease), call, written, options, () => {
+    const done = await this.#call(planOptions(options, this.#background, now, !whole, lease), io, written, options, () => {
       // Every message crossed again (`resync`): the session holds them now.
       if (this.#held.messages.length > 0) {
         held = this.#held;
         this.#held = { messages: [], marks: [], refs: new Map() };
-        call.refs = held.refs;
+        io.refs = held.refs;
       }
     });
-    const { messages, refs } = call;
+    const { messages, refs } = io;
     const plan = this.#hydrated(done.plan, this.#core.takePrompt(), messages, refs, written);
     // The result: the messages as given, or as the core changed them (applied, or a cancel
     // that put recorded edits back); once applied, what the core holds (and `#rebase` continues).
     const changed = done.changed ? decodeResult<M>(this.#core.takeResult(), messages, refs) : [...messages];
-    const result = done.applied ? this.#applied<M>(changed, done.events, plan, stamp) : { messages: changed, events: [], plan };
-    this.#held = done.applied ? { messages: [...result.messages], marks: result.messages.map(mark), refs } : held;
-    if (done.applied) this.#last = { input: [...call.input], marks: call.input.map(mark), output: result.messages };
+    const events = done.applied ? done.events : [];
+    for (const event of events) {
+      event.call = call;
+      if (options.stepNumber !== undefined) event.stepNumber = options.stepNumber;
+    }
+    const result: ManageResult<M> = { messages: changed, events, plan };
+    this.#held = done.applied ? { messages: [...changed], marks: changed.map(mark), refs } : held;
+    if (done.applied) this.#last = { input: [...io.input], marks: io.input.map(mark), output: changed };
     if (done.cancelled) result.cancelled = true;
     if (done.cancelOverridden) result.cancelOverridden = true;
     if (done.stateError !== undefined) result.stateError = done.stateError;
-    return this.#told(result);
+    for (const event of events) this.#onEvent?.(event);
+    // A recovery that had nothing left to compact: the core's verdict, after the call's end.
+    if (done.overflow) throw overflowError(done.overflow, options.overflow?.cause);
+    return result;
   }
 
   /** One call of the core's loop (`options`: a `manage`, `compact` or `recover`, or `{ save:
@@ -720,13 +729,9 @@ export class Compactor {
       case 'ask': {
         if (!this.#onPreCompact) return { type: 'decision' };
         const context = request.preCompact;
-        const decision: unknown = (await this.#onPreCompact({
-          trigger: options.trigger,
-          currentTokens: context.currentTokens,
-          targetTokens: context.targetTokens,
-          messageCount: context.messageCount,
-          plan: this.#hydrated(plan!, undefined, messages, refs, written, true),
-        })) ?? {};
+        const hook = this.#onPreCompact;
+        const shown = { trigger: options.trigger, currentTokens: context.currentTokens, targetTokens: context.targetTokens, messageCount: context.messageCount, plan: this.#hydrated(plan!, undefined, messages, refs, written, true) };
+        const decision: unknown = (await this.#inside(() => hook(shown))) ?? {};
         // Handed on as given: the core reads it (a cancel that is not true or false is a typed
         // error there, in every host).
         if (typeof decision !== 'object' || decision === null || Array.isArray(decision)) {
@@ -735,6 +740,17 @@ export class Compactor {
         const { cancel, customInstructions, customSummary } = decision as PreCompactDecision;
         return { type: 'decision', cancel, customInstructions, customSummary };
       }
+    }
+  }
+
+  /** `callback()`, a call's own callback, invoked (a call of this compactor it makes as it
+   * starts is `busy`). */
+  #inside<T>(callback: () => T): T {
+    this.#inCallback++;
+    try {
+      return callback();
+    } finally {
+      this.#inCallback--;
     }
   }
 
@@ -762,7 +778,9 @@ export class Compactor {
       }, timerMs(this.#summarizeTimeoutMs));
     });
     try {
-      const text = await Promise.race([this.#summarize(action.request, { signal: controller.signal, model: model ?? this.model.name, ...(background ? { background } : {}) }), timeout]);
+      const summarize = this.#summarize;
+      const options = { signal: controller.signal, model: model ?? this.model.name, ...(background ? { background } : {}) };
+      const text = await Promise.race([background ? summarize(action.request, options) : this.#inside(() => summarize(action.request, options)), timeout]);
       if (typeof text !== 'string') throw new TypeError(`summarize returned ${typeof text}, not a string`);
       return { type: 'text', text };
     } catch (error) {
@@ -830,22 +848,6 @@ export class Compactor {
     while (this.#aheadRuns.size > 0) await Promise.allSettled([...this.#aheadRuns.values()]);
   }
 
-  /** The result of an apply: events stamped with the call (told to `onEvent` by `#told`). */
-  #applied<M extends MessageLike>(messages: M[], events: CompactionEvent[], plan: Plan, stamp: Stamp = {}): ManageResult<M> {
-    for (const event of events) {
-      if (stamp.call !== undefined) event.call = stamp.call;
-      if (stamp.stepNumber !== undefined) event.stepNumber = stamp.stepNumber;
-      if (stamp.overflow !== undefined) event.overflow = { ...stamp.overflow };
-    }
-    return { messages, events, plan };
-  }
-
-  /** `result`, its events told to `onEvent`. */
-  #told<R extends ManageResult<MessageLike>>(result: R): R {
-    for (const event of result.events) this.#onEvent?.(event);
-    return result;
-  }
-
   /**
    * Feeds the provider's reported input tokens for the prompt `manage` (or `compact`) last
    * returned back, for calibration: our count scaled to the provider's, for every family (an
@@ -892,16 +894,10 @@ export class Compactor {
   recover<M extends MessageLike>(messages: readonly M[], error: unknown, options: { attempt?: number } = {}): Promise<RecoverResult<M>> {
     const info = parseOverflow(error);
     if (!info) return Promise.reject(error);
-    const overflow = { ...info, attempt: options.attempt ?? 1 };
-    return this.#enqueue(async () => {
-      // The provider's count calibrates first: the core's, at the call's start.
-      const result = await this.#run(messages, { trigger: 'auto', overflow });
-      if (!result.events.some((e) => e.status === 'applied' || e.status === 'fallback')) {
-        const verdict = overflowVerdict('nothing-left', info, overflow.attempt, this.#overflowRetries, error);
-        throw verdict.verdict === 'fail' ? verdict.error : error;
-      }
-      return { ...result, overflow: info };
-    });
+    // The core's call: the provider's count calibrates first, the events carry `overflow`, and
+    // nothing left to compact is its `context_overflow`.
+    const overflow = { info, attempt: options.attempt ?? 1, cause: error };
+    return this.#enqueue(async () => ({ ...(await this.#run(messages, { trigger: 'auto', overflow })), overflow: info }), 'recover');
   }
 
   /**
@@ -921,7 +917,7 @@ export class Compactor {
       this.#system = cached;
     }
     const system = cached.messages as M[];
-    const { messages } = await this.#enqueue(() => this.#run([...system, ...input.messages], { trigger: 'auto', stepNumber: input.stepNumber }));
+    const { messages } = await this.#enqueue(() => this.#run([...system, ...input.messages], { trigger: 'auto', stepNumber: input.stepNumber }), 'prepareStep');
     return { messages: messages.slice(system.length) };
   };
 
@@ -1004,7 +1000,7 @@ export class Compactor {
     await this.#enqueue(async () => {
       const done = await this.#call(stringify({ save: true }), { messages: [], refs: new Map(), input: this.#input }, new Map(), { trigger: 'auto' });
       if (done.stateError !== undefined) throw new CompactorError('store_failed', done.stateError, { path, op: 'write' });
-    });
+    }, 'saveState');
   }
 
   stats(): Stats {
@@ -1053,6 +1049,20 @@ interface SessionDone {
   stateError?: string;
   /** A store that keeps refusing saves: the call's `state_conflict`. */
   conflict?: { message: string; attempts: number; revision: number };
+  /** A recovery with nothing left to compact: the call's `context_overflow`. */
+  overflow?: { message: string; details: Record<string, unknown> };
+}
+
+/** A call made from inside a call's own callback (`#enqueue`). */
+function busy(what: string): CompactorError {
+  return new CompactorError('busy', `${what}: called from inside a call of the same compactor (its onPreCompact hook or summarizer); a compactor runs one call at a time: make this call after that one returns`, { call: what });
+}
+
+/** The core's `context_overflow`, its `cause` the provider's error. */
+function overflowError(failure: NonNullable<SessionDone['overflow']>, cause: unknown): CompactorError {
+  const error = new CompactorError('context_overflow', failure.message, failure.details);
+  Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true, writable: true });
+  return error;
 }
 
 /** A tool output's offload (`offloadPoll`): its writes (content inline), and its end. */
@@ -1154,8 +1164,8 @@ function partMark(part: Record<string, unknown> | null): number {
   return type * 7919 + size(part.text) + size(part.input) * 3 + size(part.toolCallId) * 5 + (output ? size(output.value) * 11 + size(output.type) : 0);
 }
 
-function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: OverflowInfo | undefined } | undefined, background: boolean, now: number, partial = false, lease?: object): string {
-  const overflow = options?.overflow ? { reportedTokens: options.overflow.reportedTokens ?? null, limit: options.overflow.limit ?? null } : undefined;
+function planOptions(options: { trigger?: 'auto' | 'manual'; instructions?: string | undefined; overflow?: RunOptions['overflow'] } | undefined, background: boolean, now: number, partial = false, lease?: object): string {
+  const overflow = options?.overflow ? { ...options.overflow.info, attempt: options.overflow.attempt } : undefined;
   return stringify({ trigger: options?.trigger ?? 'auto', instructions: options?.instructions ?? null, ...(overflow ? { overflow } : {}), ...(background ? { background } : {}), now, ...(partial ? { partial } : {}), ...(lease ? { lease } : {}) });
 }
 

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from context_compactor import Compactor, MemoryStore
+from context_compactor import Compactor, CompactorError, MemoryStore
 
 from conftest import REPO, chat, coding_session
 
@@ -168,6 +168,30 @@ def scenarios() -> Dict[str, Dict[str, Any]]:
             "options": {"model": "gpt-4o", "contextWindow": 16_000},
             "turns": [[{"role": "user", "content": [{"type": "text", "text": BIG}, {"type": "image", "image": "aGVsbG8gd29ybGQ=", "mediaType": "image/png"}]}]],
         },
+        "a provider refuses the prompt as too long: recovered": {
+            # The second turn's prompt is under every trigger by our count, but the provider
+            # counted more and refused it: ``recover`` with its error calibrates from its count and
+            # compacts harder, every event stamped.
+            "options": {"model": "claude-sonnet-4-5", "contextWindow": 32_000},
+            "turns": [talk[:12], talk[12:40]],
+            "refused": [None, "prompt is too long: 39000 tokens > 32000 maximum"],
+        },
+        "a provider refuses a prompt with nothing left to compact": {
+            # One short message: nothing to compact, the typed ``context_overflow``.
+            "options": {"model": "claude-sonnet-4-5", "contextWindow": 8_000},
+            "turns": [[{"role": "user", "content": "hi there"}]],
+            "refused": ["prompt is too long: 9000 tokens > 8000 maximum"],
+        },
+        "the app saves the state after each turn, with the provider's usage": {
+            # A kept state, and after each turn the provider's count of the prompt
+            # (``observeUsage``) and an explicit save (``saveState``): the calibration sample
+            # reaches the store, the same file in every host.
+            "options": {"model": "gpt-4o", "contextWindow": 16_000},
+            "save_after": "/state/app.json",
+            "usage": [3_300, 6_800],
+            "times": [T0, T0 + 60_000],
+            "turns": [talk[:6], talk[6:14]],
+        },
     }
 
 
@@ -190,6 +214,9 @@ FEATURES: Dict[str, List[str]] = {
     "tool outputs offloaded as they return": ["Tier 1 as a tool returns (`offloadToolOutput`): a large output stored, a preview in its place"],
     "summaries made ahead in the background, applied when due": ["Summaries made ahead of need, off the turn, applied by the call that needs them"],
     "an image and a pasted log in a user message": ["Images counted as images; a pasted log in a user message offloaded"],
+    "a provider refuses the prompt as too long: recovered": ["Overflow recovery: the provider's count calibrates, the call compacts harder, its events say so"],
+    "a provider refuses a prompt with nothing left to compact": ["Overflow recovery with nothing left to compact: the typed `context_overflow`"],
+    "the app saves the state after each turn, with the provider's usage": ["The state in the store: the provider's usage, then an explicit save after the turn"],
     "the state kept in the store, each turn sent twice at once": ["The state in the store: saved by compare-and-set; a double submit finds its own state saved"],
     "the state kept in the store, a second tab's request lost its save": ["The state in the store: a save lost to another request, the call run again on the stored state"],
     "the state kept in the store, a double submit's summary made once": ["The state in the store: a summary lease, two requests of one span ask the summarizer once"],
@@ -246,7 +273,7 @@ for (const [name, s] of Object.entries(scenarios)) {
   const returned = s.as_returned ? { onEvent: (e) => { if (e.strategy === 'offload' && offloading) offloaded.push(e); } } : {};
   let offloading = false;
   const options = { ...s.options, store, ...(summarize ? { summarize } : {}), ...hook, ...times, ...returned };
-  const compactor = s.state ? undefined : await cc.createCompactor(options);
+  const compactor = s.state ? undefined : await cc.createCompactor({ ...options, ...(s.save_after ? { statePath: s.save_after } : {}) });
   const history = [];
   const turns = [];
   for (const [t, turn] of s.turns.entries()) {
@@ -263,7 +290,17 @@ for (const [name, s] of Object.entries(scenarios)) {
     if (s.times) clock = s.times[t];
     let result;
     let events;
-    if (s.state) {
+    let error = null;
+    if (s.refused?.[t]) {
+      // The provider refused the turn's prompt: recover with its error.
+      try {
+        result = await compactor.recover(history, new Error(s.refused[t]));
+        events = result.events;
+      } catch (e) {
+        error = [e.code, e.message];
+        events = [];
+      }
+    } else if (s.state) {
       // Two requests of the turn at once: both load the state before either saves.
       const first = await cc.createCompactor({ ...options, statePath: s.state });
       const second = await cc.createCompactor({ ...options, statePath: s.state });
@@ -275,10 +312,16 @@ for (const [name, s] of Object.entries(scenarios)) {
       events = [...offloaded, ...result.events];
       offloaded = [];
       if (s.background) await compactor.settled();
+      if (s.usage) {
+        compactor.observeUsage({ inputTokens: s.usage[t] });
+        await compactor.saveState();
+      }
     }
     const files = {};
     for (const path of await memory.list('/')) files[path] = await memory.read(path);
-    turns.push({ prompt: JSON.stringify(result.messages), events: events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved]), files, asked, continued });
+    const stamp = (e) => (e.overflow ? [e.overflow.provider, e.overflow.reportedTokens ?? null, e.overflow.attempt] : null);
+    const calibration = compactor ? compactor.state().calibration ?? null : null;
+    turns.push({ prompt: result ? JSON.stringify(result.messages) : null, events: events.map((e) => [e.strategy, e.status, e.path ?? null, e.tokensSaved, stamp(e)]), files, asked, continued, error, calibration });
     asked = [];
     continued = [];
   }
@@ -303,6 +346,12 @@ def as_js(value: Any) -> str:
     """JSON as JavaScript's JSON.stringify writes it (compact, non-ASCII as is, lone surrogates
     escaped)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _stamp(event: Dict[str, Any]) -> Optional[List[Any]]:
+    """What an event says of the overflow its call recovered from."""
+    o = event.get("overflow")
+    return None if o is None else [o["provider"], o.get("reportedTokens"), o["attempt"]]
 
 
 def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
@@ -343,7 +392,7 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
 
         offloaded: List[Dict[str, Any]] = []
         offloading = [False]
-        long_lived = None if s.get("state") else compactor()
+        long_lived = None if s.get("state") else compactor(s.get("save_after"))
         history: List[Dict[str, Any]] = []
         turns = []
         for t, turn in enumerate(s["turns"]):
@@ -359,7 +408,17 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
             history.extend(turn)
             if times:
                 clock[0] = times[t]
-            if long_lived is None:
+            error = None
+            result = None
+            if s.get("refused") and s["refused"][t] and long_lived is not None:
+                # The provider refused the turn's prompt: recover with its error.
+                try:
+                    result = long_lived.recover(history, Exception(s["refused"][t]))
+                    events = list(result.events)
+                except CompactorError as e:
+                    error = [e.code, str(e)]
+                    events = []
+            elif long_lived is None:
                 # Two requests of the turn at once: both load the state before either saves.
                 first, second = compactor(s["state"]), compactor(s["state"])
                 one = first.manage(history)
@@ -371,16 +430,21 @@ def python_runs(cases: Dict[str, Dict[str, Any]]) -> Dict[str, List[Dict[str, An
                 offloaded.clear()
                 if s.get("background"):
                     long_lived.settled()
+                if s.get("usage"):
+                    long_lived.observe_usage(s["usage"][t])
+                    long_lived.save_state()
             files = {path: store.read(path) for path in store.list("/")}
             turns.append(
                 {
                     # As JavaScript's JSON.stringify writes it (compact, non-ASCII as is, lone
                     # surrogates escaped).
-                    "prompt": as_js(result.messages),
-                    "events": [[e["strategy"], e["status"], e.get("path"), e["tokensSaved"]] for e in events],
+                    "prompt": None if result is None else as_js(result.messages),
+                    "events": [[e["strategy"], e["status"], e.get("path"), e["tokensSaved"], _stamp(e)] for e in events],
                     "files": files,
                     "asked": list(asked),
                     "continued": list(continued),
+                    "error": error,
+                    "calibration": None if long_lived is None else long_lived.state().get("calibration"),
                 }
             )
             asked.clear()
@@ -423,6 +487,8 @@ def test_every_host_gives_the_same_prompts_events_and_store(runs, name: str) -> 
         for path in n["files"]:
             assert p["files"][path] == n["files"][path], f"turn {t}: {path}"
         assert p["prompt"] == n["prompt"], f"turn {t}: the prompt"
+        assert p["error"] == n["error"], f"turn {t}: the error"
+        assert p["calibration"] == n["calibration"], f"turn {t}: the calibration"
     if name in NOT_NATIVE:
         return
     native = runs["native"][name]
@@ -433,7 +499,9 @@ def test_every_host_gives_the_same_prompts_events_and_store(runs, name: str) -> 
         assert r["files"] == n["files"], f"turn {t}: native store"
         # serde writes each message's fields in the core's order, JSON.stringify in the app's:
         # the same JSON, compared parsed.
-        assert json.loads(r["prompt"]) == json.loads(n["prompt"]), f"turn {t}: native prompt"
+        assert (r["prompt"] and json.loads(r["prompt"])) == (n["prompt"] and json.loads(n["prompt"])), f"turn {t}: native prompt"
+        assert r["error"] == n["error"], f"turn {t}: native error"
+        assert r["calibration"] == n["calibration"], f"turn {t}: native calibration"
 
 
 def test_the_scenarios_exercise_every_tier_and_failure(runs) -> None:
@@ -528,3 +596,26 @@ def test_summaries_made_ahead_are_applied_without_a_wait(runs) -> None:
     assert applied and asked, (applied, asked)
     assert all(any(a < t for a in asked) for t in applied), (applied, asked)
     assert not set(applied) & set(asked), (applied, asked)
+
+
+def test_an_overflow_is_recovered_from_the_providers_count_and_nothing_left_is_typed(runs) -> None:
+    first, recovered = runs["node"]["a provider refuses the prompt as too long: recovered"]
+    [bare] = runs["node"]["a provider refuses a prompt with nothing left to compact"]
+    # Under every trigger by our count; the provider's count calibrated, then compacted harder.
+    assert first["events"] == [] and first["calibration"] is None, first
+    assert recovered["events"] and recovered["error"] is None, recovered
+    assert all(e[4] == ["anthropic", 39000, 1] for e in recovered["events"]), recovered["events"]
+    assert recovered["calibration"]["samples"] == 1, recovered["calibration"]
+    assert len(recovered["prompt"]) < len(json.dumps(chat(24)[:40])), "compacted"
+    code, message = bare["error"]
+    assert code == "context_overflow" and message.endswith("and nothing is left to compact"), bare
+
+
+def test_an_explicit_save_after_the_turn_keeps_the_providers_usage(runs) -> None:
+    turns = runs["node"]["the app saves the state after each turn, with the provider's usage"]
+    saved = [json.loads(turn["files"]["/state/app.json"]) for turn in turns]
+    # Each turn's sample reached the store by the save after it.
+    assert [state["calibration"]["samples"] for state in saved] == [1, 2], saved
+    # Two saves a turn: the call's (its time changed the state), then the app's.
+    assert [state["revision"] for state in saved] == [2, 4], saved
+    assert [turn["calibration"]["samples"] for turn in turns] == [1, 2]

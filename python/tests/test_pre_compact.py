@@ -118,3 +118,51 @@ def test_an_answer_of_the_wrong_type_is_a_typed_error_naming_the_field(answer: D
         compactor.compact(chat(7, 80))
     assert raised.value.code == "invalid_config" and raised.value.details["field"] == field
     assert "on_pre_compact returned" in raised.value.message
+
+
+def test_a_call_made_from_inside_the_compactors_own_call_is_busy_not_a_broken_call() -> None:
+    # Sync: the hook calls manage on the compactor whose call asked it (before: the inner call
+    # abandoned the outer one, which failed with "no manage or compact call under way").
+    box: Dict[str, Any] = {}
+
+    def nested(context: Dict[str, Any]) -> None:
+        box["compactor"].manage(chat(3))
+
+    compactor = Compactor(context_window=8_000, on_pre_compact=nested)
+    box["compactor"] = compactor
+    with pytest.raises(CompactorError) as raised:
+        compactor.manage(chat(24)[:40])
+    assert raised.value.code == "busy" and raised.value.details == {"call": "manage"}, raised.value
+    assert "on_pre_compact" in str(raised.value)
+    # The compactor is whole: the next call compacts; a copy of the state to another path is a
+    # plain write, fine from inside a hook.
+    copied: List[str] = []
+
+    def copy(context: Dict[str, Any]) -> None:
+        box["compactor"].save_state("/copy.json")
+        copied.append("/copy.json")
+
+    store = MemoryStore()
+    box["compactor"] = other = Compactor(context_window=8_000, store=store, on_pre_compact=copy)
+    assert other.manage(chat(24)[:40]).events and copied and store.read("/copy.json")
+    assert compactor.manage(chat(24)[:40]).events
+
+
+def test_an_async_hook_awaiting_its_own_compactor_is_busy_not_a_hang() -> None:
+    # Async: the asyncio lock is not re-entrant, so this waited for ever before.
+    box: Dict[str, Any] = {}
+    store = MemoryStore()
+
+    async def nested(context: Dict[str, Any]) -> None:
+        await asyncio.sleep(0)  # after an await too: contextvars follow the task
+        await box["compactor"].asave_state()
+
+    compactor = Compactor(context_window=8_000, store=store, state_path="/state.json", on_pre_compact=nested)
+    box["compactor"] = compactor
+
+    async def main() -> None:
+        with pytest.raises(CompactorError) as raised:
+            await asyncio.wait_for(compactor.amanage(chat(24)[:40]), 20)
+        assert raised.value.code == "busy" and raised.value.details == {"call": "asave_state"}
+
+    asyncio.run(main())

@@ -283,6 +283,12 @@ impl CallCore for HeldCompactor {
     fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
         HeldCompactor::rebuild(self, state)
     }
+    fn observe_refused(&mut self, reported: u32) {
+        // The prompt the provider refused: the conversation as the record makes it (a host that
+        // sends the raw history sent the compacted one).
+        let raw = self.inner.count_raw(&SessionCore::replay(self, &self.held));
+        self.observe_usage(reported, Some(raw));
+    }
 }
 
 /// What [`HeldCompactor::session_poll`] hands the host.
@@ -319,6 +325,9 @@ enum SessionPoll<'a> {
         /// The store kept refusing the state's saves (the host's `state_conflict`).
         #[serde(skip_serializing_if = "Option::is_none")]
         conflict: Option<&'a crate::Conflict>,
+        /// A recovery that had nothing left to compact: the host's `context_overflow`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        overflow: Option<&'a crate::OverflowFailure>,
     },
 }
 
@@ -611,23 +620,19 @@ impl HeldCompactor {
             Some(json) => parse::<serde_json::Value>("session options", json)?,
             None => serde_json::Value::Object(serde_json::Map::new()),
         };
-        let (partial, conversation, lease, save) = match options.as_object_mut() {
+        let (partial, conversation, lease, save, overflow) = match options.as_object_mut() {
             Some(o) => (
                 o.shift_remove("partial"),
                 o.shift_remove("conversation"),
                 o.shift_remove("lease"),
                 o.shift_remove("save"),
+                o.shift_remove("overflow"),
             ),
-            None => (None, None, None, None),
+            None => (None, None, None, None, None),
         };
         let call: Call = crate::config::deserialize(options)?;
+        let recovery = overflow.map(|o| recovery(&o)).transpose()?;
         self.session_end();
-        if let Some(reported) = call.overflow.and_then(|o| o.reported_tokens) {
-            // The provider's count of the prompt it refused (the conversation held) calibrates
-            // first: the call compacts against it.
-            let raw = self.inner.count_raw(&self.held);
-            self.observe_usage(reported, Some(raw));
-        }
         self.replayed = None;
         self.given = Vec::new();
         self.contents.clear();
@@ -649,6 +654,9 @@ impl HeldCompactor {
                 });
             };
             run = run.leased(owner.to_owned(), timeout, wall);
+        }
+        if let Some(recovery) = recovery {
+            run = run.recovering(recovery);
         }
         self.run = Some(run);
         Ok(())
@@ -767,6 +775,7 @@ impl HeldCompactor {
             input,
             state_error,
             conflict,
+            overflow,
         } = done;
         // A plan of no work leaves the conversation as given (a dry plan: as held); a cancel
         // leaves it as given but for the recorded edits it put back.
@@ -802,6 +811,7 @@ impl HeldCompactor {
             tokens_after: managed.tokens_after,
             state_error: state_error.as_deref(),
             conflict: conflict.as_ref(),
+            overflow: overflow.as_ref(),
         });
         if !dry {
             self.held = if managed.cancelled {
@@ -992,6 +1002,46 @@ impl HeldCompactor {
     pub(crate) fn model(&self) -> String {
         to_json(self.inner.model())
     }
+}
+
+/// A `recover` call's `overflow` session option: `parse_overflow`'s answer (`provider`,
+/// `message`, `reportedTokens`?, `limit`?) and the `attempt` (default 1).
+fn recovery(value: &serde_json::Value) -> Result<crate::Recovery> {
+    let invalid = |message: &str| Error::InvalidConfig {
+        field: "overflow".into(),
+        message: format!("session options: overflow {message}"),
+    };
+    let count = |key: &str| match value.get(key) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| invalid(&format!("{key}: expected a whole number of tokens or null"))),
+    };
+    let text = |key: &str| {
+        value
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| invalid(&format!("needs {key} (parse-overflow's answer)")))
+    };
+    let attempt = match value.get("attempt") {
+        None => 1,
+        Some(n) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| invalid("attempt: expected a whole number"))?,
+    };
+    Ok(crate::Recovery {
+        report: crate::OverflowReport {
+            provider: text("provider")?,
+            reported_tokens: count("reportedTokens")?,
+            limit: count("limit")?,
+            message: text("message")?,
+        },
+        attempt,
+    })
 }
 
 /// `overflow_verdict` of `{"moment", "overflow", "attempt", "retries"}` as JSON (`overflow`:
@@ -1640,13 +1690,38 @@ mod tests {
         let (_, done) = drive(
             &mut held,
             &format!(
-                r#"{{"overflow":{{"reportedTokens":{},"limit":null}}}}"#,
+                r#"{{"overflow":{{"provider":"anthropic","message":"prompt is too long","reportedTokens":{},"limit":null,"attempt":2}}}}"#,
                 sent * 2
             ),
             |_, _| r#"{"type":"done"}"#.into(),
         );
         assert_eq!(samples(&held), 3);
         assert_eq!(done["applied"].as_bool(), Some(false), "{done}");
+        // Nothing left to compact: the core's verdict, for the host to raise.
+        let failure = &done["overflow"];
+        assert!(
+            failure["message"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("and nothing is left to compact")),
+            "{done}"
+        );
+        assert_eq!(failure["details"]["provider"], "anthropic");
+        assert_eq!(failure["details"]["attempts"], 2);
+        // A call that is no recovery carries none.
+        let (_, done) = drive(&mut held, "{}", |_, _| r#"{"type":"done"}"#.into());
+        assert!(done.get("overflow").is_none(), "{done}");
+        // An overflow option that is not parse-overflow's answer: a typed error naming it.
+        for bad in [
+            r#"{"overflow":{"reportedTokens":5}}"#,
+            r#"{"overflow":{"provider":"openai","message":"x","reportedTokens":-1}}"#,
+            r#"{"overflow":{"provider":"openai","message":"x","attempt":"1"}}"#,
+        ] {
+            let error = held.session_start(Some(bad)).unwrap_err();
+            assert!(
+                matches!(&error, Error::InvalidConfig { field, .. } if field == "overflow"),
+                "{bad}: {error:?}"
+            );
+        }
     }
 
     #[test]

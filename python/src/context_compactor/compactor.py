@@ -36,10 +36,10 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
-from .effects import Steps, drive_async, effect_read, run_sync, store_request, wall
+from .effects import Steps, drive_async, effect_read, one_call, run_sync, store_request, wall
 from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
-from .overflow import overflow_verdict, parse_overflow
+from .overflow import parse_overflow
 from .stores import AGENTS_MD_PATH, FileStore, MemoryStore, TimedStore, check_path
 from .tools import RecoveryTool, recovery_tools
 
@@ -380,24 +380,26 @@ class Compactor:
     def manage(self, messages: Sequence[Message]) -> ManageResult:
         """Plans, stores what must go (and asks the summarizer), applies. Returns the
         conversation to send. Concurrent calls on one compactor run one after another."""
-        with self._lock:
+        with one_call(self, "manage"), self._lock:
             return run_sync(self._run(messages, "auto", None))
 
     def compact(self, messages: Sequence[Message], *, instructions: Optional[str] = None) -> ManageResult:
         """Compacts now, whatever the usage: every tier runs and older messages are summarized
         (or truncated, per ``history.strategy``). ``instructions`` steer the summary."""
-        with self._lock:
+        with one_call(self, "compact"), self._lock:
             return run_sync(self._run(messages, "manual", instructions))
 
     async def amanage(self, messages: Sequence[Message]) -> ManageResult:
         """``manage`` for async code: an async summarizer or store is awaited (the summarizer
         within ``summarize_timeout``)."""
-        async with self._async_lock():
-            return await self._run_async(self._run(messages, "auto", None))
+        with one_call(self, "amanage"):
+            async with self._async_lock():
+                return await self._run_async(self._run(messages, "auto", None))
 
     async def acompact(self, messages: Sequence[Message], *, instructions: Optional[str] = None) -> ManageResult:
-        async with self._async_lock():
-            return await self._run_async(self._run(messages, "manual", instructions))
+        with one_call(self, "acompact"):
+            async with self._async_lock():
+                return await self._run_async(self._run(messages, "manual", instructions))
 
     def recover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
         """Recovers from a provider's "prompt too long" error: ``messages`` is the prompt the
@@ -411,7 +413,7 @@ class Compactor:
         info = parse_overflow(error)
         if info is None:
             raise error
-        with self._lock:
+        with one_call(self, "recover"), self._lock:
             return run_sync(self._recover(messages, error, info, attempt))
 
     async def arecover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
@@ -419,32 +421,39 @@ class Compactor:
         info = parse_overflow(error)
         if info is None:
             raise error
-        async with self._async_lock():
-            return await self._run_async(self._recover(messages, error, info, attempt))
+        with one_call(self, "arecover"):
+            async with self._async_lock():
+                return await self._run_async(self._recover(messages, error, info, attempt))
 
     def save_state(self, path: Optional[str] = None) -> None:
         """Writes the state to the store; ``load_state(store, path)`` reads it back."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
-        with self._lock:
+        if path != self._state_path:
+            return run_sync(self._copy_state(path))
+        with one_call(self, "save_state"), self._lock:
             run_sync(self._save_state(path))
 
     async def asave_state(self, path: Optional[str] = None) -> None:
         """``save_state`` for async code (an async store is awaited)."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
-        async with self._async_lock():
-            await self._run_async(self._save_state(path))
+        if path != self._state_path:
+            return await drive_async(self._copy_state(path), self._lock)
+        with one_call(self, "asave_state"):
+            async with self._async_lock():
+                await self._run_async(self._save_state(path))
 
     def offload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
         """Tier 1 at the moment a tool returns: when ``output`` (a str, or JSON data) is over
         the offload threshold, stores it and returns the preview the model should see instead
         (naming the stored path); otherwise returns ``output`` unchanged. A failed store write
         returns ``output`` unchanged, so nothing is lost."""
-        with self._lock:
+        with one_call(self, "offload_tool_output"), self._lock:
             return run_sync(self._offload(tool_name, tool_call_id, output))
 
     async def aoffload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
-        async with self._async_lock():
-            return await self._run_async(self._offload(tool_name, tool_call_id, output))
+        with one_call(self, "aoffload_tool_output"):
+            async with self._async_lock():
+                return await self._run_async(self._offload(tool_name, tool_call_id, output))
 
     def tools(self, *, default_limit: int = 500) -> Dict[str, RecoveryTool]:
         """The recovery tools (``read_file``, ``grep``, ``ls``) over this compactor's store, a
@@ -474,15 +483,13 @@ class Compactor:
     # The run: one generator, its IO yielded as effects.
 
     def _recover(self, messages: Sequence[Message], error: BaseException, info: Dict[str, Any], attempt: int) -> Steps[ManageResult]:
-        # The provider's count calibrates first: the core's, at the call's start.
-        result = yield from self._run(messages, "auto", None, overflow={**info, "attempt": attempt})
-        if not any(e.get("status") in ("applied", "fallback") for e in result.events):
-            verdict = overflow_verdict("nothing-left", info, attempt, 0)
-            raise (verdict["error"] if verdict["verdict"] == "fail" else error) from error
+        # The core's call: the provider's count calibrates first, the events carry ``overflow``,
+        # and nothing left to compact is its ``context_overflow`` (raised from ``error``).
+        result = yield from self._run(messages, "auto", None, overflow=({**info, "attempt": attempt}, error))
         result.overflow = info
         return result
 
-    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Dict[str, Any]] = None) -> Steps[ManageResult]:
+    def _run(self, input: Sequence[Message], trigger: str, instructions: Optional[str], overflow: Optional[Tuple[Dict[str, Any], BaseException]] = None) -> Steps[ManageResult]:
         """One call: the core's loop (``Session`` and what the binding adds around it:
         docs/LOOP.md) on the conversation as it is now. The host only carries out the loop's
         requests: store writes, the summarizer, the ``on_pre_compact`` hook, sending every
@@ -499,7 +506,7 @@ class Compactor:
         if self._background:
             core_options["background"] = True
         if overflow is not None:
-            core_options["overflow"] = {"reportedTokens": overflow.get("reportedTokens"), "limit": overflow.get("limit")}
+            core_options["overflow"] = overflow[0]
         if not whole:
             # As npm: only part of the conversation crossed, so the core plans dry first and
             # asks for the rest (``resync``) when there is work.
@@ -508,8 +515,13 @@ class Compactor:
             # The call's summaries under a lease beside the state (the core's, src/lease.rs):
             # racing requests of one span ask the summarizer once.
             core_options["lease"] = self._lease()
-        result = yield from self._session(ctx, dumps(core_options), trigger, self._calls, overflow)
-        return self._told(result)
+        result = yield from self._session(ctx, dumps(core_options), trigger, self._calls)
+        self._told(result)
+        if ctx.overflow is not None:
+            # A recovery that had nothing left to compact: the core's verdict, after the call's
+            # end (its state saved).
+            raise CompactorError("context_overflow", ctx.overflow["message"], ctx.overflow["details"]) from (overflow[1] if overflow else None)
+        return result
 
     def _told(self, result: ManageResult) -> ManageResult:
         """``result``, its events told to ``on_event``."""
@@ -518,7 +530,7 @@ class Compactor:
                 self._on_event(event)
         return result
 
-    def _session(self, ctx: "_Call", options: str, trigger: str, call: int, overflow: Optional[Dict[str, Any]] = None) -> Steps[ManageResult]:
+    def _session(self, ctx: "_Call", options: str, trigger: str, call: int) -> Steps[ManageResult]:
         """Drives the core's loop: carries out its requests and hands back each outcome, until
         it is done."""
         held = self._held
@@ -540,9 +552,8 @@ class Compactor:
         events: List[Event] = step["events"] if step["applied"] else []
         for event in events:
             event["call"] = call
-            if overflow is not None:
-                event["overflow"] = dict(overflow)
         result = ManageResult(out, events, plan, cancelled=bool(step["cancelled"]), cancel_overridden=bool(step["cancelOverridden"]))
+        ctx.overflow = step.get("overflow")  # a recovery's failure, raised by ``_run``
         self._held = _Held(list(out), [_mark(m) for m in out], refs) if step["applied"] else held
         if step["applied"]:
             self._last = (list(ctx.input), [_mark(m) for m in ctx.input], result.messages)
@@ -781,10 +792,12 @@ class Compactor:
             with self._lock:
                 self._offer_done()
 
+    def _copy_state(self, path: str) -> Steps[None]:
+        """The state as it is now, written at ``path`` (not the state path): no call of the
+        core's loop, so it may be made at any time (as npm's)."""
+        yield ("write", self._io, path, dumps(self.state()))
+
     def _save_state(self, path: str) -> Steps[None]:
-        if path != self._state_path:
-            yield ("write", self._io, path, dumps(self.state()))
-            return
         # The core's call (``save``): conditional on what was last read or saved
         # (``src/stored.rs`` ``Persist``); a save another compactor beat is a conflict.
         done = yield from self._call(dumps({"save": True}), _Call([], self._input), "auto")
@@ -940,6 +953,8 @@ class _Call:
         self.messages = messages
         self.input = input
         self.refs: Refs = {}
+        #: A recovery that had nothing left to compact: the core's ``context_overflow``.
+        self.overflow: Optional[Dict[str, Any]] = None
 
 
 class _Stored(NamedTuple):

@@ -10,10 +10,12 @@ core's, the store calls and the clock are the host's."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import threading
 import time
-from typing import Any, Awaitable, Dict, Generator, Optional, Tuple, TypeVar, cast
+from contextlib import contextmanager
+from typing import Any, Awaitable, Dict, FrozenSet, Generator, Iterator, Optional, Tuple, TypeVar, cast
 
 from ._threads import call_within, call_within_async
 from .codec import well_formed
@@ -24,6 +26,41 @@ T = TypeVar("T")
 
 Steps = Generator[Tuple[Any, ...], Any, T]
 """A run: yields effects, is sent each one's result (or has its exception thrown in)."""
+
+
+#: The compactors (by ``id``) whose call runs in this context: its callbacks (the
+#: ``on_pre_compact`` hook, the summarizer, a store) run in it too, on the call's thread, its
+#: task, or a thread that copied its context.
+_RUNNING: "contextvars.ContextVar[FrozenSet[int]]" = contextvars.ContextVar("context_compactor_running", default=frozenset())
+
+
+@contextmanager
+def one_call(owner: object, what: str) -> Iterator[None]:
+    """A call of ``owner`` (a compactor) for the duration: one made from inside another of its
+    calls (a callback of that call) would wait for the call it is part of, or break it, so it is
+    the typed ``busy`` error instead."""
+    running = _RUNNING.get()
+    if id(owner) in running:
+        raise CompactorError(
+            "busy",
+            f"{what}: called from inside a call of the same compactor (its on_pre_compact hook, "
+            "summarizer or store); a compactor runs one call at a time: make this call after that "
+            "one returns",
+            {"call": what},
+        )
+    token = _RUNNING.set(running | {id(owner)})
+    try:
+        yield
+    finally:
+        _RUNNING.reset(token)
+
+
+def _detached(steps: Steps[None]) -> "asyncio.Future[None]":
+    """A run in the background, as a task outside the call that started it (its context holds
+    no call: the summary made ahead may outlive it)."""
+    context = contextvars.copy_context()
+    context.run(_RUNNING.set, frozenset())
+    return context.run(asyncio.ensure_future, _background(steps))
 
 
 def effect_read(store: FileStore, path: str) -> Steps[Optional[str]]:
@@ -276,7 +313,7 @@ async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
                 return cast(T, done.value)
         value, error = None, None
         if effect[0] == "background":
-            value = asyncio.ensure_future(_background(effect[1]))
+            value = _detached(effect[1])
             continue
         if effect[0] == "sleep":
             await asyncio.sleep(effect[1])

@@ -13,7 +13,9 @@ class CompactorError(Exception):
     ``invalid_message``, ``invalid_messages``, ``orphan_tool_result``, ``invalid_config``,
     ``plan_mismatch``, ``unknown_encoding``, ``encoding_not_loaded``, ``invalid_rank_data``
     (the core's), or ``invalid_path``, ``store_failed`` (a store that failed: ``path``, ``op``),
-    ``context_overflow`` (``recover`` with nothing left to compact), ``internal`` (the host's). ``details`` holds every field
+    ``context_overflow`` (``recover`` with nothing left to compact), ``busy`` (a call of a
+    compactor made from inside one of its own calls: its ``on_pre_compact`` hook, summarizer or
+    store; ``details["call"]``), ``internal`` (the host's). ``details`` holds every field
     the core reported (``index``, ``field``, ``toolCallId``, ``line``, ...)."""
 
     code: str
