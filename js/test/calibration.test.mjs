@@ -121,3 +121,23 @@ test('prepareStep sees every step but the last; onStepFinish adds the last, each
   assert.equal(await loop(false), 1);
   assert.equal(await loop(true), 2);
 });
+
+test('a stateless recover calibrates against the prompt that was sent, not the raw history it is given', async () => {
+  const { chat } = await import('../test-helpers/conversations.mjs');
+  const store = new MemoryStore();
+  const options = { model: 'gpt-4o', contextWindow: 8_000, store, statePath: '/state.json' };
+  const history = chat(24).slice(0, 40);
+  const sent = (await (await createCompactor(options)).manage(history)).messages;
+  // The next request: a new compactor on the stored state, given the raw history; the provider
+  // refused the compacted prompt it had sent, counting 30 % more than we do.
+  const next = await createCompactor(options);
+  const ours = next.usage(sent).tokens;
+  const { countTokens } = await import('../dist/entry/node.js');
+  assert.ok(countTokens(JSON.stringify(history), 'o200k_base') > 3 * ours, 'the raw history is far longer than what was sent');
+  const reported = Math.round(ours * 1.3);
+  const error = Object.assign(new Error(`This model's maximum context length is 8000 tokens. However, your messages resulted in ${reported} tokens.`), { statusCode: 400 });
+  await next.recover(history, error).catch((e) => assert.equal(e.code, 'context_overflow'));
+  const { calibration } = next.state();
+  assert.equal(calibration.samples, 1);
+  assert.ok(Math.abs(calibration.ratio - 1.3) < 0.01, `ratio ${calibration.ratio}`);
+});
