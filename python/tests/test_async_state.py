@@ -116,3 +116,33 @@ def test_the_recovery_tools_await_an_async_store() -> None:
     assert "line 0" in via_langchain and "line 1\n" not in via_langchain, via_langchain
     # Outside an event loop the sync call runs the async store's coroutines itself.
     assert "line 10" in Compactor(context_window=32_000, store=store).tools()["read_file"](path="/tool_outputs/log.txt", offset=10, limit=1)
+
+
+def test_create_compactor_reads_the_state_before_it_returns_as_npm_does() -> None:
+    from context_compactor import create_compactor
+
+    store = AsyncStore()
+    history = [{"role": "user", "content": "go"}, *turn("c1", "a")]
+
+    async def main() -> None:
+        first = await create_compactor(context_window=32_000, store=store, state_path=PATH)
+        assert first.stats()["compactions"] == 0  # nothing stored yet
+        await first.amanage(history)
+        assert first.stats()["compactions"] == 1
+        # A later request: the stored state is read (awaited) before create_compactor returns.
+        reads = len(store.reads)
+        later = await create_compactor(context_window=32_000, store=store, state_path=PATH)
+        assert store.reads[reads:] == [PATH]
+        assert later.stats()["compactions"] == 1, later.stats()
+        # Compactor(...) in the same loop reads it only at its first amanage.
+        assert Compactor(context_window=32_000, store=store, state_path=PATH).stats()["compactions"] == 0
+        # What it read is what its saves are conditional on: the next turn saves revision 2.
+        await later.amanage([*history, *turn("c2", "b")])
+        assert json.loads(store.files.read(PATH) or "{}")["revision"] == 2
+        # A text there that is not a state: the typed error, naming the path.
+        store.files.write("/bad.json", "not a state")
+        with pytest.raises(CompactorError) as bad:
+            await create_compactor(context_window=32_000, store=store, state_path="/bad.json")
+        assert bad.value.code == "invalid_config" and bad.value.details.get("path") == "/bad.json"
+
+    asyncio.run(main())

@@ -19,6 +19,7 @@ from .codec import well_formed as _well_formed
 from .compactor import (
     DEFAULT_STATE_PATH,
     Compactor,
+    create_compactor,
     ManageResult,
     Message,
     Plan,
@@ -201,6 +202,7 @@ __all__ = [
     "CompositeStore",
     "DEFAULT_STATE_PATH",
     "Compactor",
+    "create_compactor",
     "CompactorError",
     "EncodingError",
     "FileStore",

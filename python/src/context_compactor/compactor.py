@@ -212,6 +212,7 @@ class Compactor:
         on_pre_compact: Optional[Callable[[Dict[str, Any]], Any]] = None,
         background: Optional[bool] = None,
         now: Optional[Callable[[], float]] = None,
+        _stored: Optional["_Stored"] = None,
         **options: Any,
     ) -> None:
         if config is not None and not isinstance(config, Mapping):
@@ -278,19 +279,17 @@ class Compactor:
         self._state_path = None if state_path is None else check_path(state_path)
         stored: Optional[_Stored] = None
         # An async store, from inside a running event loop, cannot be read here: the first call
-        # (``amanage``) reads the state and builds the compactor from it (``persist-later``).
-        later = self._state_path is not None and state is None and _reads_async(store)
+        # (``amanage``) reads the state and builds the compactor from it (``persist-later``),
+        # unless ``create_compactor`` read it (``_stored``).
+        later = self._state_path is not None and state is None and _stored is None and _reads_async(store)
         if self._state_path is not None and state is None and not later:
-            try:
-                stored = _read_stored(self._io, self._state_path)
-            except CompactorError as e:
-                if e.code != "store_failed":
-                    raise  # not a state, or an async store inside a running loop
-                stored = _Stored(None, None, 0, "", _message(e))
-            except Exception as e:
-                # Unreadable: plan from the history alone, save only over nothing (a state that
-                # is there after all is found by the save).
-                stored = _Stored(None, None, 0, "", _message(e))
+            if _stored is not None:
+                stored = _stored
+            else:
+                try:
+                    stored = _read_stored(self._io, self._state_path)
+                except Exception as e:
+                    stored = _failed_read(e)
             state = stored.state
         self._config_json = dumps(core_config)
         self._core = _core.CoreCompactor(self._config_json, None if state is None else dumps(state))
@@ -983,6 +982,34 @@ def _parse_stored(text: Optional[str], path: str) -> _Stored:
 def _read_stored(store: FileStore, path: str) -> _Stored:
     text = run_sync(effect_read(store, path))
     return _parse_stored(text, path)
+
+
+def _failed_read(error: Exception) -> _Stored:
+    """A state that could not be read: planned from the history alone and saved only over
+    nothing (a state that is there after all is found by the save). A text that is not a state,
+    or another typed error than the store's, is raised."""
+    if isinstance(error, CompactorError) and error.code != "store_failed":
+        raise error
+    return _Stored(None, None, 0, "", _message(error))
+
+
+async def create_compactor(config: Optional[Mapping[str, Any]] = None, **options: Any) -> Compactor:
+    """The npm package's ``createCompactor``: a ``Compactor`` (same arguments) whose state at
+    ``state_path`` has been read before it returns, awaited from an async store too. Inside a
+    running event loop, ``Compactor(...)`` over an async store cannot await that read: it reads
+    at the first ``amanage`` and reports empty ``stats()`` until then."""
+    store, path = options.get("store"), options.get("state_path")
+    if store is None or path is None or options.get("state") is not None or not _reads_async(store):
+        return Compactor(config, **options)
+    timeout = options.get("store_timeout", 10.0)
+    bounded = isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)
+    io = TimedStore(store, float(timeout)) if bounded else store  # a bad timeout: the constructor says so
+    path = check_path(path)
+    try:
+        stored = _parse_stored(await drive_async(effect_read(io, path), threading.RLock()), path)
+    except Exception as e:
+        stored = _failed_read(e)
+    return Compactor(config, _stored=stored, **options)
 
 
 def _reads_async(store: Any) -> bool:
