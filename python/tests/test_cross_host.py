@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from context_compactor import Compactor
+from context_compactor import Compactor, CompactorError
 
 from conftest import REPO, chat, coding_session
 from test_compactor import huge_tool_result, slice_conversation
@@ -271,3 +271,41 @@ def test_open_weight_tokenizers_count_as_in_the_npm_package(tmp_path) -> None:
             info = cc.load_tokenizer("llama3", f.read())
         assert info and cc.is_encoding_loaded("llama3")
         assert [cc.count_tokens(t, "llama3") for t in texts] == npm["llama"]
+
+
+SEGMENTS_SCRIPT = """
+import { readFileSync } from 'node:fs';
+const cc = await import(process.argv[2]);
+await cc.init();
+const { prefixes, paths } = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+const check = (f, p) => { try { return f(p); } catch (e) { return [e.code, e.message]; } };
+process.stdout.write(JSON.stringify({
+  memory: prefixes.map((p) => cc.memorySegment(p)),
+  paths: paths.map((p) => check(cc.checkPath, p)),
+  prefixes: paths.map((p) => check(cc.checkPrefix, p)),
+  limits: [cc.MAX_PATH_LENGTH, cc.MAX_SEGMENT_BYTES],
+}));
+"""
+
+
+def test_the_memory_segment_and_the_path_rules_are_the_same_in_every_host(tmp_path) -> None:
+    """``memory_segment``, ``check_path`` / ``check_prefix`` and their limits: the npm names, in
+    snake_case, with the same answers (a path one host took and the other refused would store
+    where the other cannot read)."""
+    from context_compactor import MAX_PATH_LENGTH, MAX_SEGMENT_BYTES, check_path, check_prefix, memory_segment
+
+    prefixes = ["/memories/", "/agent/mem/"]
+    paths = ["/a/b.txt", "/", "/tool_outputs/", "rel/x", "/a/../b", "/a//b", "/" + "x" * 300, "/a\u0000b", "/" + "é" * 130]
+
+    def check(f: Any, p: str) -> Any:
+        try:
+            return f(p)
+        except CompactorError as e:
+            return [e.code, str(e)]
+
+    node = run_node(tmp_path, SEGMENTS_SCRIPT, {"prefixes": prefixes, "paths": paths})
+    assert [memory_segment(p) for p in prefixes] == node["memory"]
+    assert "/agent/mem/AGENTS.md" in node["memory"][1]
+    assert [check(check_path, p) for p in paths] == node["paths"]
+    assert [check(check_prefix, p) for p in paths] == node["prefixes"]
+    assert [MAX_PATH_LENGTH, MAX_SEGMENT_BYTES] == node["limits"]

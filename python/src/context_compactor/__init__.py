@@ -41,6 +41,8 @@ from .overflow import is_overflow_error, parse_overflow
 from .report import ReportData, ReportRecorder, create_report_recorder, render_report, render_report_chart
 from .stores import (
     AGENTS_MD_PATH,
+    MAX_PATH_LENGTH,
+    MAX_SEGMENT_BYTES,
     MEMORIES_PREFIX,
     AsyncCompositeStore,
     AsyncRedisStore,
@@ -51,6 +53,7 @@ from .stores import (
     RedisStore,
     aload_agents_md,
     check_path,
+    check_prefix,
     load_agents_md,
 )
 from .tokenizers import is_encoding_loaded, load_encoding, load_tokenizer
@@ -181,6 +184,12 @@ def recovery_segment(offload_prefix: str = "/tool_outputs/", history_prefix: str
     return str(_core.call("recovery-segment", offload_prefix, history_prefix))
 
 
+def memory_segment(memories_prefix: str = MEMORIES_PREFIX) -> str:
+    """The system-prompt segment of the long-term memory protocol (read ``AGENTS.md`` under
+    ``memories_prefix`` first, keep it current), as the npm package's ``memorySegment``."""
+    return str(_core.call("memory-segment", memories_prefix))
+
+
 def with_memory(system: str, agents_md: Optional[str]) -> str:
     """``system`` with the long-term memory file's text appended, when there is one."""
     return str(_core.call("with-memory", system, agents_md))
@@ -196,6 +205,9 @@ __all__ = [
     "count_model_tokens",
     "model_info",
     "AGENTS_MD_PATH",
+    "MAX_PATH_LENGTH",
+    "MAX_SEGMENT_BYTES",
+    "memory_segment",
     "MEMORIES_PREFIX",
     "AsyncCompositeStore",
     "AsyncRedisStore",
@@ -220,6 +232,7 @@ __all__ = [
     "RecoveryTool",
     "Summarizer",
     "check_path",
+    "check_prefix",
     "count_tokens",
     "create_report_recorder",
     "render_report",
