@@ -47,3 +47,14 @@ test('a hook or summarizer that calls manage is busy; the compactor stays whole'
   const next = await within(compactor.manage([...result.messages, { role: 'user', content: 'and?' }]));
   assert.equal(next.messages.at(-1).content, 'and?');
 });
+
+test('onEvent may save the state: its call is queued after the one that told it', async () => {
+  const store = new MemoryStore();
+  let compactor;
+  const saves = [];
+  compactor = await createCompactor({ contextWindow: 8_000, store, statePath: '/state.json', onEvent: () => { saves.push(compactor.saveState()); } });
+  const result = await within(compactor.manage(chat(24).slice(0, 40)));
+  await within(Promise.all(saves));
+  assert.ok(result.events.length > 0 && saves.length === result.events.length);
+  assert.ok(JSON.parse(await store.read('/state.json')).revision > 1);
+});

@@ -5,6 +5,7 @@ js/test/tier3.test.mjs's onPreCompact test, through the Python host."""
 from __future__ import annotations
 
 import asyncio
+import json
 import datetime
 from typing import Any, Dict, List
 
@@ -166,3 +167,19 @@ def test_an_async_hook_awaiting_its_own_compactor_is_busy_not_a_hang() -> None:
         assert raised.value.code == "busy" and raised.value.details == {"call": "asave_state"}
 
     asyncio.run(main())
+
+
+def test_on_event_may_save_the_state_once_the_calls_work_is_done() -> None:
+    # ``on_event`` is told after the call's work: a call it makes runs (npm queues it after).
+    store = MemoryStore()
+    box: Dict[str, Any] = {}
+    saved: List[int] = []
+
+    def on_event(event: Dict[str, Any]) -> None:
+        box["compactor"].save_state()
+        saved.append(json.loads(store.read("/state.json") or "{}")["revision"])
+
+    compactor = Compactor(context_window=8_000, store=store, state_path="/state.json", on_event=on_event)
+    box["compactor"] = compactor
+    result = compactor.manage(chat(24)[:40])
+    assert result.events and len(saved) == len(result.events) and saved == sorted(saved), saved

@@ -36,7 +36,7 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
-from .effects import Steps, drive_async, effect_read, one_call, run_sync, store_request, wall
+from .effects import Steps, drive_async, effect_read, one_call, outside_calls, run_sync, store_request, wall
 from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
 from .overflow import parse_overflow
@@ -515,19 +515,19 @@ class Compactor:
             # racing requests of one span ask the summarizer once.
             core_options["lease"] = self._lease()
         result = yield from self._session(ctx, dumps(core_options), trigger, self._calls)
-        self._told(result)
+        self._tell(result.events)
         if ctx.overflow is not None:
             # A recovery that had nothing left to compact: the core's verdict, after the call's
             # end (its state saved).
             raise CompactorError("context_overflow", ctx.overflow["message"], ctx.overflow["details"]) from (overflow[1] if overflow else None)
         return result
 
-    def _told(self, result: ManageResult) -> ManageResult:
-        """``result``, its events told to ``on_event``."""
+    def _tell(self, events: List[Event]) -> None:
+        """``events`` told to ``on_event``, once the call's work is done: a call of this
+        compactor it makes runs (as in npm, where it is queued after this one)."""
         if self._on_event is not None:
-            for event in result.events:
-                self._on_event(event)
-        return result
+            for event in events:
+                outside_calls(self._on_event, event)
 
     def _session(self, ctx: "_Call", options: str, trigger: str, call: int) -> Steps[ManageResult]:
         """Drives the core's loop: carries out its requests and hands back each outcome, until
@@ -663,9 +663,7 @@ class Compactor:
                 "offload_tool_output",
             )
             done = True
-            if self._on_event is not None:
-                for event in step["events"]:
-                    self._on_event(event)
+            self._tell(step["events"])
             return output if step["preview"] is None else cast(str, step["preview"])
         finally:
             if not done:

@@ -15,7 +15,7 @@ import inspect
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Awaitable, Dict, FrozenSet, Generator, Iterator, Optional, Tuple, TypeVar, cast
+from typing import Any, Awaitable, Callable, Dict, FrozenSet, Generator, Iterator, Optional, Tuple, TypeVar, cast
 
 from ._threads import call_within, call_within_async
 from .codec import well_formed
@@ -53,6 +53,14 @@ def one_call(owner: object, what: str) -> Iterator[None]:
         yield
     finally:
         _RUNNING.reset(token)
+
+
+def outside_calls(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` as part of no compactor's call: ``on_event``, told once the call's work is
+    done, may make a call of the compactor (a ``save_state``), which then runs."""
+    context = contextvars.copy_context()
+    context.run(_RUNNING.set, frozenset())
+    return context.run(fn, *args)
 
 
 def _detached(steps: Steps[None]) -> "asyncio.Future[None]":
