@@ -15,6 +15,7 @@ const EXAMPLES = {
   'rust-native': ['cargo', ['run', '--quiet', '--example', 'rust-native']],
   'rust-native-async': ['cargo', ['run', '--quiet', '--example', 'rust-native', '--', '--async', '--replay']],
   'rust-native-stateless': ['cargo', ['run', '--quiet', '--example', 'rust-native', '--', '--stateless']],
+  'rust-native-overflow': ['cargo', ['run', '--quiet', '--example', 'rust-native', '--', '--overflow']],
 };
 const TIMEOUT_MS = 300_000;
 

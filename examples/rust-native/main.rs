@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --quiet --example rust-native -- [SESSION.json] [--store DIR] [--model M]
 //!                                            [--window N] [--fail-summary] [--replay] [--async]
-//!                                            [--stateless]
+//!                                            [--stateless] [--overflow]
 //! ```
 //!
 //! - `SESSION.json`: `{"messages": [...]}` or a bare array of AI SDK `ModelMessage`s. Default:
@@ -21,6 +21,10 @@
 //!   compactor, loaded from the state the last one saved in the store
 //!   (`Compactor::load(config, "/state/compactor.json", &mut host)`), given the raw history; a
 //!   long-lived compactor runs beside it, and every turn's prompt must be the same.
+//! - `--overflow`: then the provider refuses the result as too long, counting 30 % more than
+//!   the compactor (a tokenizer it does not know): `compactor.recover(messages, &overflow, 1,
+//!   &mut host)` with what its error said (`parse_overflow`) calibrates from its count and
+//!   compacts harder, or says nothing is left (`Error::ContextOverflow`).
 //!
 //! The host: `compactor.manage(messages, &mut host)`, the core's loop, with a `Host` that writes
 //! to the disk store (atomic: temp file, fsync, rename) and answers a summary request with a
@@ -36,8 +40,8 @@ use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
 
 use context_compactor::{
-    messages_from_value, Action, Applied, AsyncHost, Compactor, Config, EventStatus, Host, Message,
-    Part, Plan, Role, Summarize,
+    messages_from_value, parse_overflow, Action, Applied, AsyncHost, Compactor, Config, Error,
+    EventStatus, Host, Message, OverflowReport, Part, Plan, Role, Summarize,
 };
 use serde_json::Value;
 
@@ -45,7 +49,7 @@ const BUNDLED_NAME: &str = "tests/fixtures/golden/coding-agent.json (bundled)";
 const BUNDLED: &str = include_str!("../../tests/fixtures/golden/coding-agent.json");
 
 const USAGE: &str = "usage: rust-native [SESSION.json] [--store DIR] [--model M] [--window N] \
-                     [--fail-summary] [--replay] [--async] [--stateless]";
+                     [--fail-summary] [--replay] [--async] [--stateless] [--overflow]";
 
 /// Where a stateless replay keeps the compactor's state in the store.
 const STATE_PATH: &str = "/state/compactor.json";
@@ -61,6 +65,8 @@ struct Args {
     run_async: bool,
     /// Replay with a new compactor per turn, loaded from the state in the store.
     stateless: bool,
+    /// Then recover from a provider's overflow error on the result.
+    overflow: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -73,6 +79,7 @@ fn parse_args() -> Result<Args, String> {
         replay: false,
         run_async: false,
         stateless: false,
+        overflow: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -89,6 +96,7 @@ fn parse_args() -> Result<Args, String> {
             "--fail-summary" => args.fail_summary = true,
             "--replay" => args.replay = true,
             "--async" => args.run_async = true,
+            "--overflow" => args.overflow = true,
             "--stateless" => {
                 args.stateless = true;
                 args.replay = true;
@@ -655,8 +663,18 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
         );
     }
 
+    let mut checks = vec![];
+    if args.overflow {
+        checks.push(recover(
+            &mut compactor,
+            &store,
+            last.messages.clone(),
+            &mut failures,
+        )?);
+    }
+
     println!("\nChecks");
-    let checks = [
+    checks.extend([
         format!(
             "every stored file equals the plan's content, read back from disk ({} files)",
             written.len()
@@ -677,7 +695,7 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
                 "applied"
             }
         ),
-    ];
+    ]);
     if failures.is_empty() {
         for check in &checks {
             println!("  ok  {check}");
@@ -686,6 +704,74 @@ fn run(args: &Args) -> Result<Vec<String>, String> {
         println!("  see the failures below");
     }
     Ok(failures)
+}
+
+/// `--overflow`: the provider refuses `messages` as too long, counting 30 % more than the
+/// compactor does. `recover` with what its error said: the provider's count calibrates first,
+/// then the conversation is compacted harder for the retry (or nothing is left). Returns the
+/// check it made.
+fn recover(
+    compactor: &mut Compactor,
+    store: &DiskStore,
+    messages: Vec<Message>,
+    failures: &mut Vec<String>,
+) -> Result<String, String> {
+    let ours = compactor.count(&messages);
+    let reported = ours * 13 / 10;
+    let error = format!(
+        "This model's maximum context length is {} tokens. However, your messages resulted in \
+         {reported} tokens. Please reduce the length of the messages.",
+        compactor.window()
+    );
+    println!("\nOverflow  the provider refused the result: {error:?}");
+    let said =
+        parse_overflow(&[error], Some(400)).ok_or("the error was not read as an overflow")?;
+    let planned = compactor.replay(&messages).into_owned();
+    let mut host = DiskHost {
+        store,
+        messages: &planned,
+        fail_summary: false,
+        written: Vec::new(),
+    };
+    match compactor.recover(messages, &OverflowReport::from(&said), 1, &mut host) {
+        Ok(managed) => {
+            for event in &managed.events {
+                println!(
+                    "  {:<16} {:?}, saved {} (overflow: {}, attempt {})",
+                    strategy_name(event.strategy),
+                    event.status,
+                    thousands(event.tokens_saved),
+                    event
+                        .overflow
+                        .as_ref()
+                        .map_or("none", |o| o.provider.as_str()),
+                    event.overflow.as_ref().map_or(0, |o| o.attempt)
+                );
+            }
+            println!(
+                "  compacted harder: {} → {} tokens, for the retry",
+                thousands(ours),
+                thousands(managed.tokens_after)
+            );
+            if managed.tokens_after >= ours || managed.events.iter().any(|e| e.overflow.is_none()) {
+                failures.push("recover: not compacted, or an event without its overflow".into());
+            }
+        }
+        Err(Error::ContextOverflow { message, .. }) => println!("  {message}"),
+        Err(e) => return Err(e.to_string()),
+    }
+    let ratio = compactor
+        .state()
+        .calibration
+        .as_ref()
+        .map_or(0.0, |c| c.ratio);
+    println!("  calibration: {ratio:.3} of our count (the provider's count over ours)");
+    if (ratio - 1.3).abs() > 0.01 {
+        failures.push(format!("recover: calibration {ratio:.3}, not 1.3"));
+    }
+    Ok(format!(
+        "recover: the provider's count calibrated ({ratio:.3}), every event says the overflow"
+    ))
 }
 
 /// Replays the session message by message; before every model call (the next message is the
