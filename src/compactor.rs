@@ -651,6 +651,7 @@ impl Compactor {
                 counter: &self.counter,
                 tools_raw: self.tools_raw,
                 ratio: self.ratio(),
+                fixed_ratio: self.model.token_ratio,
                 window,
                 target,
                 min_saving: compaction.min_saving_tokens,
@@ -1656,8 +1657,7 @@ impl Compactor {
     /// cut there, at a line or word end, with a note: the plan counted on that size. The cap is
     /// in the family's fixed ratio, not calibration, so every host cuts the same text.
     fn capped_summary<'t>(&self, text: &'t str, max_tokens: u32) -> std::borrow::Cow<'t, str> {
-        let ratio = self.model.token_ratio;
-        let cap = (f64::from(max_tokens) / ratio).floor() as u32;
+        let cap = lossy::summary_cap_raw(max_tokens, self.model.token_ratio);
         if self.counter.text(text) <= cap {
             return std::borrow::Cow::Borrowed(text);
         }

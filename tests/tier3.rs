@@ -362,3 +362,43 @@ fn offload_only_plans_tier_one_whatever_the_usage() {
         .iter()
         .any(|a| matches!(a, Action::Offload(o) if o.tool_call_id == "big" && o.content == huge)));
 }
+
+#[test]
+fn a_summary_over_its_max_tokens_is_cut_where_the_plan_counted_it_calibrated_or_not() {
+    // A summarizer that ignores `maxTokens` (the fuzzer's "huge" answer): apply cuts it by the
+    // family's ratio, the same text in every host. The plan counts the summary at that cut, so
+    // the applied conversation is never over the plan's tokensAfter, however calibration moved
+    // (found by the API fuzzer: with calibration at 1.3, 30,188 over a predicted 29,890).
+    let messages = parse(&session(30, 120));
+    for ratio in [None, Some(1.05), Some(1.3), Some(0.8)] {
+        let mut c = compactor(12_000, |cfg| cfg.history.summary_max_tokens = 600);
+        if let Some(ratio) = ratio {
+            let raw = c.count_raw(&messages);
+            c.observe_usage(raw, (f64::from(raw) * ratio).round() as u32);
+        }
+        let plan = c.plan(&messages).unwrap();
+        let s = summarize_action(&plan).clone();
+        let huge = "## Session Intent\n".to_owned() + &prose(7, 3_000);
+        let mut outcomes = execute_with(&plan, &mut Store::new(), &Faults::None, Summarizer::Works);
+        for outcome in &mut outcomes {
+            if let Outcome::Summarized { id, text } = outcome {
+                if *id == s.id {
+                    *text = huge.clone();
+                }
+            }
+        }
+        let applied = c.apply(messages.clone(), &plan, &outcomes).unwrap();
+        let summary = applied
+            .messages
+            .iter()
+            .find(|m| m.text().contains("summary cut at 600 tokens"))
+            .expect("the summary, cut");
+        assert!(summary.text().len() < huge.len() / 4, "{ratio:?}");
+        assert!(
+            applied.tokens_after <= plan.tokens_after,
+            "calibration {ratio:?}: applied {} over the plan's {}",
+            applied.tokens_after,
+            plan.tokens_after
+        );
+    }
+}

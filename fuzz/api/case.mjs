@@ -335,7 +335,8 @@ class CaseRun {
         const turn = hydrate(spec.turns[t]);
         shape.raw.push(...turn);
         const input = name === 'fresh' || name === 'stateless' ? freshCopy(shape.raw) : name === 'managed' ? [...shape.managed, ...turn] : shape.raw;
-        const where = `turn ${t} ${name} ${typeof op === 'string' ? op : 'compact(instructions)'}`;
+        const opName = typeof op === 'string' ? op : op.recover ? 'recover' : 'compact';
+        const where = `turn ${t} ${name} ${typeof op === 'string' ? op : op.recover ? `recover(×${op.recover})` : 'compact(instructions)'}`;
         let compactor = shape.compactor;
         if (name === 'stateless') {
           try {
@@ -350,9 +351,10 @@ class CaseRun {
         const before = J(input);
         let result;
         try {
-          result = await this.call(typeof op === 'string' ? op : 'compact', () => (op === 'manage' ? compactor.manage(input) : compactor.compact(input, typeof op === 'object' ? { instructions: op.compact } : undefined)));
+          result = await this.call(opName, () => (op === 'manage' ? compactor.manage(input) : op.recover ? this.recover(compactor, input, op.recover) : compactor.compact(input, typeof op === 'object' ? { instructions: op.compact } : undefined)));
         } catch (error) {
-          this.judgeError(error, where, { valid: true });
+          // A recovery with nothing left to compact says so: the typed verdict, not a fault.
+          if (!(op.recover && error?.code === 'context_overflow')) this.judgeError(error, where, { valid: true });
           results[name] = { error: error?.fuzzApp ? 'app' : error?.code ?? error?.name };
           if (error?.code === 'state_conflict') shape.degraded = true;
         }
@@ -401,6 +403,14 @@ class CaseRun {
       }
     }
     for (const shape of Object.values(shapes)) shape.compactor?.dispose();
+  }
+
+  /** The provider refused `input` as too long, counting `factor` × the compactor's count (the
+   * same in every host shape, whose counts agree): `recover` with its error. */
+  recover(compactor, input, factor) {
+    const reported = Math.max(1, Math.round(compactor.usage(input).tokens * factor));
+    const error = Object.assign(new Error(`This model's maximum context length is ${compactor.model.contextWindow} tokens. However, your messages resulted in ${reported} tokens. Please reduce the length of the messages.`), { statusCode: 400 });
+    return compactor.recover(input, error);
   }
 
   // -------------------------------------------------------------------------------------------

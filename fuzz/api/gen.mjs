@@ -481,7 +481,7 @@ export function generate(seed) {
   if (kind === 'conversation') {
     const turns = conversation(rng, { turns: rng.weighted([[2, 1], [3, 2], [4, 4], [3, 6], [1, 10]]), bias, tools });
     spec.turns = turns;
-    spec.ops = turns.map(() => rng.weighted([[16, 'manage'], [2, 'compact'], [1, { compact: sentence(rng, 6) }]]));
+    spec.ops = turns.map(() => rng.weighted([[16, 'manage'], [2, 'compact'], [1, { compact: sentence(rng, 6) }], [2, { recover: rng.pick([1.05, 1.3, 2]) }]]));
     const shapes = ['long'];
     if (rng.chance(0.8)) shapes.push('stateless');
     if (rng.chance(0.8)) shapes.push('fresh');

@@ -37,6 +37,9 @@ pub(crate) struct Inputs<'a> {
     pub tools_raw: u32,
     /// Model tokens per raw token (calibration or family ratio).
     pub ratio: f64,
+    /// The family's fixed ratio, without calibration: a summary is cut at its `max_tokens` by it
+    /// ([`summary_cap_raw`]).
+    pub fixed_ratio: f64,
     pub window: u32,
     pub target: u32,
     pub min_saving: u32,
@@ -79,10 +82,6 @@ impl Inputs<'_> {
             return raw;
         }
         (f64::from(raw) * self.ratio).ceil() as u32
-    }
-
-    fn unscale(&self, tokens: u32) -> u32 {
-        (f64::from(tokens) / self.ratio).ceil() as u32
     }
 
     /// `tails[i]`: the tokens of the messages from `i` on (as edited), for every `i`.
@@ -341,6 +340,13 @@ fn path_for(config: &HistoryConfig, hash: &str) -> String {
     format!("{}conversation_{hash}.json", config.path_prefix)
 }
 
+/// Raw tokens a summary asked for at most `max_tokens` is cut at ([`crate::Compactor::apply`]),
+/// by the family's fixed ratio `token_ratio`: not calibration, so every host cuts the same
+/// text; the plan counts the summary at this size.
+pub(crate) fn summary_cap_raw(max_tokens: u32, token_ratio: f64) -> u32 {
+    (f64::from(max_tokens) / token_ratio).floor() as u32
+}
+
 /// One message as Markdown. `cap`: cut each part to this many characters.
 fn render(index: usize, message: &Message, cap: Option<usize>) -> String {
     let mut out = String::with_capacity(256);
@@ -532,12 +538,11 @@ fn summarize(
         "{header}\n\n\n\n{}",
         plan.as_deref().unwrap_or("")
     )));
-    // A summary is at most `max_tokens` (the host passes it to its LLM) or the fallback, which
-    // may not shrink that far in a tiny window.
+    // A summary is at most `max_tokens` (the host passes it to its LLM), cut there as apply
+    // cuts it (by the family's ratio, not calibration: the same text in every host), or the
+    // fallback, which may not shrink that far in a tiny window.
     let inserted_raw = header_raw
-        + inputs
-            .unscale(max_tokens)
-            .max(inputs.counter.text(&fallback));
+        + summary_cap_raw(max_tokens, inputs.fixed_ratio).max(inputs.counter.text(&fallback));
     let removed: BTreeSet<usize> = span.clone().filter(|i| !keep.contains(i)).collect();
     let before: u32 = removed.iter().map(|&i| inputs.original[i]).sum();
     if !inputs.manual && inputs.scale(before) < inputs.scale(inserted_raw) + inputs.min_saving {
