@@ -376,6 +376,20 @@ class CaseRun {
             detail: J({ events: result.events.map(({ call, ...e }) => e), before: result.plan.tokensBefore, after: result.plan.tokensAfter, actions: result.plan.actions.map((a) => `${a.type}:${a.path ?? ''}`), usage: checked?.usage }),
           };
           if (name === 'managed') shape.managed = result.messages;
+          const factor = spec.usage?.[t];
+          if (factor) {
+            // The provider's count of the prompt sent, after the turn's checks; a kept state
+            // saves it (as a route does after the turn).
+            try {
+              // A steady provider: `factor` × the count before calibration (not compounding).
+              const ratio = compactor.state().calibration?.ratio ?? 1;
+              compactor.observeUsage({ inputTokens: Math.round((compactor.usage(result.messages).tokens / ratio) * factor) });
+              if (name === 'stateless') await this.call('saveState', () => compactor.saveState());
+            } catch (error) {
+              this.judgeError(error, `${where}: observeUsage/saveState`, { valid: true });
+              shape.degraded = true;
+            }
+          }
         } else if (name === 'managed') {
           shape.managed = input;
         }

@@ -481,7 +481,13 @@ export function generate(seed) {
   if (kind === 'conversation') {
     const turns = conversation(rng, { turns: rng.weighted([[2, 1], [3, 2], [4, 4], [3, 6], [1, 10]]), bias, tools });
     spec.turns = turns;
-    spec.ops = turns.map(() => rng.weighted([[16, 'manage'], [2, 'compact'], [1, { compact: sentence(rng, 6) }], [2, { recover: rng.pick([1.05, 1.3, 2]) }]]));
+    spec.ops = turns.map(() => rng.weighted([[16, 'manage'], [2, 'compact'], [1, { compact: sentence(rng, 6) }]]));
+    // Streams of their own (the cases above stay as they were): a turn the provider refused
+    // (`recover`, counting a factor of the compactor's count), and the provider's usage after a
+    // turn (`observeUsage`, then `saveState` where the state is kept), so calibration moves.
+    const provider = new Rng(`${seed}:provider`);
+    spec.ops = spec.ops.map((op) => (op === 'manage' && provider.chance(0.1) ? { recover: provider.pick([1.05, 1.3, 2]) } : op));
+    spec.usage = turns.map(() => (provider.chance(0.25) ? provider.pick([0.9, 1.1, 1.4]) : null));
     const shapes = ['long'];
     if (rng.chance(0.8)) shapes.push('stateless');
     if (rng.chance(0.8)) shapes.push('fresh');
