@@ -394,7 +394,9 @@ class CaseRun {
           shape.managed = input;
         }
         if (name === 'stateless') {
-          if (this.faultsFired.has('state')) shape.degraded = true;
+          // A fault on the state, or beside it (a summary made ahead that cannot be read is one
+          // still out: the request goes on unsummarized until the hard limit, by design).
+          if (this.faultsFired.has('state') || this.faultsFired.has('lease')) shape.degraded = true;
           compactor.dispose();
         }
       }
