@@ -4,7 +4,7 @@ import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
 import { MemoryStore, checkPath, timerMs, withTimeout, type FileStore } from './store.js';
-import { parseOverflow, type OverflowInfo } from './overflow.js';
+import { overflowError, parseOverflow, type OverflowInfo } from './overflow.js';
 import { DEFAULT_STATE_PATH, conversationHashes, readState, storeRequest, unreadState, type StoreReply, type StoreRequest, type StoredState } from './state.js';
 import { AGENTS_MD_PATH } from './stores/composite.js';
 import {
@@ -266,7 +266,6 @@ interface RunOptions {
   /** Recovering from a provider's overflow error: what it said, the attempt, the error. */
   overflow?: { info: OverflowInfo; attempt: number; cause: unknown } | undefined;
 }
-
 
 /** AI SDK `prepareStep` argument, structurally (v5–v7). */
 export interface PrepareStepInput<M extends MessageLike = MessageLike> {
@@ -1056,13 +1055,6 @@ interface SessionDone {
 /** A call made from inside a call's own callback (`#enqueue`). */
 function busy(what: string): CompactorError {
   return new CompactorError('busy', `${what}: called from inside a call of the same compactor (its onPreCompact hook or summarizer); a compactor runs one call at a time: make this call after that one returns`, { call: what });
-}
-
-/** The core's `context_overflow`, its `cause` the provider's error. */
-function overflowError(failure: NonNullable<SessionDone['overflow']>, cause: unknown): CompactorError {
-  const error = new CompactorError('context_overflow', failure.message, failure.details);
-  Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true, writable: true });
-  return error;
 }
 
 /** A tool output's offload (`offloadPoll`): its writes (content inline), and its end. */

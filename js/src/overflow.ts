@@ -107,7 +107,13 @@ export function overflowVerdict(moment: OverflowMoment, info: OverflowInfo | und
     | { verdict: 'retry'; attempt: number }
     | { verdict: 'fail'; message: string; details: Record<string, unknown> };
   if (said.verdict !== 'fail') return said;
-  const error = new CompactorError('context_overflow', said.message, said.details);
+  return { verdict: 'fail', error: overflowError(said, cause) };
+}
+
+/** The typed `context_overflow` of the core's verdict (`message`, `details`), its `cause` the
+ * provider's error. */
+export function overflowError(failure: { message: string; details: Record<string, unknown> }, cause: unknown): CompactorError {
+  const error = new CompactorError('context_overflow', failure.message, failure.details);
   Object.defineProperty(error, 'cause', { value: cause, enumerable: false, configurable: true, writable: true });
-  return { verdict: 'fail', error };
+  return error;
 }
