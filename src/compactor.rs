@@ -71,6 +71,33 @@ pub struct State {
     pub last_call_at: Option<u64>,
 }
 
+impl State {
+    /// A saved state from its JSON (the app's `state` option, or a state read from the store):
+    /// an object with a `version`, as every saved state has, so that a file that is not one (an
+    /// app's own JSON behind a mistyped `statePath`) is refused rather than taken for an empty
+    /// state and saved over.
+    pub fn from_json(json: &str) -> Result<State> {
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| Error::json("state", &e))?;
+        if !is_saved_state(&value) {
+            return Err(Error::InvalidConfig {
+                field: "state".into(),
+                message: "not a saved compactor state (no `version`): pass what `state()` returned or `saveState` wrote".into(),
+            });
+        }
+        // Through `Value`: the one deserializer the core carries for its types.
+        crate::config::deserialize(value)
+    }
+}
+
+/// Whether `value` is a saved state: an object whose `version` is a whole number from 1.
+pub(crate) fn is_saved_state(value: &serde_json::Value) -> bool {
+    value
+        .get("version")
+        .and_then(serde_json::Value::as_u64)
+        .is_some_and(|v| v >= 1)
+}
+
 /// The step of the recorded time of the last call ([`Compactor::called_at`]): one minute.
 pub const TIME_STEP_MS: u64 = 60_000;
 
@@ -1582,11 +1609,8 @@ impl Compactor {
     /// Built again on `state` (a lost save's stored state; `None`: nothing stored), keeping
     /// its configuration, counter and state path.
     pub fn rebuild(&mut self, state: Option<&str>) -> Result<()> {
-        let state: State = match state {
-            // Through `Value`: the one deserializer the core carries for its types.
-            Some(json) => crate::config::deserialize(
-                serde_json::from_str(json).map_err(|e| Error::json("state", &e))?,
-            )?,
+        let state = match state {
+            Some(json) => State::from_json(json)?,
             None => State::default(),
         };
         self.set_state(state)?;

@@ -398,6 +398,35 @@ impl Default for ImportanceConfig {
     }
 }
 
+/// What a host does where the app leaves its own options out: one set of defaults for every
+/// host. The npm and Python packages read them through their bindings (`hostDefaults()`, the
+/// component's `host-defaults`), the native driver ([`crate::AsyncHost`]) here, so that no host
+/// holds a default of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostDefaults {
+    /// How long the summarizer may take (ms) before the heuristic summary is used; a summary
+    /// lease holds this and 5 s more. npm `summarizeTimeoutMs`, Python `summarize_timeout`.
+    pub summarize_timeout_ms: u64,
+    /// How long a store call may take (ms) before it fails as a failing call does. npm
+    /// `storeTimeoutMs`, Python `store_timeout`.
+    pub store_timeout_ms: u64,
+    /// Harder compactions and retries one model call may take after a provider's "prompt too
+    /// long" (`overflow.retries`, the LangChain middleware's `overflow_retries`).
+    pub overflow_retries: u32,
+    /// Summaries made ahead of need, off the critical path, when the app gives a summarizer
+    /// (`background`).
+    pub background: bool,
+}
+
+/// The defaults of every host ([`HostDefaults`]).
+pub const HOST_DEFAULTS: HostDefaults = HostDefaults {
+    summarize_timeout_ms: 120_000,
+    store_timeout_ms: 10_000,
+    overflow_retries: 1,
+    background: true,
+};
+
 impl Config {
     /// The configuration a preset starts from.
     pub fn preset(preset: Preset) -> Self {
@@ -501,8 +530,14 @@ impl Config {
             && c.target_fraction <= c.trigger_fraction
             && c.trigger_fraction <= 1.0)
         {
+            // The field that is wrong: a trigger past 1 (or not above 0) is the trigger's.
+            let trigger = !(c.trigger_fraction > 0.0 && c.trigger_fraction <= 1.0);
             return bad(
-                "compaction.targetFraction",
+                if trigger {
+                    "compaction.triggerFraction"
+                } else {
+                    "compaction.targetFraction"
+                },
                 "need 0 < targetFraction <= triggerFraction <= 1",
             );
         }

@@ -232,15 +232,15 @@ pub trait AsyncHost {
         let _ = ms;
         None
     }
-    /// How long a store call may take, in ms, when the host gives a [`AsyncHost::timer`]: 10 s
-    /// by default, as in the npm and Python hosts (`storeTimeoutMs`, `store_timeout`).
+    /// How long a store call may take, in ms, when the host gives a [`AsyncHost::timer`]: by
+    /// default every host's ([`crate::HOST_DEFAULTS`], 10 s).
     fn store_timeout_ms(&self) -> u64 {
-        10_000
+        crate::HOST_DEFAULTS.store_timeout_ms
     }
-    /// How long the summarizer may take, in ms, when the host gives a [`AsyncHost::timer`]:
-    /// 120 s by default, as in the npm and Python hosts.
+    /// How long the summarizer may take, in ms, when the host gives a [`AsyncHost::timer`]: by
+    /// default every host's ([`crate::HOST_DEFAULTS`], 120 s).
     fn summarize_timeout_ms(&self) -> u64 {
-        120_000
+        crate::HOST_DEFAULTS.summarize_timeout_ms
     }
 }
 
@@ -707,7 +707,7 @@ pub async fn make_ahead_async<H: AsyncHost>(
             std::process::id(),
             OWNERS.fetch_add(1, Ordering::Relaxed)
         ),
-        summarize_timeout_ms: 120_000.0,
+        summarize_timeout_ms: crate::HOST_DEFAULTS.summarize_timeout_ms as f64,
     });
     let key = ahead.ahead_key.as_deref().unwrap_or_default();
     let now = host.wall_ms();

@@ -94,8 +94,8 @@ pub use compactor::{
     Usage, UsagePoint,
 };
 pub use config::{
-    CompactionConfig, Config, HistoryConfig, HistoryStrategy, ImportanceConfig, OffloadConfig,
-    Preset, ToolDefinition, WorkingFilesConfig,
+    CompactionConfig, Config, HistoryConfig, HistoryStrategy, HostDefaults, ImportanceConfig,
+    OffloadConfig, Preset, ToolDefinition, WorkingFilesConfig, HOST_DEFAULTS,
 };
 pub use counting::bpe;
 pub use counting::hf;

@@ -48,7 +48,12 @@ impl Stored {
                 conversation: String::new(),
             });
         };
-        let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(text) else {
+        // An object with a `version`, as every saved state has: an app's own JSON file behind a
+        // mistyped path is refused, never taken for an empty state and saved over.
+        let record = serde_json::from_str::<Value>(text)
+            .ok()
+            .filter(crate::compactor::is_saved_state);
+        let Some(Value::Object(mut record)) = record else {
             return Err(Error::InvalidConfig {
                 field: "state".into(),
                 message: format!("{path} in the store is not a saved compactor state"),
@@ -448,10 +453,30 @@ mod tests {
         );
         let none = Stored::parse(None, "/s").unwrap();
         assert_eq!((none.text, none.revision), (None, 0));
-        let bad = Stored::parse(Some("[1]"), "/state/x.json").unwrap_err();
-        assert!(bad
-            .to_string()
-            .contains("/state/x.json in the store is not a saved compactor state"));
+        // Not a state: the app's own JSON behind a mistyped path is refused, never saved over.
+        for text in [
+            "[1]",
+            "{}",
+            r#"{"not":"a state"}"#,
+            r#"{"version":0}"#,
+            r#"{"version":"2"}"#,
+        ] {
+            let bad = Stored::parse(Some(text), "/state/x.json").unwrap_err();
+            assert!(
+                bad.to_string()
+                    .contains("/state/x.json in the store is not a saved compactor state"),
+                "{text}"
+            );
+        }
+        // Nor is it a state handed in (`state`).
+        for text in ["{}", r#"{"stats":{}}"#] {
+            let e = crate::State::from_json(text).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidConfig { field, .. } if field == "state"),
+                "{e}"
+            );
+        }
+        assert!(crate::State::from_json(r#"{"version":2}"#).is_ok());
     }
 
     #[test]
@@ -512,52 +537,73 @@ mod tests {
 
     #[test]
     fn persist_saves_what_changed_over_what_it_read_and_judges_a_refusal() {
-        let mut p = Persist::new("/s", None, Some(r#"{"v":1}"#)).unwrap();
+        let mut p = Persist::new("/s", None, Some(r#"{"version":1}"#)).unwrap();
         // Unchanged: nothing due (unless asked for).
-        assert_eq!(p.request(r#"{"v":1}"#, "aa", false, true).unwrap(), None);
-        let forced = p.request(r#"{"v":1}"#, "aa", true, true).unwrap().unwrap();
+        assert_eq!(
+            p.request(r#"{"version":1}"#, "aa", false, true).unwrap(),
+            None
+        );
+        let forced = p
+            .request(r#"{"version":1}"#, "aa", true, true)
+            .unwrap()
+            .unwrap();
         assert_eq!(forced.expected, None);
         // Changed: saved over nothing, then over what it saved.
-        let first = p.request(r#"{"v":2}"#, "aa", false, true).unwrap().unwrap();
+        let first = p
+            .request(r#"{"version":2}"#, "aa", false, true)
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (first.path.as_str(), first.expected.as_deref()),
             ("/s", None)
         );
-        assert_eq!(first.text, r#"{"v":2,"revision":1,"conversation":"aa"}"#);
+        assert_eq!(
+            first.text,
+            r#"{"version":2,"revision":1,"conversation":"aa"}"#
+        );
         p.written();
-        assert_eq!(p.request(r#"{"v":2}"#, "aa", false, true).unwrap(), None);
+        assert_eq!(
+            p.request(r#"{"version":2}"#, "aa", false, true).unwrap(),
+            None
+        );
         let second = p
-            .request(r#"{"v":3}"#, "aabb", false, true)
+            .request(r#"{"version":3}"#, "aabb", false, true)
             .unwrap()
             .unwrap();
         assert_eq!(second.expected.as_deref(), Some(first.text.as_str()));
         assert!(second.text.contains(r#""revision":2"#));
         // Another request of the same branch saved first: run again on its state.
-        let theirs = r#"{"v":9,"revision":2,"conversation":"aabb"}"#;
+        let theirs = r#"{"version":9,"revision":2,"conversation":"aabb"}"#;
         assert_eq!(
             p.refused(Some(theirs)).unwrap(),
             Refused::Rerun {
-                state: Some(r#"{"v":9}"#.into())
+                state: Some(r#"{"version":9}"#.into())
             }
         );
-        p.rebuilt(r#"{"v":9}"#);
-        assert_eq!(p.request(r#"{"v":9}"#, "aabb", false, false).unwrap(), None);
+        p.rebuilt(r#"{"version":9}"#);
+        assert_eq!(
+            p.request(r#"{"version":9}"#, "aabb", false, false).unwrap(),
+            None
+        );
         let third = p
-            .request(r#"{"v":10}"#, "aabb", false, false)
+            .request(r#"{"version":10}"#, "aabb", false, false)
             .unwrap()
             .unwrap();
         assert_eq!(third.expected.as_deref(), Some(theirs));
         assert!(third.text.contains(r#""revision":3"#));
         // An earlier turn than the stored one saves nothing.
-        assert_eq!(p.request(r#"{"v":11}"#, "aa", false, true).unwrap(), None);
+        assert_eq!(
+            p.request(r#"{"version":11}"#, "aa", false, true).unwrap(),
+            None
+        );
         // An explicit save that lost is a conflict at once, naming the path.
-        p.request(r#"{"v":12}"#, "aabb", true, true)
+        p.request(r#"{"version":12}"#, "aabb", true, true)
             .unwrap()
             .unwrap();
         let Refused::Conflict {
             message, revision, ..
         } = p
-            .refused(Some(r#"{"v":13,"revision":7,"conversation":"aabb"}"#))
+            .refused(Some(r#"{"version":13,"revision":7,"conversation":"aabb"}"#))
             .unwrap()
         else {
             panic!("expected a conflict")
@@ -566,7 +612,7 @@ mod tests {
         assert!(message.contains("the state at /s changed"));
         // An outcome with no save under way, and a current text that is no state: typed errors.
         assert!(p.refused(None).is_err());
-        p.request(r#"{"v":14}"#, "aabb", false, true)
+        p.request(r#"{"version":14}"#, "aabb", false, true)
             .unwrap()
             .unwrap();
         assert!(p

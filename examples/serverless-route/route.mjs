@@ -46,8 +46,10 @@ export function createChatRoute({ storage, model, tools = {}, compactor: options
       prepareStep: compactor.prepareStep,
       onStepFinish: compactor.onStepFinish,
       stopWhen: stepCountIs(8),
-      onFinish: async ({ response }) => {
-        await saveTurn(store, { turnId, messages: [message, ...response.messages] });
+      // Every step's messages: `response.messages` is the last step's alone (AI SDK 7), which
+      // would drop the turn's tool calls and results (and the previews naming stored paths).
+      onFinish: async ({ responseMessages }) => {
+        await saveTurn(store, { turnId, messages: [message, ...responseMessages] });
         await compactor.saveState(); // the last step's usage (calibration) for the next request
         compactor.dispose();
       },

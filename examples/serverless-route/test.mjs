@@ -66,6 +66,10 @@ try {
   const path = firstText.match(/\/tool_outputs\/[\w.-]+/)[0];
   let turns = await loadTurns(instances[1], 'chat-1');
   assert.equal(turns.length, 1);
+  // Every step of the turn is saved: the tool call and its result (the preview naming the path)
+  // too, not only the last step's answer.
+  assert.deepEqual(turns[0].messages.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant']);
+  assert.ok(JSON.stringify(turns[0].messages[2]).includes(path), 'the saved tool result names the stored path');
   assert.ok(JSON.stringify(turns).length < 10_000, 'the chat holds the preview, not the 70k-token output');
 
   // Turn 2 on instance B: it reads the offloaded output back from Redis with read_file.

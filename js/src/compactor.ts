@@ -10,6 +10,7 @@ import { AGENTS_MD_PATH } from './stores/composite.js';
 import {
   AheadRun,
   WasmCompactor,
+  hostDefaults,
 } from './wasm/context_compactor.js';
 import type {
   Action,
@@ -253,8 +254,12 @@ const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize'
 
 export { DEFAULT_STATE_PATH };
 
-/** `storeTimeoutMs` by default. */
-const STORE_TIMEOUT_MS = 10_000;
+/** What this host does where the app leaves its own options out: every host's, the core's
+ * (`src/config.rs`, `HOST_DEFAULTS`). Read once, after `init()`. */
+let defaults: { summarizeTimeoutMs: number; storeTimeoutMs: number; overflowRetries: number; background: boolean } | undefined;
+function hostDefault<K extends keyof NonNullable<typeof defaults>>(key: K): NonNullable<typeof defaults>[K] {
+  return (defaults ??= JSON.parse(core(() => hostDefaults())) as NonNullable<typeof defaults>)[key];
+}
 /** The state read by `createCompactor` (a symbol key: the core never sees it). */
 const STORED = Symbol('stored state');
 
@@ -283,7 +288,7 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
   if (options.statePath !== undefined && options.state === undefined && options.store) {
     // A read that fails or does not answer in time: plan from the history alone, save only over
     // nothing (a state that is there after all is found by the save: see `#run`).
-    const path = checkPath(options.statePath);
+    const path = checkPath(options.statePath, 'statePath');
     const stored = await readState(withTimeout(options.store, storeTimeout(options)), path).catch((error: unknown) => {
       if (error instanceof CompactorError && error.code === 'invalid_config') throw error; // not a state
       return unreadState(error);
@@ -333,7 +338,7 @@ function checkOptions(options: unknown): asserts options is CompactorOptions {
 
 /** `options.storeTimeoutMs`, checked. */
 function storeTimeout(options: CompactorOptions): number {
-  const ms = options.storeTimeoutMs ?? STORE_TIMEOUT_MS;
+  const ms = options.storeTimeoutMs ?? hostDefault('storeTimeoutMs');
   if (typeof ms !== 'number' || !(ms > 0)) throw new CompactorError('invalid_config', 'storeTimeoutMs must be a positive number of milliseconds', { field: 'storeTimeoutMs' });
   return ms;
 }
@@ -403,23 +408,24 @@ export class Compactor {
     this.#onEvent = options.onEvent;
     this.#summarize = options.summarize;
     this.#onPreCompact = options.onPreCompact;
-    this.#summarizeTimeoutMs = options.summarizeTimeoutMs ?? 120_000;
+    this.#summarizeTimeoutMs = options.summarizeTimeoutMs ?? hostDefault('summarizeTimeoutMs');
     if (options.waitUntil !== undefined && typeof options.waitUntil !== 'function') {
       throw new CompactorError('invalid_config', 'waitUntil must be a function (promise) => void, e.g. (p) => ctx.waitUntil(p)', { field: 'waitUntil' });
     }
-    this.#background = (options.background ?? true) && options.summarize !== undefined;
+    this.#background = (options.background ?? hostDefault('background')) && options.summarize !== undefined;
     this.#waitUntil = options.waitUntil;
     if (options.now !== undefined && typeof options.now !== 'function') {
       throw new CompactorError('invalid_config', 'now must be a function returning milliseconds since the Unix epoch, e.g. () => Date.now()', { field: 'now' });
     }
     this.#now = options.now ?? Date.now;
-    if (!(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
+    if (typeof this.#summarizeTimeoutMs !== 'number' || !(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
+    if (options.background !== undefined && typeof options.background !== 'boolean') throw new CompactorError('invalid_config', 'background must be true or false', { field: 'background' });
     this.#io = withTimeout(this.store, storeTimeout(options));
     if (options.statePath !== undefined && !options.store) {
       throw new CompactorError('invalid_config', 'statePath needs a store that outlives the compactor (options.store); the default MemoryStore would lose the state', { field: 'statePath' });
     }
-    this.#statePath = options.statePath === undefined ? undefined : checkPath(options.statePath);
-    this.#overflowRetries = options.overflow?.retries ?? 1;
+    this.#statePath = options.statePath === undefined ? undefined : checkPath(options.statePath, 'statePath');
+    this.#overflowRetries = options.overflow?.retries ?? hostDefault('overflowRetries');
     if (!Number.isInteger(this.#overflowRetries) || this.#overflowRetries < 0) {
       throw new CompactorError('invalid_config', 'overflow.retries must be a whole number >= 0', { field: 'overflow.retries' });
     }
@@ -588,6 +594,7 @@ export class Compactor {
   /** Compacts now, whatever the usage: every tier runs and older messages are summarized (or
    * truncated, per `history.strategy`). `instructions` steer the summary. */
   compact<M extends MessageLike>(messages: readonly M[], options: { instructions?: string } = {}): Promise<ManageResult<M>> {
+    if (options?.instructions !== undefined && typeof options.instructions !== 'string') return Promise.reject(new TypeError(`compact: instructions must be a string, got ${options.instructions === null ? 'null' : typeof options.instructions}`));
     return this.#enqueue(() => this.#run(messages, { trigger: 'manual', instructions: options.instructions }), 'compact');
   }
 
@@ -659,7 +666,7 @@ export class Compactor {
       event.call = call;
       if (options.stepNumber !== undefined) event.stepNumber = options.stepNumber;
     }
-    const result: ManageResult<M> = { messages: changed, events, plan };
+    const result: ManageResult<M> = { messages: changed, events, plan, tokensBefore: done.tokensBefore, tokensAfter: done.tokensAfter };
     this.#held = done.applied ? { messages: [...changed], marks: changed.map(mark), refs } : held;
     if (done.applied) this.#last = { input: [...io.input], marks: io.input.map(mark), output: changed };
     if (done.cancelled) result.cancelled = true;
@@ -730,7 +737,10 @@ export class Compactor {
         const context = request.preCompact;
         const hook = this.#onPreCompact;
         const shown = { trigger: options.trigger, currentTokens: context.currentTokens, targetTokens: context.targetTokens, messageCount: context.messageCount, plan: this.#hydrated(plan!, undefined, messages, refs, written, true) };
-        const decision: unknown = (await this.#inside(() => hook(shown))) ?? {};
+        // Within `summarizeTimeoutMs`, as the summarizer: a hook that does not settle is no
+        // decision (the call goes on), never a hang.
+        const answer: unknown = this.#inside(() => hook(shown));
+        const decision: unknown = (await settledWithin(answer, this.#summarizeTimeoutMs)) ?? {};
         // Handed on as given: the core reads it (a cancel that is not true or false is a typed
         // error there, in every host).
         if (typeof decision !== 'object' || decision === null || Array.isArray(decision)) {
@@ -967,8 +977,17 @@ export class Compactor {
    * one, the long-term memory file `/memories/AGENTS.md` with the memory protocol.
    */
   async systemPrompt(base: string, options: { memory?: boolean } = {}): Promise<string> {
-    const agentsMd = options.memory === false ? null : await this.#io.read(AGENTS_MD_PATH);
-    return this.#core.systemPrompt(base, options.memory, agentsMd ?? undefined);
+    if (typeof base !== 'string') throw new TypeError(`systemPrompt: base must be a string, got ${base === null ? 'null' : typeof base}`);
+    if (options === null || typeof options !== 'object') throw new TypeError('systemPrompt: options must be an object ({ memory })');
+    let agentsMd: string | null = null;
+    try {
+      if (options.memory !== false) agentsMd = await this.#io.read(AGENTS_MD_PATH);
+    } catch (error) {
+      // Typed, naming the file (a timeout, an invalid path are already).
+      if (error instanceof CompactorError) throw error;
+      throw new CompactorError('store_failed', `systemPrompt: reading ${AGENTS_MD_PATH} failed: ${errorMessage(error)}`, { path: AGENTS_MD_PATH, op: 'read', cause: error });
+    }
+    return this.#core.systemPrompt(base, options.memory === undefined ? undefined : options.memory === true, agentsMd ?? undefined);
   }
 
   /** AI SDK middleware for `wrapLanguageModel({ model, middleware: compactor.middleware() })`:
@@ -1011,9 +1030,13 @@ export class Compactor {
     return JSON.parse(this.#core.state()) as CompactorState;
   }
 
-  /** Frees the core's memory now (otherwise the garbage collector does, eventually). */
+  /** Frees the core's memory now (otherwise the garbage collector does, eventually). Again:
+   * nothing. A call after it is a `CompactorError('disposed')`. */
   dispose(): void {
-    this.#core.free();
+    const held = this.#core;
+    this.#core = disposedCore();
+    if (!(held instanceof WasmCompactor)) return;
+    held.free();
   }
 }
 
@@ -1050,6 +1073,26 @@ interface SessionDone {
   conflict?: { message: string; attempts: number; revision: number };
   /** A recovery with nothing left to compact: the call's `context_overflow`. */
   overflow?: { message: string; details: Record<string, unknown> };
+}
+
+/** What a disposed compactor calls instead of its core: every method a typed `disposed`. */
+function disposedCore(): WasmCompactor {
+  const gone = () => {
+    throw new CompactorError('disposed', 'this compactor was disposed (dispose()): create a new one');
+  };
+  return new Proxy({}, { get: () => gone }) as WasmCompactor;
+}
+
+/** `value` once settled, or undefined when it has not within `ms` (a rejection is thrown). */
+async function settledWithin(value: unknown, ms: number): Promise<unknown> {
+  if (!(value instanceof Promise) && !(typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function')) return value;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timerMs(ms))));
+  try {
+    return await Promise.race([value as PromiseLike<unknown>, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A call made from inside a call's own callback (`#enqueue`). */

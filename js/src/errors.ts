@@ -15,6 +15,7 @@ export type CompactorErrorCode =
   | 'context_overflow'
   | 'store_failed'
   | 'state_conflict'
+  | 'disposed'
   | 'internal';
 
 /** Every error the library throws. `index` and `field` name the offending message and field. */

@@ -65,6 +65,9 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
   }
   let observed: unknown;
   let systemText = '';
+  /** The system prompt `beforeModel` counted last: the agent's first call (the prompt not yet
+   * seen) or a prompt that changed since (a dynamic one) counts it in `wrapModelCall`. */
+  let counted: string | undefined;
   return createMiddleware({
     name: 'ContextCompactorMiddleware',
     beforeModel: async (state) => {
@@ -84,6 +87,7 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
       // counted as the first message (the one the last model call carried, seen by
       // `wrapModelCall`), and the core keeps it verbatim.
       const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];
+      counted = systemText;
       const result = (await compactor.manage([...system, ...converted])) as ManageResult<CoreMessage>;
       options.onResult?.(result);
       const compacted = result.messages.slice(system.length);
@@ -98,6 +102,17 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
     wrapModelCall: async (request, handler) => {
       systemText = joined(request.systemMessage?.content ?? request.systemPrompt ?? '');
       let current = request;
+      if (systemText !== counted) {
+        // `beforeModel` counted another system prompt (none, on the agent's first call): this
+        // call's prompt is compacted again with its own, so that it fits (the state keeps the
+        // raw messages; the compaction record puts the edits back at the next `beforeModel`).
+        counted = systemText;
+        const converted = toModelMessages(current.messages);
+        const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];
+        const result = (await compactor.manage([...system, ...converted])) as ManageResult<CoreMessage>;
+        options.onResult?.(result);
+        current = { ...current, messages: fromModelMessages(result.messages.slice(system.length), current.messages, converted) };
+      }
       for (let attempt = 0; ; ) {
         let outcome: { refused: false; reply: Awaited<ReturnType<typeof handler>> } | { refused: true; error: unknown };
         try {

@@ -118,8 +118,9 @@ export interface ReportRecorder {
  * ```
  *
  * With `manage` the tokens before are the compactor's own (`plan.tokensBefore`); with
- * `prepareStep` they are `compactor.usage` of the instructions and the step's messages — in AI
- * SDK 7, where the returned messages persist, the same figure.
+ * `prepareStep` they are `compactor.usage` of the instructions and the step's messages, once the
+ * previous step's usage has calibrated it — in AI SDK 7, where the returned messages persist,
+ * the same figure.
  */
 export function createReportRecorder(options: ReportOptions = {}): ReportRecorder {
   const calls: ReportCall[] = [...(options.calls ?? [])];
@@ -196,6 +197,11 @@ export function createReportRecorder(options: ReportOptions = {}): ReportRecorde
       // then sees a conversation that only grew, and counts only what is new.
       if (!system || system.instructions !== step.instructions) system = { instructions: step.instructions, messages: systemMessages(step.instructions) };
       const sys = system.messages as M[];
+      // The previous step's usage first, as `compactor.prepareStep` feeds it before it counts:
+      // measured before that calibration, `before` would be on another scale than `after` (an
+      // offload could show the prompt growing). The compactor ignores the second report.
+      const lastUsage = step.steps?.at(-1)?.usage;
+      if (lastUsage) compactor.observeUsage(lastUsage);
       const before = compactor.usage([...sys, ...step.messages]).tokens;
       const out = await compactor.prepareStep({ ...step, instructions: sys });
       record(compactor, sys.length + step.messages.length, before, [...sys, ...out.messages], []);

@@ -126,10 +126,11 @@ export const MAX_SEGMENT_BYTES = 255;
 const utf8 = new TextEncoder();
 
 /** Rejects paths that could escape a store's root or confuse a backend. */
-export function checkPath(path: unknown): string {
+export function checkPath(path: unknown, field?: string): string {
   const fail = (why: string): never => {
-    throw new CompactorError('invalid_path', `invalid store path ${JSON.stringify(path)}: ${why}`, {
+    throw new CompactorError('invalid_path', `${field ? `${field}: ` : ''}invalid store path ${JSON.stringify(path)}: ${why}`, {
       path: typeof path === 'string' ? path : String(path),
+      ...(field ? { field } : {}),
     });
   };
   if (typeof path !== 'string') return fail('not a string');

@@ -321,6 +321,12 @@ export interface ManageResult<M extends MessageLike = MessageLike> {
   messages: M[];
   events: CompactionEvent[];
   plan: Plan;
+  /** Tokens of the conversation given, its recorded compactions replayed (what the call started
+   * from; `plan.tokensBefore`). */
+  tokensBefore: number;
+  /** Tokens of `messages`, counted after the call: what is sent, failed writes included (their
+   * content stays), where `plan.tokensAfter` is the plan's prediction. */
+  tokensAfter: number;
   /** `onPreCompact` cancelled: nothing new was executed and no state changed; `messages` are
    * the input with the recorded compactions replayed (earlier summaries and edits put back: the
    * prompt a long-lived compactor sends), which is the input itself when there are none. */

@@ -444,7 +444,7 @@ test('offloadToolOutput: a value whose JSON is a string is a JSON output (as it 
   const paths = await store.list('/tool_outputs/');
   assert.equal(paths.length, 1, 'the same JSON value, stored once');
   assert.ok(paths[0].endsWith('.json') && (await store.read(paths[0])) === JSON.stringify(big, null, 2), paths[0]);
-  // A store that answers after the compactor was disposed: the error is the core's, typed.
+  // A store that answers after the compactor was disposed: a typed `disposed`.
   let release;
   const slow = { ...store, read: (p) => store.read(p), list: (p) => store.list(p), delete: (p) => store.delete(p), write: () => new Promise((resolve) => { release = resolve; }) };
   const doomed = await createCompactor({ model: 'gpt-4o', store: slow });
@@ -452,6 +452,6 @@ test('offloadToolOutput: a value whose JSON is a string is a JSON output (as it 
   while (!release) await new Promise((r) => setTimeout(r, 1));
   doomed.dispose();
   release();
-  await assert.rejects(pending, (e) => e instanceof CompactorError && e.code === 'internal');
+  await assert.rejects(pending, (e) => e instanceof CompactorError && e.code === 'disposed');
   compactor.dispose();
 });

@@ -305,3 +305,34 @@ test('a reply cut at the context window (stop_reason model_context_window_exceed
   assert.equal(model.sizes.length, 2);
   assert.equal(final.messages.at(-1).content, 'done');
 });
+
+test("the agent's first model call counts its system prompt: a resumed history with a large system prompt fits the window", async () => {
+  const prompts = [];
+  class Recorder extends BaseChatModel {
+    constructor() { super({}); }
+    _llmType() { return 'recorder'; }
+    bindTools() { return this; }
+    async _generate(messages) {
+      prompts.push(messages);
+      const message = new AIMessage('ok');
+      return { generations: [{ text: 'ok', message }] };
+    }
+  }
+  const { countTokens } = await import('../dist/entry/node.js');
+  const systemPrompt = Array.from({ length: 400 }, (_, i) => `Rule ${i}: answer precisely and cite the source ${i}.`).join('\n');
+  const history = [];
+  for (let i = 0; i < 14; i++) {
+    history.push(new HumanMessage(`Question ${i}: ` + 'tell me about the data. '.repeat(40)));
+    history.push(new AIMessage(`Answer ${i}: ` + 'the data shows a steady trend. '.repeat(40)));
+  }
+  history.push(new HumanMessage('And now?'));
+  const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 12_000 });
+  const agent = createAgent({ model: new Recorder(), tools: [], systemPrompt, middleware: [compactorMiddleware(compactor)] });
+  await agent.invoke({ messages: history });
+  assert.equal(prompts.length, 1);
+  const counter = await createCompactor({ model: 'gpt-4o', contextWindow: 12_000 });
+  assert.ok(countTokens(systemPrompt) > 3_000, 'the system prompt is large');
+  assert.ok(counter.usage(toModelMessages(history)).tokens + countTokens(systemPrompt) > 12_000, 'the raw prompt would not fit');
+  const tokens = counter.usage(toModelMessages(prompts[0])).tokens;
+  assert.ok(tokens < 12_000, `the first call's prompt fits the window: ${tokens}`);
+});

@@ -191,3 +191,15 @@ test('saveState() is a call of the core: a compactor given its state reads the p
     (e) => e instanceof CompactorError && e.code === 'store_failed' && e.details.path === PATH && /the disk is full/.test(e.message) && e.message.includes(PATH),
   );
 });
+
+test('an app file at statePath that is not a state is refused, never saved over; nor is a state handed in without a version', async () => {
+  for (const text of ['{}', '{"not":"a state"}', '{"version":0}']) {
+    const store = new MemoryStore();
+    await store.write('/chat/data.json', text);
+    await assert.rejects(() => createCompactor({ store, statePath: '/chat/data.json' }), (e) => e instanceof CompactorError && e.code === 'invalid_config' && /not a saved compactor state/.test(e.message), text);
+    assert.equal(await store.read('/chat/data.json'), text, 'the file is as it was');
+  }
+  await assert.rejects(() => createCompactor({ state: { foo: 1 } }), (e) => e.code === 'invalid_config' && e.details.field === 'state');
+  const saved = (await createCompactor({})).state();
+  assert.ok((await createCompactor({ state: saved })).state().version >= 1, 'a saved state is taken');
+});

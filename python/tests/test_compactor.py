@@ -110,6 +110,11 @@ def check_fallback(compactor: Compactor, messages: List[Dict[str, Any]], result:
     # Transcript first: the whole input is in the store, as JSON and as Markdown.
     assert json.loads(compactor.store.read(transcript["path"])) == messages
     assert compactor.store.read(transcript["readablePath"]).startswith("# Conversation transcript")
+    # The result's plan reads as written, after the core moved on to the compacted conversation
+    # (it raised plan_mismatch here once: rendered again from the input).
+    assert transcript["json"] == compactor.store.read(transcript["path"])
+    assert transcript["markdown"] == compactor.store.read(transcript["readablePath"])
+    assert "save-transcript" in repr(result) and json.loads(json.dumps(result.plan)) == result.plan
     summary = result.messages[1]["content"]
     assert summary.startswith("[Conversation summary]") and transcript["path"] in summary
     assert "## Session Intent\nTurn 0:" in summary
@@ -313,8 +318,8 @@ def test_options_json_cannot_carry_are_typed_errors_naming_the_field() -> None:
     from context_compactor import CompactorError
 
     for kwargs, field in (
-        ({"context_window": math.nan}, "contextWindow"),
-        ({"compaction": {"trigger_fraction": math.inf}}, "compaction.triggerFraction"),
+        ({"context_window": math.nan}, "context_window"),
+        ({"compaction": {"trigger_fraction": math.inf}}, "compaction.trigger_fraction"),
         ({"on_event": 5}, "on_event"),
     ):
         with pytest.raises(CompactorError) as caught:
@@ -468,3 +473,41 @@ def test_amanage_writes_a_plans_files_at_once_as_npm_does() -> None:
     result = asyncio.run(Compactor(model="gpt-4o", store=store, store_timeout=None).amanage(messages))
     assert [e["status"] for e in result.events] == ["applied"] * 3
     assert store.most == 3 and len(store.list("/tool_outputs/")) == 3
+
+
+def test_a_result_plan_reads_its_transcript_as_written_sync_async_and_recover() -> None:
+    from context_compactor import Compactor as C
+
+    messages = chat(30)
+    for run in ("manage", "amanage", "recover"):
+        compactor = C(context_window=8_000)
+        if run == "manage":
+            result = compactor.manage(messages)
+        elif run == "amanage":
+            result = asyncio.run(compactor.amanage(messages))
+        else:
+            error = Exception("This model's maximum context length is 8000 tokens. However, your messages resulted in 9500 tokens. Please reduce the length of the messages.")
+            result = compactor.recover(messages, error)
+        transcript = next(a for a in result.plan["actions"] if a["type"] == "save-transcript")
+        assert transcript["json"] == compactor.store.read(transcript["path"]), run
+        assert transcript["markdown"] == compactor.store.read(transcript["readablePath"]), run
+        repr(result)
+        # The next call still plans on the compacted conversation.
+        compactor.manage([*result.messages, {"role": "user", "content": "next"}])
+
+
+def test_options_in_snake_case_at_every_depth_and_errors_in_the_names_python_spells() -> None:
+    from context_compactor import InvalidConfigError
+
+    # The config mapping takes snake_case as the keywords do, at every depth.
+    assert Compactor({"model": "gpt-4o", "context_window": 20_000}).model["contextWindow"] == 20_000
+    same = Compactor(model="gpt-4o", compaction={"working_files": {"max_files": 3}})
+    assert same.plan(chat(4))["trigger"] == Compactor(model="gpt-4o", compaction={"workingFiles": {"maxFiles": 3}}).plan(chat(4))["trigger"]
+    for kwargs, field, named in (
+        ({"context_window": "16000"}, "context_window", "`context_window`"),
+        ({"contex_window": 1}, "contex_window", "`context_window`"),
+        ({"compaction": {"working_files": {"max_filez": 3}}}, "compaction.working_files.max_filez", "`max_files`"),
+    ):
+        with pytest.raises(InvalidConfigError) as caught:
+            Compactor(model="gpt-4o", **kwargs)
+        assert caught.value.field == field and named in str(caught.value), (kwargs, caught.value)

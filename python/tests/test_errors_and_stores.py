@@ -63,7 +63,7 @@ def test_bad_options_are_typed_errors_naming_the_field() -> None:
     assert e.value.code == "invalid_config" and "contextWindw" in str(e.value)
     with pytest.raises(InvalidConfigError) as e:
         Compactor(offload={"threshold_tokens": -1})
-    assert e.value.field == "offload.thresholdTokens"
+    assert e.value.field == "offload.threshold_tokens"
     with pytest.raises(InvalidConfigError) as e:
         Compactor(store=object())  # type: ignore[arg-type]
     assert e.value.field == "store" and "read, write, list, delete" in str(e.value)

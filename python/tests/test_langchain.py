@@ -651,3 +651,36 @@ def test_a_request_of_langchain_1_0_gives_its_system_prompt_too() -> None:
     assert converted == [{"role": "user", "content": "hi"}]
     assert _prompt(SimpleNamespace(system_prompt=None, messages=[]))[0] == []
 
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_the_agents_first_model_call_counts_its_system_prompt(use_async: bool) -> None:
+    """A resumed history under a large system prompt: ``before_model`` runs before the system
+    prompt is seen, so the first call's prompt is compacted again with it (it reached 13.7k
+    tokens in a 12k window before)."""
+    from context_compactor import count_tokens
+
+    prompts: List[List[BaseMessage]] = []
+
+    class Answering(ScriptedModel):
+        def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            prompts.append(list(messages))
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="ok"))])
+
+    system = "\n".join(f"Rule {i}: answer precisely and cite the source {i}." for i in range(400))
+    history: List[BaseMessage] = []
+    for i in range(14):
+        history.append(HumanMessage(content=f"Question {i}: " + "tell me about the data. " * 40))
+        history.append(AIMessage(content=f"Answer {i}: " + "the data shows a steady trend. " * 40))
+    history.append(HumanMessage(content="And now?"))
+    middleware = CompactorMiddleware(model="gpt-4o", context_window=12_000, store=MemoryStore())
+    agent = create_agent(Answering(prompts=[]), tools=[], system_prompt=system, middleware=[middleware])
+    if use_async:
+        asyncio.run(agent.ainvoke({"messages": history}))
+    else:
+        agent.invoke({"messages": history})
+    assert count_tokens(system) > 3_000
+    [sent] = prompts
+    counter = Compactor(model="gpt-4o", context_window=12_000)
+    assert counter.usage(to_model_messages(history))["tokens"] + count_tokens(system) > 12_000
+    assert counter.usage(to_model_messages(sent))["tokens"] < 12_000

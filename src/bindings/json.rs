@@ -381,8 +381,8 @@ const PLANS_KEPT: usize = 16;
 impl HeldCompactor {
     pub(crate) fn new(config_json: &str, state_json: Option<&str>) -> Result<Self> {
         let config = Config::from_json(config_json)?;
-        let state: State = match state_json {
-            Some(json) => parse("state", json)?,
+        let state = match state_json {
+            Some(json) => State::from_json(json)?,
             None => State::default(),
         };
         Ok(HeldCompactor {

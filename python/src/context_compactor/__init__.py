@@ -56,6 +56,7 @@ from .stores import (
     check_prefix,
     load_agents_md,
 )
+from .tokenizers import check_str as _check_str
 from .tokenizers import is_encoding_loaded, load_encoding, load_tokenizer
 from .tools import RecoveryTool, grep, ls, read_file, recovery_tools
 
@@ -69,6 +70,7 @@ def count_tokens(text: str, encoding: str = "o200k_base") -> int:
     ``load_tokenizer``."""
     if not isinstance(text, str):
         raise InvalidMessageError("invalid_messages", f"count_tokens: text must be a str, got {type(text).__name__}")
+    _check_str("count_tokens", "encoding", encoding)
     tokenizers.ensure_loaded(encoding)
     return int(_core.call("count-tokens", _well_formed(text), encoding))
 
@@ -83,6 +85,7 @@ def count_breakdown(messages: Sequence[Any], *, tools: Any = None, encoding: str
     compactor's own: exact text, the documented framing, image and file estimates."""
     if not isinstance(messages, (list, tuple)):
         raise InvalidMessageError("invalid_messages", f"count_breakdown: messages must be a list, got {type(messages).__name__}")
+    _check_str("count_breakdown", "encoding", encoding)
     # ensure_ascii: a lone surrogate is written as its escape, which the core reads as U+FFFD.
     text = json.dumps(list(messages), default=_json_bytes)
     tokenizers.ensure_loaded(encoding)
@@ -181,17 +184,23 @@ def _model_name(what: str, model: object) -> str:
 def recovery_segment(offload_prefix: str = "/tool_outputs/", history_prefix: str = "/conversation_history/") -> str:
     """The system-prompt segment that tells an agent where offloaded content and transcripts
     are and how to read them back."""
+    _check_str("recovery_segment", "offload_prefix", offload_prefix)
+    _check_str("recovery_segment", "history_prefix", history_prefix)
     return str(_core.call("recovery-segment", offload_prefix, history_prefix))
 
 
 def memory_segment(memories_prefix: str = MEMORIES_PREFIX) -> str:
     """The system-prompt segment of the long-term memory protocol (read ``AGENTS.md`` under
     ``memories_prefix`` first, keep it current), as the npm package's ``memorySegment``."""
+    _check_str("memory_segment", "memories_prefix", memories_prefix)
     return str(_core.call("memory-segment", memories_prefix))
 
 
 def with_memory(system: str, agents_md: Optional[str]) -> str:
     """``system`` with the long-term memory file's text appended, when there is one."""
+    _check_str("with_memory", "system", system)
+    if agents_md is not None:
+        _check_str("with_memory", "agents_md", agents_md)
     return str(_core.call("with-memory", system, agents_md))
 
 

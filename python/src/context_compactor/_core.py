@@ -225,6 +225,8 @@ class CoreCompactor:
         self._handle: ResourceAny = self._core.call("[static]compactor.create", config_json, state_json)
 
     def call(self, method: str, *args: Any) -> Any:
+        if self._handle is None:
+            raise CompactorError("disposed", "this compactor was closed (close()): create a new one")
         if self._core.generation != self._generation:
             raise CompactorError(
                 "internal", "this compactor's core instance failed earlier; create a new Compactor"

@@ -10,9 +10,11 @@ them, so the sync and async APIs cannot drift apart."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import math
+import re
 import threading
 import time
 import uuid
@@ -36,7 +38,7 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
-from .effects import Steps, drive_async, effect_read, one_call, outside_calls, run_sync, store_request, wall
+from .effects import AsyncInLoop, NoAnswer, Steps, drive_async, effect_read, one_call, outside_calls, run_sync, store_request, wall
 from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
 from .overflow import parse_overflow
@@ -126,9 +128,6 @@ one that stalls is left behind there: the call goes on, never a hang."""
 #: Where ``save_state()`` writes by default.
 DEFAULT_STATE_PATH = "/state/compactor.json"
 
-# Option groups whose keys are option names (snake_case accepted, sent as the core's
-# camelCase). `tools` is not one: its schemas are user JSON and cross untouched.
-_OPTION_GROUPS = {"offload", "compaction", "cache", "history", "importance"}
 
 
 @dataclass
@@ -141,6 +140,11 @@ class ManageResult:
     """One event per action, in order (``type``, ``status``: applied / fallback / failed ...)."""
     plan: Plan
     """The plan that ran."""
+    tokens_before: int
+    """Tokens of the conversation given, its recorded compactions replayed (``plan["tokensBefore"]``)."""
+    tokens_after: int
+    """Tokens of ``messages``, counted after the call: what is sent, failed writes included (their
+    content stays), where ``plan["tokensAfter"]`` is the plan's prediction."""
     state_error: Optional[str] = None
     """With ``state_path``: why the state could not be saved (the compaction stands)."""
     cancelled: bool = False
@@ -192,6 +196,9 @@ class Compactor:
       trigger applies it. With ``state_path`` it is kept beside the state
       (``<state_path>.summaries/ahead-<key>.json``) for the next request. ``settled()`` /
       ``asettled()`` wait for it.
+    - ``overflow``: ``{"retries": n}``, the harder compactions and retries one model call may
+      take after a provider's "prompt too long" (default 1; ``overflow_retries``, which the
+      LangChain middleware takes by default), as npm's ``overflow.retries``;
     - ``now``: the clock, milliseconds since the Unix epoch (default ``time.time() * 1000``).
       Each call hands its time to the core and the state records when the last call went out:
       a call after the provider's prompt cache expired (``cache.lifetime_seconds``: Anthropic
@@ -212,6 +219,7 @@ class Compactor:
         on_pre_compact: Optional[Callable[[Dict[str, Any]], Any]] = None,
         background: Optional[bool] = None,
         now: Optional[Callable[[], float]] = None,
+        overflow: Optional[Mapping[str, Any]] = None,
         _stored: Optional["_Stored"] = None,
         **options: Any,
     ) -> None:
@@ -221,12 +229,13 @@ class Compactor:
                 f"config must be a mapping of options (or pass them as keywords), got {type(config).__name__}",
                 {"field": "config"},
             )
-        core_config: Dict[str, Any] = dict(config or {})
-        for key, value in options.items():
-            core_config[_camel(key)] = _option_value(key, value)
+        core_config: Dict[str, Any] = {}
+        given: Dict[str, str] = {}  # the core's name -> the app's, for errors
+        for key, value in [*(config or {}).items(), *options.items()]:
+            core_config[_camel(key)] = _option_value(key, value, given)
         bad = _non_finite(core_config, "")
         if bad is not None:
-            raise InvalidConfigError("invalid_config", f"{bad}: expected a finite number", {"field": bad})
+            raise InvalidConfigError("invalid_config", f"{_spelled(bad, given)}: expected a finite number", {"field": _spelled(bad, given)})
         if "tools" in core_config:
             core_config["tools"] = tool_definitions(core_config["tools"])
         if store is None:
@@ -245,18 +254,25 @@ class Compactor:
                 f"store must implement read, write, list and delete; missing: {', '.join(missing)}",
                 {"field": "store"},
             )
-        if not (isinstance(summarize_timeout, (int, float)) and summarize_timeout > 0 and math.isfinite(summarize_timeout)):
+        if isinstance(summarize_timeout, bool) or not (isinstance(summarize_timeout, (int, float)) and summarize_timeout > 0 and math.isfinite(summarize_timeout)):
             raise InvalidConfigError(
                 "invalid_config",
                 "summarize_timeout must be a positive, finite number of seconds",
                 {"field": "summarize_timeout"},
             )
-        if store_timeout is not None and not (isinstance(store_timeout, (int, float)) and store_timeout > 0 and math.isfinite(store_timeout)):
+        if store_timeout is not None and (isinstance(store_timeout, bool) or not (isinstance(store_timeout, (int, float)) and store_timeout > 0 and math.isfinite(store_timeout))):
             raise InvalidConfigError(
                 "invalid_config",
                 "store_timeout must be a positive, finite number of seconds, or None (store calls made directly)",
                 {"field": "store_timeout"},
             )
+        retries = (overflow or {}).get("retries", _host_default("overflowRetries")) if isinstance(overflow, (Mapping, type(None))) else None
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0 or set(overflow or {}) - {"retries"}:
+            raise InvalidConfigError("invalid_config", "overflow must be a dict {\"retries\": <a whole number >= 0>}", {"field": "overflow"})
+        #: Compact-and-retry rounds per model call after an overflow (``overflow["retries"]``).
+        self.overflow_retries: int = retries
+        if background is not None and not isinstance(background, bool):
+            raise InvalidConfigError("invalid_config", "background must be True or False", {"field": "background"})
         if summarize is not None and not callable(summarize):
             raise InvalidConfigError(
                 "invalid_config", "summarize must be callable", {"field": "summarize"}
@@ -276,7 +292,7 @@ class Compactor:
                 "invalid_config", "on_pre_compact must be callable", {"field": "on_pre_compact"}
             )
         self._on_pre_compact = on_pre_compact
-        self._state_path = None if state_path is None else check_path(state_path)
+        self._state_path = None if state_path is None else check_path(state_path, "state_path")
         stored: Optional[_Stored] = None
         # An async store, from inside a running event loop, cannot be read here: the first call
         # (``amanage``) reads the state and builds the compactor from it (``persist-later``),
@@ -292,7 +308,10 @@ class Compactor:
                     stored = _failed_read(e)
             state = stored.state
         self._config_json = dumps(core_config)
-        self._core = _core.CoreCompactor(self._config_json, None if state is None else dumps(state))
+        try:
+            self._core = _core.CoreCompactor(self._config_json, None if state is None else dumps(state))
+        except InvalidConfigError as e:
+            raise _in_python_names(e, given) from None
         # A model whose tokenizer the package ships (qwen3, deepseek_v3, ...): loaded, then
         # counted exactly with it (the first core compactor, which estimated, is dropped).
         if tokenizers.ensure_loaded(self.model.get("tokenizer")) and self.model.get("tokenRatio") != 1:
@@ -316,7 +335,7 @@ class Compactor:
         self._alock: Optional[asyncio.Lock] = None
         # Summaries made ahead of need: on with a summarizer; those under way (threads or
         # tasks) by key, and the texts back (None: failed) not yet handed to the core.
-        self._background = (True if background is None else bool(background)) and summarize is not None
+        self._background = (_host_default("background") if background is None else background) and summarize is not None
         self._ahead_runs: Dict[str, Any] = {}
         self._ahead_done: Dict[str, Optional[str]] = {}
         self._ahead_lock = threading.Lock()
@@ -470,8 +489,16 @@ class Compactor:
         return await drive_async(self._system_prompt(base, memory), self._lock)
 
     def _system_prompt(self, base: str, memory: Optional[bool]) -> Steps[str]:
+        if not isinstance(base, str):
+            raise TypeError(f"system_prompt: base must be a str, got {type(base).__name__}")
         asked = None if memory is None else bool(memory)
-        agents_md = None if asked is False else (yield from effect_read(self._io, AGENTS_MD_PATH))
+        try:
+            agents_md = None if asked is False else (yield from effect_read(self._io, AGENTS_MD_PATH))
+        except CompactorError:
+            raise
+        except Exception as e:
+            # Typed, naming the file (a timeout is one already).
+            raise CompactorError("store_failed", f"system_prompt: reading {AGENTS_MD_PATH} failed: {_message(e)}", {"path": AGENTS_MD_PATH, "op": "read"}) from e
         return str(self._core.call("system-prompt", base, asked, agents_md))
 
     def close(self) -> None:
@@ -496,6 +523,8 @@ class Compactor:
         state's conditional save. A save lost to another request is the core's to judge: it
         builds itself again on the stored state and runs the call again, answers unsaved, or
         says ``conflict`` (a ``state_conflict``). Events reach ``on_event`` once."""
+        if instructions is not None and not isinstance(instructions, str):
+            raise TypeError(f"compact: instructions must be a str, got {type(instructions).__name__}")
         self._calls += 1
         self._input = input  # the conversation a save is for (``_conversation``)
         self._offer_done()
@@ -544,14 +573,16 @@ class Compactor:
 
         step = yield from self._call(options, ctx, trigger, resynced)
         messages, refs = ctx.messages, ctx.refs
-        plan = self._hydrated(step["plan"], messages, refs)
+        plan = self._hydrated(step["plan"], messages, refs, written=ctx.written)
         # The messages as given, or as the core changed them (applied, or a cancel that put
         # recorded edits back); once applied, what the core holds (and ``_rebase`` continues).
         out = _as_given(step["messages"], messages) if step["changed"] else list(messages)
         events: List[Event] = step["events"] if step["applied"] else []
         for event in events:
             event["call"] = call
-        result = ManageResult(out, events, plan, cancelled=bool(step["cancelled"]), cancel_overridden=bool(step["cancelOverridden"]))
+        result = ManageResult(
+            out, events, plan, int(step["tokensBefore"]), int(step["tokensAfter"]), cancelled=bool(step["cancelled"]), cancel_overridden=bool(step["cancelOverridden"])
+        )
         ctx.overflow = step.get("overflow")  # a recovery's failure, raised by ``_run``
         self._held = _Held(list(out), [_mark(m) for m in out], refs) if step["applied"] else held
         if step["applied"]:
@@ -602,7 +633,9 @@ class Compactor:
         if kind in ("read", "save", "put", "sleep"):
             return (yield from store_request(self._io, request))
         if kind == "write":
-            return (yield from self._write(request["path"], _app_json(_output_at(request.get("output"), messages), request["content"]), refs))
+            content = storable(_app_json(_output_at(request.get("output"), messages), request["content"]), refs)
+            ctx.written[request["path"]] = content
+            return (yield from self._write(request["path"], content, {}))
         if kind == "summarize":
             summary_request = request["summary"]["request"]
             summary_request["messages"] = [{"role": "user", "content": summary_request["prompt"]}]
@@ -619,7 +652,11 @@ class Compactor:
                 "message_count": ask["messageCount"],
                 "plan": self._hydrated(plan or {"actions": []}, messages, refs, session=True),
             }
-            decision = yield ("ask", self._on_pre_compact, context)
+            try:
+                # An async hook within ``summarize_timeout``, as npm's: a stall is no decision.
+                decision = yield ("ask", self._on_pre_compact, context, self._summarize_timeout)
+            except NoAnswer:
+                decision = None
             return {"type": "decision", **_decision(decision)}
         raise CompactorError("internal", f"session: unknown request {kind!r}")
 
@@ -632,6 +669,8 @@ class Compactor:
             if not isinstance(text, str):
                 raise TypeError(f"summarize returned {type(text).__name__}, not a str")
             return {"type": "text", "text": text}
+        except AsyncInLoop:
+            raise
         except Exception as e:
             return {"type": "failed", "error": _message(e)}
 
@@ -675,6 +714,8 @@ class Compactor:
         try:
             yield ("write", self._io, path, storable(content, refs))
             return {"type": "done"}
+        except AsyncInLoop:
+            raise
         except Exception as e:
             return {"type": "failed", "error": _message(e)}
 
@@ -864,14 +905,18 @@ class Compactor:
         (``_LazyTranscript``)."""
         return self._hydrated(decode(plan_json, self._held.refs), messages, self._held.refs)
 
-    def _hydrated(self, plan: Plan, messages: Sequence[Message], refs: Refs, session: bool = False) -> Plan:
+    def _hydrated(self, plan: Plan, messages: Sequence[Message], refs: Refs, session: bool = False, written: Optional[Mapping[str, str]] = None) -> Plan:
         """``_hydrate`` of a parsed plan; in a ``session``, the core's session holds the
-        conversation (nothing is synced)."""
+        conversation (nothing is synced). ``written``: the files a call wrote, path -> text; a
+        transcript it wrote is its text (the core holds the compacted conversation now)."""
         actions: List[Dict[str, Any]] = plan["actions"]
         for i, action in enumerate(actions):
             if action["type"] == "summarize":
                 action["request"]["messages"] = [{"role": "user", "content": action["request"]["prompt"]}]
             if action["type"] != "save-transcript":
+                continue
+            if written is not None and action["path"] in written and action["readablePath"] in written:
+                action["json"], action["markdown"] = written[action["path"]], written[action["readablePath"]]
                 continue
             actions[i] = _LazyTranscript(action, self._transcript(messages, action["lossyStrategy"], action, session))
         return plan
@@ -950,6 +995,8 @@ class _Call:
         self.messages = messages
         self.input = input
         self.refs: Refs = {}
+        #: The files the call wrote, path -> text as stored: a transcript's are its plan's.
+        self.written: Dict[str, str] = {}
         #: A recovery that had nothing left to compact: the core's ``context_overflow``.
         self.overflow: Optional[Dict[str, Any]] = None
 
@@ -999,10 +1046,10 @@ async def create_compactor(config: Optional[Mapping[str, Any]] = None, **options
     store, path = options.get("store"), options.get("state_path")
     if store is None or path is None or options.get("state") is not None or not _reads_async(store):
         return Compactor(config, **options)
-    timeout = options.get("store_timeout", 10.0)
+    timeout = options.get("store_timeout", _host_default("storeTimeoutMs") / 1000)
     bounded = isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)
     io = TimedStore(store, float(timeout)) if bounded else store  # a bad timeout: the constructor says so
-    path = check_path(path)
+    path = check_path(path, "state_path")
     try:
         stored = _parse_stored(await drive_async(effect_read(io, path), threading.RLock()), path)
     except Exception as e:
@@ -1039,9 +1086,10 @@ def _decision(decision: Any) -> Dict[str, Any]:
     if decision is None:
         return {}
     if not isinstance(decision, Mapping):
-        raise CompactorError(
+        raise InvalidConfigError(
             "invalid_config",
             f"on_pre_compact returned {type(decision).__name__}: expected a dict (cancel, custom_instructions, custom_summary) or None",
+            {"field": "on_pre_compact"},
         )
     # As given: the core reads them (a cancel that is not True or False is a typed error there,
     # as in the npm host). A value JSON cannot carry never reaches it: the same typed error here.
@@ -1064,9 +1112,42 @@ def _camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _option_value(key: str, value: Any) -> Any:
-    if _camel(key) in _OPTION_GROUPS and isinstance(value, Mapping):
-        return {_camel(k): _option_value(k, v) for k, v in value.items()}
+@functools.lru_cache(maxsize=None)
+def _host_defaults() -> Dict[str, Any]:
+    return cast(Dict[str, Any], json.loads(_core.call("host-defaults")))
+
+
+def _host_default(key: str) -> Any:
+    """What this host does where the app leaves its own options out: every host's, the core's
+    (``src/config.rs`` ``HOST_DEFAULTS``)."""
+    return _host_defaults()[key]
+
+
+def _spelled(path: str, given: Mapping[str, str]) -> str:
+    """An option's path (``compaction.triggerFraction``) as the app wrote it, else as Python
+    spells it (``compaction.trigger_fraction``); a tool's schema, under ``tools``, as given."""
+    if path.startswith("tools"):
+        return path
+    return ".".join(given.get(name, re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)) for name in path.split("."))
+
+
+def _in_python_names(error: InvalidConfigError, given: Mapping[str, str]) -> InvalidConfigError:
+    """The core's configuration error with every option named as the app wrote it, or as Python
+    spells it (the field, and the names the message quotes): ``contex_window=`` reads so."""
+    field = error.field
+    message = re.sub(r"`([A-Za-z0-9_.]+)`", lambda m: f"`{_spelled(m.group(1), given)}`", error.message)
+    details = {**error.details, **({"field": _spelled(field, given)} if field is not None else {})}
+    return InvalidConfigError(error.code, message, details)
+
+
+def _option_value(key: str, value: Any, given: Dict[str, str]) -> Any:
+    """An option's value with the names in it as the core spells them (snake_case accepted at
+    every depth: ``compaction={"working_files": {"max_files": 3}}``), each name the app wrote
+    kept in ``given`` (the core's -> the app's); ``tools`` crosses untouched (its schemas are
+    the app's JSON)."""
+    given.setdefault(_camel(key), key)
+    if _camel(key) != "tools" and isinstance(value, Mapping):
+        return {_camel(k): _option_value(k, v, given) for k, v in value.items()}
     return value
 
 

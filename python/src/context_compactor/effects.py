@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable, Dict, FrozenSet, Generator, Iterato
 
 from ._threads import call_within, call_within_async
 from .codec import well_formed
-from .errors import CompactorError
+from .errors import CompactorError, InvalidConfigError
 from .stores import FileStore, TimedStore
 
 T = TypeVar("T")
@@ -139,6 +139,8 @@ def store_request(store: FileStore, request: Dict[str, Any]) -> Steps[Dict[str, 
             yield ("write", bounded, request["path"], request["text"])
             return {"type": "done"}
         outcome = yield from conditional_write(bounded, request["path"], request["expected"], request["text"])
+    except AsyncInLoop:
+        raise
     except Exception as e:
         return {"type": "failed", "error": message(e)}
     if outcome["written"]:
@@ -211,9 +213,9 @@ async def _background(steps: Steps[T]) -> T:
                 continue
             value = await loop.run_in_executor(None, perform, effect)
             if inspect.isawaitable(value):
-                value = await asyncio.wait_for(_awaited(value), effect[3] if effect[0] == "summarize" else None)
+                value = await asyncio.wait_for(_awaited(value), _bound(effect))
         except asyncio.TimeoutError as e:
-            error = _no_summary(effect[3]) if effect[0] == "summarize" else e
+            error = _timed_out(effect, e)
         except Exception as e:
             error = e
 
@@ -256,6 +258,32 @@ def _no_summary(seconds: float) -> TimeoutError:
     return TimeoutError(f"no summary within {seconds:g} s")
 
 
+class AsyncInLoop(InvalidConfigError):
+    """The sync API over an async store, summarizer or hook, called inside a running event loop
+    (which it cannot block on): raised, not taken for a failing store, whose content would stay
+    and the call go on with a warning that the coroutine was never awaited."""
+
+
+class NoAnswer(TimeoutError):
+    """An ``on_pre_compact`` hook's awaitable that did not settle within ``summarize_timeout``:
+    the call goes on as if it had returned None (as npm's ``onPreCompact``), never a hang."""
+
+
+def _bound(effect: Tuple[Any, ...]) -> Optional[float]:
+    """How long an effect's awaitable may take: the summarizer's and the hook's
+    ``summarize_timeout`` (a store bounds its own calls)."""
+    return cast(float, effect[3]) if effect[0] in ("summarize", "ask") else None
+
+
+def _timed_out(effect: Tuple[Any, ...], error: BaseException) -> BaseException:
+    """``asyncio.wait_for``'s timeout as the effect's: no summary, or no answer from the hook."""
+    if effect[0] == "summarize":
+        return _no_summary(effect[3])
+    if effect[0] == "ask":
+        return NoAnswer(f"on_pre_compact: no answer within {effect[3]:g} s")
+    return error
+
+
 def _left(effect: Tuple[Any, ...], since: float) -> Tuple[Any, ...]:
     """A summarize effect with what is left of its timeout (a synchronous summarizer that
     returned an awaitable)."""
@@ -293,19 +321,20 @@ def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
     else:
         if inspect.iscoroutine(awaitable):
             awaitable.close()
-        raise CompactorError(
+        raise AsyncInLoop(
             "invalid_config",
             f"an async {_EFFECT_NAMES.get(effect[0], 'store')} inside a running event loop: use amanage/acompact",
+            {"field": "summarize" if effect[0] == "summarize" else "on_pre_compact" if effect[0] == "ask" else "store"},
         )
-    timeout = effect[3] if effect[0] == "summarize" else None
+    timeout = _bound(effect)
 
     async def wait() -> Any:
         try:
             return await asyncio.wait_for(awaitable, timeout)
-        except asyncio.TimeoutError:
+        except asyncio.TimeoutError as e:
             if timeout is None:
                 raise
-            raise _no_summary(timeout) from None
+            raise _timed_out(effect, e) from None
 
     return asyncio.run(wait())
 
@@ -336,11 +365,11 @@ async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
             else:
                 value = perform(effect)
                 if inspect.isawaitable(value):
-                    timeout = effect[3] if effect[0] == "summarize" else None
+                    timeout = _bound(effect)
                     value = await asyncio.wait_for(value, timeout)
         except asyncio.TimeoutError as e:
             # wait_for's, for a summarizer (a store's own TimeoutError stays its own)
-            error = _no_summary(effect[3]) if effect[0] == "summarize" else e
+            error = _timed_out(effect, e)
         except Exception as e:
             error = e
 

@@ -15,7 +15,8 @@ class CompactorError(Exception):
     (the core's), or ``invalid_path``, ``store_failed`` (a store that failed: ``path``, ``op``),
     ``context_overflow`` (``recover`` with nothing left to compact), ``busy`` (a call of a
     compactor made from inside one of its own calls: its ``on_pre_compact`` hook, summarizer or
-    store; ``details["call"]``), ``internal`` (the host's). ``details`` holds every field
+    store; ``details["call"]``), ``disposed`` (a call after ``close()``), ``internal`` (the
+    host's). ``details`` holds every field
     the core reported (``index``, ``field``, ``toolCallId``, ``line``, ...)."""
 
     code: str

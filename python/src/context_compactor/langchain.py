@@ -344,7 +344,9 @@ class CompactorMiddleware(AgentMiddleware):
     ``compactor``: a :class:`Compactor` (or the options to make one: ``model``,
     ``context_window``, ``store``, ``summarize`` ...). ``summary_model``: a LangChain chat model
     that writes the summaries (sync ``invoke`` in ``before_model``, ``ainvoke`` in
-    ``abefore_model``) when the compactor has no ``summarize`` of its own. When it is the
+    ``abefore_model``) when the compactor has no ``summarize`` of its own; like the options, it
+    goes into the compactor the middleware makes, so with a compactor given either is an
+    ``InvalidConfigError`` (``field``: the keyword). When it is the
     agent's own model and the core offers the summary request as a continuation (a model with a
     prompt cache, when that costs less), it is sent as one: the agent's system prompt, tools and
     messages as the agent last sent them, then the instruction, so the span is read from the
@@ -355,8 +357,9 @@ class CompactorMiddleware(AgentMiddleware):
     history (the model gets the preview naming its path). When the provider refuses a prompt as
     too long (``parse_overflow``), or a reply stops because the context window filled up
     (``stop_reason`` or ``finish_reason`` ``model_context_window_exceeded`` in its
-    ``response_metadata``), the model call is retried ``overflow_retries`` times (default 1) on
-    ``compactor.recover``'s harder compaction (``wrap_model_call``). A refusal after the last
+    ``response_metadata``), the model call is retried ``overflow_retries`` times (default the
+    compactor's ``overflow_retries``: 1 unless its ``overflow={"retries": n}`` says otherwise,
+    as npm's) on ``compactor.recover``'s harder compaction (``wrap_model_call``). A refusal after the last
     retry is a ``CompactorError('context_overflow')`` raised from the provider's error (with no
     retries, the provider's error itself); a cut reply after it is the answer, as it is — as the
     npm package's AI SDK middleware does. ``report``: a :func:`create_report_recorder` recorder
@@ -370,7 +373,7 @@ class CompactorMiddleware(AgentMiddleware):
         summary_model: Any = None,
         on_result: Optional[Callable[[ManageResult], None]] = None,
         offload_at_return: bool = True,
-        overflow_retries: int = 1,
+        overflow_retries: Optional[int] = None,
         report: Optional[ReportRecorder] = None,
         **options: Any,
     ) -> None:
@@ -383,14 +386,34 @@ class CompactorMiddleware(AgentMiddleware):
             if summary_model is not None and "summarize" not in options:
                 options["summarize"] = _summarizer(summary_model, self._continuation_call)
             compactor = Compactor(**options)
+        elif summary_model is not None or options:
+            # Both only make the compactor: they cannot reach one made already (its summarizer is
+            # fixed when it is made, and a continuation needs this middleware). An error, not a
+            # setting silently dropped.
+            key = "summary_model" if summary_model is not None else next(iter(options))
+            fix = (
+                "pass the compactor's options instead of the compactor (CompactorMiddleware(model=..., summary_model=llm)), "
+                "or make the compactor with a summarize= of its own"
+                if key == "summary_model"
+                else "pass it to Compactor(...) instead"
+            )
+            raise InvalidConfigError(
+                "invalid_config", f"CompactorMiddleware: `{key}` is for the compactor the middleware makes, and a compactor was given: {fix}", {"field": key}
+            )
         self.compactor = compactor
         self._on_result = on_result
         self._report = report
         self._offload_at_return = offload_at_return
+        if overflow_retries is None:
+            # The compactor's own (``overflow={"retries": n}``), as npm's middleware takes
+            # ``compactor.overflowRetries``; 1 for a compactor without one.
+            overflow_retries = getattr(compactor, "overflow_retries", 1)
         if not isinstance(overflow_retries, int) or isinstance(overflow_retries, bool) or overflow_retries < 0:
             raise InvalidConfigError("invalid_config", "overflow_retries must be a whole number >= 0", {"field": "overflow_retries"})
         self._overflow_retries = overflow_retries
         self._observed: Optional[object] = None
+        #: The system prompt's text ``before_model`` counted last (None: nothing counted yet).
+        self._counted: Optional[str] = None
 
     def before_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
@@ -411,7 +434,28 @@ class CompactorMiddleware(AgentMiddleware):
         counted = _counted(self._agent.system if self._agent is not None else None)
         system, converted = to_model_messages(counted), to_model_messages(messages)
         self._seen = ([*counted, *messages], [*system, *converted])
+        self._counted = _joined(counted[0].content) if counted else ""
         return system, converted
+
+    def _unfit(self, request: Any) -> Optional[Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]]:
+        """The request's system prompt (counted first) and messages, converted, when
+        ``before_model`` counted another system prompt (none, on the agent's first call; a
+        dynamic one that changed): this call's prompt is compacted again with its own, so that it
+        fits. None when it counted this one."""
+        system, converted = _prompt(request)
+        text = str(system[0]["content"]) if system else ""
+        if text == self._counted:
+            return None
+        self._counted = text
+        return system, converted
+
+    def _fitted(self, request: Any, result: ManageResult, system: List[Dict[str, Any]], converted: List[Dict[str, Any]]) -> Any:
+        """The model request with its messages as compacted with its own system prompt (the
+        state keeps the messages ``before_model`` returned: the compaction record puts these edits
+        back at the next one)."""
+        if self._on_result is not None:
+            self._on_result(result)
+        return request.override(messages=from_model_messages(result.messages[len(system) :], request.messages, converted))
 
     def _continuation_call(self, continuation: Dict[str, Any]) -> Optional[Tuple["_AgentCall", List[BaseMessage]]]:
         """A summary continuation as the agent's model would get it (``None`` before the agent
@@ -439,6 +483,8 @@ class CompactorMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         self._agent = _AgentCall.of(request)
+        if (unfit := self._unfit(request)) is not None:
+            request = self._fitted(request, self.compactor.manage([*unfit[0], *unfit[1]]), *unfit)
         attempt = 0
         while True:
             try:
@@ -452,6 +498,8 @@ class CompactorMiddleware(AgentMiddleware):
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         self._agent = _AgentCall.of(request)
+        if (unfit := self._unfit(request)) is not None:
+            request = self._fitted(request, await self.compactor.amanage([*unfit[0], *unfit[1]]), *unfit)
         attempt = 0
         while True:
             try:

@@ -38,13 +38,15 @@ class FileStore(Protocol):
     def delete(self, path: str) -> None: ...
 
 
-def check_path(path: object) -> str:
-    """``path`` if it is a safe store path, else :class:`InvalidPathError`."""
+def check_path(path: object, field: Optional[str] = None) -> str:
+    """``path`` if it is a safe store path, else :class:`InvalidPathError` (naming the option
+    ``field`` it came from, when it did)."""
 
     def fail(why: str) -> InvalidPathError:
         # The path as the npm package writes it (JSON.stringify), so both say the same.
         shown = json.dumps(path, ensure_ascii=False) if isinstance(path, str) else repr(path)
-        return InvalidPathError("invalid_path", f"invalid store path {shown}: {why}", {"path": str(path)})
+        where = f"{field}: " if field else ""
+        return InvalidPathError("invalid_path", f"{where}invalid store path {shown}: {why}", {"path": str(path), **({"field": field} if field else {})})
 
     if not isinstance(path, str):
         raise fail("not a string")

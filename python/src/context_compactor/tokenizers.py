@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, cast
+from typing import Any, Dict, List, Mapping, Optional, Union, cast
 
 from . import _core
 from .codec import well_formed
@@ -28,13 +28,17 @@ def shipped() -> List[str]:
 
 
 def is_encoding_loaded(name: str) -> bool:
-    """Whether ``name`` (an encoding or a tokenizer) can count now."""
-    return bool(_core.call("encoding-loaded", well_formed(name)))
+    """Whether ``name`` (an encoding or a tokenizer) can count now: False for a name that is
+    not a ``str``, as the npm package's ``isEncodingLoaded``."""
+    return isinstance(name, str) and bool(_core.call("encoding-loaded", well_formed(name)))
 
 
 def load_encoding(name: str, data: Optional[bytes] = None) -> None:
     """Loads ``name``: from ``data`` (rank data, or prebuilt tokenizer data), else the package's
     own prebuilt file (``shipped()``). Loading a loaded one does nothing."""
+    check_str("load_encoding", "name", name)
+    if data is not None and not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load_encoding: data must be bytes (rank or prebuilt tokenizer data) or None, got {type(data).__name__}")
     if data is None:
         if is_encoding_loaded(name):
             return
@@ -52,10 +56,37 @@ def load_encoding(name: str, data: Optional[bytes] = None) -> None:
     _core.call("load-encoding", well_formed(name), bytes(data))
 
 
-def load_tokenizer(name: str, tokenizer_json: str) -> Dict[str, Any]:
-    """Loads a Hugging Face ``tokenizer.json`` (its text) under ``name``; returns what it is
-    (``{"name", "vocab", ...}``)."""
-    return cast(Dict[str, Any], json.loads(_core.call("load-tokenizer", well_formed(name), well_formed(tokenizer_json))))
+def load_tokenizer(name: str, tokenizer_json: Union[str, bytes, bytearray, memoryview, Mapping[str, Any]]) -> Dict[str, Any]:
+    """Loads a Hugging Face ``tokenizer.json`` under ``name``: its text, its bytes (UTF-8, as
+    read from the file) or the parsed object (``json.load``), as the npm package's
+    ``loadTokenizer`` takes; returns what it is (``{"name", "vocab", ...}``)."""
+    if not isinstance(name, str) or not name:
+        got = "an empty one" if isinstance(name, str) else type(name).__name__
+        raise TypeError(f"load_tokenizer: name must be a non-empty str, got {got}")
+    return cast(Dict[str, Any], json.loads(_core.call("load-tokenizer", well_formed(name), well_formed(_tokenizer_text(tokenizer_json)))))
+
+
+def _tokenizer_text(value: Any) -> str:
+    """``load_tokenizer``'s ``tokenizer_json`` as the text the core parses."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        # As npm's TextDecoder: a leading BOM dropped, a malformed sequence read as U+FFFD (the
+        # same counts from the same file on both hosts).
+        return bytes(value).decode("utf-8-sig", "replace")
+    if isinstance(value, Mapping):
+        try:
+            return json.dumps(value if isinstance(value, dict) else dict(value), ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError) as e:
+            raise TypeError(f"load_tokenizer: tokenizer_json is not JSON: {e}") from None
+    raise TypeError(f"load_tokenizer: tokenizer_json must be the tokenizer.json text (str), bytes or parsed object (dict), got {type(value).__name__}")
+
+
+def check_str(what: str, argument: str, value: object) -> None:
+    """Raises a ``TypeError`` naming the function and argument when ``value`` is not a ``str``
+    (wasmtime's own says only "expected string type", or worse)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what}: {argument} must be a str, got {type(value).__name__}")
 
 
 def ensure_loaded(name: Optional[str]) -> bool:

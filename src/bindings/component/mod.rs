@@ -207,6 +207,10 @@ impl api::Guest for Component {
     fn with_memory(system: String, agents_md: Option<String>) -> String {
         crate::prompts::with_memory(&system, agents_md.as_deref())
     }
+
+    fn host_defaults() -> String {
+        json::to_json(&crate::HOST_DEFAULTS)
+    }
 }
 
 impl api::GuestCompactor for ComponentCompactor {

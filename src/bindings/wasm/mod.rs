@@ -389,6 +389,13 @@ pub fn parse_overflow(texts: Vec<String>, status: Option<u16>) -> String {
     json::parse_overflow(&texts, status)
 }
 
+/// What a host does where the app leaves its own options out (`crate::HOST_DEFAULTS`):
+/// `{summarizeTimeoutMs, storeTimeoutMs, overflowRetries, background}` as JSON.
+#[wasm_bindgen(js_name = hostDefaults)]
+pub fn host_defaults() -> String {
+    json::to_json(&crate::HOST_DEFAULTS)
+}
+
 /// What a host's overflow retry loop does next: `{moment, overflow, attempt, retries}` in,
 /// `{verdict: "as-is" | "retry" | "fail", attempt?, message?, details?}` out (`src/overflow.rs`).
 #[wasm_bindgen(js_name = overflowVerdict)]
