@@ -65,8 +65,9 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
   }
   let observed: unknown;
   let systemText = '';
-  /** The system prompt `beforeModel` counted last: the agent's first call (the prompt not yet
-   * seen) or a prompt that changed since (a dynamic one) counts it in `wrapModelCall`. */
+  /** The system prompt the last compaction counted (undefined: none yet). The agent's first
+   * model call is compacted in `wrapModelCall`, where its system prompt is first seen (it is not
+   * in the agent's state), and so is a call whose system prompt changed (a dynamic one). */
   let counted: string | undefined;
   return createMiddleware({
     name: 'ContextCompactorMiddleware',
@@ -82,6 +83,9 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
         const input = reply.usage_metadata?.input_tokens;
         if (typeof input === 'number' && input > 0) compactor.observeUsage({ inputTokens: input });
       }
+      // Before the first model call the system prompt is not known: `wrapModelCall` compacts
+      // that call with it (counted without it, the prompt could pass the window).
+      if (counted === undefined) return undefined;
       const converted = toModelMessages(messages);
       // The system prompt goes with every call but is not in the agent's messages: it is
       // counted as the first message (the one the last model call carried, seen by
@@ -103,9 +107,9 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
       systemText = joined(request.systemMessage?.content ?? request.systemPrompt ?? '');
       let current = request;
       if (systemText !== counted) {
-        // `beforeModel` counted another system prompt (none, on the agent's first call): this
-        // call's prompt is compacted again with its own, so that it fits (the state keeps the
-        // raw messages; the compaction record puts the edits back at the next `beforeModel`).
+        // The first call (`beforeModel` left it), or a system prompt that changed: this call's
+        // prompt is compacted with its own, so that it fits (the state keeps the messages; the
+        // compaction record puts the edits back at the next `beforeModel`).
         counted = systemText;
         const converted = toModelMessages(current.messages);
         const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];

@@ -18,8 +18,12 @@
 // Markers, an HTML comment on the line before a block's fence (invisible on GitHub):
 //   <!-- snippet: types-only (why) -->               type-checked, not run
 //   <!-- snippet: ai 5: instructions → system -->    for AI SDK 5, `instructions:` in the
-//                                                    arguments of `generateText(...)` is written
-//                                                    `system:` (its name there, as the README says)
+//                                                    arguments of `generateText(...)` and
+//                                                    `streamText(...)` is written `system:` (its
+//                                                    name there, as the README says); more
+//                                                    `; a → b` pairs are replaced everywhere
+//                                                    (`responseMessages`, AI SDK 6+, is
+//                                                    `response.messages` there)
 //   <!-- snippet: types-only, not ai 5 (why) -->     not checked against AI SDK 5 at all (a
 //                                                    framework whose peer range starts at AI
 //                                                    SDK 6, such as @cloudflare/ai-chat)
@@ -73,8 +77,9 @@ function freeNames(code) {
 function renameInGenerateText(code, from, to) {
   let out = '';
   let at = 0;
-  for (let start = code.indexOf('generateText(', at); start !== -1; start = code.indexOf('generateText(', at)) {
-    let i = start + 'generateText('.length;
+  const next = (from) => [code.indexOf('generateText(', from), code.indexOf('streamText(', from)].filter((i) => i !== -1).sort((a, b) => a - b)[0] ?? -1;
+  for (let start = next(at); start !== -1; start = next(at)) {
+    let i = code.indexOf('(', start) + 1;
     for (let depth = 1; i < code.length && depth > 0; i++) {
       const c = code[i];
       if (c === "'" || c === '"' || c === '`') {
@@ -178,7 +183,12 @@ for (const version of [
   cpSync(join(here, 'cloudflare-workers.d.ts'), join(dir, 'cloudflare-workers.d.ts'));
   const files = blocks.filter((block) => !(version.key === 'ai5' && /\bnot ai 5\b/.test(block.marker))).map((block) => {
     let code = block.code;
-    if (version.key === 'ai5' && /ai 5: instructions → system/.test(block.marker)) code = renameInGenerateText(code, 'instructions:', 'system:');
+    // `ai 5: a → b; c → d`: `instructions` inside the SDK's calls, any other text everywhere.
+    const renames = version.key === 'ai5' ? (block.marker.split('ai 5:')[1] ?? '').split(';') : [];
+    for (const [from, to] of renames.map((pair) => pair.split('→').map((s) => s.trim()))) {
+      if (!from || to === undefined) continue;
+      code = from === 'instructions' ? renameInGenerateText(code, 'instructions:', `${to}:`) : code.split(from).join(to);
+    }
     const free = freeNames(code);
     const header = free.length > 0 ? `import { ${free.join(', ')} } from './preamble.js';\n` : '';
     const name = `${block.file.replace(/\W+/g, '_')}-${block.line}`;
