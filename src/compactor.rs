@@ -85,8 +85,15 @@ impl State {
                 message: "not a saved compactor state (no `version`): pass what `state()` returned or `saveState` wrote".into(),
             });
         }
-        // Through `Value`: the one deserializer the core carries for its types.
-        crate::config::deserialize(value)
+        // Through `Value`: the one deserializer the core carries for its types; a field that
+        // does not fit is named as the state's (`state.stats`), not as an option.
+        crate::config::deserialize(value).map_err(|e| match e {
+            Error::InvalidConfig { field, message } => Error::InvalidConfig {
+                field: format!("state.{field}"),
+                message,
+            },
+            other => other,
+        })
     }
 }
 

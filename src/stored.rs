@@ -477,6 +477,12 @@ mod tests {
             );
         }
         assert!(crate::State::from_json(r#"{"version":2}"#).is_ok());
+        // A field of a state that does not fit is named as the state's.
+        let e = crate::State::from_json(r#"{"version":2,"stats":"nope"}"#).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidConfig { field, .. } if field == "state.stats"),
+            "{e}"
+        );
     }
 
     #[test]

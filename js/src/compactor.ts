@@ -979,15 +979,17 @@ export class Compactor {
   async systemPrompt(base: string, options: { memory?: boolean } = {}): Promise<string> {
     if (typeof base !== 'string') throw new TypeError(`systemPrompt: base must be a string, got ${base === null ? 'null' : typeof base}`);
     if (options === null || typeof options !== 'object') throw new TypeError('systemPrompt: options must be an object ({ memory })');
+    // As Python's `bool(memory)`: whatever is given says yes or no; nothing, the store decides.
+    const memory = options.memory === undefined ? undefined : Boolean(options.memory);
     let agentsMd: string | null = null;
     try {
-      if (options.memory !== false) agentsMd = await this.#io.read(AGENTS_MD_PATH);
+      if (memory !== false) agentsMd = await this.#io.read(AGENTS_MD_PATH);
     } catch (error) {
       // Typed, naming the file (a timeout, an invalid path are already).
       if (error instanceof CompactorError) throw error;
       throw new CompactorError('store_failed', `systemPrompt: reading ${AGENTS_MD_PATH} failed: ${errorMessage(error)}`, { path: AGENTS_MD_PATH, op: 'read', cause: error });
     }
-    return this.#core.systemPrompt(base, options.memory === undefined ? undefined : options.memory === true, agentsMd ?? undefined);
+    return this.#core.systemPrompt(base, memory, agentsMd ?? undefined);
   }
 
   /** AI SDK middleware for `wrapLanguageModel({ model, middleware: compactor.middleware() })`:

@@ -20,7 +20,9 @@
 // `beforeModel` runs `compactor.manage` on the agent's messages before every model call and,
 // when something changed, replaces them in the agent's state (`RemoveMessage(REMOVE_ALL)` then
 // the compacted list, as LangChain's own `summarizationMiddleware` does), so a compaction
-// persists into later steps. `wrapToolCall` offloads a tool's large output the moment it
+// persists into later steps; the system prompt is not in the state, so a call whose system
+// prompt `beforeModel` did not count (the first, a dynamic one that changed) is compacted again
+// in `wrapModelCall`, with it. `wrapToolCall` offloads a tool's large output the moment it
 // returns (`offloadAtReturn`, on by default), so it never enters the history whole.
 // `wrapModelCall` retries a model call the provider refused as too long (`overflowRetries`) on
 // `compactor.recover`'s harder compaction.
@@ -65,9 +67,10 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
   }
   let observed: unknown;
   let systemText = '';
-  /** The system prompt the last compaction counted (undefined: none yet). The agent's first
-   * model call is compacted in `wrapModelCall`, where its system prompt is first seen (it is not
-   * in the agent's state), and so is a call whose system prompt changed (a dynamic one). */
+  /** The system prompt the last compaction counted (undefined: none yet). The agent's system
+   * prompt is not in its state: `beforeModel` counts the one the last model call carried, and a
+   * call whose prompt is another (the first, which `beforeModel` counted without one; a dynamic
+   * prompt that changed) is compacted again in `wrapModelCall`, with its own. */
   let counted: string | undefined;
   return createMiddleware({
     name: 'ContextCompactorMiddleware',
@@ -83,9 +86,6 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
         const input = reply.usage_metadata?.input_tokens;
         if (typeof input === 'number' && input > 0) compactor.observeUsage({ inputTokens: input });
       }
-      // Before the first model call the system prompt is not known: `wrapModelCall` compacts
-      // that call with it (counted without it, the prompt could pass the window).
-      if (counted === undefined) return undefined;
       const converted = toModelMessages(messages);
       // The system prompt goes with every call but is not in the agent's messages: it is
       // counted as the first message (the one the last model call carried, seen by
@@ -107,9 +107,10 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
       systemText = joined(request.systemMessage?.content ?? request.systemPrompt ?? '');
       let current = request;
       if (systemText !== counted) {
-        // The first call (`beforeModel` left it), or a system prompt that changed: this call's
-        // prompt is compacted with its own, so that it fits (the state keeps the messages; the
-        // compaction record puts the edits back at the next `beforeModel`).
+        // The first call (counted without its system prompt, which `beforeModel` cannot see),
+        // or a system prompt that changed: this call's prompt is compacted again with its own,
+        // so that it fits. The state keeps what `beforeModel` returned (a compaction there
+        // persists); the compaction record puts these edits back at the next `beforeModel`.
         counted = systemText;
         const converted = toModelMessages(current.messages);
         const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];

@@ -82,3 +82,9 @@ test('compact: instructions that are not a string are a TypeError naming them', 
   const compactor = await createCompactor({});
   await assert.rejects(() => compactor.compact([{ role: 'user', content: 'hi' }], { instructions: 5 }), (e) => e instanceof TypeError && /compact: instructions must be a string/.test(e.message));
 });
+
+test("an onPreCompact hook's own error is the call's, and a state whose field does not fit names it as the state's", async () => {
+  const compactor = await createCompactor({ contextWindow: 8_000, onPreCompact: async () => { throw new Error('approval timed out'); } });
+  await assert.rejects(() => compactor.manage(chat(30)), /approval timed out/);
+  await assert.rejects(() => createCompactor({ state: { version: 2, stats: 'nope' } }), (e) => e.code === 'invalid_config' && e.details.field === 'state.stats');
+});

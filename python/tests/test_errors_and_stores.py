@@ -71,7 +71,10 @@ def test_bad_options_are_typed_errors_naming_the_field() -> None:
         Compactor(summarize_timeout=0)
     with pytest.raises(InvalidConfigError) as e:
         Compactor(state={"stats": "nope"})
-    assert e.value.field == "state"
+    assert e.value.field == "state"  # no version: not a saved state
+    with pytest.raises(InvalidConfigError) as e:
+        Compactor(state={"version": 2, "lastCallAt": "x"})
+    assert e.value.field == "state.lastCallAt"  # the state's own name, not an option's
     with pytest.raises(InvalidConfigError):
         Compactor(state_path="/state.json")  # no store to keep it in
     with pytest.raises(EncodingError):

@@ -146,3 +146,26 @@ def test_the_sync_api_over_an_async_store_inside_a_running_loop_is_an_error_not_
 def test_compact_instructions_that_are_not_a_str_are_a_type_error() -> None:
     with pytest.raises(TypeError, match="compact: instructions must be a str"):
         Compactor().compact([{"role": "user", "content": "hi"}], instructions=5)  # type: ignore[arg-type]
+
+
+def test_a_hooks_own_timeout_error_is_raised_not_taken_for_no_answer() -> None:
+    def sync_hook(context: object) -> None:
+        raise TimeoutError("approval timed out")
+
+    async def async_hook(context: object) -> None:
+        raise TimeoutError("approval timed out")
+
+    for hook in (sync_hook, async_hook):
+        with pytest.raises(TimeoutError, match="approval timed out"):
+            Compactor(context_window=8_000, on_pre_compact=hook).manage(chat(30))
+        with pytest.raises(TimeoutError, match="approval timed out"):
+            asyncio.run(Compactor(context_window=8_000, on_pre_compact=hook).amanage(chat(30)))
+
+
+def test_config_errors_keep_the_apps_names_by_path_and_leave_values_alone() -> None:
+    with pytest.raises(InvalidConfigError) as caught:
+        Compactor({"compaction": {"trigger_fraction": 0.5}}, history={"triggerFraction": 1.5})
+    assert caught.value.field == "history.triggerFraction", caught.value
+    with pytest.raises(InvalidConfigError) as caught:
+        Compactor(cache={"provider": "openAi"})
+    assert "`openAi`" in str(caught.value), caught.value

@@ -225,13 +225,14 @@ class CoreCompactor:
         self._handle: ResourceAny = self._core.call("[static]compactor.create", config_json, state_json)
 
     def call(self, method: str, *args: Any) -> Any:
-        if self._handle is None:
+        handle = self._handle  # once: a close() on another thread meanwhile is still `disposed`
+        if handle is None:
             raise CompactorError("disposed", "this compactor was closed (close()): create a new one")
         if self._core.generation != self._generation:
             raise CompactorError(
                 "internal", "this compactor's core instance failed earlier; create a new Compactor"
             )
-        return self._core.call(f"[method]compactor.{method}", self._handle, *args)
+        return self._core.call(f"[method]compactor.{method}", handle, *args)
 
     def close(self) -> None:
         handle, self._handle = self._handle, None  # type: ignore[assignment]

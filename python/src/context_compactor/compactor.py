@@ -1125,29 +1125,47 @@ def _host_default(key: str) -> Any:
 
 def _spelled(path: str, given: Mapping[str, str]) -> str:
     """An option's path (``compaction.triggerFraction``) as the app wrote it, else as Python
-    spells it (``compaction.trigger_fraction``); a tool's schema, under ``tools``, as given."""
-    if path.startswith("tools"):
+    spells it (``compaction.trigger_fraction``); a tool's schema (``tools``) and a state's fields
+    (``state``) as they are."""
+    if path.startswith(("tools", "state")):
         return path
-    return ".".join(given.get(name, re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)) for name in path.split("."))
+    parts = path.split(".")
+    spelled = []
+    for i, name in enumerate(parts):
+        written = given.get(".".join(parts[: i + 1]))
+        spelled.append(written if written is not None else _snake(name))
+    return ".".join(spelled)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
 
 def _in_python_names(error: InvalidConfigError, given: Mapping[str, str]) -> InvalidConfigError:
-    """The core's configuration error with every option named as the app wrote it, or as Python
-    spells it (the field, and the names the message quotes): ``contex_window=`` reads so."""
-    field = error.field
-    message = re.sub(r"`([A-Za-z0-9_.]+)`", lambda m: f"`{_spelled(m.group(1), given)}`", error.message)
+    """The core's configuration error with the option named as the app wrote it, or as Python
+    spells it (the field, and the names an unknown field's message offers): ``contex_window=``
+    reads so. Values the message quotes stay as they are."""
+    field, message = error.field, error.message
+    if field is not None:
+        spelled = _spelled(field, given)
+        message = message.replace(f"`{field}`", f"`{spelled}`")
+        message = message.replace(f"unknown field `{field.rsplit('.', 1)[-1]}`", f"unknown field `{spelled.rsplit('.', 1)[-1]}`")
+    head, expected, names = message.partition("expected ")
+    if expected and "unknown field" in head:
+        message = head + expected + re.sub(r"`([A-Za-z0-9_]+)`", lambda m: f"`{_snake(m.group(1))}`", names)
     details = {**error.details, **({"field": _spelled(field, given)} if field is not None else {})}
     return InvalidConfigError(error.code, message, details)
 
 
-def _option_value(key: str, value: Any, given: Dict[str, str]) -> Any:
+def _option_value(key: str, value: Any, given: Dict[str, str], path: str = "") -> Any:
     """An option's value with the names in it as the core spells them (snake_case accepted at
     every depth: ``compaction={"working_files": {"max_files": 3}}``), each name the app wrote
-    kept in ``given`` (the core's -> the app's); ``tools`` crosses untouched (its schemas are
-    the app's JSON)."""
-    given.setdefault(_camel(key), key)
+    kept in ``given`` by its path (the core's path -> the app's name); ``tools`` crosses
+    untouched (its schemas are the app's JSON)."""
+    path = f"{path}.{_camel(key)}" if path else _camel(key)
+    given.setdefault(path, key)
     if _camel(key) != "tools" and isinstance(value, Mapping):
-        return {_camel(k): _option_value(k, v, given) for k, v in value.items()}
+        return {_camel(k): _option_value(k, v, given, path) for k, v in value.items()}
     return value
 
 

@@ -213,9 +213,7 @@ async def _background(steps: Steps[T]) -> T:
                 continue
             value = await loop.run_in_executor(None, perform, effect)
             if inspect.isawaitable(value):
-                value = await asyncio.wait_for(_awaited(value), _bound(effect))
-        except asyncio.TimeoutError as e:
-            error = _timed_out(effect, e)
+                value = await _within(value, effect)
         except Exception as e:
             error = e
 
@@ -275,13 +273,26 @@ def _bound(effect: Tuple[Any, ...]) -> Optional[float]:
     return cast(float, effect[3]) if effect[0] in ("summarize", "ask") else None
 
 
-def _timed_out(effect: Tuple[Any, ...], error: BaseException) -> BaseException:
-    """``asyncio.wait_for``'s timeout as the effect's: no summary, or no answer from the hook."""
+def _timed_out(effect: Tuple[Any, ...]) -> BaseException:
+    """An effect past its bound: no summary, or no answer from the hook."""
     if effect[0] == "summarize":
         return _no_summary(effect[3])
-    if effect[0] == "ask":
-        return NoAnswer(f"on_pre_compact: no answer within {effect[3]:g} s")
-    return error
+    return NoAnswer(f"on_pre_compact: no answer within {effect[3]:g} s")
+
+
+async def _within(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
+    """``awaitable``'s value within the effect's bound (``_bound``); past it, the effect's
+    timeout (``_timed_out``). A ``TimeoutError`` the awaitable raises itself stays its own (a
+    hook's is raised, as npm's): not ``asyncio.wait_for``, which cannot tell the two apart."""
+    timeout = _bound(effect)
+    if timeout is None:
+        return await awaitable
+    task = asyncio.ensure_future(awaitable)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        raise _timed_out(effect)
+    return task.result()
 
 
 def _left(effect: Tuple[Any, ...], since: float) -> Tuple[Any, ...]:
@@ -326,17 +337,7 @@ def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
             f"an async {_EFFECT_NAMES.get(effect[0], 'store')} inside a running event loop: use amanage/acompact",
             {"field": "summarize" if effect[0] == "summarize" else "on_pre_compact" if effect[0] == "ask" else "store"},
         )
-    timeout = _bound(effect)
-
-    async def wait() -> Any:
-        try:
-            return await asyncio.wait_for(awaitable, timeout)
-        except asyncio.TimeoutError as e:
-            if timeout is None:
-                raise
-            raise _timed_out(effect, e) from None
-
-    return asyncio.run(wait())
+    return asyncio.run(_within(awaitable, effect))
 
 
 async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
@@ -365,11 +366,7 @@ async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
             else:
                 value = perform(effect)
                 if inspect.isawaitable(value):
-                    timeout = _bound(effect)
-                    value = await asyncio.wait_for(value, timeout)
-        except asyncio.TimeoutError as e:
-            # wait_for's, for a summarizer (a store's own TimeoutError stays its own)
-            error = _timed_out(effect, e)
+                    value = await _within(value, effect)
         except Exception as e:
             error = e
 

@@ -417,29 +417,21 @@ class CompactorMiddleware(AgentMiddleware):
 
     def before_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
-        if self._first(messages):
-            return None
         system, converted = self._input(messages)
         return self._update(self.compactor.manage([*system, *converted]), messages, system, converted)
 
     async def abefore_model(self, state: Any, runtime: Any) -> Optional[Dict[str, Any]]:
         messages = state["messages"]
-        if self._first(messages):
-            return None
         system, converted = self._input(messages)
         return self._update(await self.compactor.amanage([*system, *converted]), messages, system, converted)
 
-    def _first(self, messages: Sequence[BaseMessage]) -> bool:
-        """Whether no model call was made yet (its usage observed first): the system prompt is
-        not known before one (it is not in the agent's state), so ``wrap_model_call`` compacts
-        that call, with it (counted without it, the prompt could pass the window)."""
-        self._observe(messages)
-        return self._counted is None
-
     def _input(self, messages: Sequence[BaseMessage]) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
         """The system prompt to count before the agent's messages (the one the agent's last
-        model call carried: it goes with every call but is not in the agent's messages) and the
-        messages, both converted; recorded for a summary continuation."""
+        model call carried: it goes with every call but is not in the agent's messages; none
+        before the first call, which ``wrap_model_call`` compacts again with its own) and the
+        messages, both converted; recorded for a summary continuation. Observes the latest
+        reply's usage first."""
+        self._observe(messages)
         counted = _counted(self._agent.system if self._agent is not None else None)
         system, converted = to_model_messages(counted), to_model_messages(messages)
         self._seen = ([*counted, *messages], [*system, *converted])
@@ -449,8 +441,8 @@ class CompactorMiddleware(AgentMiddleware):
     def _unfit(self, request: Any) -> Optional[Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]]:
         """The request's system prompt (counted first) and messages, converted, when the last
         compaction counted another system prompt (the agent's first call, which ``before_model``
-        left; a dynamic one that changed): this call's prompt is compacted with its own, so that
-        it fits. None when it counted this one."""
+        counted without one; a dynamic one that changed): this call's prompt is compacted again
+        with its own, so that it fits. None when it counted this one."""
         counted = _counted(_system_of(request))
         system, converted = to_model_messages(counted), to_model_messages(request.messages)
         text = str(system[0]["content"]) if system else ""
@@ -460,15 +452,12 @@ class CompactorMiddleware(AgentMiddleware):
         self._seen = ([*counted, *request.messages], [*system, *converted])
         return system, converted
 
-    def _fitted(self, request: Any, result: ManageResult, system: List[Dict[str, Any]], converted: List[Dict[str, Any]], first: bool) -> Any:
+    def _fitted(self, request: Any, result: ManageResult, system: List[Dict[str, Any]], converted: List[Dict[str, Any]]) -> Any:
         """The model request with its messages as compacted with its own system prompt (the
-        state keeps the messages ``before_model`` returned: the compaction record puts these edits
-        back at the next one). ``first``: the agent's first call, which ``before_model`` left
-        (the report's entry for it is this one)."""
+        state keeps the messages ``before_model`` returned, a compaction there persisted: the
+        compaction record puts these edits back at the next one)."""
         if self._on_result is not None:
             self._on_result(result)
-        if self._report is not None and first:
-            self._report.add(self.compactor, [*system, *converted], result)
         return request.override(messages=from_model_messages(result.messages[len(system) :], request.messages, converted))
 
     def _continuation_call(self, continuation: Dict[str, Any]) -> Optional[Tuple["_AgentCall", List[BaseMessage]]]:
@@ -497,9 +486,8 @@ class CompactorMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         self._agent = _AgentCall.of(request)
-        first = self._counted is None
         if (unfit := self._unfit(request)) is not None:
-            request = self._fitted(request, self.compactor.manage([*unfit[0], *unfit[1]]), *unfit, first)
+            request = self._fitted(request, self.compactor.manage([*unfit[0], *unfit[1]]), *unfit)
         attempt = 0
         while True:
             try:
@@ -513,9 +501,8 @@ class CompactorMiddleware(AgentMiddleware):
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         self._agent = _AgentCall.of(request)
-        first = self._counted is None
         if (unfit := self._unfit(request)) is not None:
-            request = self._fitted(request, await self.compactor.amanage([*unfit[0], *unfit[1]]), *unfit, first)
+            request = self._fitted(request, await self.compactor.amanage([*unfit[0], *unfit[1]]), *unfit)
         attempt = 0
         while True:
             try:
