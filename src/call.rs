@@ -885,6 +885,29 @@ impl Recovery {
             0,
         ) {
             crate::OverflowVerdict::Fail { message, details } => {
+                // Why nothing shortened it, when something would have: a cancel, or the actions
+                // that failed (their content stays; the app may retry once the store is back).
+                let failed: Vec<&str> = managed
+                    .events
+                    .iter()
+                    .filter(|e| e.status == EventStatus::Failed)
+                    .map(|e| e.error.as_deref().unwrap_or("failed"))
+                    .collect();
+                let why = if managed.cancelled {
+                    Some("onPreCompact cancelled the compaction".to_owned())
+                } else {
+                    failed.first().map(|first| {
+                        format!(
+                            "the {} compaction{} that would have shortened it failed ({first}); the content stays",
+                            failed.len(),
+                            if failed.len() == 1 { "" } else { "s" }
+                        )
+                    })
+                };
+                let message = match why {
+                    Some(why) => message.replace("nothing is left to compact", &why),
+                    None => message,
+                };
                 Some(OverflowFailure { message, details })
             }
             _ => None,

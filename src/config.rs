@@ -665,10 +665,37 @@ fn config_error(
     error: &str,
     attempt: fn(&serde_json::Value) -> std::result::Result<(), String>,
 ) -> Error {
+    let message = crate::error::shape_message(error);
     Error::InvalidConfig {
-        field: error_path(probe, attempt),
-        message: crate::error::shape_message(error),
+        field: with_missing(&error_path(probe, attempt), &message, ""),
+        message,
     }
+}
+
+/// The field an error names: `path` (from [`error_path`], `(root)` for the value itself) under
+/// `prefix`, and, when the error is a missing field, that field below it (a missing field has
+/// no path of its own: its parent's is found).
+pub(crate) fn with_missing(path: &str, message: &str, prefix: &str) -> String {
+    let join = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_owned(),
+        (_, true) => a.to_owned(),
+        _ => format!("{a}.{b}"),
+    };
+    let path = if path == "(root)" { "" } else { path };
+    let field = join(prefix, path);
+    match missing_field(message) {
+        Some(name) if !path.rsplit('.').next().is_some_and(|last| last == name) => {
+            join(&field, name)
+        }
+        _ if field.is_empty() => "(root)".to_owned(),
+        _ => field,
+    }
+}
+
+/// The name of the field a "missing field `x`" error says is missing.
+pub(crate) fn missing_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("missing field `")?;
+    rest.split('`').next()
 }
 
 /// Whether `value` deserializes as a `T`, else the error's text (for [`error_path`]).
@@ -737,13 +764,29 @@ pub(crate) fn error_path(
             Ok(key) => e.starts_with(&format!("missing field `{key}`")),
             Err(_) => false,
         };
+        // A field missing here: removing another key only makes that one missing too, which
+        // says nothing of where; only a child that can hold the missing field (an object or an
+        // array) is followed, and the field is named below it ([`with_missing`]).
+        let absent = missing_field(error).is_some();
+        let holds = |step: &Result<String, usize>| match (node, step) {
+            (Value::Object(map), Ok(key)) => {
+                matches!(
+                    map.get(key.as_str()),
+                    Some(Value::Object(_) | Value::Array(_))
+                )
+            }
+            (Value::Array(items), Err(i)) => {
+                matches!(items.get(*i), Some(Value::Object(_) | Value::Array(_)))
+            }
+            _ => false,
+        };
         let culprit = outcomes
             .iter()
-            .find(|(step, o)| o.as_ref().err().is_none_or(|e| missing(step, e)))
+            .find(|(step, o)| o.as_ref().err().is_none_or(|e| !absent && missing(step, e)))
             .or_else(|| {
-                outcomes
-                    .iter()
-                    .find(|(_, o)| o.as_ref().err().map(String::as_str) != Some(error))
+                outcomes.iter().find(|(step, o)| {
+                    o.as_ref().err().map(String::as_str) != Some(error) && (!absent || holds(step))
+                })
             });
         if let Some((step, _)) = culprit {
             path.push(step.clone());

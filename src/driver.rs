@@ -244,8 +244,9 @@ pub trait AsyncHost {
     }
 }
 
-/// A deadline's timer ([`AsyncHost::timer`]): completes when the time is up.
-pub type Timer = std::pin::Pin<Box<dyn Future<Output = ()>>>;
+/// A deadline's timer ([`AsyncHost::timer`]): completes when the time is up. `Send`, so that the
+/// driver's futures can go to a multi-threaded runtime (`tokio::spawn`) with a host whose own are.
+pub type Timer = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// `work`, or a failure in words once `timer` completes first (no timer: `work` alone).
 async fn within<T>(
@@ -371,6 +372,7 @@ impl Compactor {
     /// result says so ([`Managed::state_error`]). Text at `path` that is not a saved state is
     /// an `invalid_config` error naming the path.
     pub fn load(config: Config, path: &str, host: &mut dyn Host) -> Result<Compactor> {
+        crate::stored::check_state_path(path)?;
         let read = host.read(path);
         Self::loaded(config, path, read)
     }
@@ -381,6 +383,7 @@ impl Compactor {
         path: &str,
         host: &mut H,
     ) -> Result<Compactor> {
+        crate::stored::check_state_path(path)?;
         let ms = host.store_timeout_ms();
         let timer = host.timer(ms);
         let read = within(host.read(path), timer, "store", ms).await;

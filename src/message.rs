@@ -878,18 +878,8 @@ fn typed_error(
 ) -> Error {
     let inner = crate::config::error_path(probe, attempt);
     let message = crate::error::shape_message(error);
-    // A missing field has no path of its own: take its name from the message.
-    let field = match (inner.as_str(), missing_field(&message)) {
-        ("(root)", Some(name)) => format!("{prefix}.{name}"),
-        ("(root)", None) => prefix.to_owned(),
-        (path, _) => format!("{prefix}.{path}"),
-    };
+    let field = crate::config::with_missing(&inner, &message, prefix);
     invalid(index, field, message)
-}
-
-fn missing_field(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("missing field `")?;
-    rest.split('`').next()
 }
 
 fn take_object(index: usize, field: &str, value: Value) -> Result<Map<String, Value>> {
@@ -1390,5 +1380,47 @@ mod tests {
     fn malformed_json_reports_position() {
         let e = parse_messages("[{\"role\": \"user\",, }]").unwrap_err();
         assert!(matches!(e, Error::MalformedJson { line: 1, .. }), "{e:?}");
+    }
+}
+
+#[cfg(test)]
+mod missing_fields {
+    use crate::Error;
+
+    fn field_of(part: &str) -> String {
+        let json = format!(r#"[{{"role":"assistant","content":[{part}]}}]"#);
+        match crate::parse_messages(&json).unwrap_err() {
+            Error::InvalidMessage { field, .. } => field,
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_field_is_named_itself_not_a_neighbour() {
+        // Removing a present key only makes that one missing too: it said nothing of where.
+        assert_eq!(
+            field_of(r#"{"type":"tool-call","toolCallId":"c1","toolName":"t","args":{}}"#),
+            "content[0].input"
+        );
+        assert_eq!(
+            field_of(r#"{"type":"tool-call","toolCallId":"c1","input":{}}"#),
+            "content[0].toolName"
+        );
+        assert_eq!(
+            field_of(r#"{"type":"file","data":"aGk="}"#),
+            "content[0].mediaType"
+        );
+        // A type error is still found where it is.
+        assert_eq!(
+            field_of(r#"{"type":"tool-call","toolCallId":5,"toolName":"t","input":{}}"#),
+            "content[0].toolCallId"
+        );
+        // Below an object: the missing field under the object that lacks it.
+        let e = crate::State::from_json(r#"{"version":2,"calibration":{"model":"m","ratio":1.1}}"#)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidConfig { field, .. } if field == "state.calibration.samples"),
+            "{e}"
+        );
     }
 }

@@ -81,6 +81,30 @@ impl Stored {
     }
 }
 
+/// The longest store path, in characters: the hosts' stores' `MAX_PATH_LENGTH`.
+pub const MAX_PATH_LENGTH: usize = 1024;
+
+/// A path the state may be kept at, as the hosts' stores check every path (`checkPath`,
+/// `check_path`): absolute, without `.` or `..` segments or a NUL, at most [`MAX_PATH_LENGTH`]
+/// characters. A native host that joins paths onto a directory gets none that leaves it.
+pub fn check_state_path(path: &str) -> Result<()> {
+    let why = if !path.starts_with('/') {
+        "must be absolute (start with \"/\")"
+    } else if path.contains('\0') {
+        "contains a NUL character"
+    } else if path.chars().count() > MAX_PATH_LENGTH {
+        "is longer than 1024 characters"
+    } else if path.split('/').any(|s| s == "." || s == "..") {
+        "contains \".\" or \"..\" segments"
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidConfig {
+        field: "statePath".into(),
+        message: format!("invalid store path {path:?}: {why}"),
+    })
+}
+
 /// The text that saves `state` (the core's state JSON, an object) over a stored state of
 /// `revision`, for the conversation `conversation`: the state with the next revision and the
 /// conversation.
@@ -274,6 +298,7 @@ impl Persist {
     /// call saves whatever it changed. A text that is not a saved state is an `invalid_config`
     /// error naming the path.
     pub fn new(path: &str, text: Option<&str>, state: Option<&str>) -> Result<Persist> {
+        check_state_path(path)?;
         let mut base = Stored::parse(text, path)?;
         base.state = None;
         Ok(Persist {
@@ -483,6 +508,27 @@ mod tests {
             matches!(&e, Error::InvalidConfig { field, .. } if field == "state.stats"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_state_path_is_a_store_path() {
+        assert!(check_state_path("/state/compactor.json").is_ok());
+        for bad in [
+            "../../etc/passwd",
+            "/state/../x.json",
+            "",
+            "state.json",
+            "/a\0b",
+            "/./a",
+        ] {
+            let e = check_state_path(bad).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidConfig { field, .. } if field == "statePath"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(check_state_path(&format!("/{}", "a".repeat(MAX_PATH_LENGTH))).is_err());
+        assert!(Persist::new("/s/../t", None, None).is_err());
     }
 
     #[test]

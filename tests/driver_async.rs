@@ -255,3 +255,15 @@ fn a_store_and_a_summarizer_that_never_answer_are_failures_within_the_hosts_dead
         host.stored.keys()
     );
 }
+
+/// The driver's futures can go to a multi-threaded runtime (`tokio::spawn`, an axum handler)
+/// when the host's can: a timer is `Send` (it was not, and no future of the driver was).
+#[test]
+fn the_async_drivers_futures_are_send_for_a_send_host() {
+    fn send<T: Send>(_: &T) {}
+    let mut c = gpt4o(16_000, |_| {});
+    let mut host = Stalled::default();
+    send(&c.manage_async(Vec::new(), &mut host));
+    let mut c = gpt4o(16_000, |_| {});
+    send(&c.compact_async(Vec::new(), None, &mut host));
+}

@@ -538,3 +538,22 @@ fn an_explicit_save_saves_now_a_lost_one_is_a_conflict_and_a_failed_one_a_typed_
     let mut free = Compactor::new(config()).unwrap();
     free.save_state(&history, &mut store).unwrap();
 }
+
+#[test]
+fn a_state_path_that_is_not_a_store_path_is_refused_before_anything_is_read() {
+    let mut store = Store::default();
+    for bad in ["../../etc/passwd", "state/../x.json", ""] {
+        let Err(error) = Compactor::load(config(), bad, &mut store) else {
+            panic!("{bad:?} was taken");
+        };
+        assert!(
+            matches!(&error, context_compactor::Error::InvalidConfig { field, .. } if field == "statePath"),
+            "{bad:?}: {error}"
+        );
+    }
+    assert_eq!(
+        (store.reads, store.files.len()),
+        (0, 0),
+        "nothing was read or written"
+    );
+}

@@ -253,3 +253,47 @@ fn recover_is_a_call_of_the_core_natively_too() {
     let stored: Value = serde_json::from_str(&app.files["/state.json"]).unwrap();
     assert!(stored.to_string().contains("calibration"), "{stored}");
 }
+
+/// A store whose every write fails.
+struct Down;
+
+impl context_compactor::Host for Down {
+    fn write(&mut self, _: &str, _: &str) -> Result<(), String> {
+        Err("connection refused".into())
+    }
+    fn read(&mut self, _: &str) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+    fn summarize(&mut self, _: &context_compactor::Summarize) -> Result<String, String> {
+        Err("no summarizer".into())
+    }
+}
+
+#[test]
+fn a_recovery_whose_store_failed_says_so_not_that_nothing_is_left() {
+    use context_compactor::{parse_overflow, Error, OverflowReport};
+    let messages = session(10, 180);
+    let mut c = compactor(32_000);
+    let reported = c.count(&messages) * 17 / 10;
+    let said = parse_overflow(
+        &[format!(
+            "prompt is too long: {reported} tokens > 32000 maximum"
+        )],
+        Some(400),
+    )
+    .expect("an overflow");
+    match c
+        .recover(messages, &OverflowReport::from(&said), 1, &mut Down)
+        .unwrap_err()
+    {
+        Error::ContextOverflow { message, .. } => {
+            assert!(
+                message.contains("would have shortened it failed (")
+                    && message.contains("connection refused"),
+                "{message}"
+            );
+            assert!(!message.contains("nothing is left"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
