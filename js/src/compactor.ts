@@ -1087,7 +1087,7 @@ function disposedCore(): WasmCompactor {
 
 /** `value` once settled, or undefined when it has not within `ms` (a rejection is thrown). */
 async function settledWithin(value: unknown, ms: number): Promise<unknown> {
-  if (!(value instanceof Promise) && !(typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function')) return value;
+  if (typeof (value as { then?: unknown } | null)?.then !== 'function') return value;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), timerMs(ms))));
   try {

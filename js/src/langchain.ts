@@ -72,6 +72,17 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
    * call whose prompt is another (the first, which `beforeModel` counted without one; a dynamic
    * prompt that changed) is compacted again in `wrapModelCall`, with its own. */
   let counted: string | undefined;
+  /** `run` (`manage` or `recover`) on the system prompt (counted first, as the last model call
+   * carried it; kept verbatim) and `messages`: the compacted messages without it, and `messages`
+   * converted. */
+  const compactWith = async (messages: BaseMessage[], run: (prompt: CoreMessage[]) => Promise<ManageResult>) => {
+    const converted = toModelMessages(messages);
+    const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];
+    counted = systemText;
+    const result = (await run([...system, ...converted])) as ManageResult<CoreMessage>;
+    options.onResult?.(result);
+    return { compacted: result.messages.slice(system.length), converted };
+  };
   return createMiddleware({
     name: 'ContextCompactorMiddleware',
     beforeModel: async (state) => {
@@ -86,15 +97,10 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
         const input = reply.usage_metadata?.input_tokens;
         if (typeof input === 'number' && input > 0) compactor.observeUsage({ inputTokens: input });
       }
-      const converted = toModelMessages(messages);
       // The system prompt goes with every call but is not in the agent's messages: it is
       // counted as the first message (the one the last model call carried, seen by
       // `wrapModelCall`), and the core keeps it verbatim.
-      const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];
-      counted = systemText;
-      const result = (await compactor.manage([...system, ...converted])) as ManageResult<CoreMessage>;
-      options.onResult?.(result);
-      const compacted = result.messages.slice(system.length);
+      const { compacted, converted } = await compactWith(messages, (prompt) => compactor.manage(prompt));
       if (JSON.stringify(compacted) === JSON.stringify(converted)) return undefined;
       return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...fromModelMessages(compacted, messages, converted)] };
     },
@@ -111,12 +117,8 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
         // or a system prompt that changed: this call's prompt is compacted again with its own,
         // so that it fits. The state keeps what `beforeModel` returned (a compaction there
         // persists); the compaction record puts these edits back at the next `beforeModel`.
-        counted = systemText;
-        const converted = toModelMessages(current.messages);
-        const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];
-        const result = (await compactor.manage([...system, ...converted])) as ManageResult<CoreMessage>;
-        options.onResult?.(result);
-        current = { ...current, messages: fromModelMessages(result.messages.slice(system.length), current.messages, converted) };
+        const { compacted, converted } = await compactWith(current.messages, (prompt) => compactor.manage(prompt));
+        current = { ...current, messages: fromModelMessages(compacted, current.messages, converted) };
       }
       for (let attempt = 0; ; ) {
         let outcome: { refused: false; reply: Awaited<ReturnType<typeof handler>> } | { refused: true; error: unknown };
@@ -136,11 +138,8 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
         }
         attempt = verdict.attempt;
         // The system prompt is counted first, as `beforeModel` counts it, and kept verbatim.
-        const converted = toModelMessages(current.messages);
-        const system: CoreMessage[] = systemText ? [{ role: 'system', content: systemText }] : [];
-        const result = (await compactor.recover([...system, ...converted], failure, { attempt })) as ManageResult<CoreMessage>;
-        options.onResult?.(result);
-        current = { ...current, messages: fromModelMessages(result.messages.slice(system.length), current.messages, converted) };
+        const { compacted, converted } = await compactWith(current.messages, (prompt) => compactor.recover(prompt, failure, { attempt }));
+        current = { ...current, messages: fromModelMessages(compacted, current.messages, converted) };
       }
     },
     wrapToolCall: async (request, handler) => {

@@ -537,11 +537,9 @@ class CompactorMiddleware(AgentMiddleware):
     def _retry(self, request: Any, result: ManageResult, system: List[Dict[str, Any]], converted: List[Dict[str, Any]]) -> Any:
         """The model request again, with the recovered messages (the system prompt, counted
         first, stays the request's own)."""
-        if self._on_result is not None:
-            self._on_result(result)
         if self._report is not None:  # the retry is a model call of its own
             self._report.add(self.compactor, [*system, *converted], result)
-        return request.override(messages=from_model_messages(result.messages[len(system) :], request.messages, converted))
+        return self._fitted(request, result, system, converted)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         result = handler(request)
