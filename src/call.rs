@@ -459,6 +459,13 @@ impl CallRun {
                         // the critical path before the state is saved.
                         let key = ahead.ahead_key.as_deref().unwrap_or_default();
                         core.compactor().ask_ahead(key, ahead.end);
+                        // The key names the span as planned; this call's edits inside it are
+                        // applied by now.
+                        if let Some(done) = self.done.as_ref().filter(|d| !d.dry) {
+                            let managed = &done.managed;
+                            core.compactor()
+                                .ahead_reads(&managed.messages, &managed.events);
+                        }
                         core.compactor().making_ahead(key);
                         return Ok(self.ask(Own::Background, Request::Background { ahead }));
                     }
@@ -653,7 +660,11 @@ impl CallRun {
                 ))
             });
         if let Some(done) = self.done.as_mut() {
-            done.state_error = error.or(unread);
+            // Both said: the read's failure is why the call planned without the state.
+            done.state_error = match (unread, error) {
+                (Some(unread), Some(error)) => Some(format!("{unread}; {error}")),
+                (unread, error) => error.or(unread),
+            };
             done.conflict = conflict;
         }
         self.stage = Stage::Over;

@@ -117,6 +117,12 @@ pub struct Ahead {
     pub key: String,
     /// The end of the span (exclusive), a message index.
     pub end: usize,
+    /// The fingerprint of the span as it reads since this compactor's reversible edits inside
+    /// it (tier 2 masks, evicts or offloads there while the summary is out): the same
+    /// messages, their content stored, so the summary still fits them. Absent while they read
+    /// as when asked (`key`, which stays the summary's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
     /// The summary, once the host handed it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -512,7 +518,7 @@ impl Compactor {
             a.end <= messages.len()
                 && crate::record::conversation_hex_of(
                     memo.canonical(messages)[..a.end].iter().copied(),
-                ) == a.key
+                ) == *a.at.as_ref().unwrap_or(&a.key)
         });
         let ahead_at = history
             .ahead_fraction
@@ -594,7 +600,12 @@ impl Compactor {
             let mut dry_actions = actions.clone();
             let mut dry_raw = predicted_raw;
             tier2_edits(&mut dry_actions, &mut dry_raw);
-            if self.scale(dry_raw) > target {
+            // By the trigger the conversation has grown by about the distance to it, in recent
+            // messages tier 2 keeps: counted, or a call just above `aheadFraction` that tier 2
+            // could bring to its target now asks nothing, and the call at the trigger, which it
+            // cannot, waits for a summary of its own.
+            let growth = compact_at.saturating_sub(predicted);
+            if self.scale(dry_raw).saturating_add(growth) > target {
                 dry_run = Some((dry_actions, dry_raw));
             }
         }
@@ -770,16 +781,9 @@ impl Compactor {
                 ..history.clone()
             };
             let planned = lossy_plan(&original, &edited, None, &config).map(|p| p.action);
-            // Only over messages no action of this plan changes: the key names them as they are.
-            let untouched = |s: &crate::plan::Summarize| {
-                actions
-                    .iter()
-                    .all(|a| a.first_message().is_none_or(|m| m >= s.end))
-            };
-            if let Some(Action::Summarize(mut s)) = planned.filter(|a| match a {
-                Action::Summarize(s) => untouched(s),
-                _ => false,
-            }) {
+            // Its key names the span as it reads now; what this plan's edits change in it is
+            // named when the ask is recorded (`Compactor::ahead_reads`).
+            if let Some(Action::Summarize(mut s)) = planned {
                 let canonical = memo.canonical(messages);
                 s.ahead_key = Some(crate::record::conversation_hex_of(
                     canonical[..s.end].iter().copied(),
@@ -1201,6 +1205,11 @@ impl Compactor {
             };
             events.push(event);
         }
+        // A summary asked ahead whose span this call edited (tier 2 at the trigger, while the
+        // summary is out): named as the span reads now (`ahead_reads`).
+        if record {
+            self.ahead_reads(&messages, &events);
+        }
         // Counted again only when something changed it (every change is an applied event).
         let changed = events
             .iter()
@@ -1315,8 +1324,30 @@ impl Compactor {
         self.state.ahead = Some(Ahead {
             key: key.to_owned(),
             end,
+            at: None,
             text: None,
         });
+    }
+
+    /// The span of the summary asked ahead as it reads in `messages`, once `events` (a call's)
+    /// applied edits inside it: the same messages, their content stored first, so the summary
+    /// still fits them; named as they read now, the next call finds it (else every call would
+    /// ask a longer span and wait for none). Nothing when no edit of `events` is inside it.
+    pub(crate) fn ahead_reads(&mut self, messages: &[Message], events: &[Event]) {
+        let Some(ahead) = self.state.ahead.as_mut() else {
+            return;
+        };
+        let inside = events
+            .iter()
+            .any(|e| e.status == EventStatus::Applied && e.message_index < ahead.end);
+        if inside && ahead.end <= messages.len() {
+            let now = crate::record::conversation_hex_of(
+                messages[..ahead.end]
+                    .iter()
+                    .map(crate::record::canonical_message),
+            );
+            ahead.at = (now != ahead.key).then_some(now);
+        }
     }
 
     /// Hands back the summary asked ahead under `key` ([`crate::Summarize::ahead_key`]). `false` when

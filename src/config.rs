@@ -289,8 +289,9 @@ pub struct HistoryConfig {
     /// request would fail (SPEC §7, no deadlock). 0.95.
     pub hard_limit_fraction: f64,
     /// Summaries made ahead of need, off the critical path (issue 32, `docs/LOOP.md`): above
-    /// this fraction of the window, when tier 2 alone could not reach its target if it ran now
-    /// (so the lossy tier will fire at the compaction trigger), a plan for a host that runs
+    /// this fraction of the window, when tier 2 alone could not reach its target once the
+    /// conversation has grown to the compaction trigger (what it reaches now, plus the distance
+    /// to the trigger: so the lossy tier will fire there), a plan for a host that runs
     /// summaries in the background ([`crate::PlanOptions::background`]) carries the summary it
     /// will need as [`crate::Plan::ahead`]; its span is fixed when asked. The call that reaches
     /// the trigger applies the ready summary without waiting; while it is not ready, the lossy

@@ -185,3 +185,168 @@ fn ahead_fraction_null_turns_it_off_and_is_validated() {
         "{error}"
     );
 }
+
+/// A tool-using chat of `turns` turns: each a question, a tool call, its result (under the
+/// offload threshold: tier 2's to mask once older than the last `keepToolResults`) and an answer.
+fn tool_chat(turns: usize) -> Vec<Message> {
+    let mut values = vec![json!({"role": "system", "content": "You are a research agent."})];
+    for t in 0..turns {
+        let id = format!("call_{t}");
+        values.push(json!({"role": "user", "content": format!("Turn {t}: {}", prose(t, 10))}));
+        values.push(json!({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": id, "toolName": "search", "input": {"q": format!("q{t}")}}]}));
+        values.push(json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": id, "toolName": "search", "output": {"type": "text", "value": prose(t + 7, 130)}}]}));
+        values.push(
+            json!({"role": "assistant", "content": format!("Answer {t}: {}", prose(t + 1, 60))}),
+        );
+    }
+    parse_values(&values)
+}
+
+#[test]
+fn tier_2_inside_the_span_of_a_summary_asked_ahead_keeps_it_and_the_trigger_applies_it() {
+    // Found by a user test: at the trigger, tier 2 masked old tool results inside the span of
+    // the summary still out; the span no longer read as asked, so the next call asked a longer
+    // one, every call after it again, and the call at the trigger waited for a summary of its
+    // own (six summarizer calls for two summaries, three seconds blocked each time).
+    let mut compactor = gpt4o(WINDOW, |c| c.compaction.keep_tool_results = 2);
+    let (turns, plan) = (1..200)
+        .find_map(|turns| {
+            let plan = compactor
+                .plan_with_options(&tool_chat(turns), &background())
+                .unwrap();
+            plan.ahead.is_some().then_some((turns, plan))
+        })
+        .expect("a summary asked ahead");
+    let ahead = plan.ahead.unwrap();
+    let key = ahead.ahead_key.clone().unwrap();
+    compactor.ask_ahead(&key, ahead.end);
+    // Calls go on while it is out (a summarizer request would fail the test), until tier 2
+    // edits inside its span.
+    let mut edited_at = None;
+    for more in turns..turns + 40 {
+        let (managed, _) = run(&mut compactor, tool_chat(more), false);
+        let inside = managed.events.iter().any(|e| {
+            e.status == context_compactor::EventStatus::Applied && e.message_index < ahead.end
+        });
+        let state = compactor.state().ahead.clone().expect("still asked");
+        assert_eq!(state.key, key, "the same summary, not a longer span");
+        if inside {
+            assert!(state.at.is_some(), "named as the span reads now");
+            edited_at = Some(more);
+            break;
+        }
+    }
+    let edited_at = edited_at.expect("tier 2 edited inside the span");
+    // The next call finds it (raw history: the record replays the edits): not asked again.
+    let plan = compactor
+        .plan_with_options(&tool_chat(edited_at + 1), &background())
+        .unwrap();
+    assert!(plan.ahead.is_none(), "not asked again");
+    // Back: the call at the trigger applies it over its span, without asking the summarizer.
+    assert!(compactor.offer_summary(&key, "## Session Intent\nMade ahead".into()));
+    let applied = (edited_at + 1..edited_at + 40)
+        .find_map(|n| {
+            let (managed, asked) = run(&mut compactor, tool_chat(n), false);
+            assert_eq!(asked, 0);
+            managed
+                .plan
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Summarize(s) if s.ahead_key.as_deref() == Some(key.as_str())))
+                .then_some(managed)
+        })
+        .expect("the summary made ahead applied");
+    assert!(support::summary_message(&applied)
+        .text()
+        .contains("Made ahead"));
+    assert!(applied.events.iter().all(|e| !e.blocking), "no call waited");
+    assert!(compactor.state().ahead.is_none(), "used");
+}
+
+/// A host whose summaries asked ahead come back `delay` calls after they were asked (a
+/// summarizer slower than the agent's steps), and that counts the summaries made in a call.
+struct SlowSummaries {
+    delay: usize,
+    calls: usize,
+    out: Vec<(String, usize)>,
+    asked: usize,
+    in_call: usize,
+}
+
+impl context_compactor::Host for SlowSummaries {
+    fn write(&mut self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn summarize(&mut self, _: &context_compactor::Summarize) -> Result<String, String> {
+        self.in_call += 1;
+        Ok("## Session Intent\nMade in the call".into())
+    }
+    fn summarizes_ahead(&mut self) -> bool {
+        true
+    }
+    fn summarize_ahead(&mut self, ahead: &context_compactor::Summarize, _: Option<&str>) {
+        self.asked += 1;
+        self.out
+            .push((ahead.ahead_key.clone().expect("a key"), self.calls));
+    }
+}
+
+#[test]
+fn a_coding_session_whose_summaries_come_back_five_steps_late_waits_for_none_it_asked() {
+    // Found by two user tests (a fast agent loop in Node, workerd and Redis-backed instances):
+    // with the summarizer slower than a step, the call at the trigger masked tool results inside
+    // the span still out, the span no longer read as asked, every later call asked a longer
+    // span, and the call at the trigger waited for a summary of its own (six summarizer calls
+    // for two summaries). And a call just above `aheadFraction` that tier 2 could bring to its
+    // target then, but not after the growth to the trigger, asked nothing.
+    let session: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("tests/fixtures/golden/coding-agent.json").unwrap(),
+    )
+    .unwrap();
+    let all = parse_values(session["messages"].as_array().unwrap());
+    let mut compactor = gpt4o(32_000, |_| {});
+    let mut host = SlowSummaries {
+        delay: 5,
+        calls: 0,
+        out: Vec::new(),
+        asked: 0,
+        in_call: 0,
+    };
+    let (mut history, mut step, mut applied, mut waited) = (Vec::new(), Vec::new(), 0, 0);
+    for message in all {
+        let ends_step = message.role != context_compactor::Role::Assistant;
+        step.push(message);
+        if !ends_step || step.len() < 4 {
+            continue;
+        }
+        history.append(&mut step);
+        host.calls += 1;
+        let (calls, delay) = (host.calls, host.delay);
+        for (key, _) in host.out.iter().filter(|(_, at)| calls >= at + delay) {
+            compactor.offer_summary(key, "## Session Intent\nMade ahead".into());
+        }
+        host.out.retain(|(_, at)| calls < at + delay);
+        let out = compactor.state().ahead.is_some();
+        let managed = compactor.manage(history.clone(), &mut host).unwrap();
+        applied += managed.plan.actions.iter().any(
+            |a| matches!(a, Action::Summarize(s) if s.ahead_key.is_some() && s.ready.is_some()),
+        ) as usize;
+        // A call waits only when nothing was asked (a step that jumped from below
+        // `aheadFraction` past the trigger), never while a summary asked ahead is out.
+        if managed.events.iter().any(|e| e.blocking) {
+            assert!(
+                !out,
+                "call {calls} waited at {} tokens with a summary out",
+                managed.tokens_before
+            );
+            waited += 1;
+        }
+    }
+    assert_eq!(host.in_call, waited);
+    assert!(applied >= 1, "summaries made ahead applied: {applied}");
+    assert!(
+        host.asked <= applied + 1,
+        "asked {} for {applied} applied: none wasted",
+        host.asked
+    );
+}

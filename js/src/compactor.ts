@@ -120,8 +120,9 @@ export interface HistoryOptions {
   /** Past this fraction an `onPreCompact` cancel is overridden. Default 0.95. */
   hardLimitFraction?: number;
   /** Summaries made ahead of need: above this fraction of the window, when tier 2 alone would
-   * not reach its target, the summary the lossy tier will need is asked in the background
-   * (`CompactorOptions.background`). Default 0.5 (`aggressive`: 0.35); `null` turns it off. */
+   * not reach its target once the conversation grows to the compaction trigger, the summary the
+   * lossy tier will need is asked in the background
+   * (`CompactorOptions.background`). Default 0.6 (`aggressive`: 0.4); `null` turns it off. */
   aheadFraction?: number | null;
   /** Recent messages kept verbatim, as a share of the window. Default 0.15. */
   keepRecentFraction?: number;

@@ -62,7 +62,10 @@ export interface InitOptions {
 }
 
 type Loader = () => WasmSource | Promise<WasmSource>;
-type RankLoader = (name: DataName) => RankSource | Promise<RankSource>;
+type RankLoader = ((name: DataName) => RankSource | Promise<RankSource>) & {
+  /** Throws the entry's own word on an encoding it does not bundle (`bundledRanks`). */
+  explain?: (name: string) => never;
+};
 
 /** What `loadTokenizer` built. */
 export interface TokenizerInfo {
@@ -252,12 +255,24 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
     }
   }
 
+  /** `core(call)`, an encoding it finds not loaded said as the entry says it (the import to add,
+   * where the entry bundles o200k_base only). */
+  function counted<T>(call: () => T): T {
+    try {
+      return core(call);
+    } catch (error) {
+      const name = error instanceof CompactorError && error.code === 'encoding_not_loaded' ? error.details.name : undefined;
+      if (typeof name === 'string' && rankLoader?.explain) rankLoader.explain(name);
+      throw error;
+    }
+  }
+
   function countTokens(text: string, encoding: EncodingName | (string & {}) = 'o200k_base'): number {
     assertInitialized('countTokens');
     if (typeof text !== 'string') throw new TypeError('countTokens: text must be a string');
     // A non-string reaching the glue is read as a pointer: a trap, and a module left broken.
     if (typeof encoding !== 'string') throw new TypeError('countTokens: encoding must be a string');
-    return core(() => glue.countTokens(text, encoding));
+    return counted(() => glue.countTokens(text, encoding));
   }
 
   function modelInfo(model: string): ModelInfo {
@@ -270,7 +285,7 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
     assertInitialized('countModelTokens');
     if (typeof text !== 'string') throw new TypeError('countModelTokens: text must be a string');
     if (typeof model !== 'string') throw new TypeError('countModelTokens: model must be a string');
-    return JSON.parse(core(() => glue.countModelTokens(text, model))) as ModelCount;
+    return JSON.parse(counted(() => glue.countModelTokens(text, model))) as ModelCount;
   }
 
   function countBreakdown(messages: MessageLike[], options: { tools?: ToolSetLike; encoding?: EncodingName | (string & {}) } = {}): TokenBreakdown {
@@ -279,13 +294,13 @@ export function createRuntime(glue: CountingGlue, file: string): Runtime {
     if (options.encoding !== undefined && typeof options.encoding !== 'string') throw new TypeError('countBreakdown: options.encoding must be a string');
     const tools = options.tools === undefined ? [] : toolDefinitions(options.tools);
     const { json } = encode(messages);
-    return JSON.parse(core(() => glue.countBreakdown(json, JSON.stringify(tools), options.encoding ?? 'o200k_base'))) as TokenBreakdown;
+    return JSON.parse(counted(() => glue.countBreakdown(json, JSON.stringify(tools), options.encoding ?? 'o200k_base'))) as TokenBreakdown;
   }
 
   function warmUp(encoding: EncodingName = 'o200k_base'): void {
     assertInitialized('warmUp');
     if (typeof encoding !== 'string') throw new TypeError('warmUp: encoding must be a string');
-    core(() => glue.warmUp(encoding));
+    counted(() => glue.warmUp(encoding));
   }
 
   return {

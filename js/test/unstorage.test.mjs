@@ -149,6 +149,75 @@ for (const [name, open] of Object.entries(backends)) {
   });
 }
 
+test('UnstorageStore over Redis: a conditional save lands where reads look, whatever wraps the storage (prefixStorage, a mount); a driver base its keys cannot be listed under is refused', async () => {
+  // Found by a user test: the Lua script's key ignored prefixStorage and unstorage's key clean-up,
+  // so writeIf said true and read() found nothing: every request started without its state, and
+  // two tenants with one chat id shared a state.
+  const { prefixStorage } = await import('unstorage');
+  const url = redis.url;
+  const tag = Math.random().toString(36).slice(2);
+  // A driver base its own getKeys cannot list under: refused, naming the base that works.
+  for (const base of [`app${tag}/v1`, `:app${tag}`]) {
+    const storage = createStorage({ driver: redisDriver({ url, base }) });
+    assert.throws(() => new UnstorageStore(storage, { base: 'chat:1' }), (e) => e instanceof CompactorError && e.code === 'invalid_config' && e.message.includes(`"app${tag}${base.includes('/') ? ':v1' : ''}"`), base);
+    await storage.dispose?.();
+  }
+  const cases = {
+    'driver base app:v1': () => createStorage({ driver: redisDriver({ url, base: `app${tag}:v1` }) }),
+    prefixStorage: () => prefixStorage(createStorage({ driver: redisDriver({ url, base: `p${tag}` }) }), 'tenant1'),
+    'mounted at data': () => {
+      const storage = createStorage();
+      storage.mount('data', redisDriver({ url, base: `m${tag}` }));
+      return prefixStorage(storage, 'data');
+    },
+  };
+  for (const [name, make] of Object.entries(cases)) {
+    const storage = make();
+    try {
+      const store = new UnstorageStore(storage, { base: 'chat:1' });
+      assert.equal(await store.writeIf('/state/x.json', null, 'first'), true, name);
+      assert.equal(await store.read('/state/x.json'), 'first', `${name}: read where the save landed`);
+      assert.equal(await store.writeIf('/state/x.json', 'first', 'second'), true, name);
+      assert.equal(await store.writeIf('/state/x.json', 'first', 'third'), false, `${name}: a stale save is refused`);
+      assert.equal(await store.read('/state/x.json'), 'second', name);
+      // The probe left nothing behind.
+      assert.deepEqual(await store.list('/'), ['/state/x.json'], name);
+      // Where the driver's keys are the computed ones, the save stays atomic.
+      assert.equal(store.conditionalWrites, name.startsWith('driver') ? 'atomic' : 'read-compare-write', name);
+    } finally {
+      await storage.dispose?.();
+    }
+  }
+  // Two tenants, one chat id: their states are their own.
+  const shared = createStorage({ driver: redisDriver({ url, base: `t${tag}` }) });
+  try {
+    const [a, b] = ['tenant-a', 'tenant-b'].map((t) => new UnstorageStore(prefixStorage(shared, t), { base: 'chat:1' }));
+    assert.equal(await a.writeIf('/state.json', null, 'A'), true);
+    assert.equal(await b.writeIf('/state.json', null, 'B'), true, 'the other tenant has no state yet');
+    assert.deepEqual([await a.read('/state.json'), await b.read('/state.json')], ['A', 'B']);
+  } finally {
+    await shared.dispose?.();
+  }
+});
+
+test("UnstorageStore over Redis: the driver's ttl holds for conditional saves (the state, the leases) as for its own writes", async () => {
+  const storage = createStorage({ driver: redisDriver({ url: redis.url, base: `ttl${Math.random().toString(36).slice(2)}`, ttl: 600 }) });
+  try {
+    const store = new UnstorageStore(storage, { base: 'chat:1' });
+    await store.write('/tool_outputs/a.txt', 'offloaded');
+    assert.equal(await store.writeIf('/state/compactor.json', null, '{"version":1}'), true);
+    const client = storage.getMount('x').driver.getInstance();
+    const keys = await client.keys(`${storage.getMount('x').driver.options.base}:*`);
+    assert.equal(keys.length, 2);
+    for (const key of keys) {
+      const ttl = await client.ttl(key);
+      assert.ok(ttl > 590 && ttl <= 600, `${key} expires with the driver's ttl (${ttl})`);
+    }
+  } finally {
+    await storage.dispose?.();
+  }
+});
+
 test('UnstorageStore over Redis: a backend that refuses a write (out of memory) is a typed store_failed error', async () => {
   const storage = createStorage({ driver: redisDriver({ url: redis.url, base: 'oom' }) });
   const admin = storage.getMount('').driver.getInstance();

@@ -684,3 +684,34 @@ def test_the_agents_first_model_call_counts_its_system_prompt(use_async: bool) -
     counter = Compactor(model="gpt-4o", context_window=12_000)
     assert counter.usage(to_model_messages(history))["tokens"] + count_tokens(system) > 12_000
     assert counter.usage(to_model_messages(sent))["tokens"] < 12_000
+
+
+def test_an_ai_sdk_history_with_several_results_in_one_tool_message_converts_one_tool_message_each() -> None:
+    # Found by a user test: the bundled sessions (AI SDK histories) hold tool messages with
+    # several results; from_model_messages raised a bare ValueError on them.
+    from context_compactor import InvalidMessageError
+
+    history = [
+        {"role": "user", "content": "look at both"},
+        {"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": "a", "toolName": "read", "input": {"p": "x"}},
+            {"type": "tool-call", "toolCallId": "b", "toolName": "read", "input": {"p": "y"}},
+        ]},
+        {"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": "a", "toolName": "read", "output": {"type": "text", "value": "X"}},
+            {"type": "tool-result", "toolCallId": "b", "toolName": "read", "output": {"type": "error-text", "value": "no y"}},
+        ]},
+    ]
+    messages = from_model_messages(history, [], [])
+    assert [type(m).__name__ for m in messages] == ["HumanMessage", "AIMessage", "ToolMessage", "ToolMessage"]
+    a, b = messages[2], messages[3]
+    assert isinstance(a, ToolMessage) and isinstance(b, ToolMessage)
+    assert (a.tool_call_id, a.content, a.status) == ("a", "X", "success")
+    assert (b.tool_call_id, b.content, b.status) == ("b", "no y", "error")
+    # Back in the core's shape: the same results, one message each.
+    assert [m["content"][0]["toolCallId"] for m in to_model_messages(messages)[2:]] == ["a", "b"]
+    # A part LangChain has no message for is a typed error naming the message.
+    approval = [{"role": "tool", "content": [{"type": "tool-approval-response", "approvalId": "1", "approved": True}]}]
+    with pytest.raises(InvalidMessageError) as caught:
+        from_model_messages(approval, [], [])
+    assert "message 0" in caught.value.message and "tool-approval-response" in caught.value.message

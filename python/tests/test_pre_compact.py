@@ -183,3 +183,9 @@ def test_on_event_may_save_the_state_once_the_calls_work_is_done() -> None:
     box["compactor"] = compactor
     result = compactor.manage(chat(24)[:40])
     assert result.events and len(saved) == len(result.events) and saved == sorted(saved), saved
+    # During amanage too: its call is lent to the sync call on_event makes on the loop's thread.
+    saved.clear()
+    store = MemoryStore()
+    compactor = box["compactor"] = Compactor(context_window=8_000, store=store, state_path="/state.json", on_event=on_event)
+    result = asyncio.run(compactor.amanage(chat(24)[:40]))
+    assert result.events and len(saved) == len(result.events) and saved == sorted(saved), saved

@@ -21,3 +21,11 @@ export function notBundled(runtime: 'workerd' | 'edge', name: EncodingName | Pre
     { name },
   );
 }
+
+/** The rank loader of an entry that bundles o200k_base only (`o200k`, its data as a module): the
+ * others say the import to add, when loaded and (`explain`) when a count finds one missing. */
+export function bundledRanks(runtime: 'workerd' | 'edge', o200k: WebAssembly.Module) {
+  return Object.assign((name: EncodingName | PrebuiltTokenizerName) => (name === 'o200k_base' ? o200k : notBundled(runtime, name)), {
+    explain: (name: string): never => notBundled(runtime, name as EncodingName),
+  });
+}

@@ -89,15 +89,27 @@ function pathOf(base: string, key: string): string {
   return '/' + key.slice(base.length).split(':').map((s) => s.replace(/%u([0-9A-F]{4})|%([0-9A-F]{2})/g, (_, u: string, b: string) => String.fromCharCode(parseInt(u ?? b, 16)))).join('/');
 }
 
-// Replaces the value only while it is still the one expected (its SHA-1; '' for none).
+// Replaces the value only while it is still the one expected (its SHA-1; '' for none), with the
+// driver's `ttl` (seconds; '' for none) as its own writes have it.
 const REDIS_WRITE_IF = `local cur = redis.call('GET', KEYS[1])
 if ARGV[1] == '' then
   if cur then return 0 end
 elseif (not cur) or redis.sha1hex(cur) ~= ARGV[1] then
   return 0
 end
-redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
 return 1`;
+
+/** A storage's probe (`#keysAgree`): whether the computed Redis keys are unstorage's, once known. */
+interface Probe {
+  agree: Promise<boolean>;
+  settled?: boolean;
+}
+const PROBED = new WeakMap<object, Probe>();
 
 async function sha1(text: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-1', new TextEncoder().encode(text));
@@ -134,12 +146,23 @@ export class UnstorageStore implements FileStore {
     this.storage = storage;
     this.#base = base.replace(/^:+|:+$/g, '').replace(/:+/g, ':');
     if (this.#base) this.#base += ':';
+    // unstorage's Redis driver (1.17) lists nothing under a base holding `/` or `\\` or starting
+    // with `:` (it writes the key cleaned up and strips the base as given), so `ls`, `grep` and
+    // every listing would come back empty: refused here, with the base that works.
+    const driver = storage.getMount?.(this.#base + 'x')?.driver;
+    const driverBase = driver?.name === 'redis' ? String(driver.options?.base ?? '') : '';
+    if (/[/\\]|^:/.test(driverBase)) {
+      const fixed = driverBase.replace(/[:/\\]+/g, ':').replace(/^:|:$/g, '');
+      throw new CompactorError('invalid_config', `unstorage's Redis driver base ${JSON.stringify(driverBase)}: its keys cannot be listed back (the driver writes them as ${JSON.stringify(fixed)}:...); give the driver base ${JSON.stringify(fixed)}`, { field: 'storage' });
+    }
     this.#maxValueLength = options.maxValueLength ?? Infinity;
   }
 
-  /** `atomic` on the Redis driver, `read-compare-write` elsewhere (see the class doc). */
+  /** `atomic` on the Redis driver, `read-compare-write` elsewhere (see the class doc), and on a
+   * storage whose Redis keys are not the ones this store computes (a `prefixStorage` wrapper),
+   * once the first conditional write found so. */
   get conditionalWrites(): 'atomic' | 'read-compare-write' {
-    return this.#redis(this.#base + 'x') ? 'atomic' : 'read-compare-write';
+    return this.#redis(this.#base + 'x') && PROBED.get(this.storage)?.settled !== false ? 'atomic' : 'read-compare-write';
   }
 
   async read(path: string): Promise<string | null> {
@@ -188,10 +211,10 @@ export class UnstorageStore implements FileStore {
   async writeIf(path: string, expected: string | null, text: string): Promise<boolean> {
     const value = this.#encode(path, text);
     const key = keyOf(this.#base, path);
-    const redis = this.#redis(key);
+    const redis = this.#redis(key) && (await this.#keysAgree(path)) ? this.#redis(key) : undefined;
     if (redis) {
       const want = expected === null ? '' : await sha1(encodeValue(expected));
-      const done = await this.#call('write', path, () => redis.client.eval(REDIS_WRITE_IF, 1, redis.key, want, value));
+      const done = await this.#call('write', path, () => redis.client.eval(REDIS_WRITE_IF, 1, redis.key, want, value, redis.ttl));
       return done === 1;
     }
     if ((await this.read(path)) !== expected) return false;
@@ -208,16 +231,48 @@ export class UnstorageStore implements FileStore {
     return encodeValue(text);
   }
 
-  /** The Redis client and full key behind `key`, when its mount is unstorage's Redis driver. */
-  #redis(key: string): { client: RedisClientLike; key: string } | undefined {
+  /** The Redis client, full key and the driver's `ttl` behind `key`, when its mount is
+   * unstorage's Redis driver. */
+  #redis(key: string): { client: RedisClientLike; key: string; ttl: string } | undefined {
     const mount = this.storage.getMount?.(key);
     const driver = mount?.driver;
     if (!mount || driver?.name !== 'redis' || typeof driver.getInstance !== 'function') return undefined;
     const client = driver.getInstance() as RedisClientLike;
     if (typeof client?.eval !== 'function') return undefined;
-    const base = String(driver.options?.base ?? '').replace(/:+$/, '');
-    const relative = key.slice(mount.base.length);
-    return { client, key: base ? `${base}:${relative}` : relative };
+    // As the driver names it: unstorage's `joinKeys(base, key)` (`/` and `\\` read as `:`, one
+    // separator cut from each end of each piece).
+    const piece = (k: string) => k.replace(/[:/\\]/g, ':').replace(/^:|:$/g, '');
+    const full = [piece(String(driver.options?.base ?? '')), piece(key.slice(mount.base.length))].filter(Boolean).join(':');
+    const ttl = driver.options?.ttl;
+    return { client, key: full, ttl: typeof ttl === 'number' && ttl > 0 ? String(Math.ceil(ttl)) : '' };
+  }
+
+  /** Whether the Redis key `#redis` computes is the one unstorage writes, found once per storage
+   * by a probe (a key written through unstorage, read back by its computed name, deleted): a
+   * wrapper this store cannot see through (`prefixStorage`) makes the Lua script's key another
+   * one, whose saves would land where no read looks. Then conditional writes read, compare and
+   * write, as on other drivers. A probe that fails (Redis down) is not kept: its error is the
+   * write's. */
+  async #keysAgree(path: string): Promise<boolean> {
+    let probe = PROBED.get(this.storage);
+    if (!probe) {
+      const token = `probe-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
+      const key = keyOf(this.#base, `/.context-compactor-probe-${token}`);
+      const redis = this.#redis(key)!;
+      const entry: Probe = {
+        agree: (async () => {
+          try {
+            await this.storage.setItem(key, token);
+            return (await redis.client.eval("return redis.call('GET', KEYS[1])", 1, redis.key)) === token;
+          } finally {
+            await Promise.resolve(this.storage.removeItem(key)).catch(() => undefined);
+          }
+        })(),
+      };
+      entry.agree.then((agree) => (entry.settled = agree), () => PROBED.delete(this.storage));
+      PROBED.set(this.storage, (probe = entry));
+    }
+    return this.#call('write', path, () => probe.agree);
   }
 
   /** Runs a backend call; what the backend throws becomes a typed `store_failed` error naming

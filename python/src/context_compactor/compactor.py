@@ -10,6 +10,7 @@ them, so the sync and async APIs cannot drift apart."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -38,7 +39,7 @@ from typing import (
 
 from . import _core, tokenizers
 from .codec import Refs, decode, dumps, encode, storable, well_formed
-from .effects import AsyncInLoop, NoAnswer, Steps, drive_async, effect_read, one_call, outside_calls, run_sync, store_request, wall
+from .effects import AsyncInLoop, NoAnswer, Steps, CallGate, drive_async, effect_read, outside_calls, run_sync, store_request, wall
 from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
 from .overflow import parse_overflow
@@ -332,7 +333,8 @@ class Compactor:
         self._now: Callable[[], float] = now if now is not None else (lambda: time.time() * 1000)
         self._calls = 0
         self._lock = threading.RLock()
-        self._alock: Optional[asyncio.Lock] = None
+        #: One call at a time, from threads and event loops alike.
+        self._gate = CallGate(self)
         # Summaries made ahead of need: on with a summarizer; those under way (threads or
         # tasks) by key, and the texts back (None: failed) not yet handed to the core.
         self._background = (_host_default("background") if background is None else background) and summarize is not None
@@ -358,19 +360,19 @@ class Compactor:
     ) -> Plan:
         """Dry run: what ``manage`` (or, with ``trigger="manual"``, ``compact``) would do.
         Plain data, no IO; a transcript's ``json`` and ``markdown`` render when first read."""
-        with self._lock:
+        with self._gate.sync("plan"), self._lock:
             self._sync(messages)
             return self._hydrate(self._core_plan(trigger, instructions), messages)
 
     def usage(self, messages: Sequence[Message]) -> Dict[str, Any]:
         """``{"tokens", "window", "fraction"}`` of ``messages`` against the window."""
-        with self._lock:
+        with self._gate.sync("usage"), self._lock:
             self._sync(messages)
             return cast(Dict[str, Any], json.loads(self._core.call("usage", None)))
 
     def count_raw(self, messages: Sequence[Message]) -> int:
         """The uncalibrated count of ``messages`` (what ``observe_usage`` pairs with)."""
-        with self._lock:
+        with self._gate.sync("count_raw"), self._lock:
             self._sync(messages)
             return int(self._core.call("count-raw", None))
 
@@ -398,26 +400,24 @@ class Compactor:
     def manage(self, messages: Sequence[Message]) -> ManageResult:
         """Plans, stores what must go (and asks the summarizer), applies. Returns the
         conversation to send. Concurrent calls on one compactor run one after another."""
-        with one_call(self, "manage"), self._lock:
+        with self._gate.sync("manage"), self._lock:
             return run_sync(self._run(messages, "auto", None))
 
     def compact(self, messages: Sequence[Message], *, instructions: Optional[str] = None) -> ManageResult:
         """Compacts now, whatever the usage: every tier runs and older messages are summarized
         (or truncated, per ``history.strategy``). ``instructions`` steer the summary."""
-        with one_call(self, "compact"), self._lock:
+        with self._gate.sync("compact"), self._lock:
             return run_sync(self._run(messages, "manual", instructions))
 
     async def amanage(self, messages: Sequence[Message]) -> ManageResult:
         """``manage`` for async code: an async summarizer or store is awaited (the summarizer
         within ``summarize_timeout``)."""
-        with one_call(self, "amanage"):
-            async with self._async_lock():
-                return await self._run_async(self._run(messages, "auto", None))
+        async with self._gate.entered("amanage"):
+            return await self._run_async(self._run(messages, "auto", None))
 
     async def acompact(self, messages: Sequence[Message], *, instructions: Optional[str] = None) -> ManageResult:
-        with one_call(self, "acompact"):
-            async with self._async_lock():
-                return await self._run_async(self._run(messages, "manual", instructions))
+        async with self._gate.entered("acompact"):
+            return await self._run_async(self._run(messages, "manual", instructions))
 
     def recover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
         """Recovers from a provider's "prompt too long" error: ``messages`` is the prompt the
@@ -431,7 +431,7 @@ class Compactor:
         info = parse_overflow(error)
         if info is None:
             raise error
-        with one_call(self, "recover"), self._lock:
+        with self._gate.sync("recover"), self._lock:
             return run_sync(self._recover(messages, error, info, attempt))
 
     async def arecover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
@@ -439,16 +439,15 @@ class Compactor:
         info = parse_overflow(error)
         if info is None:
             raise error
-        with one_call(self, "arecover"):
-            async with self._async_lock():
-                return await self._run_async(self._recover(messages, error, info, attempt))
+        async with self._gate.entered("arecover"):
+            return await self._run_async(self._recover(messages, error, info, attempt))
 
     def save_state(self, path: Optional[str] = None) -> None:
         """Writes the state to the store; ``load_state(store, path)`` reads it back."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
         if path != self._state_path:
             return run_sync(self._copy_state(path))
-        with one_call(self, "save_state"), self._lock:
+        with self._gate.sync("save_state"), self._lock:
             run_sync(self._save_state(path))
 
     async def asave_state(self, path: Optional[str] = None) -> None:
@@ -456,22 +455,20 @@ class Compactor:
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
         if path != self._state_path:
             return await drive_async(self._copy_state(path), self._lock)
-        with one_call(self, "asave_state"):
-            async with self._async_lock():
-                await self._run_async(self._save_state(path))
+        async with self._gate.entered("asave_state"):
+            await self._run_async(self._save_state(path))
 
     def offload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
         """Tier 1 at the moment a tool returns: when ``output`` (a str, or JSON data) is over
         the offload threshold, stores it and returns the preview the model should see instead
         (naming the stored path); otherwise returns ``output`` unchanged. A failed store write
         returns ``output`` unchanged, so nothing is lost."""
-        with one_call(self, "offload_tool_output"), self._lock:
+        with self._gate.sync("offload_tool_output"), self._lock:
             return run_sync(self._offload(tool_name, tool_call_id, output))
 
     async def aoffload_tool_output(self, tool_name: str, tool_call_id: str, output: T) -> Union[T, str]:
-        with one_call(self, "aoffload_tool_output"):
-            async with self._async_lock():
-                return await self._run_async(self._offload(tool_name, tool_call_id, output))
+        async with self._gate.entered("aoffload_tool_output"):
+            return await self._run_async(self._offload(tool_name, tool_call_id, output))
 
     def tools(self, *, default_limit: int = 500) -> Dict[str, RecoveryTool]:
         """The recovery tools (``read_file``, ``grep``, ``ls``) over this compactor's store, a
@@ -555,8 +552,9 @@ class Compactor:
         """``events`` told to ``on_event``, once the call's work is done: a call of this
         compactor it makes runs (as in npm, where it is queued after this one)."""
         if self._on_event is not None:
-            for event in events:
-                outside_calls(self._on_event, event)
+            with self._gate.lent():
+                for event in events:
+                    outside_calls(self._on_event, event)
 
     def _session(self, ctx: "_Call", options: str, trigger: str, call: int) -> Steps[ManageResult]:
         """Drives the core's loop: carries out its requests and hands back each outcome, until
@@ -826,7 +824,7 @@ class Compactor:
                     await asyncio.get_running_loop().run_in_executor(None, run.join)
                 else:
                     await asyncio.gather(run, return_exceptions=True)
-        async with self._async_lock():
+        async with self._gate.entered("asettled"):
             with self._lock:
                 self._offer_done()
 
@@ -926,7 +924,8 @@ class Compactor:
         changed so that it differs from the planned one)."""
 
         def render() -> Dict[str, Any]:
-            with self._lock:
+            # A dry plan's: the conversation synced again, one call at a time.
+            with self._gate.sync("plan") if not session else contextlib.nullcontext(), self._lock:
                 if not session:
                     self._sync(messages)
                 files = cast(Dict[str, Any], json.loads(self._core.call("transcript", None, strategy)))
@@ -939,11 +938,6 @@ class Compactor:
             return files
 
         return render
-
-    def _async_lock(self) -> asyncio.Lock:
-        if self._alock is None:
-            self._alock = asyncio.Lock()
-        return self._alock
 
     async def _run_async(self, steps: Steps[T]) -> T:
         # The core calls inside the run are synchronous; the thread lock keeps a sync call from

@@ -14,8 +14,8 @@ import contextvars
 import inspect
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Awaitable, Callable, Dict, FrozenSet, Generator, Iterator, Optional, Tuple, TypeVar, cast
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, FrozenSet, Generator, Iterator, List, Optional, Tuple, TypeVar, cast
 
 from ._threads import call_within, call_within_async
 from .codec import well_formed
@@ -53,6 +53,72 @@ def one_call(owner: object, what: str) -> Iterator[None]:
         yield
     finally:
         _RUNNING.reset(token)
+
+
+class CallGate:
+    """One call of a compactor at a time, whatever runs it: threads (a sync call waits for the
+    one under way), tasks of one event loop or of several (an async call waits without blocking
+    its loop), or both at once. A call made from inside a call's callback is ``busy``
+    (``one_call``), and so is a sync call made on the thread whose event loop runs an async call
+    of the same compactor: it would wait for a call that cannot go on while it waits."""
+
+    def __init__(self, owner: object) -> None:
+        self._owner = owner
+        self._lock = threading.Lock()
+        #: The call under way: ("sync" or "async", the thread it runs on).
+        self._holder: Optional[Tuple[str, int]] = None
+
+    @contextmanager
+    def sync(self, what: str) -> Iterator[None]:
+        with one_call(self._owner, what):
+            me = threading.get_ident()
+            if self._holder == ("sync", me):
+                # Made by ``on_event`` once the call's work is done (``lent``), or a transcript
+                # rendered then: part of the call under way on this thread.
+                yield
+                return
+            if self._holder == ("async", me):
+                raise CompactorError(
+                    "busy",
+                    f"{what}: a call of this compactor is under way on this thread's event loop; "
+                    f"a compactor runs one call at a time: await that one first, or use the async "
+                    f"method (a{what.removeprefix('a')})",
+                    {"call": what},
+                )
+            with self._lock:
+                self._holder = ("sync", me)
+                try:
+                    yield
+                finally:
+                    self._holder = None
+
+    @asynccontextmanager
+    async def entered(self, what: str) -> AsyncIterator[None]:
+        with one_call(self._owner, what):
+            delay = 0.001
+            while not self._lock.acquire(blocking=False):
+                await asyncio.sleep(delay)  # a call on another thread or task: its end
+                delay = min(delay * 2, 0.02)
+            self._holder = ("async", threading.get_ident())
+            try:
+                yield
+            finally:
+                self._holder = None
+                self._lock.release()
+
+    @contextmanager
+    def lent(self) -> Iterator[None]:
+        """The call under way on this thread's event loop, lent to a sync call made here (by
+        ``on_event``, once the call's work is done)."""
+        held = self._holder
+        if held is not None and held[0] == "async" and held[1] == threading.get_ident():
+            self._holder = ("sync", held[1])
+            try:
+                yield
+            finally:
+                self._holder = held
+        else:
+            yield
 
 
 def outside_calls(fn: Callable[..., T], *args: Any) -> T:
@@ -184,10 +250,6 @@ def _background_thread(steps: Steps[None]) -> threading.Thread:
     return thread
 
 
-async def _awaited(value: Awaitable[Any]) -> Any:
-    return await value
-
-
 async def _background(steps: Steps[T]) -> T:
     """A run in the background (a summary asked ahead): a task on the running loop, each
     blocking store call in the loop's executor, a synchronous summarizer on a thread of its own;
@@ -208,8 +270,8 @@ async def _background(steps: Steps[T]) -> T:
             if effect[0] == "sleep":
                 await asyncio.sleep(effect[1])
                 continue
-            if _summarizer_call(effect):
-                value = await _summary_async(effect)
+            if _blocking_callback(effect):
+                value = await _callback_async(effect)
                 continue
             value = await loop.run_in_executor(None, perform, effect)
             if inspect.isawaitable(value):
@@ -223,33 +285,81 @@ _EFFECT_NAMES = {"summarize": "summarizer", "ask": "on_pre_compact hook"}
 
 
 def run_sync(steps: Steps[T]) -> T:
-    value: Any = None
-    error: Optional[BaseException] = None
-    while True:
+    return cast(T, _all_sync([steps])[0])
+
+
+def _all_sync(runs: List[Steps[Any]]) -> List[Any]:
+    """Several runs at once (``("all", runs)``, as npm's ``Promise.all``), their steps taken in
+    turn on the caller's thread. Each round's calls to a store bounded by ``store_timeout``
+    (``TimedStore``: each on a thread of its own already) wait together, so that a stalled store
+    holds a plan's writes one timeout, not one per write; any other call is made in turn on the
+    caller's thread (a store bound to it, ``store_timeout=None``, stays there)."""
+    results: List[Any] = [None] * len(runs)
+    sent: Dict[int, Tuple[Any, Optional[BaseException]]] = {i: (None, None) for i in range(len(runs))}
+    while sent:
+        asked: List[Tuple[int, Tuple[Any, ...]]] = []
+        for i, (value, error) in sent.items():
+            try:
+                asked.append((i, runs[i].throw(error) if error is not None else runs[i].send(value)))
+            except StopIteration as done:
+                results[i] = done.value
+        together = [(i, effect) for i, effect in asked if _timed_store_call(effect)] if len(asked) > 1 else []
+        sent = dict(zip((i for i, _ in together), _at_once([effect for _, effect in together])))
+        for i, effect in asked:
+            if i not in sent:
+                sent[i] = _carried(effect)
+    return results
+
+
+def _carried(effect: Tuple[Any, ...]) -> Tuple[Any, Optional[BaseException]]:
+    """An effect carried out on the caller's thread: its value, or the exception to throw in."""
+    try:
+        if effect[0] == "all":
+            return _all_sync(effect[1]), None
+        if _blocking_callback(effect):
+            return _callback_blocking(effect), None
+        value = perform(effect)
+        return (_await_blocking(value, effect) if inspect.isawaitable(value) else value), None
+    except Exception as e:
+        return None, e
+
+
+def _timed_store_call(effect: Tuple[Any, ...]) -> bool:
+    return effect[0] in ("read", "write", "list", "write-if") and isinstance(effect[1], TimedStore)
+
+
+def _at_once(effects: List[Tuple[Any, ...]]) -> List[Tuple[Any, Optional[BaseException]]]:
+    """Store calls bounded by their ``TimedStore`` made at once, each from a thread of its own (in
+    the caller's context); each returns within its bound. An async store's awaitable is awaited
+    afterwards, on the caller's thread (``_carried``)."""
+    out: List[Tuple[Any, Optional[BaseException]]] = [(None, None)] * len(effects)
+
+    def call(i: int, effect: Tuple[Any, ...]) -> None:
         try:
-            effect = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as done:
-            return cast(T, done.value)
-        value, error = None, None
-        try:
-            if effect[0] == "all":
-                # One after another, on the caller's thread (a store bound to it stays there).
-                value = [run_sync(run) for run in effect[1]]
-            elif _summarizer_call(effect):
-                value = _summary_blocking(effect)
-            else:
-                value = perform(effect)
-                if inspect.isawaitable(value):
-                    value = _await_blocking(value, effect)
+            out[i] = (perform(effect), None)
         except Exception as e:
-            error = e
+            out[i] = (None, e)
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(call, i, e), daemon=True) for i, e in enumerate(effects)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i, ((value, error), effect) in enumerate(zip(out, effects)):
+        if error is None and inspect.isawaitable(value):
+            try:
+                out[i] = (_await_blocking(value, effect), None)
+            except Exception as e:
+                out[i] = (None, e)
+    return out
 
 
-def _summarizer_call(effect: Tuple[Any, ...]) -> bool:
-    """Whether ``effect`` calls a synchronous summarizer: one that may block, and so runs on a
-    thread of its own within ``summarize_timeout`` (``_threads``). A stalled one is left behind
-    there and the call goes on with the core's heuristic summary."""
-    return effect[0] == "summarize" and not inspect.iscoroutinefunction(effect[1])
+def _blocking_callback(effect: Tuple[Any, ...]) -> bool:
+    """Whether ``effect`` calls a synchronous summarizer or ``on_pre_compact`` hook: one that
+    may block, and so runs on a thread of its own within ``summarize_timeout`` (``_threads``). A
+    stalled one is left behind there and the call goes on: with the core's heuristic summary,
+    or as if the hook had returned None."""
+    return effect[0] in ("summarize", "ask") and not inspect.iscoroutinefunction(effect[1])
 
 
 def _no_summary(seconds: float) -> TimeoutError:
@@ -296,30 +406,25 @@ async def _within(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
 
 
 def _left(effect: Tuple[Any, ...], since: float) -> Tuple[Any, ...]:
-    """A summarize effect with what is left of its timeout (a synchronous summarizer that
+    """A summarize or ask effect with what is left of its timeout (a synchronous callback that
     returned an awaitable)."""
     return (*effect[:3], max(effect[3] - (time.monotonic() - since), 0.001))
 
 
-def _summary_blocking(effect: Tuple[Any, ...]) -> Any:
+def _callback_blocking(effect: Tuple[Any, ...]) -> Any:
     since = time.monotonic()
-    finished, value = call_within(effect[3], "summarizer", effect[1], effect[2])
+    finished, value = call_within(effect[3], _EFFECT_NAMES[effect[0]], effect[1], effect[2])
     if not finished:
-        raise _no_summary(effect[3])
+        raise _timed_out(effect)
     return _await_blocking(value, _left(effect, since)) if inspect.isawaitable(value) else value
 
 
-async def _summary_async(effect: Tuple[Any, ...]) -> Any:
+async def _callback_async(effect: Tuple[Any, ...]) -> Any:
     since = time.monotonic()
-    finished, value = await call_within_async(effect[3], "summarizer", effect[1], effect[2])
+    finished, value = await call_within_async(effect[3], _EFFECT_NAMES[effect[0]], effect[1], effect[2])
     if not finished:
-        raise _no_summary(effect[3])
-    if inspect.isawaitable(value):
-        try:
-            value = await asyncio.wait_for(_awaited(value), _left(effect, since)[3])
-        except asyncio.TimeoutError:
-            raise _no_summary(effect[3]) from None
-    return value
+        raise _timed_out(effect)
+    return await _within(value, _left(effect, since)) if inspect.isawaitable(value) else value
 
 
 def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
@@ -361,8 +466,8 @@ async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
                 # At once (the writes of a plan, as npm's Promise.all): each run's own steps
                 # still go one at a time under the lock.
                 value = list(await asyncio.gather(*(drive_async(run, lock) for run in effect[1])))
-            elif _summarizer_call(effect):
-                value = await _summary_async(effect)
+            elif _blocking_callback(effect):
+                value = await _callback_async(effect)
             else:
                 value = perform(effect)
                 if inspect.isawaitable(value):

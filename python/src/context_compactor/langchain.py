@@ -44,7 +44,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .compactor import Compactor, ManageResult
-from .errors import InvalidConfigError
+from .errors import InvalidConfigError, InvalidMessageError
 from .overflow import overflow_verdict, parse_overflow
 from .report import ReportRecorder
 from .stores import FileStore
@@ -60,7 +60,9 @@ def from_model_messages(
     compacted: Sequence[Dict[str, Any]], originals: Sequence[BaseMessage], converted: Sequence[Dict[str, Any]]
 ) -> List[BaseMessage]:
     """The compacted messages as LangChain messages: each unchanged one is the original object
-    (matched in order by its converted form), each changed one rebuilt."""
+    (matched in order by its converted form), each changed one rebuilt; a tool message with
+    several results (an AI SDK history's) is one ``ToolMessage`` each. A part LangChain has no
+    message for (a tool approval) is an ``InvalidMessageError`` naming the message."""
     pending: Dict[str, List[int]] = {}
     for i, m in enumerate(converted):
         pending.setdefault(json.dumps(m, sort_keys=True), []).append(i)
@@ -70,6 +72,15 @@ def from_model_messages(
         matches = pending.get(json.dumps(message, sort_keys=True))
         if matches:
             out.append(originals[matches.pop(0)])
+        elif message.get("role") == "tool" and isinstance(message.get("content"), list):
+            # A ToolMessage holds one result: a tool message of several is one each.
+            results = [p for p in message["content"] if p.get("type") == "tool-result"]
+            other = next((p for p in message["content"] if p.get("type") != "tool-result"), None)
+            if other is not None or not results:
+                kind = "no tool-result part" if other is None else f"a {other.get('type')!r} part"
+                raise InvalidMessageError("invalid_message", f"from_model_messages: message {i} (role tool) has {kind}: a LangChain ToolMessage holds one tool result", {"index": i, "field": "content"})
+            like = originals[i] if same_length and len(results) == 1 else None
+            out.extend(_from_model({"role": "tool", "content": [result]}, like) for result in results)
         else:
             out.append(_from_model(message, originals[i] if same_length else None))
     return out
