@@ -184,16 +184,26 @@ export function wrapTools<T extends Record<string, ExecutableTool>>(compactor: C
   for (const [name, tool] of Object.entries(tools)) {
     if (tool === null || typeof tool !== 'object') throw new TypeError(`wrapTools: tools.${name} must be a tool (an object), got ${tool === null ? 'null' : typeof tool}`);
     const execute = tool.execute as ((input: unknown, options?: { toolCallId?: string }) => unknown) | undefined;
-    if (typeof execute !== 'function' || tool.toModelOutput !== undefined) {
+    // A streaming tool (an async generator: the AI SDK sends each value as a preliminary result,
+    // the last as the output) is left as it is.
+    if (typeof execute !== 'function' || tool.toModelOutput !== undefined || Object.prototype.toString.call(execute) === '[object AsyncGeneratorFunction]') {
       wrapped[name] = tool;
       continue;
     }
     let calls = 0;
     wrapped[name] = {
       ...tool,
-      execute: (async (input: unknown, options?: { toolCallId?: string }) => {
-        const output = await execute.call(tool, input, options);
-        return compactor.offloadToolOutput(name, options?.toolCallId ?? `${name}-${++calls}`, output);
+      // Not an async function: an execute that returns an async iterable (streaming after all)
+      // hands it on as it is, which the AI SDK streams; an awaited one it would not.
+      execute: ((input: unknown, options?: { toolCallId?: string }) => {
+        let result: unknown;
+        try {
+          result = execute.call(tool, input, options);
+        } catch (error) {
+          return Promise.reject(error); // as an async execute's
+        }
+        if (result !== null && typeof result === 'object' && Symbol.asyncIterator in result) return result;
+        return Promise.resolve(result).then((output) => compactor.offloadToolOutput(name, options?.toolCallId ?? `${name}-${++calls}`, output));
       }) as ExecutableTool['execute'],
     };
   }

@@ -58,13 +58,15 @@ export interface OffloadOptions {
 export interface CompactionOptions {
   /** Whether tier 2 runs at all. Default true (false in the `simple` preset). */
   enabled?: boolean;
-  /** Tier 2 fires above this fraction of the window. Default 0.70 (`aggressive`: 0.50). */
+  /** Tier 2 fires above this fraction of the window. Default 0.70 (`aggressive`: 0.50;
+   * `simple`, without tier 2: 0.85, where its truncation starts). */
   triggerFraction?: number;
-  /** …and compacts down to this fraction. Default 0.35 (`aggressive`: 0.25). */
+  /** …and compacts down to this fraction. Default 0.35 (`aggressive`: 0.25; `simple`: 0.60). */
   targetFraction?: number;
-  /** Edits to earlier messages saving fewer tokens are skipped (prompt cache). Default 500. */
+  /** Edits to earlier messages saving fewer tokens are skipped (prompt cache). Default 500
+   * (`aggressive`: 100). */
   minSavingTokens?: number;
-  /** The last K tool results stay verbatim. Default 10. */
+  /** The last K tool results stay verbatim. Default 10 (`aggressive`: 5). */
   keepToolResults?: number;
   /** …while those kept fit in this share of the window, newest first (the newest always
    * stays). Default 0.25; 1 keeps the last K whatever their size. */
@@ -113,9 +115,10 @@ export interface CacheOptions {
 
 /** Tier-3 options (see src/config.rs `HistoryConfig`). */
 export interface HistoryOptions {
-  /** Default `summarize`. */
+  /** Default `summarize` (`simple`: `truncate`). */
   strategy?: 'summarize' | 'truncate' | 'importance' | 'off';
-  /** Fires above this fraction of the window (or when tier 2 falls short). Default 0.85. */
+  /** Fires above this fraction of the window (or when tier 2 falls short). Default 0.85
+   * (`aggressive`: 0.80). */
   triggerFraction?: number;
   /** Past this fraction an `onPreCompact` cancel is overridden. Default 0.95. */
   hardLimitFraction?: number;
@@ -124,11 +127,12 @@ export interface HistoryOptions {
    * lossy tier will need is asked in the background
    * (`CompactorOptions.background`). Default 0.6 (`aggressive`: 0.4); `null` turns it off. */
   aheadFraction?: number | null;
-  /** Recent messages kept verbatim, as a share of the window. Default 0.15. */
+  /** Recent messages kept verbatim, as a share of the window. Default 0.15 (`aggressive`:
+   * 0.10). */
   keepRecentFraction?: number;
-  /** Keep this many recent messages instead. */
+  /** Keep this many recent messages instead (`simple`: 10). */
   keepRecentMessages?: number | null;
-  /** Summary size cap (also ≤ 10 % of the window). Default 2,000. */
+  /** Summary size cap (also ≤ 10 % of the window). Default 2,000 (`aggressive`: 1,000). */
   summaryMaxTokens?: number;
   /** Cap of the span sent to the summarizer. Default: a quarter of the window. */
   requestMaxTokens?: number | null;
@@ -446,11 +450,11 @@ export class Compactor {
     return JSON.parse(this.#core.model()) as ModelInfo;
   }
 
-  /** Dry run: what `manage` (or, with `trigger: 'manual'`, `compact`) would do. Plain data,
-   * no IO. */
+  /** Dry run: what `manage` (or, with `trigger: 'manual'`, `compact`) would do, the summary it
+   * would ask ahead of need (`plan.ahead`) included. Plain data, no IO. */
   plan(messages: readonly MessageLike[], options?: { trigger?: 'auto' | 'manual'; instructions?: string }): Plan {
     this.#sync(messages);
-    return this.#hydrate(this.#planCore(undefined, planOptions(options, false, this.#time())), messages);
+    return this.#hydrate(this.#planCore(undefined, planOptions(options, this.#background, this.#time())), messages);
   }
 
   /** The clock's time, a whole number of milliseconds (a bad clock is a typed error). */

@@ -34,9 +34,12 @@ test('a long-lived compactor asks the summary ahead, never waits for it, and app
   let applied;
   for (let t = 0; t < 80 && !applied; t++) {
     raw.push({ role: 'user', content: `Turn ${t}: ${prose(t, 30)}` });
+    // The dry run shows what the call will ask ahead (it asks nothing itself).
+    const dry = asked ? undefined : compactor.plan(raw);
     const call = compactor.manage(raw);
     assert.ok(await settlesAtOnce(call), `turn ${t}: manage waited`);
     const result = await call;
+    if (dry) assert.equal(dry.ahead?.aheadKey, result.plan.ahead?.aheadKey, `turn ${t}: plan() shows the call's ahead`);
     if (!asked && result.plan.ahead) {
       asked = { turn: t, ahead: result.plan.ahead };
       assert.equal(summarizer.calls.length, 1, 'the summary is asked once, in the background');

@@ -51,7 +51,10 @@ def test_manage_asks_ahead_in_a_thread_never_waits_and_applies_it_at_the_trigger
     applied = None
     for t in range(80):
         messages += turn(t)[:1]
+        dry = compactor.plan(messages) if asked is None else None  # asks nothing itself
         result = compactor.manage(messages)  # returns while the background summary is blocked
+        if dry is not None:
+            assert (dry.get("ahead") or {}).get("aheadKey") == (result.plan.get("ahead") or {}).get("aheadKey"), t
         if asked is None and result.plan.get("ahead"):
             asked = result.plan["ahead"]
         if any(n["type"] == "summary-pending" for n in result.plan["notes"]):

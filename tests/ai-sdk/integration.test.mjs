@@ -90,6 +90,29 @@ for (const v of VERSIONS) {
     assert.equal(result.steps[0].toolResults[0].toolName, 'search');
   });
 
+  test(`${v.name}: wrapTools leaves a streaming tool streaming (preliminary results, then its last value as the output)`, async () => {
+    // Found by a docs review: the wrapper awaited execute, so an async generator's generator
+    // object became the tool's output ({}), and no preliminary result was sent.
+    const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 16_000 });
+    let step = 0;
+    const model = new v.Mock({
+      doGenerate: async () =>
+        step++ === 0
+          ? v.reply([{ type: 'tool-call', toolCallId: 'c0', toolName: 'progress', input: '{}' }, { type: 'tool-call', toolCallId: 'c1', toolName: 'ticker', input: '{}' }], 'tool-calls')
+          : v.reply([{ type: 'text', text: 'ok' }], 'stop'),
+    });
+    const tools = {
+      progress: tool({ description: 'streams', inputSchema: z.object({}), async *execute() { yield 'step 1'; yield 'done'; } }),
+      // Not a generator function, but returning an async iterable: streaming too.
+      ticker: tool({ description: 'streams', inputSchema: z.object({}), execute: () => (async function* () { yield 'tick'; yield 'tock'; })() }),
+    };
+    const wrapped = compactor.wrapTools(tools);
+    assert.equal(wrapped.progress, tools.progress, 'left as it is');
+    const result = await generateText({ model, messages: [{ role: 'user', content: 'go' }], tools: wrapped, stopWhen: stepCountIs(2) });
+    const outputs = Object.fromEntries(result.steps[0].toolResults.map((r) => [r.toolName, r.output]));
+    assert.deepEqual(outputs, { progress: 'done', ticker: 'tock' });
+  });
+
   test(`${v.name}: middleware() compacts a single call's prompt`, async () => {
     const store = new MemoryStore();
     const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 16_000, store });

@@ -887,7 +887,9 @@ class Compactor:
         return list(last[2]) + list(messages[len(last[0]):])
 
     def _core_plan(self, trigger: str, instructions: Optional[str]) -> str:
-        options = {"trigger": trigger, "instructions": instructions, "now": self._time()}
+        options: Dict[str, Any] = {"trigger": trigger, "instructions": instructions, "now": self._time()}
+        if self._background:
+            options["background"] = True  # the summary manage would ask ahead shows too
         return str(self._core.call("plan", None, dumps(options)))
 
     def _time(self) -> int:
