@@ -108,9 +108,9 @@ pub use counting::{
 pub use driver::{make_ahead, make_ahead_async, AsyncHost, Host, SummaryLease, Timer, WriteIf};
 pub use error::{Error, Result};
 pub use message::{
-    messages_from_value, parse_messages, parse_messages_at, validate, ApprovalRequest,
-    ApprovalResponse, Content, FilePart, ImagePart, Message, Part, Role, TextPart, ToolCall,
-    ToolOutput, ToolResult, MAX_NESTING,
+    messages_from_value, parse_json_value, parse_messages, parse_messages_at, validate,
+    ApprovalRequest, ApprovalResponse, Content, FilePart, ImagePart, Message, Part, Role, TextPart,
+    ToolCall, ToolOutput, ToolResult, MAX_NESTING,
 };
 pub use models::{
     count_for_model, info as model_info, lookup as lookup_model, nearest as nearest_models, Family,

@@ -595,6 +595,16 @@ fn parse_json(json: &str, first_index: usize) -> Result<Value> {
     Err(Error::json("messages", &error))
 }
 
+/// A JSON document (a session file, a request body) read as [`parse_messages`] reads one: a lone
+/// surrogate escape (what `JSON.stringify` writes for a string cut mid-emoji) is U+FFFD, not
+/// malformed JSON; anything else malformed is [`Error::MalformedJson`] naming `what`.
+pub fn parse_json_value(json: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(json).or_else(|error| match replace_lone_surrogates(json) {
+        Some(fixed) => serde_json::from_str(&fixed).map_err(|e| Error::json(what, &e)),
+        None => Err(Error::json(what, &error)),
+    })
+}
+
 /// `json` with every lone surrogate escape replaced by `\ufffd`, or `None` when it has none.
 fn replace_lone_surrogates(json: &str) -> Option<String> {
     let bytes = json.as_bytes();

@@ -484,3 +484,68 @@ fn report_replays_a_stateless_host_to_the_same_calls_as_a_long_lived_one() {
         assert_eq!(long_lived["store"], stateless["store"], "{session}");
     }
 }
+
+#[test]
+fn plan_and_stats_count_the_session_files_tools_and_say_what_a_request_adds() {
+    // Found by a user test: only `report` read a session file's `tools`; `plan` and `stats`
+    // planned 4,000 tokens short, and `stats` called the tool definitions reply priming.
+    let tools: Vec<Value> = (0..20)
+        .map(|i| serde_json::json!({"name": format!("tool_{i}"), "description": "Reads a file of the repository and returns its lines with numbers.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string", "description": "The file's path"}}}}))
+        .collect();
+    let session = serde_json::json!({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], "tools": tools});
+    let text = session.to_string();
+    let plain = serde_json::json!({"messages": session["messages"]}).to_string();
+    let plan = json(&run_stdin(
+        &["plan", "-", "--model", "gpt-4o", "--json"],
+        &text,
+    ));
+    let bare = json(&run_stdin(
+        &["plan", "-", "--model", "gpt-4o", "--json"],
+        &plain,
+    ));
+    let (with, without) = (
+        plan["plan"]["tokensBefore"].as_u64().unwrap(),
+        bare["plan"]["tokensBefore"].as_u64().unwrap(),
+    );
+    assert!(
+        with > without + 900,
+        "plan counts the tools: {with} against {without}"
+    );
+    let stats = json(&run_stdin(
+        &["stats", "-", "--model", "gpt-4o", "--json"],
+        &text,
+    ));
+    assert_eq!(stats["totals"]["tokens"].as_u64(), Some(with));
+    let (defs, priming) = (
+        stats["totals"]["toolDefinitions"].as_u64().unwrap(),
+        stats["totals"]["replyPriming"].as_u64().unwrap(),
+    );
+    assert!(defs > 900 && priming == 3, "{defs} {priming}");
+    let human = stdout(&run_stdin(&["stats", "-", "--model", "gpt-4o"], &text));
+    assert!(
+        human.contains(&format!(
+            "{} tokens of 20 tool definitions and 3 reply-priming tokens",
+            thousands(defs)
+        )),
+        "{human}"
+    );
+    // Plan-only flags are refused, as `report` refuses them.
+    assert!(refused(&run_stdin(
+        &["stats", "-", "--model", "gpt-4o", "--manual"],
+        &text
+    ))
+    .contains("--manual"));
+}
+
+#[test]
+fn a_lone_surrogate_in_a_session_file_is_read_as_the_library_reads_it() {
+    // What JSON.stringify writes for a string cut mid-emoji: the CLI called it malformed JSON.
+    let session = r#"[{"role": "user", "content": "cut \ud83d here"}]"#;
+    let output = run_stdin(&["stats", "-", "--model", "gpt-4o", "--json"], session);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(json(&output)["totals"]["messages"], 1);
+}

@@ -266,6 +266,30 @@ fn pins_survive_summary_truncation_and_importance() {
                 };
                 assert!(s.keep.contains(&9) && s.keep.contains(&14) && s.keep.contains(&15));
                 assert!(!s.request.prompt.contains("Never touch the migrations"));
+                // The summary says which messages of its span it did not summarize (1-based, as
+                // its span), and its fallback counts only those it did.
+                let summary = out
+                    .iter()
+                    .map(Message::text)
+                    .find(|t| t.starts_with("[Conversation summary]"))
+                    .expect("a summary");
+                let kept: Vec<String> = s.keep.iter().map(|k| (k + 1).to_string()).collect();
+                assert!(
+                    summary.contains(&format!(
+                        "were summarized to free context, but for messages {}, kept verbatim right after this summary.",
+                        kept.join(", ")
+                    )),
+                    "{summary}"
+                );
+                let summarized = s.end - s.start - s.keep.len();
+                assert!(
+                    summary.contains(&format!("{summarized} messages summarized without an LLM"))
+                        || summary.contains(&format!(
+                            "{} messages summarized without an LLM",
+                            summarized - 1
+                        )),
+                    "{summary}"
+                );
             }
             // A re-plan has no lossy work and the pins are still there.
             let again = c.plan(&out).unwrap();

@@ -34,7 +34,7 @@ const after = compactor.usage(compacted);
 console.log(`\nApplied: ${events.filter((e) => e.status === 'applied').length} of ${events.length} actions. ` +
   `Tokens ${fmt(before.tokens)} → ${fmt(after.tokens)} (${(after.fraction * 100).toFixed(1)}% of the budget, −${(100 - (after.tokens / before.tokens) * 100).toFixed(1)}%).`);
 
-console.log('\nWhere the content went (store; a file is counted as the text it holds, where the plan counted the part in its message: a JSON output compact, a written file as an escaped string):');
+console.log('\nWhere the content went (the demo\'s MemoryStore, which lives as long as this process: an app gives a NodeFsStore, Redis, KV or S3 store; a file is counted as the text it holds, where the plan counted the part in its message: a JSON output compact, a written file as an escaped string):');
 for (const path of await store.list('/')) {
   const text = await store.read(path);
   console.log(`  ${path}  ${fmt(text.length)} chars, ${fmt(countTokens(text))} tokens`);

@@ -718,10 +718,12 @@ fn recover(
 ) -> Result<String, String> {
     let ours = compactor.count(&messages);
     let reported = ours * 13 / 10;
+    // A deployment that allows less than the model's window (its limit below what it counted):
+    // the prompt fits the compactor's window by its count, not the provider's.
+    let limit = reported - 1;
     let error = format!(
-        "This model's maximum context length is {} tokens. However, your messages resulted in \
-         {reported} tokens. Please reduce the length of the messages.",
-        compactor.window()
+        "This model's maximum context length is {limit} tokens. However, your messages resulted in \
+         {reported} tokens. Please reduce the length of the messages."
     );
     println!("\nOverflow  the provider refused the result: {error:?}");
     let said =

@@ -167,9 +167,15 @@ fn read_text(path: &str) -> Result<String, Failure> {
     std::fs::read_to_string(path).map_err(|e| Failure::Io(format!("cannot read {path}: {e}")))
 }
 
-/// The messages, and the session's own `model` field when it has one.
-fn load_session(path: &str) -> Result<(Vec<Message>, Option<String>), Failure> {
-    load_session_file(path).map(|s| (s.messages, s.model))
+/// The session's messages and the compactor for them: the options, with the session's own
+/// `model` and `tools` where the options give none.
+fn session_compactor(opts: &Opts) -> Result<(Vec<Message>, Compactor), Failure> {
+    let session = load_session_file(&opts.session)?;
+    let mut config = config(opts, session.model)?;
+    if config.tools.is_empty() {
+        config.tools = session.tools;
+    }
+    Ok((session.messages, Compactor::new(config)?))
 }
 
 /// A session file: its messages (with its `system` string first, when it has one), its `model`
@@ -182,17 +188,9 @@ struct Session {
 
 fn load_session_file(path: &str) -> Result<Session, Failure> {
     let text = read_text(path)?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| Error::MalformedJson {
-        what: "session".into(),
-        line: e.line(),
-        column: e.column(),
-        message: e
-            .to_string()
-            .split(" at line ")
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
-    })?;
+    // As the library reads messages: a lone surrogate escape (what JSON.stringify writes for a
+    // string cut mid-emoji) is U+FFFD, not malformed JSON.
+    let value: Value = context_compactor::parse_json_value(&text, "session")?;
     match value {
         Value::Object(mut session) if session.get("messages").is_some_and(Value::is_array) => {
             let model = session
@@ -241,10 +239,6 @@ fn load_session_file(path: &str) -> Result<Session, Failure> {
             tools: Vec::new(),
         }),
     }
-}
-
-fn compactor(opts: &Opts, session_model: Option<String>) -> Result<Compactor, Failure> {
-    Ok(Compactor::new(config(opts, session_model)?)?)
 }
 
 /// The configuration: the file, the preset, then --model (or the session's model), --window and
@@ -309,17 +303,12 @@ fn run_report(args: &ReportOpts) -> Result<String, Failure> {
             "report replays automatic compaction call by call: --manual and --instructions are for `plan`".into(),
         ));
     }
-    let session = load_session_file(&opts.session)?;
-    let mut config = config(opts, session.model)?;
-    if config.tools.is_empty() {
-        config.tools = session.tools;
-    }
-    let mut compactor = Compactor::new(config)?;
+    let (messages, mut compactor) = session_compactor(opts)?;
     let host = match args.host.as_str() {
         "stateless" => report::Host::Stateless,
         _ => report::Host::LongLived,
     };
-    let mut data = report::replay_as(&mut compactor, &session.messages, host)?;
+    let mut data = report::replay_as(&mut compactor, &messages, host)?;
     data.title = args.title.clone().unwrap_or_else(|| {
         let name = std::path::Path::new(&opts.session).file_name().map_or_else(
             || opts.session.clone(),
@@ -376,8 +365,7 @@ fn run_report(args: &ReportOpts) -> Result<String, Failure> {
 const NO_SUMMARIZER: &str = "the CLI has no LLM: heuristic summary";
 
 fn run_plan(opts: &Opts) -> Result<String, Failure> {
-    let (messages, session_model) = load_session(&opts.session)?;
-    let mut compactor = compactor(opts, session_model)?;
+    let (messages, mut compactor) = session_compactor(opts)?;
     let options = PlanOptions {
         trigger: if opts.manual {
             TriggerKind::Manual
@@ -469,8 +457,8 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
     if let Some(first) = plan.cache.first_changed_message {
         let _ = writeln!(
             out,
-            "cache     {} edits to earlier messages; the prompt cache breaks at message {first} ({} tokens re-read uncached)",
-            plan.cache.prefix_changing_edits,
+            "cache     {} to earlier messages; the prompt cache breaks at message {first} ({} tokens re-read uncached)",
+            plural(u64::from(plan.cache.prefix_changing_edits), "edit"),
             thousands(plan.cache.tokens_invalidated),
         );
     }
@@ -573,10 +561,15 @@ fn run_plan(opts: &Opts) -> Result<String, Failure> {
 fn lossy_line(action: &Action) -> Option<String> {
     match action {
         Action::Summarize(s) => Some(format!(
-            "summarize messages {}–{} ({})",
+            "summarize messages {}–{} (indices, as in the actions below; {} summarized{})",
             s.start,
             s.end - 1,
-            plural((s.end - s.start) as u64, "message")
+            plural((s.end - s.start - s.keep.len()) as u64, "message"),
+            if s.keep.is_empty() {
+                String::new()
+            } else {
+                format!(", {} kept verbatim after the summary", s.keep.len())
+            }
         )),
         Action::Drop(d) => {
             let kind = serde_json::to_value(d.strategy)
@@ -763,8 +756,13 @@ struct Tally {
 }
 
 fn run_stats(opts: &Opts) -> Result<String, Failure> {
-    let (messages, session_model) = load_session(&opts.session)?;
-    let compactor = compactor(opts, session_model)?;
+    if opts.manual || opts.instructions.is_some() {
+        return Err(Failure::Io(
+            "stats counts the conversation as it is: --manual and --instructions are for `plan`"
+                .into(),
+        ));
+    }
+    let (messages, compactor) = session_compactor(opts)?;
 
     // Per-message and per-part counts: the compactor's own counter settings, scaled like its
     // totals (exact for OpenAI encodings, estimated for the other families).
@@ -818,12 +816,15 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
             .then(a.message_index.cmp(&b.message_index))
     });
     largest.truncate(10);
+    // What a request adds to its messages: the tool definitions and the reply's priming.
+    let request = counter.breakdown(&messages, &compactor.config().tools);
+    let (tool_tokens, priming) = (scale(request.tools.total), scale(request.reply_priming));
 
     if opts.json {
         let report = json!({
             "model": compactor.model(),
             "messages": per_message,
-            "totals": { "tokens": total, "messages": messages.len(), "byRole": by_role, "byTool": by_tool },
+            "totals": { "tokens": total, "messages": messages.len(), "byRole": by_role, "byTool": by_tool, "toolDefinitions": tool_tokens, "replyPriming": priming },
             "largestParts": largest,
             "usage": usage,
         });
@@ -891,14 +892,32 @@ fn run_stats(opts: &Opts) -> Result<String, Failure> {
         );
     }
 
+    let tools = if compactor.config().tools.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{} tokens of {} and ",
+            thousands(tool_tokens),
+            plural(compactor.config().tools.len() as u64, "tool definition")
+        )
+    };
     let _ = writeln!(
         out,
-        "\ntotal     {} tokens, {} of a {}-token window (with {} reply-priming tokens per request)",
+        "\ntotal     {} tokens, {} of a {}-token window (with {tools}{} reply-priming tokens per request)",
         thousands(total),
         percent(usage.tokens, usage.window),
         thousands(usage.window),
-        total.saturating_sub(per_message.iter().map(|m| m.tokens).sum()),
+        priming,
     );
+    let ratio = compactor.model().token_ratio;
+    if ratio != 1.0 {
+        let _ = writeln!(
+            out,
+            "          (estimated counts for this family: {} × the exact {} count)",
+            ratio,
+            compactor.model().encoding.as_str()
+        );
+    }
     Ok(out)
 }
 

@@ -533,7 +533,7 @@ fn summarize(
         max_tokens,
         pins,
     );
-    let header = summary_header(span.start, span.end, &transcript.path);
+    let header = summary_header(span.start, span.end, &keep, &transcript.path);
     let header_raw = inputs.counter.message(&Message::user(format!(
         "{header}\n\n\n\n{}",
         plan.as_deref().unwrap_or("")
@@ -664,11 +664,29 @@ fn join_instructions(configured: Option<&str>, given: Option<&str>) -> Option<St
     (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
-fn summary_header(start: usize, end: usize, transcript_path: &str) -> String {
+fn summary_header(start: usize, end: usize, keep: &[usize], transcript_path: &str) -> String {
     let readable = readable_path(transcript_path);
+    // Messages of the span kept verbatim (pinned, the working files) follow the summary: said,
+    // 1-based as the span is, so the model does not take them for summarized.
+    let kept = match keep.len() {
+        0 => String::new(),
+        1..=6 => format!(
+            ", but for {} {}, kept verbatim right after this summary",
+            if keep.len() == 1 {
+                "message"
+            } else {
+                "messages"
+            },
+            keep.iter()
+                .map(|k| (k + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        n => format!(", but for {n} of them, kept verbatim right after this summary"),
+    };
     format!(
-        "{SUMMARY_MARKER} Messages {}–{end} were summarized to free context. Full transcript: {transcript_path} \
-         (readable: {readable}); read_file or grep it to recover details.",
+        "{SUMMARY_MARKER} Messages {}–{end} were summarized to free context{kept}. Full transcript: \
+         {transcript_path} (readable: {readable}); read_file or grep it to recover details.",
         start + 1,
     )
 }
@@ -682,7 +700,12 @@ fn readable_path(json_path: &str) -> String {
 
 /// The summary message that replaces the span.
 pub(crate) fn summary_message(action: &Summarize, summary: &str) -> Message {
-    let header = summary_header(action.start, action.end, &action.transcript_path);
+    let header = summary_header(
+        action.start,
+        action.end,
+        &action.keep,
+        &action.transcript_path,
+    );
     let mut text = format!("{header}\n\n{}", summary.trim());
     if let Some(plan) = &action.plan {
         let _ = write!(text, "\n\n{plan}");
@@ -801,7 +824,7 @@ fn fallback(
         )),
         (None, None) => None,
     };
-    let messages = &inputs.messages[span];
+    let messages = &inputs.messages[span.clone()];
     let user_texts: Vec<String> = messages
         .iter()
         .filter(|m| m.role == Role::User)
@@ -835,7 +858,7 @@ fn fallback(
         let mut out = format!(
             "## Session Intent\n{}\n\n## Progress\n{} messages summarized without an LLM; {} tool calls.\n\n## Tools Used\n{}\n\n## Files Touched\n{}\n",
             cut(user_texts.first().map_or("Unknown", String::as_str), Some(chars)),
-            messages.len(),
+            span.clone().filter(|i| !pins.groups.contains(i)).count(),
             tools.values().sum::<u32>(),
             cut(&tools_line, Some(chars)),
             if files.is_empty() { "None".to_owned() } else { cut(&files.join("\n"), Some(chars * 2)) },
