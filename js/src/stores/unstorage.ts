@@ -211,7 +211,8 @@ export class UnstorageStore implements FileStore {
   async writeIf(path: string, expected: string | null, text: string): Promise<boolean> {
     const value = this.#encode(path, text);
     const key = keyOf(this.#base, path);
-    const redis = this.#redis(key) && (await this.#keysAgree(path)) ? this.#redis(key) : undefined;
+    const found = this.#redis(key);
+    const redis = found && (await this.#keysAgree(path)) ? found : undefined;
     if (redis) {
       const want = expected === null ? '' : await sha1(encodeValue(expected));
       const done = await this.#call('write', path, () => redis.client.eval(REDIS_WRITE_IF, 1, redis.key, want, value, redis.ttl));
