@@ -43,6 +43,9 @@ pub struct Compactor {
     /// The key of the summary asked ahead that this compactor handed out to be made
     /// ([`Compactor::making_ahead`]), until its text or failure comes back.
     making: Option<String>,
+    /// The last summary asked ahead failed: the call that reaches the lossy tier summarizes
+    /// itself rather than ask again (until a summary is applied).
+    ahead_failed: bool,
 }
 
 /// Everything a compactor learns over a session, as plain data. Persist it (edge workers are
@@ -312,6 +315,7 @@ impl Compactor {
             persist: None,
             persist_later: None,
             making: None,
+            ahead_failed: false,
         };
         compactor.set_state(state)?;
         Ok(compactor)
@@ -742,6 +746,33 @@ impl Compactor {
                     planned
                 })
             };
+            // No summary is out and the prompt is under the hard limit: the summary is asked
+            // ahead, over the span the call would summarize now, and the call goes on
+            // unsummarized (it waits only when the hard limit comes first). Not after an ask
+            // that failed: that call summarizes itself.
+            let defer = ready.is_none()
+                && lossy_due
+                && ahead_at.is_some()
+                && predicted <= hard_limit
+                && !self.ahead_failed;
+            let in_call = || {
+                let planned = in_call();
+                if !defer {
+                    return planned;
+                }
+                if let Some(Action::Summarize(mut s)) = planned.map(|p| p.action) {
+                    let canonical = memo.canonical(messages);
+                    s.ahead_key = Some(crate::record::conversation_hex_of(
+                        canonical[..s.end].iter().copied(),
+                    ));
+                    notes.push(Note::SummaryPending {
+                        tokens: predicted,
+                        hard_limit,
+                    });
+                    ahead = Some(s);
+                }
+                None
+            };
             if let Some(planned) = ready.or_else(|| lossy_due.then(in_call).flatten()) {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
                 actions.retain(|a| {
@@ -839,7 +870,11 @@ impl Compactor {
         if let Some((note, _)) = &lossy {
             notes.push(note.clone());
         }
-        if (tier2 || tier3) && predicted > target {
+        // A summary pending says why the target is not met.
+        let pending = notes
+            .iter()
+            .any(|n| matches!(n, Note::SummaryPending { .. }));
+        if (tier2 || tier3) && predicted > target && !pending {
             let reason = match (&lossy, history.strategy) {
                 (Some((_, Some(kept))), _) => format!(
                     "the system prompt and the most recent messages, kept verbatim, alone take {kept} tokens \
@@ -1100,6 +1135,7 @@ impl Compactor {
                             if record {
                                 // A summary made ahead is used (or its span is gone).
                                 self.state.ahead = None;
+                                self.ahead_failed = false;
                                 self.state.record.push_span(
                                     Strategy::Summarize,
                                     &messages[s.start..s.end],
@@ -1361,6 +1397,7 @@ impl Compactor {
             Some(ahead) if ahead.key == key => {
                 if text.trim().is_empty() {
                     self.state.ahead = None;
+                    self.ahead_failed = true;
                     return true;
                 }
                 ahead.text = Some(text);
@@ -1376,6 +1413,7 @@ impl Compactor {
         self.made(key);
         if self.state.ahead.as_ref().is_some_and(|a| a.key == key) {
             self.state.ahead = None;
+            self.ahead_failed = true;
             return true;
         }
         false

@@ -331,8 +331,8 @@ fn a_coding_session_whose_summaries_come_back_five_steps_late_waits_for_none_it_
         applied += managed.plan.actions.iter().any(
             |a| matches!(a, Action::Summarize(s) if s.ahead_key.is_some() && s.ready.is_some()),
         ) as usize;
-        // A call waits only when nothing was asked (a step that jumped from below
-        // `aheadFraction` past the trigger), never while a summary asked ahead is out.
+        // A call waits only at the hard limit with nothing asked, never while a summary
+        // asked ahead is out.
         if managed.events.iter().any(|e| e.blocking) {
             assert!(
                 !out,
@@ -343,10 +343,101 @@ fn a_coding_session_whose_summaries_come_back_five_steps_late_waits_for_none_it_
         }
     }
     assert_eq!(host.in_call, waited);
+    // Under the hard limit no call waits, not even one that found nothing asked.
+    assert_eq!(waited, 0, "calls that waited for a summary of their own");
     assert!(applied >= 1, "summaries made ahead applied: {applied}");
     assert!(
         host.asked <= applied + 1,
         "asked {} for {applied} applied: none wasted",
         host.asked
+    );
+}
+
+#[test]
+fn a_step_that_jumps_past_the_trigger_asks_ahead_and_goes_on_until_the_hard_limit() {
+    // "A turn waits on the summarizer only when the hard limit comes first": a conversation
+    // handed in past the trigger with no summary out (a step that jumped from below
+    // `aheadFraction`, a resumed chat) asks the summary in the background and goes on.
+    let mut compactor = gpt4o(WINDOW, |_| {});
+    let past = (1..200)
+        .find(|&n| {
+            let plan = compactor.plan(&chat(n)).unwrap();
+            plan.actions
+                .iter()
+                .any(|a| matches!(a, Action::Summarize(_)))
+        })
+        .expect("a lossy plan");
+    let plan = compactor
+        .plan_with_options(&chat(past), &background())
+        .unwrap();
+    assert!(plan.tokens_before > plan.trigger.compact_at);
+    assert!(plan.tokens_before <= plan.trigger.hard_limit);
+    assert!(!plan.trigger.tier3);
+    assert!(!plan
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::Summarize(_))));
+    assert!(plan
+        .notes
+        .iter()
+        .any(|n| matches!(n, Note::SummaryPending { .. })));
+    assert!(
+        !plan
+            .notes
+            .iter()
+            .any(|n| matches!(n, Note::TargetNotMet { .. })),
+        "the pending summary is the reason: {:?}",
+        plan.notes
+    );
+    let ahead = plan.ahead.expect("asked ahead");
+    let key = ahead.ahead_key.clone().unwrap();
+    // The span is the one the call would have summarized: the usual recent share is kept.
+    let in_call = compactor.plan(&chat(past)).unwrap();
+    let span_end = in_call
+        .actions
+        .iter()
+        .find_map(|a| match a {
+            Action::Summarize(s) => Some(s.end),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(ahead.end, span_end);
+
+    // Asked: the next calls go on without asking again; back, the next call applies it.
+    compactor.ask_ahead(&key, ahead.end);
+    let next = compactor
+        .plan_with_options(&chat(past + 1), &background())
+        .unwrap();
+    assert!(next.ahead.is_none(), "asked once");
+    assert!(compactor.offer_summary(&key, "## Session Intent\nMade ahead".into()));
+    let (managed, asked) = run(&mut compactor, chat(past + 1), false);
+    assert_eq!(asked, 0, "no summarizer in the call");
+    assert!(support::summary_message(&managed)
+        .text()
+        .contains("Made ahead"));
+    assert!(managed.events.iter().all(|e| !e.blocking), "no call waited");
+
+    // An ask that failed: the next call past the trigger summarizes itself, and says so.
+    let mut failing = gpt4o(WINDOW, |_| {});
+    let plan = failing
+        .plan_with_options(&chat(past), &background())
+        .unwrap();
+    let ahead = plan.ahead.unwrap();
+    failing.ask_ahead(ahead.ahead_key.as_deref().unwrap(), ahead.end);
+    assert!(failing.forget_ahead(ahead.ahead_key.as_deref().unwrap()));
+    let (managed, asked) = run(&mut failing, chat(past + 1), true);
+    assert_eq!(asked, 1, "summarized in the call");
+    assert!(
+        managed.events.iter().any(|e| e.blocking),
+        "the event says it waited"
+    );
+    // A summary applied: the next jump asks ahead again.
+    let plan = failing
+        .plan_with_options(&chat(past + 30), &background())
+        .unwrap();
+    assert!(
+        plan.ahead.is_some() || plan.tokens_before > plan.trigger.hard_limit,
+        "{:?}",
+        plan.notes
     );
 }

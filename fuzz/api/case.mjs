@@ -27,7 +27,9 @@ class HangError extends Error {
 
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const LOSSY = new Set(['summarize', 'truncate', 'importance', 'transcript']);
-const EXCUSING_NOTES = new Set(['target-not-met', 'over-budget', 'pinned-over-budget', 'fixed-over-trigger']);
+// A pending summary: the call went on unsummarized and its summary, made in the background,
+// may be back (or have failed) by the re-plan, which then applies (or makes) it.
+const EXCUSING_NOTES = new Set(['target-not-met', 'over-budget', 'pinned-over-budget', 'fixed-over-trigger', 'summary-pending']);
 
 export async function runCase(spec, env) {
   const run = new CaseRun(spec, env);

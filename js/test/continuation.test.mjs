@@ -95,7 +95,7 @@ test('through the middleware, the agent\'s tools go with the continuation unchan
   const probe = await createCompactor({ model: 'claude-sonnet-4-5', contextWindow: 1_000_000 });
   const window = Math.floor(probe.usage(session()).tokens / 0.9);
   // Tier 2 off: at 90 % of the window the lossy tier runs.
-  const compactor = await createCompactor({ model: 'claude-sonnet-4-5', contextWindow: window, compaction: { enabled: false }, store: new MemoryStore(), summarize: summarizer(model) });
+  const compactor = await createCompactor({ model: 'claude-sonnet-4-5', contextWindow: window, compaction: { enabled: false }, store: new MemoryStore(), summarize: summarizer(model), background: false });
   const prompt = session().map((m) => ({ ...m, content: typeof m.content === 'string' && m.role !== 'system' ? [{ type: 'text', text: m.content }] : m.content }));
   const params = await compactor.middleware().transformParams({ params: { prompt, tools } });
   assert.equal(model.calls.length, 1, 'the middleware summarized');

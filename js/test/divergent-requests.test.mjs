@@ -81,7 +81,9 @@ test(`${BRANCHES} divergent and ${COPIES} same-branch requests at once over Redi
       const heavy = run % 2 === 1;
       const base = `run${run}`;
       const storeOf = (i) => new UnstorageStore(storages[i % INSTANCES], { base });
-      const options = { contextWindow: WINDOW, statePath: PATH, summarize };
+      // Summaries in the call (a summarizing run's requests race for one lease): made ahead,
+      // the requests go on unsummarized and a later request applies the summary instead.
+      const options = { contextWindow: WINDOW, statePath: PATH, summarize, background: false };
       const saved = history(heavy ? 6 : 4);
       // The conversation so far, saved by an earlier request.
       const first = await createCompactor({ ...options, store: storeOf(0) });

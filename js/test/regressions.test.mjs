@@ -116,7 +116,7 @@ test('a pinned call whose result is offloaded in the same plan counts at its siz
     { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'read_logs', input: { path: '/var/log/x' }, providerOptions: { contextCompactor: { pin: true } } }] },
     { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_logs', output: { type: 'text', value: Array.from({ length: 4_000 }, (_, i) => `log ${i} ${words(4, i)}`).join('\n') } }] },
   );
-  const compactor = await createCompactor({ contextWindow: 16_000, summarize: async () => 'Summary.' });
+  const compactor = await createCompactor({ contextWindow: 16_000, summarize: async () => 'Summary.', background: false });
   const first = await compactor.manage(messages);
   assert.ok(!first.plan.notes.some((n) => n.type === 'fixed-over-trigger'), JSON.stringify(first.plan.notes.map((n) => n.type)));
   assert.ok(compactor.usage(first.messages).tokens <= first.plan.trigger.summarizeAt);
