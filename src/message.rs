@@ -7,8 +7,9 @@
 //!
 //! Numbers keep their JSON text (serde_json's `arbitrary_precision`): a tool output, an input or
 //! any other field is written back, counted and stored with each number as the host wrote it
-//! (`-113.71428571428571`, `18446744073709552000`, `1e+21`; only an exponent's `E` becomes
-//! `e`), not as the nearest double printed anew.
+//! (`-113.71428571428571`, `18446744073709552000`, `1e+21`; only an exponent is written as
+//! `e+` or `e-`: `1E5` becomes `1e+5`, as `JSON.stringify` and Python write one), not as the
+//! nearest double printed anew.
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};

@@ -443,13 +443,20 @@ impl Session {
             match self.step {
                 Step::Start => {
                     let plan = compactor.plan(&self.messages, &self.options(None))?;
-                    if !is_work(&plan) {
+                    // The summary the lossy tier needs, asked ahead rather than made now: the
+                    // hook decides it as it would one made in the call.
+                    let deferred = plan.ahead.is_some()
+                        && plan
+                            .notes
+                            .iter()
+                            .any(|n| matches!(n, crate::Note::SummaryPending { .. }));
+                    if !is_work(&plan) && !deferred {
                         let messages = std::mem::take(&mut self.messages);
                         self.done = Some(Managed::unchanged(messages, plan));
                         continue;
                     }
                     let compacting =
-                        plan.trigger.tier2 || plan.trigger.tier3 || plan.trigger.manual;
+                        plan.trigger.tier2 || plan.trigger.tier3 || plan.trigger.manual || deferred;
                     let ask = PreCompact {
                         trigger: self.call.trigger,
                         current_tokens: plan.tokens_before,
@@ -613,7 +620,9 @@ impl Session {
             // cancel returns: the override is judged on the prompt that would be sent.
             if plan.tokens_before <= plan.trigger.hard_limit {
                 let messages = compactor.replay(&self.messages).into_owned();
-                let plan = self.plan.take().expect("a plan");
+                let mut plan = self.plan.take().expect("a plan");
+                // Nothing is asked ahead either.
+                plan.ahead = None;
                 let tokens = plan.tokens_before;
                 self.done = Some(Managed {
                     messages,
@@ -629,13 +638,18 @@ impl Session {
             }
             self.cancel_overridden = true;
         }
-        if let Some(instructions) = decision
+        let instructions = decision
             .custom_instructions
-            .filter(|s| !s.trim().is_empty())
-        {
-            self.plan = Some(compactor.plan(&self.messages, &self.options(Some(&instructions)))?);
+            .filter(|s| !s.trim().is_empty());
+        let custom = decision.custom_summary.filter(|s| !s.trim().is_empty());
+        // The app's own summary needs no summarizer: applied now, not asked ahead.
+        let now = custom.is_some() && plan.ahead.is_some();
+        if instructions.is_some() || now {
+            let mut options = self.options(instructions.as_deref());
+            options.background &= !now;
+            self.plan = Some(compactor.plan(&self.messages, &options)?);
         }
-        self.custom_summary = decision.custom_summary.filter(|s| !s.trim().is_empty());
+        self.custom_summary = custom;
         self.step = Step::Writes;
         Ok(())
     }

@@ -43,6 +43,18 @@ fn first_ahead(compactor: &Compactor) -> (usize, Plan) {
         .expect("a summary asked ahead")
 }
 
+/// The first chat length whose plan (in the call, no background) summarizes.
+fn first_lossy(compactor: &Compactor) -> usize {
+    (1..200)
+        .find(|&n| {
+            let plan = compactor.plan(&chat(n)).unwrap();
+            plan.actions
+                .iter()
+                .any(|a| matches!(a, Action::Summarize(_)))
+        })
+        .expect("a lossy plan")
+}
+
 /// Runs a session on `messages` for a host that makes summaries in the background; a
 /// summarizer request fails the test unless `summarizer` allows it.
 fn run(
@@ -359,14 +371,7 @@ fn a_step_that_jumps_past_the_trigger_asks_ahead_and_goes_on_until_the_hard_limi
     // handed in past the trigger with no summary out (a step that jumped from below
     // `aheadFraction`, a resumed chat) asks the summary in the background and goes on.
     let mut compactor = gpt4o(WINDOW, |_| {});
-    let past = (1..200)
-        .find(|&n| {
-            let plan = compactor.plan(&chat(n)).unwrap();
-            plan.actions
-                .iter()
-                .any(|a| matches!(a, Action::Summarize(_)))
-        })
-        .expect("a lossy plan");
+    let past = first_lossy(&compactor);
     let plan = compactor
         .plan_with_options(&chat(past), &background())
         .unwrap();
@@ -440,4 +445,75 @@ fn a_step_that_jumps_past_the_trigger_asks_ahead_and_goes_on_until_the_hard_limi
         "{:?}",
         plan.notes
     );
+}
+
+#[test]
+fn an_app_summary_from_on_pre_compact_is_applied_at_the_trigger_not_asked_ahead() {
+    // The hook decides a summary asked ahead at the trigger as one made in the call: its
+    // `customSummary` needs no summarizer and is applied now (else it was dropped, and the
+    // call went on unsummarized); a cancel asks nothing.
+    use context_compactor::{PreCompactDecision, Reply, Request, Session};
+    let compactor = gpt4o(WINDOW, |_| {});
+    let past = first_lossy(&compactor);
+    for (custom, cancel) in [(true, false), (false, false), (false, true)] {
+        let mut compactor = gpt4o(WINDOW, |_| {});
+        let call = Call {
+            background: true,
+            ..Call::default()
+        };
+        let mut session = Session::new(chat(past), call);
+        let (mut asked, mut summarized) = (0, 0);
+        let managed = loop {
+            match session.poll(&mut compactor).unwrap() {
+                context_compactor::Poll::Io(ios) => {
+                    for io in ios {
+                        let reply = match io.request {
+                            Request::Write { .. } => Reply::Done,
+                            Request::Ask { .. } => {
+                                asked += 1;
+                                Reply::Decision {
+                                    decision: PreCompactDecision {
+                                        custom_summary: custom
+                                            .then(|| "## Session Intent\nThe app's own.".into()),
+                                        cancel,
+                                        ..Default::default()
+                                    },
+                                }
+                            }
+                            Request::Summarize { .. } => {
+                                summarized += 1;
+                                Reply::Text {
+                                    text: "## Session Intent\nMade in the call".into(),
+                                }
+                            }
+                            Request::Background { .. } => Reply::Done,
+                            other => unreachable!("{other:?}"),
+                        };
+                        session.handle(&mut compactor, io.id, reply).unwrap();
+                    }
+                }
+                context_compactor::Poll::Wait => unreachable!(),
+                context_compactor::Poll::Done(managed) => break managed,
+            }
+        };
+        assert_eq!(asked, 1, "the hook is asked at the trigger");
+        assert_eq!(summarized, 0, "no summarizer in the call");
+        if custom {
+            assert!(support::summary_message(&managed)
+                .text()
+                .contains("The app's own."));
+            assert!(managed.plan.ahead.is_none());
+            assert!(managed.events.iter().all(|e| !e.blocking));
+        } else if cancel {
+            assert!(managed.cancelled);
+            assert!(managed.plan.ahead.is_none(), "a cancel asks nothing ahead");
+        } else {
+            assert!(managed.plan.ahead.is_some(), "asked ahead");
+            assert!(managed
+                .plan
+                .notes
+                .iter()
+                .any(|n| matches!(n, Note::SummaryPending { .. })));
+        }
+    }
 }

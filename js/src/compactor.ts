@@ -1149,7 +1149,8 @@ interface CorePlan {
   prompt: Uint8Array;
 }
 
-const utf8 = new TextDecoder();
+// ignoreBOM: a text that starts with U+FEFF (a user's file) keeps it, byte for byte.
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** Makes a summary request's `prompt` (and `messages`, `[{role: 'user', content: prompt}]`) the
  * core's UTF-8 `bytes`, decoded when first read: a plan that is only looked at (a dry run, a

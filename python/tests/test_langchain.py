@@ -114,6 +114,28 @@ def test_unchanged_messages_come_back_as_the_same_objects() -> None:
     assert back[2].content.startswith("[Tool output offloaded:")
 
 
+def test_a_changed_tool_message_keeps_its_fields_when_a_summary_removes_messages_before_it() -> None:
+    # Found by a user test: past a summary the messages no longer line up, and the offloaded
+    # ToolMessage came back without its id, artifact and metadata (app data stored nowhere).
+    messages: List[BaseMessage] = []
+    for i in range(30):
+        messages.append(HumanMessage(content=f"question {i} " + "lorem ipsum dolor " * 120, id=f"h{i}"))
+        messages.append(AIMessage(content=f"answer {i} " + "sit amet " * 120, id=f"a{i}"))
+    messages.append(HumanMessage(content="run the tool", id="hq"))
+    messages.append(AIMessage(content="", tool_calls=[{"id": "t1", "name": "logs", "args": {"n": 1}}], id="acall"))
+    messages.append(ToolMessage(content="\n".join(f"log line {i} ok" for i in range(8000)), tool_call_id="t1", name="logs", id="tm1", artifact={"raw": [1, 2, 3]}, additional_kwargs={"x": 1}, response_metadata={"y": 2}))
+    converted = to_model_messages(messages)
+    result = Compactor(model="gpt-4o", context_window=16_000, store=MemoryStore()).manage(converted)
+    assert len(result.messages) < len(messages), "summarized"
+    back = from_model_messages(result.messages, messages, converted)
+    tool_message = next(m for m in back if isinstance(m, ToolMessage))
+    assert tool_message.content.startswith("[Tool output offloaded:")
+    assert (tool_message.id, tool_message.artifact, tool_message.additional_kwargs, tool_message.response_metadata) == ("tm1", {"raw": [1, 2, 3]}, {"x": 1}, {"y": 2})
+    assert back[-2] is messages[-2] and back[-3] is messages[-3]
+    summary = next(m for m in back if "[Conversation summary]" in str(m.content))
+    assert summary.id is None, "the summary takes no original's id"
+
+
 def test_offload_at_return_keeps_big_outputs_out_of_the_history() -> None:
     store = MemoryStore()
     middleware = CompactorMiddleware(model="gpt-4o", context_window=WINDOW, store=store, offload_at_return=True)

@@ -67,6 +67,26 @@ def from_model_messages(
     for i, m in enumerate(converted):
         pending.setdefault(json.dumps(m, sort_keys=True), []).append(i)
     same_length = len(compacted) == len(originals)
+    # A changed message's original, whose id and fields it keeps: at its place while nothing
+    # was removed; past a summary, the original holding its tool call (a ToolMessage by its
+    # call id, an AIMessage by its first call's).
+    by_call: Dict[str, BaseMessage] = {}
+    for original in originals:
+        if isinstance(original, ToolMessage):
+            by_call.setdefault("result:" + original.tool_call_id, original)
+        elif isinstance(original, AIMessage):
+            for call in original.tool_calls:
+                by_call.setdefault("call:" + str(call["id"]), original)
+
+    def like_of(i: int, message: Dict[str, Any], results: int = 1) -> Optional[BaseMessage]:
+        if same_length:
+            return originals[i] if results == 1 else None
+        content = message.get("content")
+        part = next((p for p in content if isinstance(p, dict) and p.get("type") in ("tool-call", "tool-result")), None) if isinstance(content, list) else None
+        if part is None or results != 1:
+            return None
+        return by_call.get(("result:" if part["type"] == "tool-result" else "call:") + str(part.get("toolCallId")))
+
     out: List[BaseMessage] = []
     for i, message in enumerate(compacted):
         matches = pending.get(json.dumps(message, sort_keys=True))
@@ -79,10 +99,10 @@ def from_model_messages(
             if other is not None or not results:
                 kind = "no tool-result part" if other is None else f"a {other.get('type')!r} part"
                 raise InvalidMessageError("invalid_message", f"from_model_messages: message {i} (role tool) has {kind}: a LangChain ToolMessage holds one tool result", {"index": i, "field": "content"})
-            like = originals[i] if same_length and len(results) == 1 else None
+            like = like_of(i, message, len(results))
             out.extend(_from_model({"role": "tool", "content": [result]}, like) for result in results)
         else:
-            out.append(_from_model(message, originals[i] if same_length else None))
+            out.append(_from_model(message, like_of(i, message)))
     return out
 
 
