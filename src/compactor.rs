@@ -524,16 +524,16 @@ impl Compactor {
                     memo.canonical(messages)[..a.end].iter().copied(),
                 ) == *a.at.as_ref().unwrap_or(&a.key)
         });
+        // A summary may be asked ahead (a host that makes them in the background).
+        let may_ask_ahead = history.ahead_fraction.is_some()
+            && options.background
+            && history.strategy == HistoryStrategy::Summarize
+            && !manual
+            && overflow.is_none()
+            && !options.offload_only;
         let ahead_at = history
             .ahead_fraction
-            .filter(|_| {
-                options.background
-                    && history.strategy == HistoryStrategy::Summarize
-                    && !manual
-                    && overflow.is_none()
-                    && !options.offload_only
-                    && ahead_ready.is_none()
-            })
+            .filter(|_| may_ask_ahead && ahead_ready.is_none())
             .map(|f| fraction_of(window, f));
         // Below the compaction trigger and above the ahead one, tier 2 runs dry: when it could
         // not reach its target now, the lossy tier will fire at the trigger, so its summary is
@@ -746,13 +746,14 @@ impl Compactor {
                     planned
                 })
             };
-            // No summary is out and the prompt is under the hard limit: the summary is asked
-            // ahead, over the span the call would summarize now, and the call goes on
+            // No summary is out (or the one back no longer frees enough over its span: tier 2
+            // edited inside it since) and the prompt is under the hard limit: the summary is
+            // asked ahead, over the span the call would summarize now, and the call goes on
             // unsummarized (it waits only when the hard limit comes first). Not after an ask
             // that failed: that call summarizes itself.
             let defer = ready.is_none()
                 && lossy_due
-                && ahead_at.is_some()
+                && may_ask_ahead
                 && predicted <= hard_limit
                 && !self.ahead_failed;
             let in_call = || {

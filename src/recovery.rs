@@ -29,7 +29,7 @@ use serde_json::Value;
 
 /// Lines `read_file` returns when no `limit` is given.
 pub const DEFAULT_LIMIT: usize = 500;
-/// Each line shown is cut to this many characters.
+/// A line over this many characters wraps onto the next line numbers.
 pub const MAX_LINE_CHARS: usize = 2_000;
 /// `grep` stops after this many matching lines.
 pub const MAX_MATCHES: usize = 100;
@@ -40,7 +40,8 @@ pub const MAX_MATCHES: usize = 100;
 pub struct RecoveryOptions {
     /// Lines `read_file` returns when no `limit` is given. Default 500.
     pub default_limit: usize,
-    /// Each line is cut to this many characters. Default 2,000.
+    /// A line over this many characters wraps onto the next line numbers (`read_file` and
+    /// `grep` number it alike; nothing is cut). Default 2,000.
     pub max_line_chars: usize,
     /// `grep` stops after this many matching lines. Default 100.
     pub max_matches: usize,
@@ -243,17 +244,30 @@ impl ToolRun {
                 Ok(text),
             ) => {
                 let file = &files[next];
-                for (i, line) in text.as_deref().unwrap_or_default().split('\n').enumerate() {
-                    if !line.contains(pattern.as_str()) {
+                // Numbered as read_file numbers them (a long line wrapped); a match shows the
+                // line where it starts. A line break is never part of a match.
+                let text = text.as_deref().unwrap_or_default();
+                let numbered = lines(text, options.max_line_chars);
+                let offset = |line: &str| line.as_ptr() as usize - text.as_ptr() as usize;
+                let (mut at, mut last) = (0, None);
+                for (start, _) in text.match_indices(pattern.as_str()) {
+                    if pattern.contains('\n') {
+                        break;
+                    }
+                    while at + 1 < numbered.len() && offset(numbered[at + 1]) <= start {
+                        at += 1;
+                    }
+                    if last == Some(at) {
                         continue;
                     }
+                    last = Some(at);
                     if matches.len() == options.max_matches {
                         return self.finish(format!(
                             "{}\n… more matches: narrow the path or the pattern",
                             matches.join("\n")
                         ));
                     }
-                    matches.push(format!("{file}:{}: {}", i + 1, cut(line, options)));
+                    matches.push(format!("{file}:{}: {}", at + 1, numbered[at]));
                 }
                 grep_next(pattern, path, files, next + 1, matches)
             }
@@ -408,11 +422,11 @@ fn grep_next(
     }
 }
 
-/// Lines `offset..offset + limit` of `text`, numbered from 1, each cut to the line limit, the
-/// page ended before it passes `max_page_chars` (at least one line), and a line saying how to
-/// read on when lines are left.
+/// Lines `offset..offset + limit` of `text` ([`lines`]: a long line continues on the next
+/// numbers), numbered from 1, the page ended before it passes `max_page_chars` (at least one
+/// line), and a line saying how to read on when lines are left.
 fn page(text: &str, offset: usize, limit: usize, options: &RecoveryOptions) -> String {
-    let lines: Vec<&str> = text.split('\n').collect();
+    let lines = lines(text, options.max_line_chars);
     if offset >= lines.len() && offset > 0 {
         return format!(
             "Error: offset {offset} is past the end ({} lines).",
@@ -426,7 +440,7 @@ fn page(text: &str, offset: usize, limit: usize, options: &RecoveryOptions) -> S
     let mut numbered: Vec<String> = Vec::new();
     let mut chars = 0usize;
     for (i, line) in page.iter().enumerate() {
-        let text = format!("{:>width$}\t{}", offset + i + 1, cut(line, options));
+        let text = format!("{:>width$}\t{line}", offset + i + 1);
         // Characters as JavaScript counts them (UTF-16 code units), the unit the limit was set in.
         let len = text.encode_utf16().count();
         if !numbered.is_empty() && chars + len + 1 > max_chars {
@@ -448,18 +462,30 @@ fn page(text: &str, offset: usize, limit: usize, options: &RecoveryOptions) -> S
     }
 }
 
-/// `line` cut to `max_line_chars` characters (UTF-16 code units, as the hosts count them; never
-/// inside a character), with a note when cut.
-fn cut(line: &str, options: &RecoveryOptions) -> String {
-    let max = options.max_line_chars;
-    let mut units = 0usize;
-    for (at, c) in line.char_indices() {
-        units += c.len_utf16();
-        if units > max {
-            return format!("{}… [line cut at {max} characters]", &line[..at]);
+/// The lines the tools number: `text`'s, each over `max` characters (UTF-16 code units, as the
+/// hosts count them) wrapped onto the next numbers in runs of `max`, never inside a character.
+/// Nothing is cut: a minified output or a base64 line reads back whole, page by page, and the
+/// pages joined (a wrapped line without its line break) are the file.
+fn lines(text: &str, max: usize) -> Vec<&str> {
+    let max = max.max(2);
+    let mut out = Vec::new();
+    for line in text.split('\n') {
+        // A line of at most `max` bytes has at most `max` code units.
+        if line.len() <= max {
+            out.push(line);
+            continue;
         }
+        let (mut start, mut units) = (0, 0);
+        for (at, c) in line.char_indices() {
+            if units + c.len_utf16() > max {
+                out.push(&line[start..at]);
+                (start, units) = (at, 0);
+            }
+            units += c.len_utf16();
+        }
+        out.push(&line[start..]);
     }
-    line.to_owned()
+    out
 }
 
 #[cfg(test)]
@@ -560,8 +586,56 @@ mod tests {
                 &[("/u.txt", "a😀bc")],
                 &cut
             ),
-            "1\ta😀… [line cut at 3 characters]"
+            "1\ta😀\n2\tbc"
         );
+        // A long line wraps onto the next numbers, never inside a character: the pages joined
+        // are the line, and grep numbers a match as read_file does.
+        let long: String = (0..50).map(|i| format!("{i:02}😀")).collect();
+        let files = [("/l.txt", format!("head\n{long}\ntail"))];
+        let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+        let wrap = RecoveryOptions {
+            max_line_chars: 7,
+            ..RecoveryOptions::default()
+        };
+        let mut joined = String::new();
+        let mut offset = 1;
+        loop {
+            let page = run(
+                "read_file",
+                json!({"path": "/l.txt", "offset": offset, "limit": 4}),
+                &files,
+                &wrap,
+            );
+            for line in page.lines().filter(|l| !l.starts_with('…')) {
+                let text = line.split_once('\t').unwrap().1;
+                assert!(text.encode_utf16().count() <= 7, "{text}");
+                if text == "tail" {
+                    assert_eq!(joined, long);
+                    let found = run("grep", json!({"pattern": "4😀"}), &files, &wrap);
+                    // "04😀", "14😀", ... "44😀": each on the line read_file shows it on.
+                    let first = found.lines().next().unwrap();
+                    let (number, text) = first
+                        .trim_start_matches("/l.txt:")
+                        .split_once(": ")
+                        .unwrap();
+                    let page = run(
+                        "read_file",
+                        json!({"path": "/l.txt", "offset": number.parse::<usize>().unwrap() - 1, "limit": 1}),
+                        &files,
+                        &wrap,
+                    );
+                    assert!(
+                        page.lines().next().unwrap().ends_with(&format!("\t{text}"))
+                            && text.contains("4😀"),
+                        "{page} / {text}"
+                    );
+                    assert_eq!(found.lines().count(), 5, "{found}");
+                    return;
+                }
+                joined.push_str(text);
+            }
+            offset += 4;
+        }
     }
 
     #[test]

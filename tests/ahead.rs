@@ -201,14 +201,19 @@ fn ahead_fraction_null_turns_it_off_and_is_validated() {
 /// A tool-using chat of `turns` turns: each a question, a tool call, its result (under the
 /// offload threshold: tier 2's to mask once older than the last `keepToolResults`) and an answer.
 fn tool_chat(turns: usize) -> Vec<Message> {
+    tool_chat_of(turns, 130, 60)
+}
+
+/// [`tool_chat`] with results of `words` words and answers of `answer` words.
+fn tool_chat_of(turns: usize, words: usize, answer: usize) -> Vec<Message> {
     let mut values = vec![json!({"role": "system", "content": "You are a research agent."})];
     for t in 0..turns {
         let id = format!("call_{t}");
         values.push(json!({"role": "user", "content": format!("Turn {t}: {}", prose(t, 10))}));
         values.push(json!({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": id, "toolName": "search", "input": {"q": format!("q{t}")}}]}));
-        values.push(json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": id, "toolName": "search", "output": {"type": "text", "value": prose(t + 7, 130)}}]}));
+        values.push(json!({"role": "tool", "content": [{"type": "tool-result", "toolCallId": id, "toolName": "search", "output": {"type": "text", "value": prose(t + 7, words)}}]}));
         values.push(
-            json!({"role": "assistant", "content": format!("Answer {t}: {}", prose(t + 1, 60))}),
+            json!({"role": "assistant", "content": format!("Answer {t}: {}", prose(t + 1, answer))}),
         );
     }
     parse_values(&values)
@@ -515,5 +520,64 @@ fn an_app_summary_from_on_pre_compact_is_applied_at_the_trigger_not_asked_ahead(
                 .iter()
                 .any(|n| matches!(n, Note::SummaryPending { .. })));
         }
+    }
+}
+
+#[test]
+fn an_app_that_keeps_the_managed_history_never_waits_below_the_hard_limit() {
+    // Found by a user test: the app keeps the managed history, so tier 2's masks are in its
+    // messages; a summary asked ahead came back, but by the trigger its span, masked since,
+    // no longer freed enough, and the call summarized in the call, below the hard limit.
+    for (delay, words, answer) in [
+        (1, 130, 60),
+        (3, 130, 60),
+        (1, 400, 4),
+        (3, 400, 4),
+        (6, 400, 4),
+    ] {
+        let mut compactor = gpt4o(WINDOW, |c| c.compaction.keep_tool_results = 2);
+        let mut host = SlowSummaries {
+            delay,
+            calls: 0,
+            out: Vec::new(),
+            asked: 0,
+            in_call: 0,
+        };
+        let (mut history, mut applied) = (tool_chat_of(1, words, answer), 0);
+        for turns in 2..120 {
+            let previous = tool_chat_of(turns - 1, words, answer).len();
+            history.extend(
+                tool_chat_of(turns, words, answer)[previous..]
+                    .iter()
+                    .cloned(),
+            );
+            host.calls += 1;
+            let calls = host.calls;
+            for (key, _) in host.out.iter().filter(|(_, at)| calls >= at + delay) {
+                compactor.offer_summary(key, "## Session Intent\nMade ahead".into());
+            }
+            host.out.retain(|(_, at)| calls < at + delay);
+            let before = host.in_call;
+            let managed = compactor.manage(history, &mut host).unwrap();
+            if managed.plan.tokens_before <= managed.plan.trigger.hard_limit {
+                assert_eq!(
+                    host.in_call, before,
+                    "delay {delay}, turn {turns}: summarized in the call at {} tokens (hard limit {})",
+                    managed.plan.tokens_before, managed.plan.trigger.hard_limit
+                );
+            }
+            applied += managed
+                .plan
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Summarize(s) if s.ready.is_some()))
+                as usize;
+            history = managed.messages;
+        }
+        assert!(
+            applied >= 2,
+            "delay {delay}: summaries made ahead applied: {applied} of {}",
+            host.asked
+        );
     }
 }

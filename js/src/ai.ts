@@ -92,7 +92,8 @@ export type RecoveryToolSet = {
 export interface RecoveryToolOptions {
   /** Lines `read_file` returns when no `limit` is given. Default 500. */
   defaultLimit?: number;
-  /** Each line is cut to this many characters. Default 2,000. */
+  /** A line over this many characters wraps onto the next line numbers (`read_file` pages and
+   * `grep` number it alike; nothing is cut). Default 2,000. */
   maxLineChars?: number;
   /** `grep` stops after this many matching lines. Default 100. */
   maxMatches?: number;

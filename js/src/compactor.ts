@@ -222,7 +222,9 @@ export interface CompactorOptions {
   onEvent?: (event: CompactionEvent) => void;
   /** Recovery from a provider's "prompt too long" error (`middleware()`, `recover`). */
   overflow?: OverflowOptions;
-  /** Make summaries ahead of need, off the critical path (default: on when `summarize` is set).
+  /** Make summaries ahead of need, off the critical path (default: on when `summarize` is set,
+   * unless `state` is given without `statePath`: a compactor made per request, which a summary
+   * back after the response would not reach).
    * Above `history.aheadFraction` a call asks the summary the lossy tier will need and returns
    * without waiting for it; the summary runs as a promise (kept alive by `waitUntil` when
    * given) and the call that reaches the trigger applies it. While it is not back, calls go on
@@ -417,7 +419,10 @@ export class Compactor {
     if (options.waitUntil !== undefined && typeof options.waitUntil !== 'function') {
       throw new CompactorError('invalid_config', 'waitUntil must be a function (promise) => void, e.g. (p) => ctx.waitUntil(p)', { field: 'waitUntil' });
     }
-    this.#background = (options.background ?? hostDefault('background')) && options.summarize !== undefined;
+    // A `state` without `statePath` is a compactor made per request: a summary made after it
+    // answered would reach no one, so it summarizes in the call unless told otherwise.
+    const perRequest = options.state !== undefined && options.statePath === undefined;
+    this.#background = (options.background ?? (hostDefault('background') && !perRequest)) && options.summarize !== undefined;
     this.#waitUntil = options.waitUntil;
     if (options.now !== undefined && typeof options.now !== 'function') {
       throw new CompactorError('invalid_config', 'now must be a function returning milliseconds since the Unix epoch, e.g. () => Date.now()', { field: 'now' });

@@ -141,9 +141,14 @@ test('a stateless route: waitUntil keeps the background summary alive after the 
   assert.equal(lease.summary, `${SUMMARY} 1`, 'the summary waited beside the state');
 });
 
-test('background: false summarizes in the call, as before', async () => {
+for (const [name, options] of [
+  ['background: false summarizes in the call, as before', { background: false }],
+  // A compactor made per request from a state the app keeps: a summary back after the
+  // response would reach only that compactor, so it summarizes in the call.
+  ['a state given without statePath summarizes in the call', { state: { version: 2 } }],
+]) test(name, async () => {
   const calls = [];
-  const compactor = await cc.createCompactor({ contextWindow: WINDOW, background: false, summarize: (request, { background }) => (calls.push(background), SUMMARY) });
+  const compactor = await cc.createCompactor({ contextWindow: WINDOW, ...options, summarize: (request, { background }) => (calls.push(background), SUMMARY) });
   const raw = [{ role: 'system', content: 'You are a helpful research agent.' }];
   let summarized = false;
   for (let t = 0; t < 60 && !summarized; t++) {
@@ -159,4 +164,52 @@ test('background: false summarizes in the call, as before', async () => {
 
 test('waitUntil must be a function', async () => {
   await assert.rejects(cc.createCompactor({ waitUntil: 'later' }), (error) => error.code === 'invalid_config' && error.field === 'waitUntil');
+});
+
+const WORDS = ('function return const let import export from await async class interface type error warning src lib test build config module package index utils handler request response status value result data item list map filter reduce promise callback string number boolean null undefined object array length push pop slice splice join split trim parse stringify alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega the a of to in is for on with').split(' ');
+/** About `n` tokens of code-like words (one word a token), a line break every twelve. */
+const words = (random, n) => Array.from({ length: n }, (_, i) => WORDS[Math.floor(random() * WORDS.length)] + (i % 12 === 11 ? '\n' : ' ')).join('');
+
+/** A deterministic agent step: a tool call with its text, and the call's output of about
+ * `tokens` tokens. */
+function agentStep(random, id, tokens) {
+  const tool = ['read_file', 'grep', 'bash', 'list_dir', 'run_tests'][Math.floor(random() * 5)];
+  const input = tool === 'read_file' || tool === 'grep' ? { path: `src/file${Math.floor(random() * 400)}.ts`, pattern: `x${id}` } : { command: `cmd ${id}` };
+  const say = 40 + Math.floor(random() * 80);
+  return [
+    { role: 'assistant', content: [{ type: 'text', text: words(random, say) }, { type: 'tool-call', toolCallId: `call_${id}`, toolName: tool, input }] },
+    { role: 'tool', content: [{ type: 'tool-result', toolCallId: `call_${id}`, toolName: tool, output: { type: 'text', value: words(random, tokens) } }] },
+  ];
+}
+
+test('an agent that keeps the managed history never waits below the hard limit, summaries slower than its steps', async () => {
+  // The loop of a user test (a fast agent, summaries back 3 to 10 steps after they are asked),
+  // where a summary back whose span no longer freed enough (offloaded and masked since, in the
+  // history the app keeps) made a call summarize in the call below the hard limit (the core's
+  // case: tests/ahead.rs, an_app_that_keeps_the_managed_history_never_waits_below_the_hard_limit).
+  for (const [seed, DELAY] of [[1, 3], [4, 10], [6, 10]]) {
+    let s = seed;
+    const random = () => ((s = (s * 1664525 + 1013904223) >>> 0), s / 2 ** 32);
+    const summarizer = heldSummarizer();
+    const compactor = await cc.createCompactor({ model: 'gpt-4o', contextWindow: 32_000, maxOutputTokens: 4_000, store: new cc.MemoryStore(), summarize: summarizer.summarize });
+    let messages = [{ role: 'system', content: 'You are a coding agent.' }];
+    messages.push({ role: 'user', content: `Fix the failing build in this repo. ${words(random, 200)}` });
+    const waited = [];
+    for (let i = 0; i < 70; i++) {
+      const big = random() < 0.1;
+      messages.push(...agentStep(random, i + 1, big ? 6_000 + Math.floor(random() * 6_000) : 1_000 + Math.floor(random() * 3_000)));
+      // A summary comes back DELAY steps after it was asked.
+      for (const call of summarizer.calls.filter((c) => !c.done && c.at <= i - DELAY)) (call.done = true), call.resolve();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      const result = await compactor.manage(messages);
+      for (const call of summarizer.calls) call.at ??= i;
+      if (result.events.some((e) => e.blocking) && result.tokensBefore <= result.plan.trigger.hardLimit) waited.push(`step ${i} at ${result.tokensBefore}`);
+      messages = result.messages;
+    }
+    assert.deepEqual(waited, [], `seed ${seed}: calls that waited below the hard limit`);
+    assert.ok(summarizer.calls.every((c) => c.background), `seed ${seed}: every summary made in the background`);
+    for (const call of summarizer.calls) call.resolve();
+    await compactor.settled();
+    compactor.dispose();
+  }
 });

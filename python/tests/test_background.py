@@ -113,9 +113,12 @@ def test_amanage_runs_it_as_a_task_and_a_new_compactor_reads_it_beside_the_state
     assert calls == [True], "one summarizer call, in the background"
 
 
-def test_background_false_summarizes_in_the_call() -> None:
+@pytest.mark.parametrize("options", [{"background": False}, {"state": {"version": 2}}], ids=["background-false", "state-without-state-path"])
+def test_background_false_summarizes_in_the_call(options: Dict[str, Any]) -> None:
+    # A state given without state_path is a compactor made per request: a summary back after it
+    # answered would reach no one, so it summarizes in the call.
     seen: List[bool] = []
-    compactor = Compactor(context_window=WINDOW, background=False, summarize=lambda r: (seen.append(bool(r.get("background"))), "## S\nx")[1])
+    compactor = Compactor(context_window=WINDOW, **options, summarize=lambda r: (seen.append(bool(r.get("background"))), "## S\nx")[1])
     messages: List[Dict[str, Any]] = [{"role": "system", "content": "s"}]
     for t in range(80):
         messages += turn(t)[:1]

@@ -191,7 +191,8 @@ class Compactor:
       (added to the summary's instructions) or ``{"custom_summary": str}`` (used as the
       summary), or None;
     - ``background``: make summaries ahead of need, off the critical path (default: on when
-      ``summarize`` is set): above ``history.ahead_fraction`` a call asks the summary the lossy
+      ``summarize`` is set, unless ``state`` is given without ``state_path``: a compactor made
+      per request, which a summary back after it answered would not reach): above ``history.ahead_fraction`` a call asks the summary the lossy
       tier will need and returns without waiting (a thread for ``manage``, a task for
       ``amanage``; the request carries ``"background": True``), and the call that reaches the
       trigger applies it. With ``state_path`` it is kept beside the state
@@ -337,7 +338,10 @@ class Compactor:
         self._gate = CallGate(self)
         # Summaries made ahead of need: on with a summarizer; those under way (threads or
         # tasks) by key, and the texts back (None: failed) not yet handed to the core.
-        self._background = (_host_default("background") if background is None else background) and summarize is not None
+        # A ``state`` without ``state_path`` is a compactor made per request: a summary made
+        # after it answered would reach no one, so it summarizes in the call unless told.
+        per_request = state is not None and state_path is None
+        self._background = ((_host_default("background") and not per_request) if background is None else background) and summarize is not None
         self._ahead_runs: Dict[str, Any] = {}
         self._ahead_done: Dict[str, Optional[str]] = {}
         self._ahead_lock = threading.Lock()
