@@ -721,6 +721,18 @@ impl Compactor {
         // The lossy step's note, and the kept messages' tokens when they alone are over budget.
         let mut lossy: Option<(Note, Option<u32>)> = None;
         let mut ahead = None;
+        // A summary asked ahead: its key names the span as it reads now; what this plan's edits
+        // change in it is named when the ask is recorded (`Compactor::ahead_reads`).
+        let asked_ahead = |planned: Option<lossy::Planned>| match planned.map(|p| p.action) {
+            Some(Action::Summarize(mut s)) => {
+                let canonical = memo.canonical(messages);
+                s.ahead_key = Some(crate::record::conversation_hex_of(
+                    canonical[..s.end].iter().copied(),
+                ));
+                Some(s)
+            }
+            _ => None,
+        };
         if tier3 {
             let original = original();
             let edited = edited_by(&original, &saved);
@@ -756,25 +768,21 @@ impl Compactor {
                 && may_ask_ahead
                 && predicted <= hard_limit
                 && !self.ahead_failed;
-            let in_call = || {
-                let planned = in_call();
-                if !defer {
-                    return planned;
+            let planned = match ready {
+                Some(planned) => Some(planned),
+                None if defer => {
+                    ahead = asked_ahead(in_call());
+                    if ahead.is_some() {
+                        notes.push(Note::SummaryPending {
+                            tokens: predicted,
+                            hard_limit,
+                        });
+                    }
+                    None
                 }
-                if let Some(Action::Summarize(mut s)) = planned.map(|p| p.action) {
-                    let canonical = memo.canonical(messages);
-                    s.ahead_key = Some(crate::record::conversation_hex_of(
-                        canonical[..s.end].iter().copied(),
-                    ));
-                    notes.push(Note::SummaryPending {
-                        tokens: predicted,
-                        hard_limit,
-                    });
-                    ahead = Some(s);
-                }
-                None
+                None => lossy_due.then(in_call).flatten(),
             };
-            if let Some(planned) = ready.or_else(|| lossy_due.then(in_call).flatten()) {
+            if let Some(planned) = planned {
                 // Edits inside the removed messages are moot: the transcript keeps the originals.
                 actions.retain(|a| {
                     a.store_edit()
@@ -812,16 +820,7 @@ impl Compactor {
                     .max(history.keep_recent_fraction / 3.0),
                 ..history.clone()
             };
-            let planned = lossy_plan(&original, &edited, None, &config).map(|p| p.action);
-            // Its key names the span as it reads now; what this plan's edits change in it is
-            // named when the ask is recorded (`Compactor::ahead_reads`).
-            if let Some(Action::Summarize(mut s)) = planned {
-                let canonical = memo.canonical(messages);
-                s.ahead_key = Some(crate::record::conversation_hex_of(
-                    canonical[..s.end].iter().copied(),
-                ));
-                ahead = Some(s);
-            }
+            ahead = asked_ahead(lossy_plan(&original, &edited, None, &config));
         }
 
         let pinned_tokens = self.scale(pinned_raw);

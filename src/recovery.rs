@@ -244,30 +244,34 @@ impl ToolRun {
                 Ok(text),
             ) => {
                 let file = &files[next];
-                // Numbered as read_file numbers them (a long line wrapped); a match shows the
-                // line where it starts. A line break is never part of a match.
+                // Numbered as read_file numbers them (a long line wrapped), once a file has a
+                // match; a match shows the line where it starts. A line break is never part of
+                // a match.
                 let text = text.as_deref().unwrap_or_default();
-                let numbered = lines(text, options.max_line_chars);
-                let offset = |line: &str| line.as_ptr() as usize - text.as_ptr() as usize;
-                let (mut at, mut last) = (0, None);
-                for (start, _) in text.match_indices(pattern.as_str()) {
-                    if pattern.contains('\n') {
-                        break;
+                let mut found = text
+                    .match_indices(pattern.as_str())
+                    .filter(|_| !pattern.contains('\n'))
+                    .peekable();
+                if found.peek().is_some() {
+                    let numbered = lines(text, options.max_line_chars);
+                    let offset = |line: &str| line.as_ptr() as usize - text.as_ptr() as usize;
+                    let (mut at, mut last) = (0, None);
+                    for (start, _) in found {
+                        while at + 1 < numbered.len() && offset(numbered[at + 1]) <= start {
+                            at += 1;
+                        }
+                        if last == Some(at) {
+                            continue;
+                        }
+                        last = Some(at);
+                        if matches.len() == options.max_matches {
+                            return self.finish(format!(
+                                "{}\n… more matches: narrow the path or the pattern",
+                                matches.join("\n")
+                            ));
+                        }
+                        matches.push(format!("{file}:{}: {}", at + 1, numbered[at]));
                     }
-                    while at + 1 < numbered.len() && offset(numbered[at + 1]) <= start {
-                        at += 1;
-                    }
-                    if last == Some(at) {
-                        continue;
-                    }
-                    last = Some(at);
-                    if matches.len() == options.max_matches {
-                        return self.finish(format!(
-                            "{}\n… more matches: narrow the path or the pattern",
-                            matches.join("\n")
-                        ));
-                    }
-                    matches.push(format!("{file}:{}: {}", at + 1, numbered[at]));
                 }
                 grep_next(pattern, path, files, next + 1, matches)
             }

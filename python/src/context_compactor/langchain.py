@@ -71,7 +71,7 @@ def from_model_messages(
     # was removed; past a summary, the original holding its tool call (a ToolMessage by its
     # call id, an AIMessage by its first call's).
     by_call: Dict[str, BaseMessage] = {}
-    for original in originals:
+    for original in () if same_length else originals:
         if isinstance(original, ToolMessage):
             by_call.setdefault("result:" + original.tool_call_id, original)
         elif isinstance(original, AIMessage):
