@@ -296,6 +296,19 @@ impl Compactor {
     pub fn with_state(config: Config, state: State) -> Result<Self> {
         config.validate()?;
         let model = resolve_model(&config);
+        // The reply's room is kept below the hard limit: all of the window leaves no prompt.
+        if config
+            .max_output_tokens
+            .is_some_and(|out| out >= model.context_window)
+        {
+            return Err(Error::InvalidConfig {
+                field: "maxOutputTokens".into(),
+                message: format!(
+                    "must be below the context window ({} tokens)",
+                    model.context_window
+                ),
+            });
+        }
         // A model whose Hugging Face tokenizer is loaded counts with it, exactly.
         let mut counter = match model.loaded_tokenizer() {
             Some(t) => CachedCounter::with_tokenizer(model.encoding, t),
@@ -505,7 +518,10 @@ impl Compactor {
         let compact_at = fraction_of(window, compaction.trigger_fraction);
         let target = fraction_of(window, compaction.target_fraction);
         let summarize_at = fraction_of(window, history.trigger_fraction);
-        let hard_limit = fraction_of(window, history.hard_limit_fraction);
+        // The reply needs room too: with the app's `maxOutputTokens`, the prompt never goes on
+        // unsummarized (a summary pending) past what leaves it, nor is a cancel honoured there.
+        let hard_limit = fraction_of(window, history.hard_limit_fraction)
+            .min(window.saturating_sub(self.config.max_output_tokens.unwrap_or(0)));
         // The provider's prompt cache has expired since the last call: a break costs nothing.
         let expired = self
             .cache_expired(options.now)

@@ -400,9 +400,9 @@ impl Default for ImportanceConfig {
 }
 
 /// What a host does where the app leaves its own options out: one set of defaults for every
-/// host. The npm and Python packages read them through their bindings (`hostDefaults()`, the
-/// component's `host-defaults`), the native driver ([`crate::AsyncHost`]) here, so that no host
-/// holds a default of its own.
+/// host. The npm and Python packages settle their options through [`host_settings`]
+/// (`hostSettings()`, the component's `host-settings`), the native driver ([`crate::AsyncHost`])
+/// reads them here, so that no host holds a default of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HostDefaults {
@@ -427,6 +427,130 @@ pub const HOST_DEFAULTS: HostDefaults = HostDefaults {
     overflow_retries: 1,
     background: true,
 };
+
+/// What a host does with the options of its own (beside the core's [`Config`]), settled from
+/// what the app gave: [`host_settings`]. Every host reads them here, so none holds a default or
+/// a rule of its own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostSettings {
+    /// How long the summarizer (and the `onPreCompact` hook) may take, in ms.
+    pub summarize_timeout_ms: f64,
+    /// How long a store call may take, in ms; `None`: the store's calls are made directly.
+    pub store_timeout_ms: Option<f64>,
+    /// Compact-and-retry rounds per model call after a provider's "prompt too long".
+    pub overflow_retries: u32,
+    /// Whether summaries are made ahead of need, off the critical path.
+    pub background: bool,
+}
+
+/// [`HostSettings`] from what the app gave a host, as JSON: `summarizeTimeoutMs`,
+/// `storeTimeoutMs` (`null`: no bound), `overflow` (`{retries}`) and `background` as the app
+/// wrote them (absent where it left them out), and whether it gave a `store`, a `state`, a
+/// `statePath` and a `summarize`r (booleans). Each left out is [`HOST_DEFAULTS`]'s; background
+/// summaries need a summarizer, and are off by default for a `state` given without `statePath`
+/// (a compactor made per request: a summary back after the response would reach no one). A value
+/// of the wrong kind is an [`Error::InvalidConfig`] naming the option as the npm package spells
+/// it (the Python host respells it).
+pub fn host_settings(given: &str) -> Result<HostSettings> {
+    use serde_json::Value;
+    let bad = |field: &str, message: String| Error::InvalidConfig {
+        field: field.into(),
+        message,
+    };
+    let given = match serde_json::from_str::<Value>(given) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => return Err(bad("(root)", "expected an object of host options".into())),
+        Err(e) => return Err(Error::json("host options", &e)),
+    };
+    const KNOWN: [&str; 8] = [
+        "summarizeTimeoutMs",
+        "storeTimeoutMs",
+        "overflow",
+        "background",
+        "store",
+        "state",
+        "statePath",
+        "summarize",
+    ];
+    if let Some(key) = given.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(bad(key, "unknown host option".into()));
+    }
+    let gave = |key: &str| given.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let duration = |key: &str, default: u64| -> Result<Option<f64>> {
+        match given.get(key) {
+            None => Ok(Some(default as f64)),
+            Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) if n.as_f64().is_some_and(|ms| ms > 0.0 && ms.is_finite()) => {
+                Ok(n.as_f64())
+            }
+            // The value is not echoed: a host may have converted it (Python's seconds).
+            Some(_) => Err(bad(key, "expected a positive, finite duration".into())),
+        }
+    };
+    if gave("statePath") && !gave("store") {
+        return Err(bad(
+            "statePath",
+            "needs a store that outlives the compactor (the store option): the default \
+             MemoryStore would lose the state"
+                .into(),
+        ));
+    }
+    let summarize_timeout_ms = duration("summarizeTimeoutMs", HOST_DEFAULTS.summarize_timeout_ms)?
+        .ok_or_else(|| {
+            bad(
+                "summarizeTimeoutMs",
+                "expected a positive, finite duration".into(),
+            )
+        })?;
+    let store_timeout_ms = duration("storeTimeoutMs", HOST_DEFAULTS.store_timeout_ms)?;
+    let overflow_retries = match given.get("overflow") {
+        None | Some(Value::Null) => HOST_DEFAULTS.overflow_retries,
+        Some(Value::Object(overflow)) => {
+            if let Some(key) = overflow.keys().find(|k| *k != "retries") {
+                return Err(bad(
+                    &format!("overflow.{key}"),
+                    "unknown option (overflow takes retries)".into(),
+                ));
+            }
+            match overflow.get("retries") {
+                None | Some(Value::Null) => HOST_DEFAULTS.overflow_retries,
+                Some(Value::Number(n)) if n.as_u64().is_some_and(|r| r <= u64::from(u32::MAX)) => {
+                    n.as_u64().unwrap_or_default() as u32
+                }
+                Some(other) => {
+                    return Err(bad(
+                        "overflow.retries",
+                        format!("expected a whole number >= 0, got {other}"),
+                    ))
+                }
+            }
+        }
+        Some(other) => {
+            return Err(bad(
+                "overflow",
+                format!("expected an object ({{ retries }}), got {other}"),
+            ))
+        }
+    };
+    let per_request = gave("state") && !gave("statePath");
+    let background = match given.get("background") {
+        None | Some(Value::Null) => HOST_DEFAULTS.background && !per_request,
+        Some(Value::Bool(on)) => *on,
+        Some(other) => {
+            return Err(bad(
+                "background",
+                format!("expected true or false, got {other}"),
+            ))
+        }
+    } && gave("summarize");
+    Ok(HostSettings {
+        summarize_timeout_ms,
+        store_timeout_ms,
+        overflow_retries,
+        background,
+    })
+}
 
 impl Config {
     /// The configuration a preset starts from.
@@ -925,5 +1049,73 @@ mod tests {
             Config::from_json("{"),
             Err(Error::MalformedJson { .. })
         ));
+    }
+
+    #[test]
+    fn host_settings_are_the_defaults_the_apps_values_and_one_rule_for_background() {
+        let settings = |json: &str| super::host_settings(json);
+        let field = |json: &str| match settings(json) {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let d = settings(r#"{"summarize": true}"#).unwrap();
+        assert_eq!(d.summarize_timeout_ms, 120_000.0);
+        assert_eq!(d.store_timeout_ms, Some(10_000.0));
+        assert_eq!(d.overflow_retries, 1);
+        assert!(d.background, "on with a summarizer");
+        assert!(
+            !settings("{}").unwrap().background,
+            "nothing to summarize with"
+        );
+        // A compactor made per request from the app's state: in the call, unless told.
+        assert!(
+            !settings(r#"{"summarize": true, "state": true}"#)
+                .unwrap()
+                .background
+        );
+        assert!(
+            settings(r#"{"summarize": true, "state": true, "statePath": true, "store": true}"#)
+                .unwrap()
+                .background
+        );
+        assert!(
+            settings(r#"{"summarize": true, "state": true, "background": true}"#)
+                .unwrap()
+                .background
+        );
+        assert!(!settings(r#"{"background": true}"#).unwrap().background);
+        let given = settings(
+            r#"{"summarizeTimeoutMs": 1500.5, "storeTimeoutMs": null, "overflow": {"retries": 3}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                given.summarize_timeout_ms,
+                given.store_timeout_ms,
+                given.overflow_retries
+            ),
+            (1500.5, None, 3)
+        );
+        assert_eq!(field(r#"{"summarizeTimeoutMs": 0}"#), "summarizeTimeoutMs");
+        assert_eq!(
+            field(r#"{"summarizeTimeoutMs": null}"#),
+            "summarizeTimeoutMs"
+        );
+        assert_eq!(field(r#"{"storeTimeoutMs": "5"}"#), "storeTimeoutMs");
+        assert_eq!(
+            field(r#"{"overflow": {"retries": -1}}"#),
+            "overflow.retries"
+        );
+        assert_eq!(
+            field(r#"{"overflow": {"retries": 1.5}}"#),
+            "overflow.retries"
+        );
+        assert_eq!(field(r#"{"overflow": {"retry": 1}}"#), "overflow.retry");
+        assert_eq!(field(r#"{"overflow": 2}"#), "overflow");
+        assert_eq!(field(r#"{"background": "yes"}"#), "background");
+        assert_eq!(field(r#"{"statePath": true}"#), "statePath");
+        assert_eq!(field(r#"{"summarizeTimeout": 5}"#), "summarizeTimeout");
+        assert!(matches!(settings("[]"), Err(Error::InvalidConfig { .. })));
+        assert!(matches!(settings("{"), Err(Error::MalformedJson { .. })));
     }
 }

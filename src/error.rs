@@ -88,8 +88,9 @@ pub enum Error {
     /// The build has no embedded rank data for this encoding and none was loaded (the lite
     /// package: call `loadEncoding`).
     #[error(
-        "encoding \"{name}\" is not loaded yet: load its data first (loadEncoding(\"{name}\"), or in the npm \
-         package init({{ encodings: [\"{name}\"] }}))"
+        "encoding \"{name}\" is not loaded yet: load its data first with loadEncoding(\"{name}\") (the npm \
+         package's full entry also loads it with init({{ encodings: [\"{name}\"] }}); its lite entry only \
+         with loadEncoding)"
     )]
     EncodingNotLoaded {
         /// The encoding (`o200k_base` or `cl100k_base`).

@@ -94,8 +94,9 @@ pub use compactor::{
     Usage, UsagePoint,
 };
 pub use config::{
-    CompactionConfig, Config, HistoryConfig, HistoryStrategy, HostDefaults, ImportanceConfig,
-    OffloadConfig, Preset, ToolDefinition, WorkingFilesConfig, HOST_DEFAULTS,
+    host_settings, CompactionConfig, Config, HistoryConfig, HistoryStrategy, HostDefaults,
+    HostSettings, ImportanceConfig, OffloadConfig, Preset, ToolDefinition, WorkingFilesConfig,
+    HOST_DEFAULTS,
 };
 pub use counting::bpe;
 pub use counting::hf;

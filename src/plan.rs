@@ -57,7 +57,9 @@ pub struct Trigger {
     pub summarize_at: u32,
     /// Whether the lossy tier ran.
     pub tier3: bool,
-    /// Past this many tokens a hook's cancel is overridden: the next request would not fit.
+    /// Past this many tokens a hook's cancel is overridden and a pending summary no longer
+    /// waited for: the next request would not fit (`hardLimitFraction` of the window, or the
+    /// window less the app's `maxOutputTokens` when lower).
     pub hard_limit: u32,
     /// `true` for a manual compaction (`compact()`).
     pub manual: bool,

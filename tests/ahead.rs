@@ -581,3 +581,54 @@ fn an_app_that_keeps_the_managed_history_never_waits_below_the_hard_limit() {
         );
     }
 }
+
+#[test]
+fn the_apps_max_output_tokens_is_room_a_pending_summary_never_takes() {
+    // A summary pending lets a call go on unsummarized up to the hard limit (95 %); the reply
+    // needs its `maxOutputTokens` too. With 2,000 of an 8,000 window set aside, the hard limit
+    // is 6,000: a call past it summarizes in the call instead of going on.
+    let plain = gpt4o(WINDOW, |_| {});
+    let roomy = gpt4o(WINDOW, |c| c.max_output_tokens = Some(2_000));
+    let past = first_lossy(&plain);
+    assert_eq!(
+        plain.plan(&chat(past)).unwrap().trigger.hard_limit,
+        7_600,
+        "95 %"
+    );
+    let plan = roomy.plan(&chat(past)).unwrap();
+    assert_eq!(plan.trigger.hard_limit, 6_000, "the window less the reply");
+    // The first length past 6,000 tokens: the plain compactor still asks ahead and goes on,
+    // the one with room for its reply summarizes now.
+    let over = (past..200)
+        .find(|&n| {
+            let plan = plain.plan(&chat(n)).unwrap();
+            plan.tokens_before > 6_000 && plan.tokens_before <= 7_600
+        })
+        .expect("a length between the two limits");
+    let plan = plain.plan_with_options(&chat(over), &background()).unwrap();
+    assert!(
+        !plan.trigger.tier3 && plan.ahead.is_some(),
+        "{:?}",
+        plan.notes
+    );
+    let plan = roomy.plan_with_options(&chat(over), &background()).unwrap();
+    assert!(
+        plan.trigger.tier3 && plan.ahead.is_none(),
+        "{:?}",
+        plan.notes
+    );
+    assert!(plan.tokens_after <= 6_000);
+    // No more than a 95 % limit where the reply is small; all of the window is no room at all.
+    let small = gpt4o(WINDOW, |c| c.max_output_tokens = Some(100));
+    assert_eq!(small.plan(&chat(past)).unwrap().trigger.hard_limit, 7_600);
+    let config = context_compactor::Config {
+        model: Some("gpt-4o".into()),
+        context_window: Some(WINDOW),
+        max_output_tokens: Some(WINDOW),
+        ..context_compactor::Config::default()
+    };
+    assert!(matches!(
+        Compactor::new(config),
+        Err(context_compactor::Error::InvalidConfig { field, .. }) if field == "maxOutputTokens"
+    ));
+}

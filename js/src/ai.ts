@@ -9,7 +9,7 @@ import { assertInitialized } from './core.js';
 import { CompactorError, core, errorMessage } from './errors.js';
 import { RecoveryToolRun, anthropicBreakpoints, recoveryToolSpecs } from './wasm/context_compactor.js';
 import { isOverflowResult, overflowVerdict, parseOverflow, type OverflowInfo } from './overflow.js';
-import { checkPath, checkPrefix, type FileStore } from './store.js';
+import { checkPath, checkPrefix, checked, type FileStore } from './store.js';
 import type { MessageLike, SummaryRequest } from './types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -114,6 +114,7 @@ export interface RecoveryToolOptions {
  */
 export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {}): RecoveryToolSet {
   const { maxPageChars, ...rest } = options;
+  const io = checked(store); // a read that gives no text is a failed read, not a value the core takes
   const coreOptions = stringify({ ...rest, ...(maxPageChars !== undefined && Number.isFinite(maxPageChars) ? { maxPageChars: Math.max(0, Math.floor(maxPageChars)) } : {}) });
   // Read from the core when first needed, so that tools made before `init()` (at a module's top
   // level) work once it has run.
@@ -134,7 +135,7 @@ export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {
       get inputSchema() {
         return (inputSchema ??= schema<I>(spec(name).inputSchema));
       },
-      execute: (input: I) => runTool(store, name, input, coreOptions),
+      execute: (input: I) => runTool(io, name, input, coreOptions),
     };
   };
   return { read_file: tool('read_file'), grep: tool('grep'), ls: tool('ls') };

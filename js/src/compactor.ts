@@ -3,14 +3,14 @@ import { middleware, recoveryTools, wrapTools, type CompactorMiddleware, type Mi
 import { CompactorError, core, errorMessage } from './errors.js';
 import { init, loadEncoding, loadModelTokenizer } from './core.js';
 import { toolDefinitions, type ToolSetLike } from './tokens.js';
-import { MemoryStore, checkPath, timerMs, withTimeout, type FileStore } from './store.js';
+import { MemoryStore, checkPath, checked, timerMs, withTimeout, type FileStore } from './store.js';
 import { overflowError, parseOverflow, type OverflowInfo } from './overflow.js';
 import { DEFAULT_STATE_PATH, conversationHashes, readState, storeRequest, unreadState, type StoreReply, type StoreRequest, type StoredState } from './state.js';
 import { AGENTS_MD_PATH } from './stores/composite.js';
 import {
   AheadRun,
   WasmCompactor,
-  hostDefaults,
+  hostSettings,
 } from './wasm/context_compactor.js';
 import type {
   Action,
@@ -177,6 +177,8 @@ export interface CompactorOptions {
   model?: string;
   /** Context window in tokens; overrides the registry. */
   contextWindow?: number;
+  /** Room kept for the reply: the hard limit (`history.hardLimitFraction`) is at most the window
+   * less this, so a call with a summary pending never goes on past it. Default: none kept. */
   maxOutputTokens?: number;
   encoding?: EncodingName;
   /** Where offloaded content goes. Default: a new MemoryStore. */
@@ -208,8 +210,9 @@ export interface CompactorOptions {
    * summary leases, `systemPrompt`, the recovery tools) that has not answered within this many
    * milliseconds counts as failed: an offload or transcript is not applied (its content stays in
    * the conversation, the event says `failed`), a state that cannot be read is planned without,
-   * a save that does not land is a `stateError`. Default 10,000. */
-  storeTimeoutMs?: number;
+   * a save that does not land is a `stateError`. Default 10,000; `null`: the store's calls are
+   * made directly (a store that bounds its own). */
+  storeTimeoutMs?: number | null;
   /** Keeps the compactor's state (stats, calibration) in `store` at this path: loaded by
    * `createCompactor`, saved at the end of a `manage`/`compact` call that changed it (one write
    * per call: Cloudflare KV allows one write per second per key). Offloads at tool-return time
@@ -218,7 +221,8 @@ export interface CompactorOptions {
   /** Called before a compaction (tier 2 or 3, or manual) runs; may cancel it, add instructions
    * or supply the summary. */
   onPreCompact?: (context: PreCompactContext) => Promise<PreCompactDecision | void> | PreCompactDecision | void;
-  /** Called for every compaction event, in order (for UIs and logs). */
+  /** Called for every compaction event, in order (for UIs and logs), once the call's work is
+   * done. One that throws is logged with `console.error` and the call still returns. */
   onEvent?: (event: CompactionEvent) => void;
   /** Recovery from a provider's "prompt too long" error (`middleware()`, `recover`). */
   overflow?: OverflowOptions;
@@ -261,11 +265,13 @@ const HOST_ONLY = new Set(['store', 'state', 'statePath', 'onEvent', 'summarize'
 
 export { DEFAULT_STATE_PATH };
 
-/** What this host does where the app leaves its own options out: every host's, the core's
- * (`src/config.rs`, `HOST_DEFAULTS`). Read once, after `init()`. */
-let defaults: { summarizeTimeoutMs: number; storeTimeoutMs: number; overflowRetries: number; background: boolean } | undefined;
-function hostDefault<K extends keyof NonNullable<typeof defaults>>(key: K): NonNullable<typeof defaults>[K] {
-  return (defaults ??= JSON.parse(core(() => hostDefaults())) as NonNullable<typeof defaults>)[key];
+/** What this host does with its own options: the core settles them from what the app gave
+ * (`src/config.rs` `host_settings`: the defaults, the checks, when summaries go to the
+ * background). */
+function settle(options: CompactorOptions): { summarizeTimeoutMs: number; storeTimeoutMs: number | null; overflowRetries: number; background: boolean } {
+  const { summarizeTimeoutMs, storeTimeoutMs, overflow, background } = options;
+  const gave = { store: options.store != null, state: options.state !== undefined, statePath: options.statePath !== undefined, summarize: options.summarize !== undefined };
+  return JSON.parse(core(() => hostSettings(stringify({ summarizeTimeoutMs, storeTimeoutMs, overflow, background, ...gave }))));
 }
 /** The state read by `createCompactor` (a symbol key: the core never sees it). */
 const STORED = Symbol('stored state');
@@ -296,7 +302,7 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
     // A read that fails or does not answer in time: plan from the history alone, save only over
     // nothing (a state that is there after all is found by the save: see `#run`).
     const path = checkPath(options.statePath, 'statePath');
-    const stored = await readState(withTimeout(options.store, storeTimeout(options)), path).catch((error: unknown) => {
+    const stored = await readState(bounded(options.store, settle(options).storeTimeoutMs), path).catch((error: unknown) => {
       if (error instanceof CompactorError && error.code === 'invalid_config') throw error; // not a state
       return unreadState(error);
     });
@@ -320,20 +326,16 @@ export async function createCompactor(options: CompactorOptions = {}): Promise<C
 
 /** What JSON cannot say about the options, checked before they cross as JSON: an options value
  * that is not an object, a callback that is not a function, a tool set that is neither an object
- * nor a list, an unknown `overflow` key, and a number that is not finite (JSON writes NaN and
- * Infinity as null, which would read as "unset"). */
+ * nor a list, and a number that is not finite (JSON writes NaN and Infinity as null, which would
+ * read as "unset"). */
 function checkOptions(options: unknown): asserts options is CompactorOptions {
   const invalid = (field: string, message: string) => new CompactorError('invalid_config', `${field}: ${message}`, { field });
   if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalid('options', `expected an object of options, got ${options === null ? 'null' : Array.isArray(options) ? 'an array' : typeof options}`);
   const o = options as Record<string, unknown>;
-  for (const field of ['onEvent', 'summarize', 'onPreCompact']) {
+  for (const field of ['onEvent', 'summarize', 'onPreCompact', 'waitUntil', 'now']) {
     if (o[field] !== undefined && typeof o[field] !== 'function') throw invalid(field, `expected a function, got ${typeof o[field]}`);
   }
   if (o.tools !== undefined && (o.tools === null || typeof o.tools !== 'object')) throw invalid('tools', 'expected a tool set (an object of tools) or a list of tool definitions');
-  if (o.overflow !== undefined) {
-    if (o.overflow === null || typeof o.overflow !== 'object' || Array.isArray(o.overflow)) throw invalid('overflow', 'expected an object ({ retries })');
-    for (const key of Object.keys(o.overflow)) if (key !== 'retries') throw invalid(`overflow.${key}`, 'unknown option (overflow takes retries)');
-  }
   const walk = (value: unknown, path: string, depth: number): void => {
     if (typeof value === 'number' && !Number.isFinite(value)) throw invalid(path, `expected a finite number, got ${value}`);
     if (depth > 8 || value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return;
@@ -343,18 +345,16 @@ function checkOptions(options: unknown): asserts options is CompactorOptions {
   for (const [key, value] of Object.entries(o)) if (!HOST_ONLY.has(key) || key === 'overflow' || key === 'summarizeTimeoutMs' || key === 'storeTimeoutMs') walk(value, key, 0);
 }
 
-/** `options.storeTimeoutMs`, checked. */
-function storeTimeout(options: CompactorOptions): number {
-  const ms = options.storeTimeoutMs ?? hostDefault('storeTimeoutMs');
-  if (typeof ms !== 'number' || !(ms > 0)) throw new CompactorError('invalid_config', 'storeTimeoutMs must be a positive number of milliseconds', { field: 'storeTimeoutMs' });
-  return ms;
+/** `store` as a compactor calls it: each call bounded by the settled `storeTimeoutMs`. */
+function bounded(store: FileStore, ms: number | null): FileStore {
+  return ms === null ? checked(store) : withTimeout(store, ms);
 }
 
 /** A state saved by `compactor.saveState()` (or `statePath`), or undefined when there is none.
  * A file that is not a state is a typed error, not silently ignored. */
 export async function loadState(store: FileStore, path: string = DEFAULT_STATE_PATH): Promise<CompactorState | undefined> {
   await init(); // the core reads the state (it may be the first call of a process)
-  return (await readState(store, path)).state;
+  return (await readState(checked(store), path)).state;
 }
 
 /**
@@ -415,30 +415,14 @@ export class Compactor {
     this.#onEvent = options.onEvent;
     this.#summarize = options.summarize;
     this.#onPreCompact = options.onPreCompact;
-    this.#summarizeTimeoutMs = options.summarizeTimeoutMs ?? hostDefault('summarizeTimeoutMs');
-    if (options.waitUntil !== undefined && typeof options.waitUntil !== 'function') {
-      throw new CompactorError('invalid_config', 'waitUntil must be a function (promise) => void, e.g. (p) => ctx.waitUntil(p)', { field: 'waitUntil' });
-    }
-    // A `state` without `statePath` is a compactor made per request: a summary made after it
-    // answered would reach no one, so it summarizes in the call unless told otherwise.
-    const perRequest = options.state !== undefined && options.statePath === undefined;
-    this.#background = (options.background ?? (hostDefault('background') && !perRequest)) && options.summarize !== undefined;
+    const settled = settle(options);
+    this.#summarizeTimeoutMs = settled.summarizeTimeoutMs;
+    this.#background = settled.background;
+    this.#overflowRetries = settled.overflowRetries;
+    this.#io = bounded(this.store, settled.storeTimeoutMs);
     this.#waitUntil = options.waitUntil;
-    if (options.now !== undefined && typeof options.now !== 'function') {
-      throw new CompactorError('invalid_config', 'now must be a function returning milliseconds since the Unix epoch, e.g. () => Date.now()', { field: 'now' });
-    }
     this.#now = options.now ?? Date.now;
-    if (typeof this.#summarizeTimeoutMs !== 'number' || !(this.#summarizeTimeoutMs > 0)) throw new CompactorError('invalid_config', 'summarizeTimeoutMs must be a positive number of milliseconds', { field: 'summarizeTimeoutMs' });
-    if (options.background !== undefined && typeof options.background !== 'boolean') throw new CompactorError('invalid_config', 'background must be true or false', { field: 'background' });
-    this.#io = withTimeout(this.store, storeTimeout(options));
-    if (options.statePath !== undefined && !options.store) {
-      throw new CompactorError('invalid_config', 'statePath needs a store that outlives the compactor (options.store); the default MemoryStore would lose the state', { field: 'statePath' });
-    }
     this.#statePath = options.statePath === undefined ? undefined : checkPath(options.statePath, 'statePath');
-    this.#overflowRetries = options.overflow?.retries ?? hostDefault('overflowRetries');
-    if (!Number.isInteger(this.#overflowRetries) || this.#overflowRetries < 0) {
-      throw new CompactorError('invalid_config', 'overflow.retries must be a whole number >= 0', { field: 'overflow.retries' });
-    }
     const state = options.state === undefined ? undefined : stringify(options.state);
     this.#config = stringify(config);
     this.#core = core(() => new WasmCompactor(this.#config, state));
@@ -682,7 +666,7 @@ export class Compactor {
     if (done.cancelled) result.cancelled = true;
     if (done.cancelOverridden) result.cancelOverridden = true;
     if (done.stateError !== undefined) result.stateError = done.stateError;
-    for (const event of events) this.#onEvent?.(event);
+    this.#tell(events);
     // A recovery that had nothing left to compact: the core's verdict, after the call's end.
     if (done.overflow) throw overflowError(done.overflow, options.overflow?.cause);
     return result;
@@ -758,6 +742,18 @@ export class Compactor {
         }
         const { cancel, customInstructions, customSummary } = decision as PreCompactDecision;
         return { type: 'decision', cancel, customInstructions, customSummary };
+      }
+    }
+  }
+
+  /** `events` told to `onEvent`, each of them: one that throws is logged (`console.error`), not
+   * thrown, since the call's work is done and saved by then and its result must reach the app. */
+  #tell(events: readonly CompactionEvent[]): void {
+    for (const event of events) {
+      try {
+        this.#onEvent?.(event);
+      } catch (error) {
+        console.error(`context-compactor: onEvent threw (event: ${event.strategy}; the call's result is kept, the other events told):`, error);
       }
     }
   }
@@ -911,11 +907,13 @@ export class Compactor {
    * caller's, once (`overflow.retries`).
    */
   recover<M extends MessageLike>(messages: readonly M[], error: unknown, options: { attempt?: number } = {}): Promise<RecoverResult<M>> {
+    const attempt = options?.attempt ?? 1;
+    if (!Number.isInteger(attempt) || attempt < 1) return Promise.reject(new TypeError(`recover: attempt must be a whole number >= 1, got ${String(attempt)}`));
     const info = parseOverflow(error);
     if (!info) return Promise.reject(error);
     // The core's call: the provider's count calibrates first, the events carry `overflow`, and
     // nothing left to compact is its `context_overflow`.
-    const overflow = { info, attempt: options.attempt ?? 1, cause: error };
+    const overflow = { info, attempt, cause: error };
     return this.#enqueue(async () => ({ ...(await this.#run(messages, { trigger: 'auto', overflow })), overflow: info }), 'recover');
   }
 
@@ -970,7 +968,7 @@ export class Compactor {
       const write = (request: OffloadWrite) => this.#write(restoreStored(request.path, request.content, refs, request.whole === true), request.path);
       const step = await drive<OffloadWrite, OffloadDone>(() => decode<Step<OffloadWrite, OffloadDone>>(core(() => this.#core.offloadPoll(run)), refs), (id, reply) => this.#core.offloadHandle(run, id, reply), write, 'offloadToolOutput');
       done = true;
-      for (const event of step.events) this.#onEvent?.(event);
+      this.#tell(step.events);
       return step.preview ?? output;
     } finally {
       try {
@@ -1024,7 +1022,12 @@ export class Compactor {
    * `loadState(store, path)` reads it back. At `statePath` the save is conditional: it throws
    * `state_conflict` when another compactor saved there since this one last read or saved. */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
-    if (checkPath(path) !== this.#statePath) return this.#io.write(path, JSON.stringify(this.state()));
+    if (checkPath(path) !== this.#statePath) {
+      return Promise.resolve(this.#io.write(path, JSON.stringify(this.state()))).catch((error: unknown) => {
+        // Typed, naming the file, as a store that stalls is.
+        throw error instanceof CompactorError ? error : new CompactorError('store_failed', `saveState: writing ${path} failed: ${errorMessage(error)}`, { path, op: 'write', cause: error });
+      });
+    }
     // The core's call (`save`): conditional on what was last read or saved (src/stored.rs
     // `Persist`); a save another compactor beat is a conflict.
     await this.#enqueue(async () => {

@@ -95,6 +95,7 @@ export function timerMs(ms: number): number {
  */
 export function withTimeout(store: FileStore, ms: number): FileStore {
   const wait = timerMs(ms);
+  const inner = checked(store);
   const bounded = <T>(op: string, path: string, call: () => MaybePromise<T>): Promise<T> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const running = new Promise<T>((resolve) => resolve(call()));
@@ -105,9 +106,9 @@ export function withTimeout(store: FileStore, ms: number): FileStore {
     return Promise.race([running, timeout]).finally(() => clearTimeout(timer));
   };
   const view: FileStore = {
-    read: (path) => bounded('read', path, () => store.read(path)),
+    read: (path) => bounded('read', path, () => inner.read(path)),
     write: (path, text) => bounded('write', path, () => store.write(path, text)),
-    list: (prefix) => bounded('list', prefix, () => store.list(prefix)),
+    list: (prefix) => bounded('list', prefix, () => inner.list(prefix)),
     delete: (path) => bounded('delete', path, () => store.delete(path)),
   };
   // Read when called: a store given `writeIf` later has it here too.
@@ -116,6 +117,31 @@ export function withTimeout(store: FileStore, ms: number): FileStore {
     enumerable: true,
   });
   return view;
+}
+
+/**
+ * `store` with its answers checked before they reach the core: a `read` that gives neither text
+ * nor nothing (a number, an object a JSON-parsing backend made, bytes) or a `list` that gives
+ * anything but paths is a `CompactorError('store_failed')` naming the call, as a failed call is.
+ */
+export function checked(store: FileStore): FileStore {
+  const wrong = (op: string, path: string, value: unknown, expected: string): never => {
+    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : ArrayBuffer.isView(value) ? value.constructor.name : typeof value;
+    throw new CompactorError('store_failed', `store ${op} of ${JSON.stringify(path)} returned ${got}: expected ${expected}`, { path, op });
+  };
+  return {
+    read: async (path) => {
+      const text = await store.read(path);
+      return text == null ? null : typeof text === 'string' ? text : wrong('read', path, text, 'a string, or null when nothing is stored there');
+    },
+    write: (path, text) => store.write(path, text),
+    list: async (prefix) => {
+      const paths = await store.list(prefix);
+      return Array.isArray(paths) && paths.every((p) => typeof p === 'string') ? paths : wrong('list', prefix, paths, 'an array of paths (strings)');
+    },
+    delete: (path) => store.delete(path),
+    ...(typeof store.writeIf === 'function' ? { writeIf: store.writeIf.bind(store) } : {}),
+  };
 }
 
 /** Longest path a store accepts (UTF-16 code units; generous for content hashes). */

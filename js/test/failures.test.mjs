@@ -3,7 +3,7 @@
 // fails for the transcript (nothing summarized, nothing removed), racing calls.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CompactorError, MemoryStore, createCompactor, init } from '../dist/entry/node.js';
+import { CompactorError, MemoryStore, createCompactor, init, loadState, recoveryTools } from '../dist/entry/node.js';
 import { chat as conversation } from '../test-helpers/conversations.mjs';
 
 await init();
@@ -96,4 +96,51 @@ test('racing manage() and compact() on one compactor: serialized, each sees a co
   const [a, b] = await Promise.all([compactor.manage(chat(30)), compactor.compact(chat(45), { instructions: 'Keep numbers.' })]);
   assert.deepEqual(order, ['summarize-start', 'summarize-end', 'summarize-start', 'summarize-end'], 'the second ran after the first');
   for (const r of [a, b]) assert.ok(r.events.some((e) => e.strategy === 'summarize' && e.status === 'applied'));
+});
+
+test('a store whose read or list answers something other than text is a store_failed naming the call, never a value handed to the core', async () => {
+  // A hand-written store over a JSON-parsing backend (unstorage getItem) answers objects; a
+  // wrong value passed to the core as text corrupted its memory ("memory access out of bounds").
+  const memory = new MemoryStore();
+  await memory.write('/tool_outputs/a.txt', 'hello');
+  for (const value of [42, { a: 1 }, new Uint8Array([104, 105]), true, ['x']]) {
+    const store = { read: async () => value, write: (p, t) => memory.write(p, t), list: async () => value, delete: (p) => memory.delete(p) };
+    const compactor = await createCompactor({ model: 'gpt-4o', store });
+    const got = Array.isArray(value) ? 'an array' : value instanceof Uint8Array ? 'Uint8Array' : typeof value;
+    assert.equal(await compactor.tools().read_file.execute({ path: '/tool_outputs/a.txt' }), `Error: store read of "/tool_outputs/a.txt" returned ${got}: expected a string, or null when nothing is stored there`);
+    if (!Array.isArray(value)) assert.match(await recoveryTools(store).ls.execute({}), new RegExp(`^Error: store list of "/" returned ${got}: expected an array of paths`));
+    await assert.rejects(compactor.systemPrompt('base'), (e) => e.code === 'store_failed' && e.details.path === '/memories/AGENTS.md' && e.details.op === 'read');
+    await assert.rejects(loadState(store, '/s.json'), (e) => e.code === 'store_failed' && /returned/.test(e.message));
+    const kept = await createCompactor({ model: 'gpt-4o', store, statePath: '/s.json' });
+    const result = await kept.manage([{ role: 'user', content: 'hi' }]);
+    assert.match(result.stateError, /store read of "\/s.json" returned/);
+  }
+  // The core is whole afterwards.
+  assert.equal(await recoveryTools(memory).read_file.execute({ path: '/tool_outputs/a.txt' }), '1\thello');
+});
+
+test('saveState to a path of its own whose write throws is a store_failed naming saveState and the path', async () => {
+  const store = { read: async () => null, write: async () => { throw new Error('EACCES'); }, list: async () => [], delete: async () => {} };
+  const compactor = await createCompactor({ model: 'gpt-4o', store });
+  await assert.rejects(compactor.saveState('/elsewhere.json'), (e) => e instanceof CompactorError && e.code === 'store_failed' && e.message === 'saveState: writing /elsewhere.json failed: EACCES' && e.details.path === '/elsewhere.json');
+});
+
+test('an onEvent that throws is logged, every event is still told, and the call returns its result', async () => {
+  const told = [];
+  const logged = [];
+  const error = console.error;
+  console.error = (...args) => logged.push(args);
+  try {
+    const compactor = await createCompactor({ model: 'gpt-4o', contextWindow: 16_000, onEvent: (e) => { told.push(e.strategy); throw new Error('UI bug'); } });
+    const messages = [{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'q', input: {} }] }, { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'q', output: { type: 'text', value: big('x') } }] }];
+    const result = await compactor.manage(messages);
+    assert.ok(result.events.length > 0);
+    assert.deepEqual(told, result.events.map((e) => e.strategy));
+    assert.equal(logged.length, told.length);
+    assert.match(logged[0][0], /onEvent threw \(event: offload;/);
+    assert.equal(logged[0][1].message, 'UI bug');
+    assert.notEqual(result.messages[2], messages[2], 'offloaded');
+  } finally {
+    console.error = error;
+  }
 });

@@ -270,3 +270,11 @@ test('parseOverflow reads the counts and limits of every table row', () => {
   assert.equal(parseOverflow(undefined), undefined);
   assert.equal(parseOverflow({ statusCode: 400 }), undefined);
 });
+
+test('recover: an attempt that is not a whole number >= 1 is a TypeError naming recover', async () => {
+  const compactor = await createCompactor({ model: 'gpt-4o' });
+  const error = new Error('prompt is too long: 250000 tokens > 200000 maximum');
+  for (const attempt of [0, 1.5, 'x']) {
+    await assert.rejects(compactor.recover([{ role: 'user', content: 'hi' }], error, { attempt }), (e) => e instanceof TypeError && e.message.startsWith('recover: attempt must be a whole number >= 1'));
+  }
+});

@@ -181,3 +181,39 @@ test('statePath: a stateless host (a new compactor per request) keeps stats thro
   assert.equal(r.events[0].status, 'applied');
   assert.match(r.stateError, /quota exceeded/);
 });
+
+test('NodeFsStore.writeIf is a compare-and-set between processes sharing the directory: no increment lost, no lock left', async () => {
+  // Four processes add 1 to a counter 40 times each through writeIf (a refused write reads
+  // again): read-compare-write without the lock loses increments between processes.
+  const { spawn } = await import('node:child_process');
+  const root = await mkdtemp(join(tmpdir(), 'cc-writeif-'));
+  const worker = `
+    const { NodeFsStore } = await import(${JSON.stringify(new URL('../dist/stores/node.js', import.meta.url).href)});
+    const store = new NodeFsStore(process.argv[1]);
+    for (let i = 0; i < 40; i++) {
+      for (;;) {
+        const now = await store.read('/state/counter.json');
+        if (await store.writeIf('/state/counter.json', now, String(Number(now ?? 0) + 1))) break;
+      }
+    }`;
+  try {
+    await Promise.all(Array.from({ length: 4 }, () => new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['--input-type=module', '-e', worker, root], { stdio: ['ignore', 'ignore', 'inherit'] });
+      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker exited ${code}`))));
+    })));
+    const store = new NodeFsStore(root);
+    assert.equal(await store.read('/state/counter.json'), '160');
+    assert.deepEqual(await readdir(join(root, 'state')), ['counter.json'], 'no lock or temp file left');
+    assert.equal(await store.writeIf('/state/counter.json', '159', 'stale'), false);
+    assert.equal(await store.writeIf('/state/new.json', null, 'first'), true);
+    assert.equal(await store.writeIf('/state/new.json', null, 'second'), false);
+    // A lock left by a process that died is broken once stale.
+    await writeFile(join(root, 'state', 'new.json.cc-lock'), '');
+    const { utimes } = await import('node:fs/promises');
+    await utimes(join(root, 'state', 'new.json.cc-lock'), new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    assert.equal(await store.writeIf('/state/new.json', 'first', 'third'), true);
+    assert.deepEqual(await store.list('/state/'), ['/state/counter.json', '/state/new.json'], 'locks are not listed');
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});

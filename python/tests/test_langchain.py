@@ -737,3 +737,32 @@ def test_an_ai_sdk_history_with_several_results_in_one_tool_message_converts_one
     with pytest.raises(InvalidMessageError) as caught:
         from_model_messages(approval, [], [])
     assert "message 0" in caught.value.message and "tool-approval-response" in caught.value.message
+
+
+def test_a_rebuilt_error_with_images_stays_an_error_and_a_rebuilt_ai_message_keeps_its_invalid_tool_calls() -> None:
+    # An error result with an image crosses as a `content` output (no error form): rebuilt, it
+    # came back `success`. A rebuilt AIMessage lost its `invalid_tool_calls`.
+    from context_compactor.langchain import from_model_messages, to_model_messages
+
+    compactor = Compactor(model="gpt-4o", context_window=16_000)
+    big = "\n".join(f"line {i} data" for i in range(3000))
+    image = {"type": "image", "url": "https://example.com/a.png"}
+    invalid = [{"id": "bad1", "name": "t", "args": "{oops", "error": "bad json", "type": "invalid_tool_call"}]
+    filler = "\n".join(f"row {i} some filler words here" for i in range(250))
+    messages = [HumanMessage("start", id="h0")]
+    for k in range(8):
+        call = {"id": f"w{k}", "name": "write_file", "args": {"path": f"/f{k}.txt", "content": filler}, "type": "tool_call"}
+        messages.append(AIMessage(content="", tool_calls=[call], invalid_tool_calls=invalid, id=f"a{k}"))
+        messages.append(ToolMessage(content="ok", tool_call_id=f"w{k}", name="write_file", id=f"t{k}"))
+    messages.append(AIMessage(content="", tool_calls=[{"id": "e1", "name": "t", "args": {}, "type": "tool_call"}], id="ae"))
+    messages.append(ToolMessage(content=[{"type": "text", "text": "ERR " + big}, image], tool_call_id="e1", name="t", id="te", status="error"))
+    messages.append(HumanMessage("next", id="h9"))
+    converted = to_model_messages(messages)
+    result = compactor.manage(converted)
+    back = {m.id: m for m in from_model_messages(result.messages, messages, converted)}
+    rebuilt = [m for m in messages if back[m.id] is not m]
+    assert {m.id for m in rebuilt} >= {"a0", "te"}, "evicted inputs and the offloaded error were rebuilt"
+    assert back["te"].status == "error" and image in back["te"].content
+    for k in range(8):
+        assert back[f"a{k}"].invalid_tool_calls == invalid
+    compactor.close()

@@ -122,3 +122,11 @@ def test_the_langchain_middleware_retries_a_refused_model_call_once() -> None:
     with pytest.raises(APIStatusError):
         strict.invoke({"messages": history})
     assert len(prompts) == 1
+
+
+def test_recover_an_attempt_that_is_not_a_whole_number_is_a_type_error_naming_recover() -> None:
+    compactor = Compactor(model="gpt-4o")
+    error = Exception("prompt is too long: 250000 tokens > 200000 maximum")
+    for attempt in (0, 1.5, "x", None, True):
+        with pytest.raises(TypeError, match=r"^recover: attempt must be a whole number >= 1"):
+            compactor.recover([{"role": "user", "content": "hi"}], error, attempt=attempt)  # type: ignore[arg-type]

@@ -43,8 +43,9 @@ def test_host_options_of_the_wrong_type_and_the_overflow_option() -> None:
         ({"summarize_timeout": True}, "summarize_timeout"),
         ({"store_timeout": True}, "store_timeout"),
         ({"background": "no"}, "background"),
-        ({"overflow": {"retries": -1}}, "overflow"),
-        ({"overflow": {"retry": 2}}, "overflow"),
+        ({"overflow": {"retries": -1}}, "overflow.retries"),
+        ({"overflow": {"retry": 2}}, "overflow.retry"),
+        ({"overflow": 2}, "overflow"),
     ):
         with pytest.raises(InvalidConfigError) as caught:
             Compactor(**kwargs)
@@ -56,7 +57,7 @@ def test_host_options_of_the_wrong_type_and_the_overflow_option() -> None:
 def test_the_signature_defaults_are_the_cores() -> None:
     from context_compactor import _core
 
-    defaults = json.loads(_core.call("host-defaults"))
+    defaults = json.loads(_core.call("host-settings", "{}"))
     signature = inspect.signature(Compactor.__init__).parameters
     assert signature["summarize_timeout"].default * 1000 == defaults["summarizeTimeoutMs"]
     assert signature["store_timeout"].default * 1000 == defaults["storeTimeoutMs"]

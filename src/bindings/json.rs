@@ -1277,8 +1277,29 @@ pub(crate) fn loop_build_prompt(context_json: &str, config_json: &str) -> Result
 /// The recovery tools' specs (`[{name, description, inputSchema}]`) for `options`
 /// ([`crate::recovery::RecoveryOptions`] as JSON).
 pub(crate) fn recovery_tools(options_json: &str) -> Result<String> {
-    let options: crate::recovery::RecoveryOptions = parse("recovery tool options", options_json)?;
-    Ok(crate::recovery::tool_specs_json(&options))
+    Ok(crate::recovery::tool_specs_json(&recovery_options(
+        options_json,
+    )?))
+}
+
+/// The recovery tools' options: a count that is not a whole number >= 0 is an
+/// [`Error::InvalidConfig`] naming it (`defaultLimit: -1`), not a number serde cannot read.
+fn recovery_options(options_json: &str) -> Result<crate::recovery::RecoveryOptions> {
+    let value = serde_json::from_str::<serde_json::Value>(options_json)
+        .map_err(|e| Error::json("recovery tool options", &e))?;
+    for (key, v) in value.as_object().into_iter().flatten() {
+        let count = matches!(
+            key.as_str(),
+            "defaultLimit" | "maxLineChars" | "maxMatches" | "maxPageChars" | "contextWindow"
+        );
+        if count && !v.is_null() && v.as_u64().is_none_or(|n| n > u64::from(u32::MAX)) {
+            return Err(Error::InvalidConfig {
+                field: key.clone(),
+                message: format!("expected a whole number >= 0, got {v}"),
+            });
+        }
+    }
+    parse("recovery tool options", options_json)
 }
 
 /// A recovery tool call started from the model's arguments (JSON; malformed text is the
@@ -1288,7 +1309,7 @@ pub(crate) fn recovery_tool_run(
     arguments_json: &str,
     options_json: &str,
 ) -> Result<crate::recovery::ToolRun> {
-    let options: crate::recovery::RecoveryOptions = parse("recovery tool options", options_json)?;
+    let options = recovery_options(options_json)?;
     let arguments = serde_json::from_str(arguments_json).unwrap_or(serde_json::Value::Null);
     Ok(crate::recovery::ToolRun::new(name, &arguments, &options))
 }
@@ -2050,5 +2071,24 @@ mod tests {
                 other => panic!("{bad}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_recovery_tool_count_that_is_no_whole_number_is_named_not_malformed_json() {
+        for (options, field) in [
+            (r#"{"defaultLimit": -1}"#, "defaultLimit"),
+            (r#"{"defaultLimit": 1.5}"#, "defaultLimit"),
+            (r#"{"maxLineChars": "x"}"#, "maxLineChars"),
+        ] {
+            match recovery_tool_run("read_file", "{}", options) {
+                Err(Error::InvalidConfig { field: named, .. }) => assert_eq!(named, field),
+                other => panic!("{options}: {other:?}"),
+            }
+        }
+        assert!(recovery_tools(r#"{"defaultLimit": 20, "maxPageChars": null}"#).is_ok());
+        assert!(matches!(
+            recovery_tools("{"),
+            Err(Error::MalformedJson { .. })
+        ));
     }
 }

@@ -15,9 +15,10 @@ interface DenoApi {
   realPath(path: string): Promise<string>;
   readDir(path: string): AsyncIterable<{ name: string; isDirectory: boolean }>;
   remove(path: string): Promise<void>;
+  stat(path: string): Promise<{ mtime: Date | null }>;
   cwd(): string;
   build: { os: string };
-  errors: { NotFound: new (...args: never[]) => Error };
+  errors: { NotFound: new (...args: never[]) => Error; AlreadyExists: new (...args: never[]) => Error };
 }
 declare const Deno: DenoApi;
 
@@ -77,6 +78,24 @@ function denoFs(): FsPrimitives {
         await Deno.remove(file);
       } catch (error) {
         if (!missing(error)) throw error;
+      }
+    },
+    async createNew(file) {
+      try {
+        (await Deno.open(file, { write: true, createNew: true, mode: 0o644 })).close();
+        return true;
+      } catch (error) {
+        if (error instanceof Deno.errors.AlreadyExists) return false;
+        throw error;
+      }
+    },
+    async age(file) {
+      try {
+        const { mtime } = await Deno.stat(file);
+        return mtime ? Date.now() - mtime.getTime() : 0;
+      } catch (error) {
+        if (missing(error)) return null;
+        throw error;
       }
     },
   };

@@ -19,12 +19,20 @@ export interface FsPrimitives {
   readDir(dir: string): Promise<{ name: string; isDirectory: boolean }[]>;
   /** Removes a file; a missing file is not an error. */
   remove(file: string): Promise<void>;
+  /** Creates `file` empty only if it does not exist (`O_EXCL`): whether it did. */
+  createNew(file: string): Promise<boolean>;
+  /** How long ago `file` was last modified, in ms, or null when it does not exist. */
+  age(file: string): Promise<number | null>;
   /** A name unlikely to collide, for temp files. */
   unique(): string;
   sep: string;
 }
 
 const TEMP_SUFFIX = '.cc-tmp';
+/** Beside a file while a `writeIf` compares and writes it. */
+const LOCK_SUFFIX = '.cc-lock';
+/** A lock older than this is a holder that died (a compare and write takes milliseconds). */
+const STALE_LOCK_MS = 10_000;
 
 export class FsStore implements FileStore {
   /** The root directory, as given (resolved to absolute by the runtime store). */
@@ -50,11 +58,7 @@ export class FsStore implements FileStore {
 
   async write(path: string, text: string): Promise<void> {
     if (typeof text !== 'string') throw new TypeError(`write(${path}): text must be a string`);
-    const file = this.#native(path);
-    const dir = file.slice(0, file.lastIndexOf(this.#fs.sep));
-    await this.#root();
-    await this.#fs.mkdirp(dir);
-    await this.#confined((await this.#fs.realPath(dir)) ?? dir, path);
+    const file = await this.#writable(path);
     await this.#fs.writeAtomic(`${file}.${this.#fs.unique()}${TEMP_SUFFIX}`, file, text);
   }
 
@@ -72,7 +76,7 @@ export class FsStore implements FileStore {
         const path = storeDir + entry.name;
         if (entry.isDirectory) {
           if ((path + '/').startsWith(prefix) || prefix.startsWith(path + '/')) await walk(path + '/');
-        } else if (!entry.name.endsWith(TEMP_SUFFIX) && path.startsWith(prefix)) {
+        } else if (!entry.name.endsWith(TEMP_SUFFIX) && !entry.name.endsWith(LOCK_SUFFIX) && path.startsWith(prefix)) {
           out.push(path);
         }
       }
@@ -81,12 +85,48 @@ export class FsStore implements FileStore {
     return out.sort();
   }
 
+  /**
+   * Writes `text` only while `path` holds `expected` (null: nothing there), atomically between
+   * processes that share the directory: the compare and the write run under a lock file beside
+   * it (`<file>.cc-lock`, made with `O_EXCL`), so the state's conditional saves and the summary
+   * leases hold across workers on one disk. A lock left by a process that died is broken after
+   * 10 s; one not taken within `STALE_LOCK_MS` either fails the call.
+   */
+  async writeIf(path: string, expected: string | null, text: string): Promise<boolean> {
+    if (typeof text !== 'string') throw new TypeError(`writeIf(${path}): text must be a string`);
+    const file = await this.#writable(path);
+    const lock = file + LOCK_SUFFIX;
+    for (let waited = 0; !(await this.#fs.createNew(lock)); waited += 10) {
+      const age = await this.#fs.age(lock);
+      if (age !== null && age > STALE_LOCK_MS) await this.#fs.remove(lock);
+      else if (waited > STALE_LOCK_MS) throw new CompactorError('store_failed', `writeIf(${path}): ${lock} held for over ${STALE_LOCK_MS} ms`, { path, op: 'writeIf' });
+      else await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    try {
+      if ((await this.#fs.readText(file)) !== expected) return false;
+      await this.#fs.writeAtomic(`${file}.${this.#fs.unique()}${TEMP_SUFFIX}`, file, text);
+      return true;
+    } finally {
+      await this.#fs.remove(lock);
+    }
+  }
+
   async delete(path: string): Promise<void> {
     const file = this.#native(path);
     const real = await this.#fs.realPath(file);
     if (real === null) return;
     await this.#confined(real, path);
     await this.#fs.remove(file);
+  }
+
+  /** `path`'s native file, its directory made and confined to the root. */
+  async #writable(path: string): Promise<string> {
+    const file = this.#native(path);
+    const dir = file.slice(0, file.lastIndexOf(this.#fs.sep));
+    await this.#root();
+    await this.#fs.mkdirp(dir);
+    await this.#confined((await this.#fs.realPath(dir)) ?? dir, path);
+    return file;
   }
 
   #native(path: string): string {

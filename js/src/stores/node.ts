@@ -1,6 +1,6 @@
 // NodeFsStore: a directory on disk, for Node and Bun (and Deno with node: compatibility).
 // Import it from `context-compactor/stores/node`.
-import { mkdir, open, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { resolve, sep } from 'node:path';
 import { FsStore, type FsPrimitives } from './fs.js';
@@ -54,6 +54,23 @@ const nodeFs: FsPrimitives = {
   },
   async remove(file) {
     await rm(file, { force: true });
+  },
+  async createNew(file) {
+    try {
+      await (await open(file, 'wx', 0o644)).close();
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException)?.code === 'EEXIST') return false;
+      throw error;
+    }
+  },
+  async age(file) {
+    try {
+      return Date.now() - (await stat(file)).mtimeMs;
+    } catch (error) {
+      if (missing(error)) return null;
+      throw error;
+    }
   },
 };
 

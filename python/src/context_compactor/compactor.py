@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import json
+import logging
 import math
 import re
 import threading
@@ -38,7 +38,7 @@ from typing import (
 )
 
 from . import _core, tokenizers
-from .codec import Refs, decode, dumps, encode, storable, well_formed
+from .codec import Refs, decode, dumps, encode, find, storable, well_formed
 from .effects import AsyncInLoop, NoAnswer, Steps, CallGate, drive_async, effect_read, outside_calls, run_sync, store_request, wall
 from .effects import message as _message
 from .errors import CompactorError, InvalidConfigError, InvalidMessageError, PlanMismatchError
@@ -51,6 +51,9 @@ Message = Dict[str, Any]
 ``{"type": "text" | "tool-call" | "tool-result" | ...}`` (docs/API.md)."""
 
 Plan = Dict[str, Any]
+
+
+_log = logging.getLogger("context_compactor")
 
 
 class _LazyTranscript(Dict[str, Any]):
@@ -184,7 +187,8 @@ class Compactor:
     - ``state_path``: keep the state in ``store`` at this path, loaded now (an async store,
       inside a running event loop: by the first ``amanage``) and saved after every call that
       changed it;
-    - ``on_event``: called with every compaction event, in order;
+    - ``on_event``: called with every compaction event, in order, once the call's work is done (one
+      that raises is logged on the ``context_compactor`` logger, and the call still returns);
     - ``on_pre_compact``: called (sync or async) before tier 2 or 3 or a manual compaction
       runs, with ``{trigger, current_tokens, target_tokens, message_count, plan}``; may return
       ``{"cancel": True}`` (overridden past the hard limit), ``{"custom_instructions": str}``
@@ -233,6 +237,7 @@ class Compactor:
             )
         core_config: Dict[str, Any] = {}
         given: Dict[str, str] = {}  # the core's name -> the app's, for errors
+        _once([*(config or {}), *options], "")
         for key, value in [*(config or {}).items(), *options.items()]:
             core_config[_camel(key)] = _option_value(key, value, given)
         bad = _non_finite(core_config, "")
@@ -240,14 +245,12 @@ class Compactor:
             raise InvalidConfigError("invalid_config", f"{_spelled(bad, given)}: expected a finite number", {"field": _spelled(bad, given)})
         if "tools" in core_config:
             core_config["tools"] = tool_definitions(core_config["tools"])
+        # The defaults, the checks and when summaries go to the background: the core's.
+        settled = _settle(
+            summarize_timeout=summarize_timeout, store_timeout=store_timeout, overflow=overflow, background=background,
+            store=store is not None, state=state is not None, state_path=state_path is not None, summarize=summarize is not None,
+        )
         if store is None:
-            if state_path is not None:
-                raise InvalidConfigError(
-                    "invalid_config",
-                    "state_path needs a store that outlives the compactor (store=); the default "
-                    "MemoryStore would lose the state",
-                    {"field": "state_path"},
-                )
             store = MemoryStore()
         missing = [m for m in ("read", "write", "list", "delete") if not callable(getattr(store, m, None))]
         if missing:
@@ -256,43 +259,17 @@ class Compactor:
                 f"store must implement read, write, list and delete; missing: {', '.join(missing)}",
                 {"field": "store"},
             )
-        if isinstance(summarize_timeout, bool) or not (isinstance(summarize_timeout, (int, float)) and summarize_timeout > 0 and math.isfinite(summarize_timeout)):
-            raise InvalidConfigError(
-                "invalid_config",
-                "summarize_timeout must be a positive, finite number of seconds",
-                {"field": "summarize_timeout"},
-            )
-        if store_timeout is not None and (isinstance(store_timeout, bool) or not (isinstance(store_timeout, (int, float)) and store_timeout > 0 and math.isfinite(store_timeout))):
-            raise InvalidConfigError(
-                "invalid_config",
-                "store_timeout must be a positive, finite number of seconds, or None (store calls made directly)",
-                {"field": "store_timeout"},
-            )
-        retries = (overflow or {}).get("retries", _host_default("overflowRetries")) if isinstance(overflow, (Mapping, type(None))) else None
-        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0 or set(overflow or {}) - {"retries"}:
-            raise InvalidConfigError("invalid_config", "overflow must be a dict {\"retries\": <a whole number >= 0>}", {"field": "overflow"})
         #: Compact-and-retry rounds per model call after an overflow (``overflow["retries"]``).
-        self.overflow_retries: int = retries
-        if background is not None and not isinstance(background, bool):
-            raise InvalidConfigError("invalid_config", "background must be True or False", {"field": "background"})
-        if summarize is not None and not callable(summarize):
-            raise InvalidConfigError(
-                "invalid_config", "summarize must be callable", {"field": "summarize"}
-            )
-        if on_event is not None and not callable(on_event):
-            raise InvalidConfigError(
-                "invalid_config", "on_event must be callable", {"field": "on_event"}
-            )
+        self.overflow_retries: int = settled["overflowRetries"]
+        for field, callback in (("summarize", summarize), ("on_event", on_event), ("on_pre_compact", on_pre_compact), ("now", now)):
+            if callback is not None and not callable(callback):
+                raise InvalidConfigError("invalid_config", f"{field} must be callable", {"field": field})
         self.store: FileStore = store
         #: The store as the compactor calls it: every call bounded by ``store_timeout``.
-        self._io: FileStore = store if store_timeout is None else TimedStore(store, float(store_timeout))
+        self._io: FileStore = _bounded(store, settled["storeTimeoutMs"])
         self._summarize = summarize
-        self._summarize_timeout = float(summarize_timeout)
+        self._summarize_timeout: float = settled["summarizeTimeoutMs"] / 1000
         self._on_event = on_event
-        if on_pre_compact is not None and not callable(on_pre_compact):
-            raise InvalidConfigError(
-                "invalid_config", "on_pre_compact must be callable", {"field": "on_pre_compact"}
-            )
         self._on_pre_compact = on_pre_compact
         self._state_path = None if state_path is None else check_path(state_path, "state_path")
         stored: Optional[_Stored] = None
@@ -329,19 +306,14 @@ class Compactor:
             self._core.call("persist-later", self._state_path, later)
         self._held = _Held()
         self._last: Optional[Tuple[List[Any], List[Any], List[Message]]] = None
-        if now is not None and not callable(now):
-            raise InvalidConfigError("invalid_config", "now must be a callable returning milliseconds since the Unix epoch", {"field": "now"})
         self._now: Callable[[], float] = now if now is not None else (lambda: time.time() * 1000)
         self._calls = 0
         self._lock = threading.RLock()
         #: One call at a time, from threads and event loops alike.
         self._gate = CallGate(self)
-        # Summaries made ahead of need: on with a summarizer; those under way (threads or
-        # tasks) by key, and the texts back (None: failed) not yet handed to the core.
-        # A ``state`` without ``state_path`` is a compactor made per request: a summary made
-        # after it answered would reach no one, so it summarizes in the call unless told.
-        per_request = state is not None and state_path is None
-        self._background = ((_host_default("background") and not per_request) if background is None else background) and summarize is not None
+        # Summaries made ahead of need (the core's say); those under way (threads or tasks) by
+        # key, and the texts back (None: failed) not yet handed to the core.
+        self._background: bool = settled["background"]
         self._ahead_runs: Dict[str, Any] = {}
         self._ahead_done: Dict[str, Optional[str]] = {}
         self._ahead_lock = threading.Lock()
@@ -512,6 +484,8 @@ class Compactor:
     def _recover(self, messages: Sequence[Message], error: BaseException, info: Dict[str, Any], attempt: int) -> Steps[ManageResult]:
         # The core's call: the provider's count calibrates first, the events carry ``overflow``,
         # and nothing left to compact is its ``context_overflow`` (raised from ``error``).
+        if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+            raise TypeError(f"recover: attempt must be a whole number >= 1, got {attempt!r}")
         result = yield from self._run(messages, "auto", None, overflow=({**info, "attempt": attempt}, error))
         result.overflow = info
         return result
@@ -558,7 +532,11 @@ class Compactor:
         if self._on_event is not None:
             with self._gate.lent():
                 for event in events:
-                    outside_calls(self._on_event, event)
+                    try:
+                        outside_calls(self._on_event, event)
+                    except Exception:
+                        # The call's work is done and saved: its result must reach the app.
+                        _log.exception("on_event raised (event: %s; the call's result is kept, the other events told)", event.get("strategy"))
 
     def _session(self, ctx: "_Call", options: str, trigger: str, call: int) -> Steps[ManageResult]:
         """Drives the core's loop: carries out its requests and hands back each outcome, until
@@ -835,7 +813,13 @@ class Compactor:
     def _copy_state(self, path: str) -> Steps[None]:
         """The state as it is now, written at ``path`` (not the state path): no call of the
         core's loop, so it may be made at any time (as npm's)."""
-        yield ("write", self._io, path, dumps(self.state()))
+        try:
+            yield ("write", self._io, path, dumps(self.state()))
+        except CompactorError:
+            raise
+        except Exception as e:
+            # Typed, naming the file, as a store that stalls is.
+            raise CompactorError("store_failed", f"save_state: writing {path} failed: {_message(e)}", {"path": path, "op": "write"}) from e
 
     def _save_state(self, path: str) -> Steps[None]:
         # The core's call (``save``): conditional on what was last read or saved
@@ -872,7 +856,7 @@ class Compactor:
             if keep == len(messages) == len(held.messages):
                 return False
         refs = held.refs if keep else {}
-        appended = encode(list(messages[keep:]), refs)
+        appended = encode(list(messages[keep:]), refs, keep)
         self._held = _Held()
         self._core.call("sync", keep, appended)
         self._held = _Held(list(messages), marks, refs)
@@ -1046,9 +1030,7 @@ async def create_compactor(config: Optional[Mapping[str, Any]] = None, **options
     store, path = options.get("store"), options.get("state_path")
     if store is None or path is None or options.get("state") is not None or not _reads_async(store):
         return Compactor(config, **options)
-    timeout = options.get("store_timeout", _host_default("storeTimeoutMs") / 1000)
-    bounded = isinstance(timeout, (int, float)) and timeout > 0 and math.isfinite(timeout)
-    io = TimedStore(store, float(timeout)) if bounded else store  # a bad timeout: the constructor says so
+    io = _bounded(store, _settle(**{k: options[k] for k in ("store_timeout",) if k in options}, store=True)["storeTimeoutMs"])
     path = check_path(path, "state_path")
     try:
         stored = _parse_stored(await drive_async(effect_read(io, path), threading.RLock()), path)
@@ -1112,15 +1094,30 @@ def _camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-@functools.lru_cache(maxsize=None)
-def _host_defaults() -> Dict[str, Any]:
-    return cast(Dict[str, Any], json.loads(_core.call("host-defaults")))
+def _settle(**given: Any) -> Dict[str, Any]:
+    """What this host does with its own options, as the core settles them from what the app gave
+    (``src/config.rs`` ``host_settings``: the defaults, the checks, when summaries go to the
+    background); the timeouts in seconds here, in milliseconds there. Errors name the options as
+    Python spells them."""
+    core: Dict[str, Any] = {}
+    for name, value in given.items():
+        if name in ("summarize_timeout", "store_timeout") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = value * 1000 if math.isfinite(value) else str(value)
+        core[_camel(name) + ("Ms" if name.endswith("timeout") else "")] = value
+    names = {"summarizeTimeoutMs": "summarize_timeout", "storeTimeoutMs": "store_timeout", "statePath": "state_path"}
+    bad = _non_finite(core, "")
+    if bad is not None:
+        raise InvalidConfigError("invalid_config", f"{_spelled(bad, names)}: expected a finite number", {"field": _spelled(bad, names)})
+    try:
+        # What JSON cannot carry crosses as its repr, for the core to refuse by name.
+        return cast(Dict[str, Any], json.loads(_core.call("host-settings", json.dumps(core, default=repr))))
+    except InvalidConfigError as e:
+        raise _in_python_names(e, names) from None
 
 
-def _host_default(key: str) -> Any:
-    """What this host does where the app leaves its own options out: every host's, the core's
-    (``src/config.rs`` ``HOST_DEFAULTS``)."""
-    return _host_defaults()[key]
+def _bounded(store: FileStore, ms: Optional[float]) -> FileStore:
+    """``store`` as a compactor calls it: each call bounded by ``ms`` (None: made directly)."""
+    return store if ms is None else TimedStore(store, ms / 1000)
 
 
 def _spelled(path: str, given: Mapping[str, str]) -> str:
@@ -1165,8 +1162,20 @@ def _option_value(key: str, value: Any, given: Dict[str, str], path: str = "") -
     path = f"{path}.{_camel(key)}" if path else _camel(key)
     given.setdefault(path, key)
     if _camel(key) != "tools" and isinstance(value, Mapping):
+        _once(value, path)
         return {_camel(k): _option_value(k, v, given, path) for k, v in value.items()}
     return value
+
+
+def _once(keys: Any, path: str) -> None:
+    """Refuses an option given twice, once in each spelling (``threshold_tokens`` and
+    ``thresholdTokens``): one would silently win."""
+    seen: Dict[str, str] = {}
+    for key in keys:
+        other = seen.setdefault(_camel(str(key)), str(key))
+        if other != key:
+            field = f"{path}.{_camel(str(key))}" if path else _camel(str(key))
+            raise InvalidConfigError("invalid_config", f"{other!r} and {key!r} are the same option ({field}), given twice", {"field": field})
 
 
 def tool_definitions(tools: Any) -> Any:
@@ -1241,23 +1250,10 @@ def _app_json(value: Any, content: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _non_finite(value: Any, path: str, depth: int = 0) -> Optional[str]:
+def _non_finite(value: Any, path: str) -> Optional[str]:
     """The path of the first NaN or infinite number in an options value (JSON cannot carry them)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path or "config"
-    if depth > 8:
-        return None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            found = _non_finite(item, f"{path}.{key}" if path else str(key), depth + 1)
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            found = _non_finite(item, f"{path}[{i}]", depth + 1)
-            if found is not None:
-                return found
-    return None
+    found = find(value, lambda v: "" if isinstance(v, float) and not math.isfinite(v) else None, 9, path, leaves=True)
+    return None if found is None else found[0] or "config"
 
 
 def _size(value: Any) -> int:

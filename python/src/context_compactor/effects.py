@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import json
 import threading
 import time
 from contextlib import asynccontextmanager, contextmanager
@@ -138,8 +139,23 @@ def _detached(steps: Steps[None]) -> "asyncio.Future[None]":
 
 
 def effect_read(store: FileStore, path: str) -> Steps[Optional[str]]:
-    text = yield ("read", store, path)
-    return None if text is None else str(text)
+    return read_text((yield ("read", store, path)), path)
+
+
+def read_text(text: Any, path: str) -> Optional[str]:
+    """A store read's answer: text, or None when nothing is stored there. Anything else (a
+    number, a dict a JSON-parsing backend made, bytes) is a typed ``store_failed`` naming the
+    call, never a value taken for text."""
+    if text is None or isinstance(text, str):
+        return text
+    raise CompactorError("store_failed", f"store read of {json.dumps(path)} returned {type(text).__name__}: expected a str, or None when nothing is stored there", {"path": path, "op": "read"})
+
+
+def listed_paths(paths: Any, prefix: str) -> List[str]:
+    """A store list's answer: a list of paths; anything else a typed ``store_failed``."""
+    if isinstance(paths, (list, tuple)) and all(isinstance(p, str) for p in paths):
+        return list(paths)
+    raise CompactorError("store_failed", f"store list of {json.dumps(prefix)} returned {type(paths).__name__}: expected a list of paths (str)", {"path": prefix, "op": "list"})
 
 
 def conditional_write(store: FileStore, path: str, expected: Optional[str], text: str) -> Steps[Dict[str, Any]]:
@@ -154,13 +170,13 @@ def conditional_write(store: FileStore, path: str, expected: Optional[str], text
 
     def read_back() -> Steps[Dict[str, Any]]:
         try:
-            current = yield ("read", store, path)
+            current = read_text((yield ("read", store, path)), path)
         except Exception as e:
             return {"written": False, "read_error": e}
         return {"written": True} if current == text else {"written": False, "current": current}
 
     if not callable(getattr(store, "write_if", None)):
-        current = yield ("read", store, path)
+        current = read_text((yield ("read", store, path)), path)
         if current != expected:
             return {"written": False, "current": current}
         yield ("write", store, path, text)
@@ -199,8 +215,8 @@ def store_request(store: FileStore, request: Dict[str, Any]) -> Steps[Dict[str, 
         timeout = request.get("timeoutMs")
         bounded = store.within(timeout / 1000) if timeout is not None and isinstance(store, TimedStore) else store
         if kind == "read":
-            text = yield ("read", bounded, request["path"])
-            return {"type": "read", "text": None if text is None else well_formed(str(text))}
+            text = read_text((yield ("read", bounded, request["path"])), request["path"])
+            return {"type": "read", "text": None if text is None else well_formed(text)}
         if kind == "put":
             yield ("write", bounded, request["path"], request["text"])
             return {"type": "done"}

@@ -149,7 +149,7 @@ def _from_model(message: Dict[str, Any], like: Optional[BaseMessage]) -> BaseMes
     keep: Dict[str, Any] = {}
     if like is not None and like.type == {"system": "system", "user": "human", "assistant": "ai", "tool": "tool"}[role]:
         keep = {"id": like.id, "additional_kwargs": like.additional_kwargs, "response_metadata": like.response_metadata}
-        keep.update({"usage_metadata": like.usage_metadata} if isinstance(like, AIMessage) else {})
+        keep.update({"usage_metadata": like.usage_metadata, "invalid_tool_calls": like.invalid_tool_calls} if isinstance(like, AIMessage) else {})
         # A tool message's name is its result's toolName.
         keep.update({"artifact": like.artifact} if isinstance(like, ToolMessage) else {"name": like.name})
     else:
@@ -176,7 +176,9 @@ def _from_model(message: Dict[str, Any], like: Optional[BaseMessage]) -> BaseMes
         content=value,
         tool_call_id=result["toolCallId"],
         name=result["toolName"],
-        status="error" if output["type"].startswith("error") else "success",
+        # An error with images or files crossed as a `content` output, which has no error form:
+        # its status is the original's.
+        status="error" if output["type"].startswith("error") or (isinstance(like, ToolMessage) and like.status == "error") else "success",
         **keep,
     )
 

@@ -5,10 +5,12 @@ backslash, empty segment, over-long path or segment."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
 import threading
+import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple, Type, cast, runtime_checkable
 
@@ -118,6 +120,10 @@ class MemoryStore:
 
 
 _TEMP_SUFFIX = ".cc-tmp"
+#: Beside a file while a ``write_if`` compares and writes it.
+_LOCK_SUFFIX = ".cc-lock"
+#: A lock older than this is a holder that died (a compare and write takes milliseconds).
+_STALE_LOCK_SECONDS = 10.0
 
 
 class LocalStore:
@@ -186,7 +192,7 @@ class LocalStore:
                     if entry.is_dir():
                         if (path + "/").startswith(prefix) or prefix.startswith(path + "/"):
                             walk(path + "/")
-                    elif not entry.name.endswith(_TEMP_SUFFIX) and path.startswith(prefix):
+                    elif not entry.name.endswith((_TEMP_SUFFIX, _LOCK_SUFFIX)) and path.startswith(prefix):
                         out.append(path)
 
         walk(base)
@@ -201,6 +207,46 @@ class LocalStore:
             os.unlink(file)
         except FileNotFoundError:
             pass
+
+    def write_if(self, path: str, expected: Optional[str], text: str) -> bool:
+        """Writes ``text`` only while ``path`` holds ``expected`` (None: nothing there),
+        atomically between processes that share the directory (the npm ``NodeFsStore``'s
+        ``writeIf``): the compare and the write run under a lock file beside it
+        (``<file>.cc-lock``, made with ``O_EXCL``), so the state's conditional saves and the
+        summary leases hold across workers on one disk. A lock left by a process that died is
+        broken after 10 s; one not taken within that either raises ``store_failed``."""
+        if not isinstance(text, str):
+            raise TypeError(f"LocalStore.write_if({path}): text must be a str")
+        file = self._native(path)
+        self._root()
+        os.makedirs(os.path.dirname(file), exist_ok=True)
+        self._confined(os.path.realpath(os.path.dirname(file)), path)
+        lock, waited = file + _LOCK_SUFFIX, 0.0
+        while True:
+            try:
+                os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                break
+            except FileExistsError:
+                try:
+                    stale = time.time() - os.stat(lock).st_mtime > _STALE_LOCK_SECONDS
+                except FileNotFoundError:
+                    continue
+                if stale:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(lock)
+                elif waited > _STALE_LOCK_SECONDS:
+                    raise CompactorError("store_failed", f"LocalStore.write_if({path}): {lock} held for over {_STALE_LOCK_SECONDS:g} s", {"path": path, "op": "write_if"}) from None
+                else:
+                    time.sleep(0.01)
+                    waited += 0.01
+        try:
+            if self.read(path) != expected:
+                return False
+            self.write(path, text)
+            return True
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(lock)
 
     def _native(self, path: str) -> str:
         return self.root + check_path(path).replace("/", os.sep)

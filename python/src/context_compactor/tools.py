@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional
 from . import _core
 from ._core import core
 from .codec import well_formed as _well_formed
-from .effects import Steps, drive_async, run_sync
+from .effects import Steps, drive_async, listed_paths, read_text, run_sync
 from .stores import FileStore, check_path, check_prefix
 
 DEFAULT_LIMIT = 500
@@ -42,16 +42,14 @@ def _steps(store: FileStore, name: str, arguments: Dict[str, Any], options: Dict
             if io["type"] == "read":
                 text: Optional[str] = None
                 try:
-                    text = yield ("read", store, check_path(io["path"]))
-                    if text is not None and not isinstance(text, str):
-                        text, error = None, f"the store returned {type(text).__name__}, not text"
+                    text = read_text((yield ("read", store, check_path(io["path"]))), io["path"])
                 except Exception as e:
                     error = str(e)
                 c.call("[method]tool-run.handle-read", run, None if text is None else _well_formed(text), error)
             else:
                 paths: List[str] = []
                 try:
-                    paths = [str(p) for p in (yield ("list", store, check_prefix(io["prefix"])))]
+                    paths = listed_paths((yield ("list", store, check_prefix(io["prefix"]))), io["prefix"])
                 except Exception as e:
                     error = str(e)
                 c.call("[method]tool-run.handle-list", run, [_well_formed(p) for p in paths], error)

@@ -208,8 +208,10 @@ impl api::Guest for Component {
         crate::prompts::with_memory(&system, agents_md.as_deref())
     }
 
-    fn host_defaults() -> String {
-        json::to_json(&crate::HOST_DEFAULTS)
+    fn host_settings(given: String) -> Result<String, api::Error> {
+        crate::host_settings(&given)
+            .map(|settings| json::to_json(&settings))
+            .map_err(error)
     }
 }
 

@@ -389,11 +389,13 @@ pub fn parse_overflow(texts: Vec<String>, status: Option<u16>) -> String {
     json::parse_overflow(&texts, status)
 }
 
-/// What a host does where the app leaves its own options out (`crate::HOST_DEFAULTS`):
-/// `{summarizeTimeoutMs, storeTimeoutMs, overflowRetries, background}` as JSON.
-#[wasm_bindgen(js_name = hostDefaults)]
-pub fn host_defaults() -> String {
-    json::to_json(&crate::HOST_DEFAULTS)
+/// What a host does with its own options (`crate::host_settings`): what the app gave as JSON
+/// in, `{summarizeTimeoutMs, storeTimeoutMs, overflowRetries, background}` out.
+#[wasm_bindgen(js_name = hostSettings)]
+pub fn host_settings(given_json: &str) -> JsResult<String> {
+    crate::host_settings(given_json)
+        .map(|settings| json::to_json(&settings))
+        .map_err(throw)
 }
 
 /// What a host's overflow retry loop does next: `{moment, overflow, attempt, retries}` in,
