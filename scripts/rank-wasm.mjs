@@ -1,5 +1,6 @@
 // Wraps a rank file (data/*.ranks) in a data-only WebAssembly module: one exported memory
-// `data` holding the bytes and an exported i32 global `length`. Every runtime already knows how
+// `data` holding the bytes and an exported i32 global `size` (not `length`: Nitro copies a
+// .wasm import's exports onto a function, whose `length` is read-only). Every runtime already knows how
 // to load a .wasm (a file read, a fetch, a Workers CompiledWasm import, Vercel's `?module`), so
 // the ranks travel exactly the way the core does; instantiating the module runs no code.
 //   node scripts/rank-wasm.mjs data/o200k_base.ranks js/dist/ranks/o200k_base.wasm
@@ -35,7 +36,7 @@ export function rankWasm(data) {
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(5, [1, 0x00, ...leb(pages)]), // memory: min pages, no max
     ...section(6, [1, 0x7f, 0x00, 0x41, ...sleb(data.length), 0x0b]), // global i32 const
-    ...section(7, [2, ...name('data'), 0x02, 0, ...name('length'), 0x03, 0]),
+    ...section(7, [2, ...name('data'), 0x02, 0, ...name('size'), 0x03, 0]),
   ];
   const dataBody = [1, 0x00, 0x41, 0x00, 0x0b, ...leb(data.length)]; // active, memory 0, offset 0
   const dataSection = [11, ...leb(dataBody.length + data.length), ...dataBody];
@@ -49,7 +50,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   writeFileSync(output, wasm);
   // Check it the way the package will read it.
   const { instance } = await WebAssembly.instantiate(wasm);
-  const { data, length } = instance.exports;
-  const copy = new Uint8Array(data.buffer, 0, length.value);
+  const { data, size } = instance.exports;
+  const copy = new Uint8Array(data.buffer, 0, size.value);
   if (Buffer.compare(copy, readFileSync(input)) !== 0) throw new Error(`${output}: round trip differs`);
 }

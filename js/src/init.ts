@@ -442,11 +442,13 @@ async function rankBytes(name: string, source: RankSource): Promise<Uint8Array> 
   } catch (error) {
     throw new CompactorError('invalid_rank_data', `data for "${name}": not a data-only module: ${errorMessage(error)}`, { encoding: name });
   }
-  const { data, length } = instance.exports as { data?: WebAssembly.Memory; length?: WebAssembly.Global };
-  if (!isTagged(data, 'Memory') || !length) {
-    throw new CompactorError('invalid_rank_data', 'rank module: expected exports `data` (memory) and `length`', {});
+  // `size` (`length` in data files of 0.1.0 before it: Nitro could not wrap that name).
+  const exports = instance.exports as { data?: WebAssembly.Memory; size?: WebAssembly.Global; length?: WebAssembly.Global };
+  const { data, size = exports.length } = exports;
+  if (!isTagged(data, 'Memory') || !size) {
+    throw new CompactorError('invalid_rank_data', 'rank module: expected exports `data` (memory) and `size`', {});
   }
-  return new Uint8Array((data as WebAssembly.Memory).buffer, 0, Number(length.value));
+  return new Uint8Array((data as WebAssembly.Memory).buffer, 0, Number(size.value));
 }
 
 /** Whether `value` is a `WebAssembly.<kind>` of any realm. */
