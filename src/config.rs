@@ -420,6 +420,10 @@ pub struct HostDefaults {
     pub background: bool,
 }
 
+/// The most an image or file part may be counted (`imageTokens`, `fileTokens`): past every
+/// model's window, and far below `u32::MAX`, which a message's sum must not pass.
+const MAX_PART_TOKENS: u32 = 10_000_000;
+
 /// The defaults of every host ([`HostDefaults`]).
 pub const HOST_DEFAULTS: HostDefaults = HostDefaults {
     summarize_timeout_ms: 120_000,
@@ -615,6 +619,28 @@ impl Config {
             merge(&mut base, std::mem::take(&mut value));
             value = base;
         }
+        // An option group given as a list would be read by position (serde reads a struct from
+        // a sequence): `offload: [100]` as `offload.thresholdTokens`.
+        for (group, inner) in [
+            ("offload", None),
+            ("compaction", Some("workingFiles")),
+            ("cache", None),
+            ("history", Some("importance")),
+        ] {
+            let outer = value.get(group);
+            let nested = inner.and_then(|key| Some((key, outer?.get(key)?)));
+            for (field, found) in [(group.to_owned(), outer)]
+                .into_iter()
+                .chain(nested.map(|(key, v)| (format!("{group}.{key}"), Some(v))))
+            {
+                if found.is_some_and(serde_json::Value::is_array) {
+                    return Err(Error::InvalidConfig {
+                        field,
+                        message: "expected an object of options, got a list".into(),
+                    });
+                }
+            }
+        }
         let config: Config = deserialize(value)?;
         config.validate()?;
         Ok(config)
@@ -631,6 +657,15 @@ impl Config {
         };
         if self.context_window == Some(0) {
             return bad("contextWindow", "must be greater than 0");
+        }
+        // A count past any window would overflow a message's sum.
+        for (field, tokens) in [
+            ("imageTokens", self.image_tokens),
+            ("fileTokens", self.file_tokens),
+        ] {
+            if tokens > MAX_PART_TOKENS {
+                return bad(field, "must be at most 10,000,000 (more than any window)");
+            }
         }
         let o = &self.offload;
         if o.threshold_tokens == 0 {
@@ -1017,6 +1052,25 @@ mod tests {
         let started = std::time::Instant::now();
         assert_eq!(path(serde_json::json!({ "items": long })), "items");
         assert!(started.elapsed().as_secs() < 5, "bounded");
+    }
+
+    #[test]
+    fn a_group_given_as_a_list_and_a_part_count_past_any_window_are_refused() {
+        let field = |json: &str| match Config::from_json(json) {
+            Err(Error::InvalidConfig { field, .. }) => field,
+            other => panic!("{json}: {other:?}"),
+        };
+        // serde would read them by position: `[100]` as `offload.thresholdTokens`.
+        assert_eq!(field(r#"{"offload":[100]}"#), "offload");
+        assert_eq!(field(r#"{"history":["truncate"]}"#), "history");
+        assert_eq!(
+            field(r#"{"compaction":{"workingFiles":[1]}}"#),
+            "compaction.workingFiles"
+        );
+        assert_eq!(field(r#"{"preset":"simple","cache":[]}"#), "cache");
+        assert_eq!(field(r#"{"imageTokens":4294967295}"#), "imageTokens");
+        assert_eq!(field(r#"{"fileTokens":10000001}"#), "fileTokens");
+        assert!(Config::from_json(r#"{"imageTokens":10000000,"offload":{}}"#).is_ok());
     }
 
     #[test]

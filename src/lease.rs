@@ -202,12 +202,15 @@ impl LeaseIo {
 
 impl LeaseOptions {
     /// The options of a summary made under a lease by a host whose summarizer answers within
-    /// `summarize_timeout_ms`: a lease holds for that and 5 s more, and a request waits as long
-    /// for another's summary. `keep`: a summary asked ahead of need (see [`LeaseOptions::keep`]).
+    /// `summarize_timeout_ms`: a lease holds for that and 5 s more, and a request waits for
+    /// another's summary until past its lease (a holder that died: the first waiter to find its
+    /// lease expired takes it over, and the others wait for that one's summary, rather than each
+    /// summarizing). `keep`: a summary asked ahead of need (see [`LeaseOptions::keep`]).
     pub fn for_summarizer(summarize_timeout_ms: f64, keep: bool) -> LeaseOptions {
+        let poll_ms = LeaseOptions::default().poll_ms;
         LeaseOptions {
             lease_ms: summarize_timeout_ms + 5_000.0,
-            wait_ms: summarize_timeout_ms,
+            wait_ms: summarize_timeout_ms + 5_000.0 + poll_ms,
             keep,
             ..LeaseOptions::default()
         }
@@ -533,6 +536,9 @@ pub struct LeaseRun {
     owner: String,
     options: LeaseOptions,
     deadline: f64,
+    /// The held lease last waited on, as read: another's lease in its place (a request that
+    /// took over a lease its holder left to expire) is waited on afresh.
+    waited_on: Option<String>,
     /// The time of the last input.
     now: f64,
     step: Step,
@@ -546,6 +552,7 @@ impl LeaseRun {
             path: path.to_string(),
             owner: owner.to_string(),
             deadline: now + options.wait_ms,
+            waited_on: None,
             now,
             options,
             step: Step::Read,
@@ -647,13 +654,20 @@ impl LeaseRun {
         }
     }
 
-    fn after_read(&self, current: Option<String>, now: f64) -> Step {
+    fn after_read(&mut self, current: Option<String>, now: f64) -> Step {
         let lease = LeaseState::of(current.as_deref(), now);
         if let Some(summary) = lease.summary {
             return Step::Done {
                 text: Some(summary),
                 shared: true,
             };
+        }
+        if lease.held {
+            // A new holder (one took over an expired lease): its summary is waited for as long.
+            if self.waited_on.is_some() && self.waited_on != current {
+                self.deadline = now + self.options.wait_ms;
+            }
+            self.waited_on = current.clone();
         }
         let waited = now >= self.deadline;
         if lease.held {
@@ -814,6 +828,74 @@ mod tests {
         assert_eq!(run.poll(), LeaseIo::Summarize);
         run.handle(LeaseOutcome::Summary(Some("mine".into())), 2_000.0);
         assert_eq!(run.result(), Some((Some("mine"), false)));
+    }
+
+    #[test]
+    fn waiters_on_a_dead_holder_wait_for_the_one_that_takes_its_lease_over() {
+        let options = LeaseOptions::for_summarizer(1_000.0, false);
+        let dead = r#"{"owner":"dead","until":6000}"#.to_string();
+        let mut runs: Vec<LeaseRun> = (0..3)
+            .map(|i| LeaseRun::new("/l", &format!("w{i}"), 1_000.0, options.clone()))
+            .collect();
+        for run in &mut runs {
+            run.handle(LeaseOutcome::Read(Some(dead.clone())), 1_000.0);
+            assert!(matches!(run.poll(), LeaseIo::Sleep { .. }));
+        }
+        // The lease expires while they wait: each reads it expired; the first takes it.
+        let mut store = dead;
+        let mut summarizing = 0;
+        for run in &mut runs {
+            run.handle(LeaseOutcome::Woke, 6_010.0);
+            run.handle(LeaseOutcome::Read(Some(store.clone())), 6_010.0);
+            match run.poll() {
+                LeaseIo::WriteIf { text, .. } if summarizing == 0 => {
+                    store = text;
+                    summarizing += 1;
+                    run.handle(LeaseOutcome::Written(true), 6_011.0);
+                    assert_eq!(run.poll(), LeaseIo::Summarize);
+                }
+                // Read after the take: the new holder is waited on, not summarized over.
+                LeaseIo::Sleep { .. } => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(summarizing, 1);
+        // One that read the expired lease just before the take is refused, then waits too.
+        let mut late = LeaseRun::new("/l", "w3", 1_000.0, options.clone());
+        late.handle(
+            LeaseOutcome::Read(Some(r#"{"owner":"dead","until":6000}"#.into())),
+            1_000.0,
+        );
+        late.handle(LeaseOutcome::Woke, 6_010.0);
+        late.handle(
+            LeaseOutcome::Read(Some(r#"{"owner":"dead","until":6000}"#.into())),
+            6_010.0,
+        );
+        assert!(matches!(late.poll(), LeaseIo::WriteIf { .. }));
+        late.handle(LeaseOutcome::Written(false), 6_012.0);
+        late.handle(LeaseOutcome::Woke, 6_062.0);
+        late.handle(LeaseOutcome::Read(Some(store.clone())), 6_062.0);
+        assert!(
+            matches!(late.poll(), LeaseIo::Sleep { .. }),
+            "waits, not summarizes"
+        );
+        runs.push(late);
+        // The new holder's summary reaches the others.
+        for run in &mut runs[1..] {
+            // Past the first wait's end, the new holder is still waited on.
+            run.handle(LeaseOutcome::Woke, 7_100.0);
+            run.handle(LeaseOutcome::Read(Some(store.clone())), 7_100.0);
+            assert!(
+                matches!(run.poll(), LeaseIo::Sleep { .. }),
+                "waits on the new holder"
+            );
+            run.handle(LeaseOutcome::Woke, 7_900.0);
+            run.handle(
+                LeaseOutcome::Read(Some(r#"{"summary":"one"}"#.into())),
+                7_900.0,
+            );
+            assert_eq!(run.result(), Some((Some("one"), true)));
+        }
     }
 
     #[test]

@@ -7,6 +7,16 @@
 //! and [`Compactor::apply`] changes the conversation only where the host succeeded. Nothing
 //! leaves the conversation before it is stored.
 //!
+//! ## serde_json in your build
+//!
+//! The crate keeps every JSON number byte for byte and every object's key order, so it turns on
+//! serde_json's `arbitrary_precision` and `preserve_order` features. Cargo unifies features, so
+//! they hold for every crate of the build that uses serde_json: with `arbitrary_precision`, a
+//! number under `#[serde(untagged)]` or `#[serde(flatten)]` reaches your deserializer as a map,
+//! which an `f64` field refuses (serde_json's own caveat of the feature). Keep such types apart
+//! from the compactor (a separate crate of the workspace, or parse them through
+//! `serde_json::Value` first).
+//!
 //! ## The host loop
 //!
 //! [`Compactor::manage`] runs the whole loop against an app's [`Host`] (its store, its LLM and an

@@ -75,6 +75,8 @@ enum Read {
     ReportedThenLimit,
     /// limit, requested, prompt, completion: the prompt, against the limit less the completion.
     PromptAndCompletion,
+    /// The prompt, the reply's room, then the window: the limit is the window less the room.
+    InputPlusOutput,
     LlamaCpp,
 }
 
@@ -134,6 +136,18 @@ const TABLE: &[Row] = &[
             Lit(" maximum"),
         ],
         read: Read::ReportedThenLimit,
+    },
+    Row {
+        provider: "anthropic",
+        pattern: &[
+            Lit("input length and `max_tokens` exceed context limit: "),
+            Num,
+            Lit(" + "),
+            Num,
+            Lit(" > "),
+            Num,
+        ],
+        read: Read::InputPlusOutput,
     },
     Row {
         provider: "google",
@@ -233,6 +247,10 @@ pub fn parse_overflow(texts: &[String], status: Option<u16>) -> Option<OverflowE
                         numbers[0].map(|limit| limit.saturating_sub(completion).max(1)),
                     )
                 }
+                Read::InputPlusOutput => (
+                    numbers[0],
+                    numbers[2].map(|window| window.saturating_sub(numbers[1].unwrap_or(0)).max(1)),
+                ),
                 Read::LlamaCpp => {
                     let all = lowered.join("\n");
                     (
@@ -535,6 +553,12 @@ mod tests {
         assert_eq!(
             (vllm.provider, vllm.reported_tokens, vllm.limit),
             ("vllm", Some(5000), Some(4096))
+        );
+        // The prompt and the reply's room over the window: the prompt must fit in what is left.
+        let room = parse("input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again").unwrap();
+        assert_eq!(
+            (room.provider, room.reported_tokens, room.limit),
+            ("anthropic", Some(178_959), Some(136_000))
         );
         let anthropic = parse("prompt is too long: 219898 tokens > 200000 maximum").unwrap();
         assert_eq!(

@@ -319,8 +319,9 @@ fn a_lease_another_process_holds_is_waited_on_then_summarized_past() {
     let mut d = Compactor::load(config(), STATE, &mut store).unwrap();
     let managed = d.compact(chat(), None, &mut store).unwrap();
     assert_eq!(
-        store.slept, 1_000,
-        "waited the summarizer's time for the other's summary, in polls"
+        store.slept,
+        1_000 + 5_000 + 50,
+        "waited as long as a lease lasts (the summarizer's time, 5 s and a poll) for the other's summary, in polls"
     );
     assert_eq!(store.summaries, 1, "then summarized itself");
     assert!(serde_json::to_string(&managed.messages)

@@ -53,6 +53,18 @@ def test_each_provider_text_and_its_counts() -> None:
     assert parse_overflow(APIStatusError("prompt is too long", 429, None)) is None
     assert parse_overflow(APIStatusError("prompt is too long", 503, None)) is None
     assert parse_overflow(RuntimeError("Rate limit reached for tokens per min")) is None
+
+    class GenaiError(Exception):  # google-genai's APIError: the HTTP status in `code`
+        def __init__(self, code: int, message: str) -> None:
+            super().__init__(f"{code} {message}")
+            self.code, self.status = code, "UNAVAILABLE"
+
+    said = "The input token count (1200293) exceeds the maximum number of tokens allowed (1048576)."
+    assert parse_overflow(GenaiError(503, said)) is None
+    assert parse_overflow(GenaiError(400, said)) is not None
+    # The Anthropic text of a prompt that fits only without the reply's room.
+    room = parse_overflow(RuntimeError("input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again"))
+    assert room is not None and (room["reportedTokens"], room["limit"]) == (178_959, 136_000)
     assert not is_overflow_error(ValueError("invalid api key"))
     from langchain_core.exceptions import ContextOverflowError
 

@@ -339,7 +339,9 @@ impl CachedCounter {
             Content::Parts(parts) => {
                 let parts: Vec<(u32, u32)> = parts.iter().map(|p| self.part_counts(p)).collect();
                 MessageCounts {
-                    total: MESSAGE_OVERHEAD + parts.iter().map(|&(_, whole)| whole).sum::<u32>(),
+                    total: parts.iter().fold(MESSAGE_OVERHEAD, |sum, &(_, whole)| {
+                        sum.saturating_add(whole)
+                    }),
                     parts,
                 }
             }

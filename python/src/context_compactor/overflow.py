@@ -105,6 +105,11 @@ def _status(error: Any) -> Optional[int]:
     for candidate in (getattr(error, "status_code", None), getattr(error, "status", None), getattr(getattr(error, "response", None), "status_code", None)):
         if isinstance(candidate, int) and not isinstance(candidate, bool) and 0 <= candidate < 65_536:
             return candidate
+    # google-genai's errors keep the HTTP status in `code` (an int; other libraries' codes are
+    # strings, or gRPC's 0-16, neither an HTTP status).
+    code = getattr(error, "code", None)
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code < 600:
+        return code
     return None
 
 
