@@ -202,15 +202,15 @@ impl LeaseIo {
 
 impl LeaseOptions {
     /// The options of a summary made under a lease by a host whose summarizer answers within
-    /// `summarize_timeout_ms`: a lease holds for that and 5 s more, and a request waits for
-    /// another's summary until past its lease (a holder that died: the first waiter to find its
-    /// lease expired takes it over, and the others wait for that one's summary, rather than each
-    /// summarizing). `keep`: a summary asked ahead of need (see [`LeaseOptions::keep`]).
+    /// `summarize_timeout_ms`: a lease holds for that and 5 s more; a request waits that long,
+    /// and for a lease another holds until it ends ([`LeaseRun`]: a holder that died is taken
+    /// over by the first waiter to find its lease expired, and the others wait for that one's
+    /// summary, rather than each summarizing). `keep`: a summary asked ahead of need (see
+    /// [`LeaseOptions::keep`]).
     pub fn for_summarizer(summarize_timeout_ms: f64, keep: bool) -> LeaseOptions {
-        let poll_ms = LeaseOptions::default().poll_ms;
         LeaseOptions {
             lease_ms: summarize_timeout_ms + 5_000.0,
-            wait_ms: summarize_timeout_ms + 5_000.0 + poll_ms,
+            wait_ms: summarize_timeout_ms,
             keep,
             ..LeaseOptions::default()
         }
@@ -662,10 +662,17 @@ impl LeaseRun {
                 shared: true,
             };
         }
-        if lease.held {
-            // A new holder (one took over an expired lease): its summary is waited for as long.
-            if self.waited_on.is_some() && self.waited_on != current {
-                self.deadline = now + self.options.wait_ms;
+        if lease.held && self.waited_on != current {
+            // A holder seen for the first time is waited on until its lease ends (at most a
+            // lease from now, and a poll past it): one that died is then found expired and taken
+            // over, by one waiter, whose summary the others wait for in turn.
+            let until = current
+                .as_deref()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+                .and_then(|v| v.get("until").and_then(serde_json::Value::as_f64));
+            if let Some(until) = until {
+                let end = until.min(now + self.options.lease_ms) + self.options.poll_ms;
+                self.deadline = self.deadline.max(end);
             }
             self.waited_on = current.clone();
         }
@@ -821,10 +828,14 @@ mod tests {
     fn a_lease_held_past_the_wait_is_not_waited_on_again() {
         let mut run = LeaseRun::new("/l", "me", 1_000.0, options());
         let held = r#"{"owner":"other","until":5000}"#;
+        // Held till 5,000: waited on a lease's length from when it was first seen (and a poll).
         run.handle(LeaseOutcome::Read(Some(held.into())), 1_480.0);
-        assert_eq!(run.poll(), LeaseIo::Sleep { ms: 20.0 }); // only what is left of the wait
-        run.handle(LeaseOutcome::Woke, 1_500.0);
-        run.handle(LeaseOutcome::Read(Some(held.into())), 1_500.0);
+        assert_eq!(run.poll(), LeaseIo::Sleep { ms: 50.0 });
+        run.handle(LeaseOutcome::Woke, 2_500.0);
+        run.handle(LeaseOutcome::Read(Some(held.into())), 2_500.0);
+        assert_eq!(run.poll(), LeaseIo::Sleep { ms: 30.0 }); // only what is left of the wait
+        run.handle(LeaseOutcome::Woke, 2_530.0);
+        run.handle(LeaseOutcome::Read(Some(held.into())), 2_530.0);
         assert_eq!(run.poll(), LeaseIo::Summarize);
         run.handle(LeaseOutcome::Summary(Some("mine".into())), 2_000.0);
         assert_eq!(run.result(), Some((Some("mine"), false)));
