@@ -536,9 +536,8 @@ impl Compactor {
         // conversation still starts with the span it was asked for.
         let ahead_ready = self.state.ahead.as_ref().filter(|a| {
             a.end <= messages.len()
-                && crate::record::conversation_hex_of(
-                    memo.canonical(messages)[..a.end].iter().copied(),
-                ) == *a.at.as_ref().unwrap_or(&a.key)
+                && crate::record::span_hex(messages, &memo.canonical(messages), a.end)
+                    == *a.at.as_ref().unwrap_or(&a.key)
         });
         // A summary may be asked ahead (a host that makes them in the background).
         let may_ask_ahead = history.ahead_fraction.is_some()
@@ -742,9 +741,7 @@ impl Compactor {
         let asked_ahead = |planned: Option<lossy::Planned>| match planned.map(|p| p.action) {
             Some(Action::Summarize(mut s)) => {
                 let canonical = memo.canonical(messages);
-                s.ahead_key = Some(crate::record::conversation_hex_of(
-                    canonical[..s.end].iter().copied(),
-                ));
+                s.ahead_key = Some(crate::record::span_hex(messages, &canonical, s.end));
                 Some(s)
             }
             _ => None,
@@ -1393,11 +1390,11 @@ impl Compactor {
             .iter()
             .any(|e| e.status == EventStatus::Applied && e.message_index < ahead.end);
         if inside && ahead.end <= messages.len() {
-            let now = crate::record::conversation_hex_of(
-                messages[..ahead.end]
-                    .iter()
-                    .map(crate::record::canonical_message),
-            );
+            let canonical: Vec<u64> = messages[..ahead.end]
+                .iter()
+                .map(crate::record::canonical_message)
+                .collect();
+            let now = crate::record::span_hex(messages, &canonical, ahead.end);
             ahead.at = (now != ahead.key).then_some(now);
         }
     }

@@ -58,6 +58,8 @@ pub enum Family {
     Qwen,
     /// DeepSeek.
     Deepseek,
+    /// xAI's Grok.
+    Xai,
     /// A model the registry does not know.
     Unknown,
 }
@@ -73,7 +75,8 @@ impl Family {
     ///   Opus 4.7 and later: [`CLAUDE_47_RATIO`].
     /// - Gemini, Llama 3, Qwen: exact with their tokenizer; otherwise 1.08 (Gemini ~1.08 per
     ///   ai-tokenizer's table; Llama 3 and Qwen share cl100k-like 128-150k vocabularies).
-    /// - Mistral (smaller vocabulary) 1.15; DeepSeek 1.08.
+    /// - Mistral (smaller vocabulary) 1.15; DeepSeek 1.08; Grok (no public tokenizer) 1.15, as
+    ///   an unknown model.
     pub fn default_ratio(self) -> f64 {
         match self {
             Family::Openai => 1.0,
@@ -83,6 +86,7 @@ impl Family {
             Family::Mistral => 1.15,
             Family::Qwen => 1.08,
             Family::Deepseek => 1.08,
+            Family::Xai => 1.15,
             Family::Unknown => 1.15,
         }
     }
@@ -255,6 +259,16 @@ const REGISTRY: &[Entry] = &[
     e("qwen3.5", 262_144, 65_536, O2, Qwen),
     e("qwen", 32_768, 8_192, O2, Qwen),
     // DeepSeek V3 / V3.1 / R1 (deepseek-chat, deepseek-reasoner) share V3's tokenizer.
+    // xAI (docs.x.ai, Vercel AI Gateway's model pages): Grok 4 256k; Grok 4 Fast, 4.1 Fast 2M;
+    // Grok Code Fast 256k; Grok 3 and 3 Mini 131,072. Output caps are not published per model:
+    // 32k as the fast models' listings say (30k-32k).
+    e("grok", 131_072, 16_384, O2, Xai),
+    e("grok-3", 131_072, 16_384, O2, Xai),
+    e("grok-4", 256_000, 32_768, O2, Xai),
+    e("grok-4-fast", 2_000_000, 30_000, O2, Xai),
+    e("grok-4-1-fast", 2_000_000, 30_000, O2, Xai),
+    e("grok-4.1-fast", 2_000_000, 30_000, O2, Xai),
+    e("grok-code-fast", 256_000, 32_768, O2, Xai),
     e("deepseek", 128_000, 8_192, O2, Deepseek),
     e("deepseek-v3", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
     e("deepseek-r1", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
@@ -450,6 +464,25 @@ mod tests {
         let opus = count_for_model(text, "claude-opus-4-7").unwrap();
         assert_eq!(opus.ratio, CLAUDE_47_RATIO);
         assert!(opus.ratio > claude.ratio);
+    }
+
+    #[test]
+    fn grok_models_by_their_published_windows() {
+        for (name, window) in [
+            ("grok-4-0709", 256_000),
+            ("xai/grok-4", 256_000),
+            ("grok-4-fast-reasoning", 2_000_000),
+            ("grok-4-1-fast-non-reasoning", 2_000_000),
+            ("grok-code-fast-1", 256_000),
+            ("grok-3-mini", 131_072),
+        ] {
+            let model = info(name);
+            assert_eq!(
+                (model.context_window, model.family),
+                (window, Family::Xai),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -28,8 +28,16 @@
 //!   (4476 tokens) exceeds the available context size (4096 tokens)".
 //! - Ollama: "prompt too long; exceeded max context length by 4096 tokens"; its embed endpoint
 //!   "the input length exceeds the context length" (nano-step/nano-brain#208).
+//! - xAI, 400: "This model's maximum prompt length is 131072 but the request contains 136973
+//!   tokens." (cline/cline#3120).
+//! - Amazon Bedrock, `ValidationException`: "Input is too long for requested model."
+//!   (aws-samples/bedrock-chat#95, continuedev/continue#9592; Claude on Bedrock may also say
+//!   Anthropic's "prompt is too long").
+//! - Hugging Face TGI, 422: "Input validation error: `inputs` tokens + `max_new_tokens` must be
+//!   <= 65537. Given: 79993 `inputs` tokens and 1024 `max_new_tokens`"
+//!   (bytedance/UI-TARS-desktop#626).
 //!
-//! Hand-written patterns rather than the `regex` crate: twelve phrases with numbers in them do
+//! Hand-written patterns rather than the `regex` crate: fifteen phrases with numbers in them do
 //! not need a regex engine in the wasm core (about 100 kB gzipped).
 
 use serde::Serialize;
@@ -38,8 +46,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OverflowError {
-    /// Which row of the table matched (`openai`, `anthropic`, `google`, `mistral`, `vllm`,
-    /// `llama.cpp`, `ollama`, `anthropic-stop-reason`, `generic`).
+    /// Which row of the table matched (`openai`, `anthropic`, `google`, `mistral`, `xai`,
+    /// `bedrock`, `vllm`, `tgi`, `llama.cpp`, `ollama`, `anthropic-stop-reason`, `generic`).
     pub provider: &'static str,
     /// The provider's count of the refused prompt, when the error gives it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -73,10 +81,13 @@ enum Read {
     None,
     LimitThenReported,
     ReportedThenLimit,
-    /// limit, requested, prompt, completion: the prompt, against the limit less the completion.
-    PromptAndCompletion,
-    /// The prompt, the reply's room, then the window: the limit is the window less the room.
-    InputPlusOutput,
+    /// A window shared by the prompt and the reply's room (the captures' indices): the prompt,
+    /// against the window less the room.
+    Room {
+        window: usize,
+        prompt: usize,
+        reply: usize,
+    },
     LlamaCpp,
 }
 
@@ -112,7 +123,12 @@ const TABLE: &[Row] = &[
             Num,
             Lit(" in the completion)"),
         ],
-        read: Read::PromptAndCompletion,
+        // limit, requested, prompt, completion
+        read: Read::Room {
+            window: 0,
+            prompt: 2,
+            reply: 3,
+        },
     },
     Row {
         provider: "vllm",
@@ -147,7 +163,44 @@ const TABLE: &[Row] = &[
             Lit(" > "),
             Num,
         ],
-        read: Read::InputPlusOutput,
+        read: Read::Room {
+            window: 2,
+            prompt: 0,
+            reply: 1,
+        },
+    },
+    Row {
+        provider: "xai",
+        pattern: &[
+            Lit("maximum prompt length is "),
+            Num,
+            Lit(" but the request contains "),
+            Num,
+            Lit(" tokens"),
+        ],
+        read: Read::LimitThenReported,
+    },
+    Row {
+        provider: "tgi",
+        pattern: &[
+            Lit("`inputs` tokens + `max_new_tokens` must be <= "),
+            Num,
+            Lit(". given: "),
+            Num,
+            Lit(" `inputs` tokens and "),
+            Num,
+            Lit(" `max_new_tokens`"),
+        ],
+        read: Read::Room {
+            window: 0,
+            prompt: 1,
+            reply: 2,
+        },
+    },
+    Row {
+        provider: "bedrock",
+        pattern: &[Lit("input is too long for requested model")],
+        read: Read::None,
     },
     Row {
         provider: "google",
@@ -240,17 +293,17 @@ pub fn parse_overflow(texts: &[String], status: Option<u16>) -> Option<OverflowE
                 Read::None => (None, None),
                 Read::LimitThenReported => (numbers[1], numbers[0]),
                 Read::ReportedThenLimit => (numbers[0], numbers[1]),
-                Read::PromptAndCompletion => {
-                    let completion = numbers[3].unwrap_or(0);
+                Read::Room {
+                    window,
+                    prompt,
+                    reply,
+                } => {
+                    let room = numbers[reply].unwrap_or(0);
                     (
-                        numbers[2],
-                        numbers[0].map(|limit| limit.saturating_sub(completion).max(1)),
+                        numbers[prompt],
+                        numbers[window].map(|window| window.saturating_sub(room).max(1)),
                     )
                 }
-                Read::InputPlusOutput => (
-                    numbers[0],
-                    numbers[2].map(|window| window.saturating_sub(numbers[1].unwrap_or(0)).max(1)),
-                ),
                 Read::LlamaCpp => {
                     let all = lowered.join("\n");
                     (
@@ -559,6 +612,24 @@ mod tests {
         assert_eq!(
             (room.provider, room.reported_tokens, room.limit),
             ("anthropic", Some(178_959), Some(136_000))
+        );
+        let xai = parse(
+            "This model's maximum prompt length is 131072 but the request contains 136973 tokens.",
+        )
+        .unwrap();
+        assert_eq!(
+            (xai.provider, xai.reported_tokens, xai.limit),
+            ("xai", Some(136_973), Some(131_072))
+        );
+        let tgi = parse("Input validation error: `inputs` tokens + `max_new_tokens` must be <= 65537. Given: 79993 `inputs` tokens and 1024 `max_new_tokens`").unwrap();
+        assert_eq!(
+            (tgi.provider, tgi.reported_tokens, tgi.limit),
+            ("tgi", Some(79_993), Some(64_513))
+        );
+        let bedrock = parse("An error occurred (ValidationException) when calling the Converse operation: Input is too long for requested model.").unwrap();
+        assert_eq!(
+            (bedrock.provider, bedrock.reported_tokens, bedrock.limit),
+            ("bedrock", None, None)
         );
         let anthropic = parse("prompt is too long: 219898 tokens > 200000 maximum").unwrap();
         assert_eq!(

@@ -571,6 +571,20 @@ pub enum Note {
         /// What happened, in words.
         reason: String,
     },
+    /// Some actions failed as they were carried out (the store refused a write, ...): the
+    /// conversation keeps their content (nothing leaves it unstored), and it is over the
+    /// target. Added to the call's plan after the fact (a `manage`/`compact` call's, not
+    /// [`crate::Compactor::apply`]'s, whose events say it); the next call plans them again.
+    ActionsFailed {
+        /// The actions that failed.
+        failed: usize,
+        /// Tokens of the conversation as it is sent.
+        tokens_after: u32,
+        /// The target it missed ([`Trigger::target`]).
+        target: u32,
+        /// What failed, in words (the first failure's error).
+        reason: String,
+    },
     /// Even after every action the conversation stays over the window.
     OverBudget {
         /// Tokens predicted after every action.

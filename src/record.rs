@@ -573,6 +573,18 @@ fn replace_part(part: &mut Part, replace: &Replace) {
     }
 }
 
+/// The name of a summary's span, the first `end` of `messages` (`canonical`: their
+/// fingerprints, [`canonical_message`]) less the system messages they start with: those stay
+/// word for word and are never summarized, so a system prompt that changes at every call (a
+/// date, a todo list, retrieved memory) leaves a summary asked ahead of need valid.
+pub(crate) fn span_hex(messages: &[Message], canonical: &[u64], end: usize) -> String {
+    let start = messages[..end]
+        .iter()
+        .take_while(|m| m.role == crate::message::Role::System)
+        .count();
+    conversation_hex_of(canonical[start..end].iter().copied())
+}
+
 /// 16 hex digits naming a conversation by its messages' fingerprints (see the module docs).
 pub(crate) fn conversation_hex(messages: &[Message]) -> String {
     conversation_hex_of(messages.iter().map(canonical_message))

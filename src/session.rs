@@ -491,6 +491,10 @@ impl Session {
                     let plan = self.plan.take().expect("a plan");
                     let messages = std::mem::take(&mut self.messages);
                     let applied = compactor.apply(messages, &plan, &self.outcomes)?;
+                    let mut plan = plan;
+                    if let Some(note) = failed_note(&applied, &plan) {
+                        plan.notes.push(note);
+                    }
                     self.done = Some(Managed {
                         messages: applied.messages,
                         events: applied.events,
@@ -754,6 +758,35 @@ impl Session {
         self.pending.insert(id, pending);
         Io { id, request }
     }
+}
+
+/// The note of a call whose failed actions left the conversation over its target (see
+/// [`crate::Note::ActionsFailed`]).
+fn failed_note(applied: &crate::Applied, plan: &Plan) -> Option<crate::Note> {
+    let failed: Vec<&crate::Event> = applied
+        .events
+        .iter()
+        .filter(|e| e.status == crate::EventStatus::Failed)
+        .collect();
+    let target = plan.trigger.target;
+    if failed.is_empty() || applied.tokens_after <= target {
+        return None;
+    }
+    let first = failed[0];
+    Some(crate::Note::ActionsFailed {
+        failed: failed.len(),
+        tokens_after: applied.tokens_after,
+        target,
+        reason: format!(
+            "{} of {} actions failed ({}: {}): their content stays in the conversation, {} tokens against a target of {}; the next call tries again",
+            failed.len(),
+            applied.events.len(),
+            first.action_id,
+            first.error.as_deref().unwrap_or("no reason given"),
+            applied.tokens_after,
+            target
+        ),
+    })
 }
 
 impl Managed {

@@ -632,3 +632,52 @@ fn the_apps_max_output_tokens_is_room_a_pending_summary_never_takes() {
         Err(context_compactor::Error::InvalidConfig { field, .. }) if field == "maxOutputTokens"
     ));
 }
+
+/// `chat(turns)` with a system prompt that names the call (a date, a todo list, retrieved
+/// memory: what apps put in a system prompt that changes at every call).
+fn chat_at(turns: usize, call: usize) -> Vec<Message> {
+    let mut messages = chat(turns);
+    messages[0] = parse_values(&[json!({"role": "system", "content": format!(
+        "You are a helpful research agent. Call {call}; today's todo list has {call} items."
+    )})])
+    .remove(0);
+    messages
+}
+
+#[test]
+fn a_system_prompt_that_changes_at_every_call_keeps_the_summary_asked_ahead() {
+    let mut compactor = gpt4o(WINDOW, |_| {});
+    let (turns, _) = first_ahead(&compactor);
+    let plan = compactor
+        .plan_with_options(&chat_at(turns, 0), &background())
+        .unwrap();
+    let ahead = plan.ahead.clone().expect("asked ahead");
+    let key = ahead.ahead_key.clone().unwrap();
+    compactor.ask_ahead(&key, ahead.end);
+    // Later calls, each with its own system prompt: not asked again, and the lossy tier waits.
+    let mut waiting = None;
+    for (call, more) in (turns..turns + 40).enumerate() {
+        let plan = compactor
+            .plan_with_options(&chat_at(more, call + 1), &background())
+            .unwrap();
+        assert!(plan.ahead.is_none(), "asked again at call {}", call + 1);
+        if plan
+            .notes
+            .iter()
+            .any(|n| matches!(n, Note::SummaryPending { .. }))
+        {
+            waiting = Some((more, call + 1));
+            break;
+        }
+    }
+    let (waiting, call) = waiting.expect("a call past the trigger waited for the summary");
+    assert!(compactor.offer_summary(&key, "## Session Intent\nMade ahead".into()));
+    let input = chat_at(waiting, call + 1);
+    let (managed, asked) = run(&mut compactor, input.clone(), false);
+    assert_eq!(asked, 0, "the summary made ahead is the one applied");
+    assert!(support::summary_message(&managed)
+        .text()
+        .contains("Made ahead"));
+    // The system prompt is this call's, word for word.
+    assert_eq!(managed.messages[0], input[0]);
+}

@@ -230,6 +230,40 @@ fn a_transcript_that_is_not_stored_gets_no_summary_request_and_nothing_lossy_app
         .store
         .keys()
         .all(|p| !p.starts_with("/conversation_history/")));
+    // Over its target, the result says why (README: "budget or a note saying why").
+    assert!(managed.tokens_after > managed.plan.trigger.target);
+    let note = managed
+        .plan
+        .notes
+        .iter()
+        .find_map(|n| match n {
+            context_compactor::Note::ActionsFailed {
+                failed,
+                tokens_after,
+                target,
+                reason,
+            } => Some((*failed, *tokens_after, *target, reason.clone())),
+            _ => None,
+        })
+        .expect("an actions-failed note");
+    assert_eq!(note.1, managed.tokens_after);
+    assert_eq!(note.2, managed.plan.trigger.target);
+    assert_eq!(
+        note.0,
+        managed
+            .events
+            .iter()
+            .filter(|e| e.status == EventStatus::Failed)
+            .count()
+    );
+    assert!(note.3.contains("disk full"), "{}", note.3);
+    // The same call with a store that works: no such note.
+    let managed = compactor().manage(messages, &mut App::default()).unwrap();
+    assert!(!managed
+        .plan
+        .notes
+        .iter()
+        .any(|n| matches!(n, context_compactor::Note::ActionsFailed { .. })));
 }
 
 #[test]

@@ -115,7 +115,8 @@ export interface RecoveryToolOptions {
 export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {}): RecoveryToolSet {
   const { maxPageChars, ...rest } = options;
   const io = checked(store); // a read that gives no text is a failed read, not a value the core takes
-  const coreOptions = stringify({ ...rest, ...(maxPageChars !== undefined && Number.isFinite(maxPageChars) ? { maxPageChars: Math.max(0, Math.floor(maxPageChars)) } : {}) });
+  // Infinity (no page limit) crosses as nothing; every other value is the core's to check.
+  const coreOptions = stringify({ ...rest, ...(maxPageChars !== Infinity ? { maxPageChars } : {}) });
   // Read from the core when first needed, so that tools made before `init()` (at a module's top
   // level) work once it has run.
   let specs: Map<string, { description: string; inputSchema: JsonSchemaObject }> | undefined;
@@ -219,6 +220,9 @@ export function wrapTools<T extends Record<string, ExecutableTool>>(compactor: C
  * `LanguageModelV2Middleware` to v7's): generic in the call options, so each version's own
  * `params` type flows through unchanged. */
 export interface CompactorMiddleware {
+  /** The middleware version AI SDK 6 requires (`LanguageModelV3Middleware`); AI SDK 5 and 7
+   * accept it and read nothing from it. */
+  readonly specificationVersion: 'v3';
   transformParams<P extends { prompt: unknown }>(options: { params: P; type?: string }): Promise<P>;
   /** Overflow recovery around `doGenerate`: a "prompt too long" error (or Anthropic's
    * `model_context_window_exceeded` stop) compacts harder and retries (`overflow.retries`). */
@@ -260,6 +264,7 @@ export function middleware(compactor: Compactor, options: MiddlewareOptions = {}
     pending = inputTokens(usage) ?? pending;
   };
   return {
+    specificationVersion: 'v3',
     async transformParams<P extends { prompt: unknown }>(options: { params: P }): Promise<P> {
       const params = options?.params;
       if (params === null || typeof params !== 'object') throw new TypeError('transformParams: expected the AI SDK call options ({ params })');
@@ -514,15 +519,19 @@ export interface SummarizerOptions {
   /** Extra call settings passed to the model (`temperature`, `providerOptions`, ...). */
   settings?: Record<string, unknown>;
   /** Call through the SDK instead (retries, telemetry, string model ids via the gateway):
-   * pass `generateText` from `ai`. */
-  generateText?: (options: {
-    model: unknown;
-    system?: string;
-    messages: MessageLike[];
-    maxOutputTokens: number;
-    abortSignal: AbortSignal;
-    [key: string]: unknown;
-  }) => PromiseLike<{ text: string }>;
+   * pass `generateText` from `ai` (5, 6 or 7). It is called with `GenerateTextCall`; typed to
+   * take anything, since each SDK version types its own arguments more narrowly. */
+  generateText?: (options: never) => PromiseLike<{ text: string }>;
+}
+
+/** What `summarizer` hands `SummarizerOptions.generateText`. */
+export interface GenerateTextCall {
+  model: unknown;
+  system?: string;
+  messages: MessageLike[];
+  maxOutputTokens: number;
+  abortSignal: AbortSignal;
+  [key: string]: unknown;
 }
 
 /**
@@ -553,7 +562,8 @@ export function summarizer(model: LanguageModelLike | string, options: Summarize
       }
     }
     if (options.generateText) {
-      const result = await options.generateText({ ...options.settings, model, system: request.system, messages: request.messages, maxOutputTokens, abortSignal: signal });
+      const generate = options.generateText as unknown as (call: GenerateTextCall) => PromiseLike<{ text: string }>;
+      const result = await generate({ ...options.settings, model, system: request.system, messages: request.messages, maxOutputTokens, abortSignal: signal });
       return result.text;
     }
     const prompt = toPrompt([{ role: 'system', content: request.system }, ...request.messages]);
@@ -585,7 +595,8 @@ async function continued(
   const messages = continuation.messages;
   if (options.generateText) {
     const tools = options.tools ? Object.fromEntries(Object.entries(options.tools).map(([name, t]) => [name, { ...(t as object), execute: undefined }])) : undefined;
-    const result = (await options.generateText({ ...options.settings, model, messages, ...(tools ? { tools } : {}), maxOutputTokens, abortSignal: signal })) as { text: string; toolCalls?: unknown[] };
+    const generate = options.generateText as unknown as (call: Omit<GenerateTextCall, 'system'>) => PromiseLike<{ text: string; toolCalls?: unknown[] }>;
+    const result = await generate({ ...options.settings, model, messages, ...(tools ? { tools } : {}), maxOutputTokens, abortSignal: signal });
     return (result.toolCalls?.length ?? 0) > 0 || !result.text.trim() ? undefined : result.text;
   }
   const prompt = toPrompt(messages);

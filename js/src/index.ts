@@ -22,6 +22,7 @@ export type {
   RecoveryToolOptions,
   RecoveryToolSet,
   SummarizerOptions,
+  GenerateTextCall,
 } from './ai.js';
 export type { FileStore } from './store.js';
 export { CompactorError } from './errors.js';

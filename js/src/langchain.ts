@@ -61,6 +61,9 @@ export interface CompactorMiddlewareOptions {
 export function compactorMiddleware(compactor: Compactor, options: CompactorMiddlewareOptions = {}) {
   checkCompactor('compactorMiddleware', compactor);
   const offloadAtReturn = options.offloadAtReturn ?? true;
+  if (typeof offloadAtReturn !== 'boolean') {
+    throw new CompactorError('invalid_config', `compactorMiddleware: offloadAtReturn must be true or false, got ${JSON.stringify(offloadAtReturn) ?? typeof offloadAtReturn}`, { field: 'offloadAtReturn' });
+  }
   const retries = options.overflowRetries ?? compactor.overflowRetries;
   if (!Number.isInteger(retries) || retries < 0) {
     throw new CompactorError('invalid_config', 'compactorMiddleware: overflowRetries must be a whole number >= 0', { field: 'overflowRetries' });
@@ -154,6 +157,7 @@ export function compactorMiddleware(compactor: Compactor, options: CompactorMidd
 
 /** The recovery tools (`read_file`, `grep`, `ls`) as LangChain tools over the compactor's store. */
 export function recoveryLangChainTools(compactor: Compactor, options?: RecoveryToolOptions) {
+  checkCompactor('recoveryLangChainTools', compactor);
   const set = compactor.tools(options);
   return (['read_file', 'grep', 'ls'] as const).map((name) => {
     const t = set[name];

@@ -118,6 +118,7 @@ export function compactorProcessor(compactor: Compactor, options: CompactorProce
 /** The recovery tools (`read_file`, `grep`, `ls`) as Mastra tools (`createTool`) over the
  * compactor's store, keyed by name for an agent's `tools`. */
 export function recoveryMastraTools(compactor: Compactor, options?: RecoveryToolOptions) {
+  checkCompactor('recoveryMastraTools', compactor);
   const set = compactor.tools(options);
   const make = (name: 'read_file' | 'grep' | 'ls') => {
     const t = set[name];

@@ -183,6 +183,7 @@ export function compactorTools<T extends readonly Tool<any>[]>(compactor: Compac
 /** The recovery tools (`read_file`, `grep`, `ls`) as Agents SDK function tools over the
  * compactor's store. */
 export function recoveryAgentTools(compactor: Compactor, options?: RecoveryToolOptions) {
+  checkCompactor('recoveryAgentTools', compactor);
   const set = compactor.tools(options);
   return (['read_file', 'grep', 'ls'] as const).map((name) => {
     const t = set[name];

@@ -8,8 +8,8 @@ import { CompactorError, core } from './errors.js';
 
 /** What an overflow error said. */
 export interface OverflowInfo {
-  /** Which row of the table matched (`openai`, `anthropic`, `google`, `mistral`, `vllm`,
-   * `llama.cpp`, `ollama`, `anthropic-stop-reason`, `generic`). */
+  /** Which row of the table matched (`openai`, `anthropic`, `google`, `mistral`, `xai`,
+   * `bedrock`, `vllm`, `tgi`, `llama.cpp`, `ollama`, `anthropic-stop-reason`, `generic`). */
   provider: string;
   /** The provider's count of the refused prompt, when the error gives it. */
   reportedTokens?: number;

@@ -22,9 +22,13 @@ export interface ToolDefinition {
   inputSchema?: unknown;
 }
 
-/** Tool definitions (`{name, description, inputSchema}`), or an AI SDK tool set
- * (`{name: tool({...})}`). */
-export type ToolSetLike = ToolDefinition[] | Record<string, { description?: unknown; inputSchema?: unknown; parameters?: unknown }>;
+/** Tool definitions (`{name, description, inputSchema}`), an AI SDK tool set
+ * (`{name: tool({...})}`), or a list of tools in another framework's or provider's shape: OpenAI's
+ * (`{type: 'function', function: {name, description, parameters}}`, what LangChain's
+ * `convertToOpenAITool` makes, or the flat `{type: 'function', name, parameters}` of the
+ * Responses API and the OpenAI Agents SDK's tools), Anthropic's (`input_schema`), LangChain.js
+ * tools (`schema`) and Mastra's. */
+export type ToolSetLike = readonly object[] | Record<string, { description?: unknown; inputSchema?: unknown; parameters?: unknown }>;
 
 /** One part's tokens in a `TokenBreakdown`. */
 export interface PartTokens {
@@ -52,14 +56,31 @@ export interface TokenBreakdown {
 
 /** JSON tool definitions from either accepted shape. */
 export function toolDefinitions(tools: ToolSetLike): ToolDefinition[] {
-  if (Array.isArray(tools)) return tools;
-  return Object.entries(tools).map(([name, tool]) => {
-    const schema = tool?.inputSchema ?? tool?.parameters;
-    const json = schema && typeof schema === 'object' && 'jsonSchema' in schema ? (schema as { jsonSchema: unknown }).jsonSchema : schema;
-    // A schema object we cannot read as JSON (e.g. a raw zod schema) counts by name and
-    // description only; pass `zodSchema(...)` or JSON to count it exactly.
-    const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
-    // AI SDK 7 allows a description function (of the call's context): counted by name and schema.
-    return { name, ...(typeof tool?.description === 'string' && tool.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
-  });
+  if (Array.isArray(tools)) return tools.map((tool: unknown) => (foreign(tool) ? definition(undefined, tool) : (tool as ToolDefinition)));
+  return Object.entries(tools).map(([name, tool]) => definition(name, tool));
+}
+
+/** A tool in another shape than the core's (`{name, description?, inputSchema?}`, which goes
+ * over as it is, so that a misspelled field is the core's `invalid_config`): a class instance
+ * (a LangChain or Mastra tool) or a provider's definition. */
+function foreign(tool: unknown): boolean {
+  if (tool === null || typeof tool !== 'object') return false;
+  return Object.getPrototypeOf(tool) !== Object.prototype || ['type', 'function', 'parameters', 'input_schema', 'schema'].some((key) => key in tool);
+}
+
+/** One tool as the core reads it, named `key` (a tool set's) or by its own `name`. Anything
+ * that is not an object is handed over as it is (the core's error names it). */
+function definition(key: string | undefined, given: unknown): ToolDefinition {
+  if (given === null || typeof given !== 'object') return given as ToolDefinition;
+  const outer = given as Record<string, unknown>;
+  // OpenAI Chat Completions' `{type: 'function', function: {...}}` (LangChain's convertToOpenAITool).
+  const tool = outer.type === 'function' && outer.function !== null && typeof outer.function === 'object' ? (outer.function as Record<string, unknown>) : outer;
+  const schema = tool.inputSchema ?? tool.parameters ?? tool.input_schema ?? tool.schema;
+  const json = schema && typeof schema === 'object' && 'jsonSchema' in schema ? (schema as { jsonSchema: unknown }).jsonSchema : schema;
+  // A schema object we cannot read as JSON (e.g. a raw zod schema) counts by name and
+  // description only; pass `zodSchema(...)` or JSON to count it exactly.
+  const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
+  // AI SDK 7 allows a description function (of the call's context): counted by name and schema.
+  const name = key ?? tool.name;
+  return { name: name as string, ...(typeof tool.description === 'string' && tool.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
 }

@@ -19,7 +19,7 @@ export type EncodingName = 'o200k_base' | 'cl100k_base';
 export type PrebuiltTokenizerName = 'qwen3' | 'qwen2_5' | 'deepseek_v3' | 'mistral_tekken_240718' | 'mistral_tekken_240911';
 
 export type ModelFamily =
-  | 'openai' | 'anthropic' | 'google' | 'meta' | 'mistral' | 'qwen' | 'deepseek' | 'unknown';
+  | 'openai' | 'anthropic' | 'google' | 'meta' | 'mistral' | 'qwen' | 'deepseek' | 'xai' | 'unknown';
 
 export interface ModelInfo {
   name: string;
@@ -183,6 +183,10 @@ export type Note =
   | { type: 'lossy'; strategy: Strategy; messages: number; transcriptPath: string }
   | { type: 'target-not-met'; tokensAfter: number; target: number; reason: string }
   | { type: 'over-budget'; tokensAfter: number; window: number; reason: string }
+  /** Actions failed as they were carried out (a store write refused, ...): their content
+   * stayed in the conversation, which is over the target; the next call tries again. Added to
+   * a `manage`/`compact` result's plan after the fact (the events say which). */
+  | { type: 'actions-failed'; failed: number; tokensAfter: number; target: number; reason: string }
   /** Pinned messages and the live plan alone are over the target: no tier may touch them. */
   | { type: 'pinned-over-budget'; pinnedTokens: number; target: number }
   | { type: 'fixed-over-trigger'; fixedTokens: number; trigger: number; reason: string }

@@ -72,3 +72,14 @@ test('anthropicCacheControl: system and newest message marked, never more than 4
   const mine = anthropicCacheControl([{ role: 'user', content: 'a', providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } }, { role: 'assistant', content: 'b' }]);
   assert.equal(mine.filter(cc).length, 2);
 });
+
+test('recovery tool limits that are not whole numbers >= 1 are invalid_config naming the option', async () => {
+  await init();
+  const store = new MemoryStore();
+  for (const [option, value] of [['defaultLimit', 0], ['maxLineChars', 0], ['maxMatches', 0], ['maxPageChars', 0], ['maxPageChars', -1], ['maxPageChars', 2.5], ['defaultLimit', -1]]) {
+    const tools = recoveryTools(store, { [option]: value });
+    assert.throws(() => tools.read_file.description, (e) => e.code === 'invalid_config' && e.message.includes(option) && e.message.includes('whole number >= 1'), `${option}: ${value}`);
+  }
+  // No page limit at all is fine, and so is 1.
+  assert.match(recoveryTools(store, { maxPageChars: Infinity, defaultLimit: 1 }).read_file.description, /read/i);
+});

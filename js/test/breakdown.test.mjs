@@ -36,3 +36,30 @@ test('the breakdown adds up, and equals what the compactor counts', async () => 
   assert.throws(() => cc.countBreakdown(messages, { encoding: 'nope' }), (e) => e.code === 'unknown_encoding');
   assert.throws(() => cc.countBreakdown([{ role: 'robot', content: 'x' }]), (e) => e.code === 'invalid_message');
 });
+
+test('tool lists in other shapes count as the same definitions; the core shape keeps its strictness', () => {
+  const schema = { type: 'object', properties: { q: { type: 'string' } } };
+  const core = cc.countBreakdown([], { tools: [{ name: 'search', description: 'Search the logs.', inputSchema: schema }] }).tools;
+  // A LangChain.js tool (a class instance with its own fields), OpenAI's two shapes (nested:
+  // LangChain's convertToOpenAITool; flat: Responses / OpenAI Agents), Anthropic's.
+  class LangChainTool {
+    lc_serializable = true;
+    lc_kwargs = {};
+    name = 'search';
+    description = 'Search the logs.';
+    schema = schema;
+    invoke() {}
+  }
+  const shapes = {
+    langchain: [new LangChainTool()],
+    openaiNested: [{ type: 'function', function: { name: 'search', description: 'Search the logs.', parameters: schema } }],
+    openaiFlat: [{ type: 'function', name: 'search', description: 'Search the logs.', parameters: schema, strict: true, invoke: () => {} }],
+    anthropic: [{ name: 'search', description: 'Search the logs.', input_schema: schema }],
+  };
+  for (const [shape, tools] of Object.entries(shapes)) {
+    assert.deepEqual(cc.countBreakdown([], { tools }).tools, core, shape);
+    assert.ok(core.total > 10, shape);
+  }
+  // A misspelled field of the core's own shape is still refused, naming it.
+  assert.throws(() => cc.countBreakdown([], { tools: [{ name: 'search', descripton: 'typo' }] }), (e) => e.code === 'invalid_config' && /descripton/.test(e.message));
+});

@@ -287,6 +287,8 @@ test('a model call the provider refuses as too long is retried on a harder compa
   assert.equal(other, model.error);
   assert.equal(model.sizes.length, 1);
   assert.throws(() => compactorMiddleware({ manage() {}, overflowRetries: 1 }, { overflowRetries: -1 }), /overflowRetries must be a whole number/);
+  assert.throws(() => compactorMiddleware({ manage() {}, overflowRetries: 1 }, { offloadAtReturn: 'no' }), (e) => e.code === 'invalid_config' && /offloadAtReturn must be true or false, got "no"/.test(e.message));
+  assert.throws(() => recoveryLangChainTools({}), /recoveryLangChainTools: the first argument must be a compactor/);
 });
 
 test('a reply cut at the context window (stop_reason model_context_window_exceeded) is retried; after the last retry it is the answer as it is', async () => {

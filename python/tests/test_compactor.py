@@ -511,3 +511,11 @@ def test_options_in_snake_case_at_every_depth_and_errors_in_the_names_python_spe
         with pytest.raises(InvalidConfigError) as caught:
             Compactor(model="gpt-4o", **kwargs)
         assert caught.value.field == field and named in str(caught.value), (kwargs, caught.value)
+
+
+@pytest.mark.parametrize("option", [{"default_limit": 0}, {"max_page_chars": 0}, {"max_page_chars": -1}, {"context_window": 0}])
+def test_recovery_tool_limits_below_one_are_invalid_config(option: Dict[str, int]) -> None:
+    from context_compactor import InvalidConfigError, MemoryStore, recovery_tools
+
+    with pytest.raises(InvalidConfigError, match="whole number >= 1"):
+        recovery_tools(MemoryStore(), **option)

@@ -1282,8 +1282,9 @@ pub(crate) fn recovery_tools(options_json: &str) -> Result<String> {
     )?))
 }
 
-/// The recovery tools' options: a count that is not a whole number >= 0 is an
-/// [`Error::InvalidConfig`] naming it (`defaultLimit: -1`), not a number serde cannot read.
+/// The recovery tools' options: a count that is not a whole number >= 1 is an
+/// [`Error::InvalidConfig`] naming it (`defaultLimit: -1`, or 0: every `read_file` without a
+/// `limit` would be refused), not a number serde cannot read.
 fn recovery_options(options_json: &str) -> Result<crate::recovery::RecoveryOptions> {
     let value = serde_json::from_str::<serde_json::Value>(options_json)
         .map_err(|e| Error::json("recovery tool options", &e))?;
@@ -1292,10 +1293,10 @@ fn recovery_options(options_json: &str) -> Result<crate::recovery::RecoveryOptio
             key.as_str(),
             "defaultLimit" | "maxLineChars" | "maxMatches" | "maxPageChars" | "contextWindow"
         );
-        if count && !v.is_null() && v.as_u64().is_none_or(|n| n > u64::from(u32::MAX)) {
+        if count && !v.is_null() && v.as_u64().is_none_or(|n| n == 0 || n > u64::from(u32::MAX)) {
             return Err(Error::InvalidConfig {
                 field: key.clone(),
-                message: format!("expected a whole number >= 0, got {v}"),
+                message: format!("expected a whole number >= 1, got {v}"),
             });
         }
     }

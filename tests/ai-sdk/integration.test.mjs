@@ -1,4 +1,4 @@
-// The AI SDK integration, run against AI SDK 7 (`ai`) and AI SDK 5 (`ai5` = npm:ai@5) with each
+// The AI SDK integration, run against AI SDK 7 (`ai`), 6 (`ai6` = npm:ai@6) and 5 (`ai5`) with each
 // version's own mock model: an agent whose tool output is offloaded at return time and read
 // back through the recovery tools, the middleware on single calls, the summarizer helper (with
 // its timeout), and Anthropic cache breakpoints reaching the model.
@@ -6,6 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ai7 from 'ai';
 import * as ai7test from 'ai/test';
+import * as ai6 from 'ai6';
+import * as ai6test from 'ai6/test';
 import * as ai5 from 'ai5';
 import * as ai5test from 'ai5/test';
 import { z } from 'zod';
@@ -13,18 +15,28 @@ import { MemoryStore, anthropicCacheControl, countTokens, createCompactor, init,
 
 await init();
 
+/** A reply in the V3 / V4 shapes (AI SDK 6 and 7): a finish reason and usage with their details. */
+const structuredReply = (content, finish) => ({
+  content,
+  finishReason: { unified: finish, raw: finish },
+  usage: { inputTokens: { total: 100, noCache: 100, cacheRead: 0, cacheWrite: undefined }, outputTokens: { total: 10, text: 10, reasoning: undefined } },
+  warnings: [],
+});
+
 const VERSIONS = [
   {
     name: 'AI SDK 7',
     ai: ai7,
     Mock: ai7test.MockLanguageModelV4,
     system: (text) => ({ instructions: text }),
-    reply: (content, finish) => ({
-      content,
-      finishReason: { unified: finish, raw: finish },
-      usage: { inputTokens: { total: 100, noCache: 100, cacheRead: 0, cacheWrite: undefined }, outputTokens: { total: 10, text: 10, reasoning: undefined } },
-      warnings: [],
-    }),
+    reply: structuredReply,
+  },
+  {
+    name: 'AI SDK 6',
+    ai: ai6,
+    Mock: ai6test.MockLanguageModelV3,
+    system: (text) => ({ system: text }),
+    reply: structuredReply,
   },
   {
     name: 'AI SDK 5',

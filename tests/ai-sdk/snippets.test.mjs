@@ -1,9 +1,9 @@
 // Every ```ts block of README.md, docs/API.md and js/README.md (the npm page), type-checked under `tsc --strict` against the
-// real AI SDK 7 (`ai`) and AI SDK 5 (`ai5`, installed as `ai` in a scratch app), then run (the
-// runnable ones) with the AI SDK's own mock model from `ai/test`.
+// real AI SDK 7 (`ai`), AI SDK 6 (`ai6`) and AI SDK 5 (`ai5`, each installed as `ai` in a scratch
+// app), then run (the runnable ones) with the AI SDK's own mock model from `ai/test`.
 //
 // Each version gets a scratch app in a temp directory, laid out as a user's app would be:
-//   node_modules/ai                  -> the real package (a symlink: ai@7, or ai5 = ai@5)
+//   node_modules/ai                  -> the real package (a symlink: ai@7, ai6 = ai@6 or ai5 = ai@5)
 //   node_modules/context-compactor   a copy of js/package.json + js/dist (what `npm pack` ships,
 //                                    so its types' `import('ai')` resolves to this app's ai)
 //   preamble.ts, model.ts            tests/ai-sdk/snippets/: the free variables the snippets use
@@ -17,16 +17,18 @@
 //
 // Markers, an HTML comment on the line before a block's fence (invisible on GitHub):
 //   <!-- snippet: types-only (why) -->               type-checked, not run
-//   <!-- snippet: ai 5: instructions → system -->    for AI SDK 5, `instructions:` in the
+//   <!-- snippet: before ai 7: instructions → system -->
+//                                                    for AI SDK 5 and 6, `instructions:` in the
 //                                                    arguments of `generateText(...)` and
 //                                                    `streamText(...)` is written `system:` (its
 //                                                    name there, as the README says); more
 //                                                    `; a → b` pairs are replaced everywhere
-//                                                    (`responseMessages`, AI SDK 6+, is
+//                                                    (`responseMessages`, AI SDK 7, is
 //                                                    `response.messages` there)
-//   <!-- snippet: types-only, not ai 5 (why) -->     not checked against AI SDK 5 at all (a
-//                                                    framework whose peer range starts at AI
-//                                                    SDK 6, such as @cloudflare/ai-chat)
+//   <!-- snippet: types-only, ai 7 only (why) -->    checked against AI SDK 7 only (a framework
+//                                                    the test installs with AI SDK 7, such as
+//                                                    @cloudflare/ai-chat, whose types name that
+//                                                    copy of `ai`)
 //
 // KEEP_SNIPPETS=1 keeps the scratch apps for a look (their paths are printed).
 import { test } from 'node:test';
@@ -173,6 +175,7 @@ test('the docs have ts blocks to check', () => {
 
 for (const version of [
   { name: 'ai 7', key: 'ai7', aiPackage: 'ai' },
+  { name: 'ai 6', key: 'ai6', aiPackage: 'ai6' },
   { name: 'ai 5', key: 'ai5', aiPackage: 'ai5' },
 ]) {
   const dir = makeApp(version.key, { aiPackage: version.aiPackage, skipLibCheck: true });
@@ -181,10 +184,10 @@ for (const version of [
   cpSync(join(here, 'contract.ts'), join(dir, 'contract.ts'));
   // workers-types' Durable Object declarations, for the Cloudflare Agents block.
   cpSync(join(here, 'cloudflare-workers.d.ts'), join(dir, 'cloudflare-workers.d.ts'));
-  const files = blocks.filter((block) => !(version.key === 'ai5' && /\bnot ai 5\b/.test(block.marker))).map((block) => {
+  const files = blocks.filter((block) => version.key === 'ai7' || !/\bai 7 only\b/.test(block.marker)).map((block) => {
     let code = block.code;
-    // `ai 5: a → b; c → d`: `instructions` inside the SDK's calls, any other text everywhere.
-    const renames = version.key === 'ai5' ? (block.marker.split('ai 5:')[1] ?? '').split(';') : [];
+    // `before ai 7: a → b; c → d`: `instructions` inside the SDK's calls, any other text everywhere.
+    const renames = version.key !== 'ai7' ? (block.marker.split('before ai 7:')[1] ?? '').split(';') : [];
     for (const [from, to] of renames.map((pair) => pair.split('→').map((s) => s.trim()))) {
       if (!from || to === undefined) continue;
       code = from === 'instructions' ? renameInGenerateText(code, 'instructions:', `${to}:`) : code.split(from).join(to);

@@ -7,6 +7,7 @@ module only finds the files."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Union, cast
@@ -53,7 +54,9 @@ def load_encoding(name: str, data: Optional[bytes] = None) -> None:
             )
         with open(path, "rb") as f:
             data = f.read()
-    _core.call("load-encoding", well_formed(name), bytes(data))
+    # As base64 text: wasmtime-py copies a ``list<u8>`` argument one element at a time (1.4 s
+    # for Qwen 3's 1.2 MB of data), a string in one copy (about 20 ms with the decoding).
+    _core.call("load-encoding-base64", well_formed(name), base64.b64encode(bytes(data)).decode("ascii"))
 
 
 def load_tokenizer(name: str, tokenizer_json: Union[str, bytes, bytearray, memoryview, Mapping[str, Any]]) -> Dict[str, Any]:

@@ -93,6 +93,19 @@ impl api::Guest for Component {
         json::load_encoding(&encoding, data).map_err(error)
     }
 
+    fn load_encoding_base64(encoding: String, data: String) -> Result<(), api::Error> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.as_bytes())
+            .map_err(|e| {
+                error(crate::Error::InvalidRankData {
+                    encoding: encoding.clone(),
+                    reason: format!("the data is not base64: {e}"),
+                })
+            })?;
+        json::load_encoding(&encoding, bytes).map_err(error)
+    }
+
     fn encoding_loaded(encoding: String) -> Result<bool, api::Error> {
         json::encoding_loaded(&encoding).map_err(error)
     }

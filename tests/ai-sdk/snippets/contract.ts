@@ -1,5 +1,5 @@
 // The AI SDK types the package's objects must be assignable to, named explicitly (the README
-// blocks rely on the same assignments implicitly). Type-checked against AI SDK 7 and 5 by the
+// blocks rely on the same assignments implicitly). Type-checked against AI SDK 7, 6 and 5 by the
 // snippet test, and run.
 import type { LanguageModelMiddleware, PrepareStepFunction, ToolSet } from 'ai';
 import { anthropicCacheControl, createCompactor } from 'context-compactor';
