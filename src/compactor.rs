@@ -115,8 +115,10 @@ pub const TIME_STEP_MS: u64 = 60_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Ahead {
-    /// The fingerprint of the (replayed) conversation up to `end`: while the conversation
-    /// starts with the same messages, the summary still fits.
+    /// The fingerprint of the (replayed) conversation up to `end`, without the system
+    /// messages it starts with (`record::span_hex`): while the conversation starts with the
+    /// same messages after its system prompt, the summary still fits. (A state saved before
+    /// keys left the system prompt out is still matched by the whole prefix's fingerprint.)
     pub key: String,
     /// The end of the span (exclusive), a message index.
     pub end: usize,
@@ -535,9 +537,14 @@ impl Compactor {
         // A summary made ahead of need (`history.aheadFraction`): the state's, while the
         // conversation still starts with the span it was asked for.
         let ahead_ready = self.state.ahead.as_ref().filter(|a| {
-            a.end <= messages.len()
-                && crate::record::span_hex(messages, &memo.canonical(messages), a.end)
-                    == *a.at.as_ref().unwrap_or(&a.key)
+            let want = a.at.as_ref().unwrap_or(&a.key);
+            a.end <= messages.len() && {
+                let canonical = memo.canonical(messages);
+                crate::record::span_hex(messages, &canonical, a.end) == *want
+                    // A key from before spans left their system prompt out.
+                    || crate::record::conversation_hex_of(canonical[..a.end].iter().copied())
+                        == *want
+            }
         });
         // A summary may be asked ahead (a host that makes them in the background).
         let may_ask_ahead = history.ahead_fraction.is_some()

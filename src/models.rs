@@ -258,9 +258,9 @@ const REGISTRY: &[Entry] = &[
     // Qwen 3.5 changed vocabulary (not in a registry package here): estimated.
     e("qwen3.5", 262_144, 65_536, O2, Qwen),
     e("qwen", 32_768, 8_192, O2, Qwen),
-    // DeepSeek V3 / V3.1 / R1 (deepseek-chat, deepseek-reasoner) share V3's tokenizer.
     // xAI (docs.x.ai, Vercel AI Gateway's model pages): Grok 4 256k; Grok 4 Fast, 4.1 Fast 2M;
-    // Grok Code Fast 256k; Grok 3 and 3 Mini 131,072. Output caps are not published per model:
+    // Grok Code Fast 256k; Grok 3 and 3 Mini 131,072; Grok 2 Vision 32,768, Grok Vision Beta
+    // 8,192. Output caps are not published per model:
     // 32k as the fast models' listings say (30k-32k).
     e("grok", 131_072, 16_384, O2, Xai),
     e("grok-3", 131_072, 16_384, O2, Xai),
@@ -269,6 +269,9 @@ const REGISTRY: &[Entry] = &[
     e("grok-4-1-fast", 2_000_000, 30_000, O2, Xai),
     e("grok-4.1-fast", 2_000_000, 30_000, O2, Xai),
     e("grok-code-fast", 256_000, 32_768, O2, Xai),
+    e("grok-2-vision", 32_768, 8_192, O2, Xai),
+    e("grok-vision", 8_192, 4_096, O2, Xai),
+    // DeepSeek V3 / V3.1 / R1 (deepseek-chat, deepseek-reasoner) share V3's tokenizer.
     e("deepseek", 128_000, 8_192, O2, Deepseek),
     e("deepseek-v3", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
     e("deepseek-r1", 128_000, 8_192, O2, Deepseek).tok("deepseek_v3"),
@@ -475,6 +478,8 @@ mod tests {
             ("grok-4-1-fast-non-reasoning", 2_000_000),
             ("grok-code-fast-1", 256_000),
             ("grok-3-mini", 131_072),
+            ("grok-2-vision-1212", 32_768),
+            ("grok-vision-beta", 8_192),
         ] {
             let model = info(name);
             assert_eq!(

@@ -255,8 +255,8 @@ pub struct Summarize {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<String>,
     /// The span's key when the summary is (or was) made ahead of need ([`Plan::ahead`]): the
-    /// fingerprint of the conversation up to `end`, which the state's
-    /// [`crate::compactor::Ahead`] names.
+    /// fingerprint of the conversation up to `end` without its leading system messages, which
+    /// the state's [`crate::compactor::Ahead`] names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ahead_key: Option<String>,
     /// The summary made ahead for this span: applied as it is, the summarizer is not asked.
@@ -573,7 +573,7 @@ pub enum Note {
     },
     /// Some actions failed as they were carried out (the store refused a write, ...): the
     /// conversation keeps their content (nothing leaves it unstored), and it is over the
-    /// target. Added to the call's plan after the fact (a `manage`/`compact` call's, not
+    /// target the plan reached. Added to the call's plan after the fact (a `manage`/`compact` call's, not
     /// [`crate::Compactor::apply`]'s, whose events say it); the next call plans them again.
     ActionsFailed {
         /// The actions that failed.

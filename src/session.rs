@@ -760,16 +760,24 @@ impl Session {
     }
 }
 
-/// The note of a call whose failed actions left the conversation over its target (see
-/// [`crate::Note::ActionsFailed`]).
+/// The note of a call whose failed actions left the conversation over the target its plan
+/// reached (see [`crate::Note::ActionsFailed`]).
 fn failed_note(applied: &crate::Applied, plan: &Plan) -> Option<crate::Note> {
     let failed: Vec<&crate::Event> = applied
         .events
         .iter()
-        .filter(|e| e.status == crate::EventStatus::Failed)
+        .filter(|e| {
+            matches!(
+                e.status,
+                crate::EventStatus::Failed | crate::EventStatus::NotExecuted
+            )
+        })
         .collect();
     let target = plan.trigger.target;
-    if failed.is_empty() || applied.tokens_after <= target {
+    // Only a miss the failures made: a plan that reached the target as planned (a call that
+    // only offloads, below tier 2, is not aiming at it; one that could not reach it has its
+    // `target-not-met` note).
+    if failed.is_empty() || plan.tokens_after > target || applied.tokens_after <= target {
         return None;
     }
     let first = failed[0];

@@ -496,3 +496,52 @@ fn requests_and_replies_cross_as_json() {
         }
     );
 }
+
+#[test]
+fn a_failed_offload_below_tier_2_is_no_miss_of_the_target_it_was_not_aiming_at() {
+    // A window where the call only offloads (tier 2 and 3 do not fire) yet the conversation is
+    // over tier 2's target: a failed offload leaves it where it was planned to be anyway.
+    let messages = long();
+    let (mut c, plan) = (16_000..96_000)
+        .step_by(2_000)
+        .map(|w| {
+            let c = gpt4o(w, |_| {});
+            let plan = c.plan(&messages).unwrap();
+            (c, plan)
+        })
+        .find(|(_, p)| {
+            !p.trigger.tier2
+                && !p.trigger.tier3
+                && p.tokens_before > p.trigger.target
+                && p.actions.iter().any(|a| a.id().starts_with("offload"))
+        })
+        .expect("a window where the call only offloads, over tier 2's target");
+    let offload = plan
+        .actions
+        .iter()
+        .find(|a| a.id().starts_with("offload"))
+        .unwrap();
+    let mut app = App {
+        failing: offload
+            .writes()
+            .iter()
+            .map(|(p, _)| p.to_string())
+            .collect(),
+        ..App::default()
+    };
+    let managed = c.manage(messages, &mut app).unwrap();
+    assert!(managed
+        .events
+        .iter()
+        .any(|e| e.status == EventStatus::Failed));
+    assert!(managed.tokens_after > managed.plan.trigger.target);
+    assert!(
+        !managed
+            .plan
+            .notes
+            .iter()
+            .any(|n| matches!(n, context_compactor::Note::ActionsFailed { .. })),
+        "{:?}",
+        managed.plan.notes
+    );
+}

@@ -57,15 +57,28 @@ export interface TokenBreakdown {
 /** JSON tool definitions from either accepted shape. */
 export function toolDefinitions(tools: ToolSetLike): ToolDefinition[] {
   if (Array.isArray(tools)) return tools.map((tool: unknown) => (foreign(tool) ? definition(undefined, tool) : (tool as ToolDefinition)));
-  return Object.entries(tools).map(([name, tool]) => definition(name, tool));
+  // A tool set's entry left undefined (a conditional spread) counts by its name.
+  return Object.entries(tools).map(([name, tool]) => definition(name, tool ?? {}));
 }
+
+/** Fields of a tool in another shape than the core's: OpenAI's, Anthropic's, LangChain's,
+ * Mastra's (`id`), MCP's (`title`, `annotations`, `outputSchema`). */
+const FOREIGN_FIELDS = ['type', 'function', 'parameters', 'input_schema', 'schema', 'id', 'title', 'annotations', 'outputSchema', 'execute'];
 
 /** A tool in another shape than the core's (`{name, description?, inputSchema?}`, which goes
  * over as it is, so that a misspelled field is the core's `invalid_config`): a class instance
  * (a LangChain or Mastra tool) or a provider's definition. */
 function foreign(tool: unknown): boolean {
   if (tool === null || typeof tool !== 'object') return false;
-  return Object.getPrototypeOf(tool) !== Object.prototype || ['type', 'function', 'parameters', 'input_schema', 'schema'].some((key) => key in tool);
+  return Object.getPrototypeOf(tool) !== Object.prototype || FOREIGN_FIELDS.some((key) => key in tool);
+}
+
+/** A JSON schema, not a schema library's object (zod v4's has a `type` too, and a
+ * `~standard` or `_zod`; zod v3's a `_def`). */
+function isJsonSchema(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if ('~standard' in value || '_zod' in value || '_def' in value) return false;
+  return 'type' in value || 'properties' in value || '$schema' in value;
 }
 
 /** One tool as the core reads it, named `key` (a tool set's) or by its own `name`. Anything
@@ -79,8 +92,8 @@ function definition(key: string | undefined, given: unknown): ToolDefinition {
   const json = schema && typeof schema === 'object' && 'jsonSchema' in schema ? (schema as { jsonSchema: unknown }).jsonSchema : schema;
   // A schema object we cannot read as JSON (e.g. a raw zod schema) counts by name and
   // description only; pass `zodSchema(...)` or JSON to count it exactly.
-  const plain = json !== null && typeof json === 'object' && ('type' in json || 'properties' in json || '$schema' in json);
+  const plain = isJsonSchema(json);
   // AI SDK 7 allows a description function (of the call's context): counted by name and schema.
-  const name = key ?? tool.name;
+  const name = key ?? tool.name ?? tool.id;
   return { name: name as string, ...(typeof tool.description === 'string' && tool.description ? { description: tool.description } : {}), ...(plain ? { inputSchema: json } : {}) };
 }

@@ -76,10 +76,14 @@ test('anthropicCacheControl: system and newest message marked, never more than 4
 test('recovery tool limits that are not whole numbers >= 1 are invalid_config naming the option', async () => {
   await init();
   const store = new MemoryStore();
-  for (const [option, value] of [['defaultLimit', 0], ['maxLineChars', 0], ['maxMatches', 0], ['maxPageChars', 0], ['maxPageChars', -1], ['maxPageChars', 2.5], ['defaultLimit', -1]]) {
+  for (const [option, value] of [['defaultLimit', 0], ['maxLineChars', 0], ['maxMatches', 0], ['maxPageChars', 0], ['maxPageChars', -1], ['maxPageChars', 0.5], ['defaultLimit', -1], ['defaultLimit', 2.5]]) {
     const tools = recoveryTools(store, { [option]: value });
     assert.throws(() => tools.read_file.description, (e) => e.code === 'invalid_config' && e.message.includes(option) && e.message.includes('whole number >= 1'), `${option}: ${value}`);
   }
-  // No page limit at all is fine, and so is 1.
+  for (const value of [NaN, -Infinity]) assert.throws(() => recoveryTools(store, { maxPageChars: value }), (e) => e.code === 'invalid_config' && /maxPageChars/.test(e.message), String(value));
+  // No page limit at all is fine, and so is 1; a fraction (10 % of a window) is its whole part.
   assert.match(recoveryTools(store, { maxPageChars: Infinity, defaultLimit: 1 }).read_file.description, /read/i);
+  await store.write('/a.txt', 'x'.repeat(30));
+  const page = await recoveryTools(store, { maxPageChars: 13107.2 }).read_file.execute({ path: '/a.txt' });
+  assert.match(page, /x{30}/);
 });

@@ -2,6 +2,7 @@
 // definition; the total is the count the compactor plans with.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { z } from 'zod';
 import * as cc from '../dist/entry/node.js';
 
 const messages = [
@@ -60,6 +61,18 @@ test('tool lists in other shapes count as the same definitions; the core shape k
     assert.deepEqual(cc.countBreakdown([], { tools }).tools, core, shape);
     assert.ok(core.total > 10, shape);
   }
+  // A Mastra tool (an `id`, no `name`), an MCP tool (`title`, `annotations`, `outputSchema`).
+  const mastra = [{ id: 'search', description: 'Search the logs.', inputSchema: schema, execute: async () => '' }];
+  assert.deepEqual(cc.countBreakdown([], { tools: mastra }).tools, core, 'mastra');
+  const mcp = [{ name: 'search', title: 'Search', description: 'Search the logs.', inputSchema: schema, outputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }];
+  assert.deepEqual(cc.countBreakdown([], { tools: mcp }).tools, core, 'mcp');
+  // A zod schema is not JSON: counted by name and description, never as zod's internals.
+  const named = cc.countBreakdown([], { tools: [{ name: 'search', description: 'Search the logs.' }] }).tools;
+  const zodSchema = z.object({ q: z.string().describe('what to find'), limit: z.number().int().default(10), when: z.bigint().default(1n) });
+  assert.deepEqual(cc.countBreakdown([], { tools: { search: { description: 'Search the logs.', inputSchema: zodSchema } } }).tools, named, 'AI SDK tool set, raw zod');
+  assert.deepEqual(cc.countBreakdown([], { tools: [{ name: 'search', description: 'Search the logs.', schema: zodSchema, invoke() {} }] }).tools, named, 'LangChain tool, zod');
+  // A tool set's entry left undefined counts by its name.
+  assert.equal(Object.keys(cc.countBreakdown([], { tools: { search: undefined } }).tools.definitions)[0], 'search');
   // A misspelled field of the core's own shape is still refused, naming it.
   assert.throws(() => cc.countBreakdown([], { tools: [{ name: 'search', descripton: 'typo' }] }), (e) => e.code === 'invalid_config' && /descripton/.test(e.message));
 });

@@ -519,3 +519,14 @@ def test_recovery_tool_limits_below_one_are_invalid_config(option: Dict[str, int
 
     with pytest.raises(InvalidConfigError, match="whole number >= 1"):
         recovery_tools(MemoryStore(), **option)
+
+
+def test_tool_lists_in_openai_and_mastra_shapes_count_as_the_same_definitions() -> None:
+    from context_compactor import count_breakdown
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    core = count_breakdown([], tools=[{"name": "search", "description": "Search the logs.", "inputSchema": schema}])["tools"]
+    nested = [{"type": "function", "function": {"name": "search", "description": "Search the logs.", "parameters": schema}}]
+    by_id = [{"id": "search", "description": "Search the logs.", "input_schema": schema}]
+    for shape in (nested, by_id):
+        assert count_breakdown([], tools=shape)["tools"] == core

@@ -1181,9 +1181,10 @@ def _once(keys: Any, path: str) -> None:
 def tool_definitions(tools: Any) -> Any:
     """Tool definitions as the core reads them (``{name, description?, inputSchema?}``), from a
     list of definitions or of tool objects, or a mapping of name to a definition or a tool
-    object: an object gives its ``name``, ``description`` and ``inputSchema`` / ``input_schema``
-    / ``args_schema`` / ``parameters`` (a JSON schema, or a pydantic model: a LangChain tool's
-    ``args_schema``). Anything else is handed to the core as it is (its error names it)."""
+    object: an object gives its ``name`` (or ``id``), ``description`` and ``inputSchema`` /
+    ``input_schema`` / ``args_schema`` / ``parameters`` (a JSON schema, or a pydantic model: a
+    LangChain tool's ``args_schema``); OpenAI's ``{"type": "function", "function": {...}}`` is
+    read inside. Anything else is handed to the core as it is (its error names it)."""
     if tools is None:
         return []
     if isinstance(tools, Mapping):
@@ -1194,13 +1195,18 @@ def tool_definitions(tools: Any) -> Any:
         return tools
     out = []
     for key, tool in items:
+        # OpenAI Chat Completions' ``{"type": "function", "function": {...}}`` (LangChain's
+        # ``convert_to_openai_tool``): the definition is inside.
+        if isinstance(tool, Mapping) and tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
+            tool = tool["function"]
+
         def get(field: str, tool: Any = tool) -> Any:
             return tool.get(field) if isinstance(tool, Mapping) else getattr(tool, field, None)
 
         schema = get("inputSchema") or get("input_schema") or get("args_schema") or get("parameters")
         if schema is not None and not isinstance(schema, Mapping) and hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
-        definition: Dict[str, Any] = {"name": key if key is not None else get("name")}
+        definition: Dict[str, Any] = {"name": key if key is not None else (get("name") or get("id"))}
         if isinstance(get("description"), str) and get("description"):
             definition["description"] = get("description")
         if isinstance(schema, Mapping):

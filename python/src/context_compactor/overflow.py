@@ -1,8 +1,9 @@
 """A provider's "prompt too long" error. What the error's texts mean is the core's table
-(``src/overflow.rs``: OpenAI, Anthropic, Google, Mistral, vLLM, llama.cpp, Ollama; the same for
-every host); this module only gathers the texts a Python exception carries: its message, code
-and response body (the ``openai``, ``anthropic``, ``google-genai`` and ``mistralai`` SDKs' error
-objects, an ``httpx`` response), and the same for its cause and context."""
+(``src/overflow.rs``: OpenAI, Anthropic, Google, Mistral, xAI, Bedrock, vLLM, TGI, llama.cpp,
+Ollama; the same for every host); this module only gathers the texts a Python exception
+carries: its message, code and response body (the ``openai``, ``anthropic``, ``google-genai``
+and ``mistralai`` SDKs' error objects, an ``httpx`` response), and the same for its cause and
+context."""
 
 from __future__ import annotations
 
