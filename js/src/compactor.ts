@@ -293,6 +293,20 @@ export interface PrepareStepInput<M extends MessageLike = MessageLike> {
   stepNumber?: number;
 }
 
+/** Model names already warned about in this process. */
+const warned = new Set<string>();
+
+/** An unknown model (the plan's `unknown-model` note: no registry entry, no `contextWindow`)
+ * is planned against a small default window; said on the console once per name per process, as
+ * the plans' notes are seldom read (`prepareStep` and the middlewares never show them). */
+function warnOnce(plan: Plan): void {
+  for (const note of plan.notes) {
+    if (note.type !== 'unknown-model' || warned.has(note.name)) continue;
+    warned.add(note.name);
+    console.warn(`context-compactor: unknown model "${note.name}": planned against a ${note.assumedWindow.toLocaleString('en-US')}-token window. Give its contextWindow (and maxOutputTokens), or a name the registry knows (modelInfo).`);
+  }
+}
+
 /** Creates a compactor; loads the core first if needed. */
 export async function createCompactor(options: CompactorOptions = {}): Promise<Compactor> {
   // The core first: options may hold recovery tools made before it loaded, which it describes.
@@ -432,6 +446,8 @@ export class Compactor {
     // Otherwise the first call reads what is stored there (`persistLater`).
     if (stored && this.#statePath !== undefined) core(() => this.#core.persistAt(this.#statePath!, stored.text ?? undefined, true, stored.unread));
     else if (this.#statePath !== undefined) this.#core.persistLater(this.#statePath, false);
+    // The core's notes on the configuration alone (an empty conversation's plan), told once.
+    warnOnce(JSON.parse(this.#planCore('[]', undefined).json) as Plan);
   }
 
   /** The model as resolved by the registry and overrides. */

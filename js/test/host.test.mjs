@@ -94,6 +94,21 @@ test('state round-trips into a new compactor; plans are deterministic', async ()
   assert.deepEqual(first.plan(messages), second.plan(messages));
 });
 
+test('an unknown model is said on the console once per name; a given window or a known model says nothing', async () => {
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => warnings.push(args.join(' '));
+  try {
+    await createCompactor({ model: 'my-warned-local-model' });
+    await createCompactor({ model: 'my-warned-local-model' });
+    await createCompactor({ model: 'my-other-local-model', contextWindow: 32_000 });
+    await createCompactor({ model: 'gpt-4o' });
+  } finally {
+    console.warn = warn;
+  }
+  assert.deepEqual(warnings, ['context-compactor: unknown model "my-warned-local-model": planned against a 8,192-token window. Give its contextWindow (and maxOutputTokens), or a name the registry knows (modelInfo).']);
+});
+
 test('unknown models get a conservative window and a note; registry models resolve', async () => {
   const unknown = await createCompactor({ model: 'my-local-model' });
   const plan = unknown.plan([{ role: 'user', content: 'hi' }]);

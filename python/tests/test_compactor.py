@@ -530,3 +530,15 @@ def test_tool_lists_in_openai_and_mastra_shapes_count_as_the_same_definitions() 
     by_id = [{"id": "search", "description": "Search the logs.", "input_schema": schema}]
     for shape in (nested, by_id):
         assert count_breakdown([], tools=shape)["tools"] == core
+
+
+def test_an_unknown_model_is_logged_once_per_name(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="context_compactor"):
+        Compactor(model="my-warned-local-model-py")
+        Compactor(model="my-warned-local-model-py")
+        Compactor(model="my-other-local-model-py", context_window=32_000)
+        Compactor(model="gpt-4o")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "context_compactor"]
+    assert warnings == [
+        'unknown model "my-warned-local-model-py": planned against a 8,192-token window. Give its context_window (and max_output_tokens), or a name the registry knows (model_info).'
+    ]

@@ -318,6 +318,8 @@ class Compactor:
         self._ahead_done: Dict[str, Optional[str]] = {}
         self._ahead_lock = threading.Lock()
         self._input: Sequence[Message] = []
+        # The core's notes on the configuration alone (an empty conversation's plan), told once.
+        _warn_once(json.loads(self._core.call("plan", "[]", None)))
 
     # -----------------------------------------------------------------------------------------
     # Reading
@@ -956,6 +958,25 @@ def _drive(
             handle(io["id"], dumps({**reply, "now": wall()}))
         if between is not None:
             between()
+
+
+#: Model names already warned about in this process.
+_warned: set[str] = set()
+
+
+def _warn_once(plan: Mapping[str, Any]) -> None:
+    """An unknown model (the plan's ``unknown-model`` note: no registry entry, no
+    ``context_window``) is planned against a small default window: logged (the
+    ``context_compactor`` logger) once per name per process, as plans' notes are seldom read."""
+    for note in plan.get("notes", []):
+        if note.get("type") != "unknown-model" or note["name"] in _warned:
+            continue
+        _warned.add(note["name"])
+        _log.warning(
+            'unknown model "%s": planned against a %s-token window. Give its context_window (and max_output_tokens), or a name the registry knows (model_info).',
+            note["name"],
+            f"{note['assumedWindow']:,}",
+        )
 
 
 def load_state(store: FileStore, path: str = DEFAULT_STATE_PATH) -> Optional[Dict[str, Any]]:
