@@ -1971,3 +1971,69 @@ mod apart {
         lossy::plan(inputs)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chat of `turns` answered turns after a system prompt.
+    fn chat(turns: usize) -> Vec<Message> {
+        let mut values =
+            vec![serde_json::json!({"role": "system", "content": "You are a research agent."})];
+        for t in 0..turns {
+            let words = |n: usize| {
+                (0..n)
+                    .map(|i| format!("word{t}.{i}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            values.push(serde_json::json!({"role": "user", "content": words(60)}));
+            values.push(serde_json::json!({"role": "assistant", "content": words(120)}));
+        }
+        crate::parse_messages(&serde_json::Value::Array(values).to_string()).unwrap()
+    }
+
+    #[test]
+    fn a_summary_asked_ahead_under_a_key_of_the_whole_prefix_is_still_found() {
+        let config = Config {
+            model: Some("gpt-4o".into()),
+            context_window: Some(8_000),
+            ..Config::default()
+        };
+        let background = PlanOptions {
+            background: true,
+            ..PlanOptions::default()
+        };
+        let compactor = Compactor::new(config).unwrap();
+        let (turns, ahead) = (1..200)
+            .find_map(|n| {
+                let plan = compactor.plan_with_options(&chat(n), &background).unwrap();
+                plan.ahead.map(|a| (n, a))
+            })
+            .expect("a summary asked ahead");
+        let messages = chat(turns);
+        // The key a state saved before spans left their system prompt out holds.
+        let old = crate::record::conversation_hex_of(
+            messages[..ahead.end]
+                .iter()
+                .map(crate::record::canonical_message),
+        );
+        assert_ne!(Some(&old), ahead.ahead_key.as_ref());
+        let asks_again = |key: &str| {
+            let mut c =
+                Compactor::with_state(compactor.config().clone(), compactor.state().clone())
+                    .unwrap();
+            c.ask_ahead(key, ahead.end);
+            c.plan_with_options(&chat(turns + 1), &background)
+                .unwrap()
+                .ahead
+                .is_some()
+        };
+        assert!(!asks_again(&old), "the old key is the summary's");
+        assert!(
+            !asks_again(ahead.ahead_key.as_deref().unwrap()),
+            "so is the new one"
+        );
+        assert!(asks_again("0000000000000000"), "another key is not");
+    }
+}
