@@ -115,13 +115,12 @@ export interface RecoveryToolOptions {
 export function recoveryTools(store: FileStore, options: RecoveryToolOptions = {}): RecoveryToolSet {
   const { maxPageChars, ...rest } = options;
   const io = checked(store); // a read that gives no text is a failed read, not a value the core takes
-  // Infinity (no page limit) crosses as nothing, a fraction (10 % of a window) as its whole
-  // part; the core checks the rest (a page limit below 1 is `invalid_config`).
+  // Infinity (no page limit) crosses as nothing; NaN and -Infinity, which JSON cannot say, are
+  // refused here; the core checks the rest (a fraction is floored, below 1 is `invalid_config`).
   if (typeof maxPageChars === 'number' && (Number.isNaN(maxPageChars) || maxPageChars === -Infinity)) {
     throw new CompactorError('invalid_config', `recoveryTools: maxPageChars must be a number of characters >= 1, got ${maxPageChars}`, { field: 'maxPageChars' });
   }
-  const pageChars = maxPageChars === Infinity ? undefined : typeof maxPageChars === 'number' && Number.isFinite(maxPageChars) ? Math.floor(maxPageChars) : maxPageChars;
-  const coreOptions = stringify({ ...rest, ...(pageChars !== undefined ? { maxPageChars: pageChars } : {}) });
+  const coreOptions = stringify({ ...rest, ...(maxPageChars !== Infinity && maxPageChars !== undefined ? { maxPageChars } : {}) });
   // Read from the core when first needed, so that tools made before `init()` (at a module's top
   // level) work once it has run.
   let specs: Map<string, { description: string; inputSchema: JsonSchemaObject }> | undefined;

@@ -521,6 +521,20 @@ def test_recovery_tool_limits_below_one_are_invalid_config(option: Dict[str, int
         recovery_tools(MemoryStore(), **option)
 
 
+def test_a_page_limit_of_a_fraction_is_floored_and_inf_is_none() -> None:
+    from context_compactor import InvalidConfigError, MemoryStore, recovery_tools
+
+    store = MemoryStore()
+    store.write("/a.txt", "\n".join("x" * 9 for _ in range(10)))
+    page = recovery_tools(store, max_page_chars=25.9)["read_file"](path="/a.txt")
+    assert page == recovery_tools(store, max_page_chars=25)["read_file"](path="/a.txt")
+    assert page != recovery_tools(store, max_page_chars=26)["read_file"](path="/a.txt")
+    assert "10\t" in recovery_tools(store, max_page_chars=float("inf"))["read_file"](path="/a.txt")
+    for bad in (float("nan"), float("-inf")):
+        with pytest.raises(InvalidConfigError, match="max_page_chars"):
+            recovery_tools(store, max_page_chars=bad)
+
+
 def test_tool_lists_in_openai_and_mastra_shapes_count_as_the_same_definitions() -> None:
     from context_compactor import count_breakdown
 

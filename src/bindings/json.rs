@@ -1286,8 +1286,18 @@ pub(crate) fn recovery_tools(options_json: &str) -> Result<String> {
 /// [`Error::InvalidConfig`] naming it (`defaultLimit: -1`, or 0: every `read_file` without a
 /// `limit` would be refused), not a number serde cannot read.
 fn recovery_options(options_json: &str) -> Result<crate::recovery::RecoveryOptions> {
-    let value = serde_json::from_str::<serde_json::Value>(options_json)
+    let mut value = serde_json::from_str::<serde_json::Value>(options_json)
         .map_err(|e| Error::json("recovery tool options", &e))?;
+    // A page limit is often a share of a window (10 %: a fraction): its whole part, in every
+    // host.
+    if let Some(page) = value.get_mut("maxPageChars") {
+        if let Some(chars) = page
+            .as_f64()
+            .filter(|c| c.is_finite() && *c >= 1.0 && page.as_u64().is_none())
+        {
+            *page = serde_json::Value::from(chars.floor() as u64);
+        }
+    }
     for (key, v) in value.as_object().into_iter().flatten() {
         let count = matches!(
             key.as_str(),
@@ -1300,7 +1310,7 @@ fn recovery_options(options_json: &str) -> Result<crate::recovery::RecoveryOptio
             });
         }
     }
-    parse("recovery tool options", options_json)
+    parse("recovery tool options", &value.to_string())
 }
 
 /// A recovery tool call started from the model's arguments (JSON; malformed text is the
@@ -2087,6 +2097,19 @@ mod tests {
             }
         }
         assert!(recovery_tools(r#"{"defaultLimit": 20, "maxPageChars": null}"#).is_ok());
+        // A page limit's fraction (a share of a window) is floored; below 1 it is refused.
+        assert_eq!(
+            recovery_options(r#"{"maxPageChars": 12800.9}"#)
+                .unwrap()
+                .max_page_chars,
+            Some(12800)
+        );
+        for options in [r#"{"maxPageChars": 0.5}"#, r#"{"maxPageChars": -3.5}"#] {
+            assert!(
+                matches!(recovery_options(options), Err(Error::InvalidConfig { field, .. }) if field == "maxPageChars"),
+                "{options}"
+            );
+        }
         assert!(matches!(
             recovery_tools("{"),
             Err(Error::MalformedJson { .. })

@@ -9,6 +9,7 @@ framework's tool registry."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, List, Optional
@@ -16,6 +17,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional
 from . import _core
 from ._core import core
 from .codec import well_formed as _well_formed
+from .errors import InvalidConfigError
 from .effects import Steps, drive_async, listed_paths, read_text, run_sync
 from .stores import FileStore, check_path, check_prefix
 
@@ -69,11 +71,15 @@ def _options(
     default_limit: int = DEFAULT_LIMIT,
     max_line_chars: int = MAX_LINE_CHARS,
     max_matches: int = MAX_MATCHES,
-    max_page_chars: Optional[int] = None,
+    max_page_chars: Optional[float] = None,
     context_window: Optional[int] = None,
 ) -> Dict[str, Any]:
     options: Dict[str, Any] = {"defaultLimit": default_limit, "maxLineChars": max_line_chars, "maxMatches": max_matches}
-    if max_page_chars is not None:
+    # ``math.inf`` is no page limit; NaN and -inf, which JSON cannot say, are refused here; the
+    # core checks the rest (a fraction, 10 % of a window, is floored; below 1 is refused).
+    if isinstance(max_page_chars, float) and (math.isnan(max_page_chars) or max_page_chars == -math.inf):
+        raise InvalidConfigError("invalid_config", f"recovery_tools: max_page_chars must be a number of characters >= 1, got {max_page_chars}", {"field": "max_page_chars"})
+    if max_page_chars is not None and max_page_chars != math.inf:
         options["maxPageChars"] = max_page_chars
     if context_window is not None:
         options["contextWindow"] = context_window
@@ -87,7 +93,7 @@ def read_file(
     limit: int = DEFAULT_LIMIT,
     *,
     max_line_chars: int = MAX_LINE_CHARS,
-    max_page_chars: Optional[int] = None,
+    max_page_chars: Optional[float] = None,
 ) -> str:
     """Numbered lines of a stored file, from ``offset`` (0-based), at most ``limit`` (a page
     ends before ``max_page_chars`` characters, at least one line shown)."""
@@ -133,7 +139,7 @@ def recovery_tools(
     store: FileStore,
     *,
     default_limit: int = DEFAULT_LIMIT,
-    max_page_chars: Optional[int] = None,
+    max_page_chars: Optional[float] = None,
     context_window: Optional[int] = None,
 ) -> Dict[str, RecoveryTool]:
     """``read_file``, ``grep`` and ``ls`` over ``store``, with the core's descriptions and JSON
