@@ -254,9 +254,11 @@ impl CallRun {
     }
 
     /// A call that only saves the state at the compactor's state path, asked by the app (a
-    /// host's `saveState()`): even when nothing changed since the last save, and a save another
-    /// request beat is a conflict at once (no rerun: there is no call to run again). Its result
-    /// has no conversation (`dry`); `state_error` is a save that failed.
+    /// host's `saveState()`): even when nothing changed since the last save. A save another
+    /// request beat takes that request's state (no rerun: there is no call to run again; each
+    /// call saved its own work) and asks the host for its conversation again; a store that
+    /// refused it while holding what it expected is a conflict at once. Its result has no
+    /// conversation (`dry`); `state_error` is a save that failed.
     pub fn save_state() -> Self {
         CallRun {
             explicit: true,
@@ -768,6 +770,15 @@ impl CallRun {
                 let persist = core.compactor().persist().expect("a save has a state path");
                 let path = persist.path().to_owned();
                 match persist.refused(current.as_deref()) {
+                    Ok(Refused::Rerun { state }) if self.explicit => {
+                        // An explicit save another request's beat: the compactor is built on
+                        // the stored state, and the host hands its conversation in again (a
+                        // rebuilt core holds none).
+                        core.rebuild(state.as_deref())?;
+                        let resync = self.ask(Own::Resync, Request::Resync { rerun: true });
+                        self.queue(resync);
+                        self.over(core, None, None);
+                    }
                     Ok(Refused::Rerun { state }) => {
                         // Built again on the stored state, which holds no conversation: the
                         // call runs again once the host handed it in (its recorded edits

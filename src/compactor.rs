@@ -866,6 +866,10 @@ impl Compactor {
             notes.push(Note::UnknownModel {
                 name: self.model.name.clone(),
                 assumed_window: self.window(),
+                did_you_mean: crate::models::suggestions(&self.model.name, 3)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
             });
         }
         if let Some(idle_seconds) = expired {

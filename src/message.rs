@@ -951,27 +951,36 @@ fn message_from_value(index: usize, value: Value) -> Result<Message> {
         }
         None => return Err(invalid(index, "role", "missing field `role`")),
     };
-    let content = match map.shift_remove("content") {
-        Some(Value::String(text)) => Content::Text(text),
-        Some(Value::Array(items)) => Content::Parts(
-            items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| part_from_value(index, &format!("content[{i}]"), item))
-                .collect::<Result<_>>()?,
-        ),
-        Some(other) => {
-            return Err(invalid(
+    let content =
+        match map.shift_remove("content") {
+            Some(Value::String(text)) => Content::Text(text),
+            Some(Value::Array(items)) => Content::Parts(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| part_from_value(index, &format!("content[{i}]"), item))
+                    .collect::<Result<_>>()?,
+            ),
+            Some(other) => {
+                return Err(invalid(
+                    index,
+                    "content",
+                    format!(
+                        "expected a string or an array of parts, got {}",
+                        kind(&other)
+                    ),
+                ))
+            }
+            // The AI SDK's UI shape (`useChat`'s `{id, role, parts}`) is the likeliest mistake.
+            None if map.contains_key("parts") => return Err(invalid(
                 index,
                 "content",
-                format!(
-                    "expected a string or an array of parts, got {}",
-                    kind(&other)
-                ),
-            ))
-        }
-        None => return Err(invalid(index, "content", "missing field `content`")),
-    };
+                "missing field `content`: this looks like a UIMessage (`parts`); the compactor \
+                 takes model messages: convert them first with the AI SDK's \
+                 `convertToModelMessages`",
+            )),
+            None => return Err(invalid(index, "content", "missing field `content`")),
+        };
     Ok(Message {
         role,
         content,
@@ -1369,6 +1378,13 @@ mod tests {
             err(json!([3])),
             Error::InvalidMessage { index: 0, .. }
         ));
+        // A UIMessage (`useChat`'s shape) is named as one, with the conversion to make.
+        let e =
+            err(json!([{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]));
+        assert!(
+            matches!(&e, Error::InvalidMessage { index: 0, field, message } if field == "content" && message.contains("UIMessage") && message.contains("convertToModelMessages")),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -378,7 +378,7 @@ pub fn nearest(name: &str, n: usize) -> Vec<&'static str> {
         .rsplit('/')
         .next()
         .unwrap_or(name)
-        .to_lowercase()
+        .to_ascii_lowercase()
         .chars()
         .collect();
     let mut ranked: Vec<(usize, std::cmp::Reverse<usize>, usize, &'static str)> = REGISTRY
@@ -396,8 +396,29 @@ pub fn nearest(name: &str, n: usize) -> Vec<&'static str> {
     ranked.into_iter().take(n).map(|r| r.3).collect()
 }
 
+/// The registry's names a misspelling of `name` likely meant, at most `n`: the entries fewest
+/// edits away, relative to their length ([`nearest`]'s measure, over bytes), if a third of an
+/// entry's characters at most; none for a name of another model altogether (a local model's):
+/// what an unknown model's note suggests ([`crate::Note::UnknownModel`]). Kept lean (no sort,
+/// bytes): it is in the wasm core, where [`nearest`], the CLI's, is not.
+pub fn suggestions(name: &str, n: usize) -> Vec<&'static str> {
+    let bare = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    let mut best = (334, Vec::new());
+    for entry in REGISTRY {
+        let prefix = entry.prefix.as_bytes();
+        let relative = prefix_distance(prefix, bare.as_bytes()) * 1_000 / prefix.len().max(1);
+        if relative < best.0 {
+            best = (relative, Vec::new());
+        }
+        if relative == best.0 && best.1.len() < n {
+            best.1.push(entry.prefix);
+        }
+    }
+    best.1
+}
+
 /// The fewest edits (Levenshtein) that turn `prefix` into some start of `text`.
-fn prefix_distance(prefix: &[char], text: &[char]) -> usize {
+fn prefix_distance<T: PartialEq>(prefix: &[T], text: &[T]) -> usize {
     // row[j]: the distance from prefix[..i] to text[..j]; the last row's minimum is the answer.
     let mut row: Vec<usize> = (0..=text.len()).collect();
     for (i, p) in prefix.iter().enumerate() {
@@ -493,6 +514,11 @@ mod tests {
     #[test]
     fn nearest_names_for_an_unknown_model() {
         assert_eq!(nearest("gpt4o", 1), ["gpt-4o"]);
+        assert_eq!(suggestions("gpt4o", 1), ["gpt-4o"]);
+        assert_eq!(suggestions("claud-sonet-4", 1), ["claude-sonnet-4"]);
+        // Another model altogether: nothing to suggest.
+        assert!(suggestions("my-local-finetune", 3).is_empty());
+        assert!(suggestions("acme-chat-large", 3).is_empty());
         assert_eq!(nearest("openai/GPT4o-mini", 1), ["gpt-4o-mini"]);
         assert_eq!(nearest("claud-sonet-4", 1), ["claude-sonnet-4"]);
         assert_eq!(nearest("lama-3.1-8b", 1), ["llama-3.1"]);

@@ -498,6 +498,10 @@ pub enum Note {
         name: String,
         /// The window assumed, in tokens.
         assumed_window: u32,
+        /// The registry's names `name` may be a misspelling of, best first (none for another
+        /// model altogether).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        did_you_mean: Vec<String>,
     },
     /// The provider's prompt cache expired since the last call ([`crate::PlanOptions::now`]):
     /// this call writes the whole prompt again whatever the plan does, so tier 2 took the

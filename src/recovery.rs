@@ -21,7 +21,7 @@
 //!         ToolIo::Done { text } => break text,
 //!     }
 //! };
-//! assert_eq!(text, "1\talpha\n2\tbeta\n… 1 more lines: read_file with offset=2");
+//! assert_eq!(text, "1\talpha\n2\tbeta\n… 1 more line: read_file with offset=2");
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,11 @@ pub struct RecoveryOptions {
     /// The window of the model the tools serve: without `max_page_chars`, a page ends at
     /// [`page_chars_for_window`] of it.
     pub context_window: Option<u32>,
+    /// The compactor's state in the store: `ls` and `grep` leave it and its summary leases
+    /// (`<statePath>.summaries/`) out, as they are the compactor's bookkeeping, not content for
+    /// the model (a `grep` would find every offload's preview in the state's record first).
+    /// Default [`crate::stored::DEFAULT_STATE_PATH`].
+    pub state_path: String,
 }
 
 impl RecoveryOptions {
@@ -59,6 +64,12 @@ impl RecoveryOptions {
     pub fn page_limit(&self) -> Option<usize> {
         self.max_page_chars
             .or(self.context_window.map(page_chars_for_window))
+    }
+
+    /// `path` is the compactor's own (its state, a summary lease): not shown by `ls` or `grep`.
+    fn hides(&self, path: &str) -> bool {
+        path.strip_prefix(self.state_path.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(".summaries/"))
     }
 }
 
@@ -70,6 +81,7 @@ impl Default for RecoveryOptions {
             max_matches: MAX_MATCHES,
             max_page_chars: None,
             context_window: None,
+            state_path: crate::stored::DEFAULT_STATE_PATH.to_owned(),
         }
     }
 }
@@ -102,7 +114,7 @@ pub fn tool_specs(options: &RecoveryOptions) -> Vec<ToolSpec> {
 /// wasm core.
 pub fn tool_specs_json(options: &RecoveryOptions) -> String {
     format!(
-        r#"[{{"name":"read_file","description":"Read a stored file (offloaded tool output, conversation transcript, memory). Returns numbered lines; page with offset (0-based line) and limit.","inputSchema":{{"type":"object","properties":{{"path":{{"type":"string","description":"Absolute store path, e.g. /tool_outputs/search_ab12.txt"}},"offset":{{"type":"integer","description":"First line, 0-based. Default 0."}},"limit":{{"type":"integer","description":"Number of lines. Default {}."}}}},"required":["path"],"additionalProperties":false}}}},{{"name":"grep","description":"Find lines containing a literal text in stored files under a path (default: everything).","inputSchema":{{"type":"object","properties":{{"pattern":{{"type":"string","description":"Literal text to find (case-sensitive)."}},"path":{{"type":"string","description":"A file or directory prefix, e.g. /tool_outputs/. Default /."}}}},"required":["pattern"],"additionalProperties":false}}}},{{"name":"ls","description":"List stored files and directories under a path (default /).","inputSchema":{{"type":"object","properties":{{"path":{{"type":"string","description":"Directory, e.g. /tool_outputs/. Default /."}}}},"additionalProperties":false}}}}]"#,
+        r#"[{{"name":"read_file","description":"Read a stored file (offloaded tool output, conversation transcript, memory). Returns numbered lines; page with offset (0-based line) and limit.","inputSchema":{{"type":"object","properties":{{"path":{{"type":"string","description":"Absolute store path, e.g. /tool_outputs/search_ab12.txt"}},"offset":{{"type":"integer","description":"Lines to skip (0-based): to start at line N as numbered by read_file or grep, pass N-1. Default 0."}},"limit":{{"type":"integer","description":"Number of lines. Default {}."}}}},"required":["path"],"additionalProperties":false}}}},{{"name":"grep","description":"Find lines containing a literal text in stored files under a path (default: everything).","inputSchema":{{"type":"object","properties":{{"pattern":{{"type":"string","description":"Literal text to find (case-sensitive)."}},"path":{{"type":"string","description":"A file or directory prefix, e.g. /tool_outputs/. Default /."}}}},"required":["pattern"],"additionalProperties":false}}}},{{"name":"ls","description":"List stored files and directories under a path (default /).","inputSchema":{{"type":"object","properties":{{"path":{{"type":"string","description":"Directory, e.g. /tool_outputs/. Default /."}}}},"additionalProperties":false}}}}]"#,
         options.default_limit
     )
 }
@@ -282,6 +294,10 @@ impl ToolRun {
     /// The result of the [`ToolIo::List`] asked for: the paths under the prefix, or the store's
     /// error. A result the run did not ask for is ignored.
     pub fn handle_list(&mut self, result: Result<Vec<String>, String>) {
+        let result = result.map(|mut files| {
+            files.retain(|file| !self.options.hides(file));
+            files
+        });
         let step = std::mem::replace(
             &mut self.step,
             Step::Done {
@@ -457,8 +473,9 @@ fn page(text: &str, offset: usize, limit: usize, options: &RecoveryOptions) -> S
     let body = numbered.join("\n");
     let rest = lines.len() - offset - shown;
     if rest > 0 {
+        let lines = if rest == 1 { "line" } else { "lines" };
         format!(
-            "{body}\n… {rest} more lines: read_file with offset={}",
+            "{body}\n… {rest} more {lines}: read_file with offset={}",
             offset + shown
         )
     } else {
@@ -681,6 +698,56 @@ mod tests {
             "Nothing stored under /none/."
         );
         assert!(run("rm", json!({}), &files, &o).starts_with("Error: no recovery tool"));
+    }
+
+    #[test]
+    fn ls_and_grep_leave_the_compactors_state_and_leases_out() {
+        let state = r#"{"record":[{"preview":"needle"}]}"#;
+        let files = [
+            ("/state/compactor.json", state),
+            (
+                "/state/compactor.json.summaries/ahead-ab.json",
+                r#"{"summary":"needle"}"#,
+            ),
+            ("/state/compactor.jsonl", "needle"),
+            ("/tool_outputs/a.txt", "needle"),
+        ];
+        let o = RecoveryOptions::default();
+        assert_eq!(
+            run("grep", json!({"pattern": "needle"}), &files, &o),
+            "/state/compactor.jsonl:1: needle\n/tool_outputs/a.txt:1: needle"
+        );
+        assert_eq!(
+            run("ls", json!({"path": "/state/"}), &files, &o),
+            "/state/compactor.jsonl"
+        );
+        // Another state path: that one is left out, the default's is content like any other.
+        let elsewhere = RecoveryOptions {
+            state_path: "/chats/c1/state.json".into(),
+            ..RecoveryOptions::default()
+        };
+        let files = [
+            ("/chats/c1/state.json", state),
+            ("/state/compactor.json", state),
+        ];
+        assert_eq!(run("ls", json!({}), &files, &elsewhere), "/state/");
+        assert_eq!(
+            run(
+                "grep",
+                json!({"pattern": "needle", "path": "/chats/"}),
+                &files,
+                &elsewhere
+            ),
+            "No match for \"needle\" under /chats/."
+        );
+        // read_file still reads it, asked by its path.
+        assert!(run(
+            "read_file",
+            json!({"path": "/chats/c1/state.json"}),
+            &files,
+            &elsewhere
+        )
+        .contains("needle"));
     }
 
     #[test]

@@ -23,6 +23,10 @@ const HOST_FIELDS: [&str; 2] = ["revision", "conversation"];
 /// the very text the store holds before the store counts as failing.
 pub const STATE_ATTEMPTS: u32 = 5;
 
+/// Where a compactor's state is saved when no other path is given (`saveState()`, a
+/// compactor's recovery tools).
+pub const DEFAULT_STATE_PATH: &str = "/state/compactor.json";
+
 /// A state as read from the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stored {
@@ -402,16 +406,21 @@ impl Persist {
         let mut current = Stored::parse(current, &self.path)?;
         if pending.explicit {
             let path = &self.path;
-            let message = if current.text == self.base.text {
-                format!("the store refused to save the state at {path} though it still held the state the save was conditional on")
-            } else {
-                format!("the state at {path} changed since this compactor last read or saved it: another request of this conversation saved it")
-            };
-            return Ok(Refused::Conflict {
-                message,
-                attempts: 1,
-                revision: current.revision,
-            });
+            if current.text == self.base.text {
+                return Ok(Refused::Conflict {
+                    message: format!("the store refused to save the state at {path} though it still held the state the save was conditional on"),
+                    attempts: 1,
+                    revision: current.revision,
+                });
+            }
+            // Another request of the conversation saved since (a double submit, two tabs): each
+            // call saves its own work, so what an explicit save adds (a calibration sample
+            // taken since) gives way, and the compactor takes the stored state, the base of its
+            // next save.
+            let state = current.state.take();
+            self.base = current;
+            self.unread = None;
+            return Ok(Refused::Rerun { state });
         }
         let verdict = self.rounds.refused(
             &self.path,
@@ -648,20 +657,35 @@ mod tests {
             p.request(r#"{"version":11}"#, "aa", false, true).unwrap(),
             None
         );
-        // An explicit save that lost is a conflict at once, naming the path.
+        // An explicit save that another request's beat takes that state (the base of the next
+        // save); one the store refused over the very text it holds is a conflict, naming the
+        // path.
         p.request(r#"{"version":12}"#, "aabb", true, true)
             .unwrap()
             .unwrap();
+        let stored = r#"{"version":13,"revision":7,"conversation":"aabb"}"#;
+        assert_eq!(
+            p.refused(Some(stored)).unwrap(),
+            Refused::Rerun {
+                state: Some(r#"{"version":13}"#.into())
+            }
+        );
+        let next = p
+            .request(r#"{"version":14}"#, "aabb", true, true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.expected.as_deref(), Some(stored));
         let Refused::Conflict {
             message, revision, ..
-        } = p
-            .refused(Some(r#"{"version":13,"revision":7,"conversation":"aabb"}"#))
-            .unwrap()
+        } = p.refused(Some(stored)).unwrap()
         else {
             panic!("expected a conflict")
         };
         assert_eq!(revision, 7);
-        assert!(message.contains("the state at /s changed"));
+        assert!(
+            message.contains("refused to save the state at /s"),
+            "{message}"
+        );
         // An outcome with no save under way, and a current text that is no state: typed errors.
         assert!(p.refused(None).is_err());
         p.request(r#"{"version":14}"#, "aabb", false, true)

@@ -373,6 +373,7 @@ async function start() {
     send: async (text) => send(text),
     state,
     read: async (path) => store.read(path),
+    writeIf: async (path, expected, text) => store.writeIf(path, expected, text),
     reset: async () => { await reset(); return state(); },
   };
   setBusy(false);

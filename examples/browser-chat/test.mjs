@@ -247,6 +247,24 @@ async function variantChecks(variant, page, tag, problems, warnings) {
       logAgain === log.length && again.stats.compactions === s.stats.compactions && JSON.stringify(again.paths) === JSON.stringify(s.paths),
     again ? `turn ${again.turn}, ${again.messages} messages, ${again.usage.tokens} tokens, ${logAgain} log lines, ${again.stats.compactions} compactions` : 'no state');
 
+  // Two tabs of one chat saving its state at once: the store's writeIf (an IndexedDB transaction,
+  // an OPFS write under a Web Lock) lets exactly one of each round's racers win, across tabs.
+  const tab = await context.newPage();
+  await tab.goto(page.url(), { waitUntil: 'load' });
+  await tab.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 15_000 });
+  const rounds = [];
+  let held = null;
+  for (let round = 0; round < 5; round++) {
+    const race = (p, who) => p.evaluate(([expected, who, round]) => Promise.all([0, 1, 2].map((i) => window.chat.writeIf('/race/state.json', expected, `${who}-${round}-${i}`))), [held, who, round]);
+    const [a, b] = await Promise.all([race(page, 'a'), race(tab, 'b')]);
+    const won = [...a, ...b].filter(Boolean).length;
+    held = await page.evaluate(() => window.chat.read('/race/state.json'));
+    rounds.push({ won, held });
+  }
+  await tab.close();
+  check(tag('two tabs racing writeIf on one path: exactly one writer wins each round, and the store holds its text'),
+    rounds.every((r, i) => r.won === 1 && /^[ab]-\d-\d$/.test(r.held ?? '') && r.held.split('-')[1] === String(i)), JSON.stringify(rounds.map((r) => `${r.won}:${r.held}`)));
+
   // New chat: the store is emptied and the conversation starts over.
   await page.click('#reset');
   await page.waitForFunction(() => document.body.dataset.turns === '0' && document.querySelectorAll('#log li[data-strategy]').length === 0, null, { timeout: 5000 });

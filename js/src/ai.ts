@@ -103,6 +103,10 @@ export interface RecoveryToolOptions {
   maxPageChars?: number;
   /** The window of the model the tools serve (see `maxPageChars`). */
   contextWindow?: number;
+  /** The compactor's state path: `ls` and `grep` leave the state and its summary leases
+   * (`<statePath>.summaries/`) out. Default `/state/compactor.json`; `compactor.tools()` gives
+   * its own. */
+  statePath?: string;
 }
 
 /**

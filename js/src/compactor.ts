@@ -303,7 +303,8 @@ function warnOnce(plan: Plan): void {
   for (const note of plan.notes) {
     if (note.type !== 'unknown-model' || warned.has(note.name)) continue;
     warned.add(note.name);
-    console.warn(`context-compactor: unknown model "${note.name}": planned against a ${note.assumedWindow.toLocaleString('en-US')}-token window. Give its contextWindow (and maxOutputTokens), or a name the registry knows (modelInfo).`);
+    const meant = note.didYouMean?.length ? ` Did you mean ${note.didYouMean.map((name) => `"${name}"`).join(' or ')}?` : '';
+    console.warn(`context-compactor: unknown model "${note.name}": planned against a ${note.assumedWindow.toLocaleString('en-US')}-token window.${meant} Give its contextWindow (and maxOutputTokens), or a name the registry knows (modelInfo).`);
   }
 }
 
@@ -1029,14 +1030,15 @@ export class Compactor {
   }
 
   /** AI SDK tools `read_file`, `grep`, `ls` over this compactor's store; a `read_file` page is
-   * at most 10 % of the window (`maxPageChars`). */
+   * at most 10 % of the window (`maxPageChars`); `ls` and `grep` leave the state out. */
   tools(options?: RecoveryToolOptions): RecoveryToolSet {
-    return recoveryTools(this.#io, { contextWindow: this.model.contextWindow, ...options });
+    return recoveryTools(this.#io, { contextWindow: this.model.contextWindow, ...(this.#statePath !== undefined ? { statePath: this.#statePath } : {}), ...options });
   }
 
   /** Writes the state (stats, calibration, the compaction record) to the store;
-   * `loadState(store, path)` reads it back. At `statePath` the save is conditional: it throws
-   * `state_conflict` when another compactor saved there since this one last read or saved. */
+   * `loadState(store, path)` reads it back. At `statePath` the save is conditional: when
+   * another compactor saved there since this one last read or saved, this one takes that state
+   * and writes nothing over it (docs/API.md, "Many instances, one conversation"). */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
     if (checkPath(path) !== this.#statePath) {
       return Promise.resolve(this.#io.write(path, JSON.stringify(this.state()))).catch((error: unknown) => {
@@ -1045,7 +1047,7 @@ export class Compactor {
       });
     }
     // The core's call (`save`): conditional on what was last read or saved (src/stored.rs
-    // `Persist`); a save another compactor beat is a conflict.
+    // `Persist`); a save another compactor beat takes its state.
     await this.#enqueue(async () => {
       const done = await this.#call(stringify({ save: true }), { messages: [], refs: new Map(), input: this.#input }, new Map(), { trigger: 'auto' });
       if (done.stateError !== undefined) throw new CompactorError('store_failed', done.stateError, { path, op: 'write' });

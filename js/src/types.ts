@@ -179,7 +179,8 @@ export type Action = StoreEditAction | SaveTranscriptAction | SummarizeAction | 
 export type Strategy = StoreEditAction['type'] | 'transcript' | 'summarize' | 'truncate' | 'importance';
 
 export type Note =
-  | { type: 'unknown-model'; name: string; assumedWindow: number }
+  /** `didYouMean`: the registry's names `name` may be a misspelling of, best first. */
+  | { type: 'unknown-model'; name: string; assumedWindow: number; didYouMean?: string[] }
   | { type: 'lossy'; strategy: Strategy; messages: number; transcriptPath: string }
   | { type: 'target-not-met'; tokensAfter: number; target: number; reason: string }
   | { type: 'over-budget'; tokensAfter: number; window: number; reason: string }

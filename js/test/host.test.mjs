@@ -38,6 +38,22 @@ test('a failed store write removes nothing and the event records it', async () =
   assert.deepEqual(retry.events.map((e) => e.status), ['applied']);
 });
 
+test("the recovery tools' ls and grep leave the compactor's state and its summary leases out", async () => {
+  const store = new MemoryStore();
+  const compactor = await createCompactor({ contextWindow: 16_000, store, statePath: '/chats/c1/state.json' });
+  const { events } = await compactor.manage(conversation([big('alpha')]));
+  const offloaded = events.find((e) => e.status === 'applied').path;
+  await store.write('/chats/c1/state.json.summaries/ahead-ab.json', '{"summary":"alpha line 7"}');
+  assert.ok((await store.read('/chats/c1/state.json')).includes('alpha line'), 'the state holds the preview');
+  const tools = compactor.tools();
+  assert.equal(await tools.ls.execute({}), `/${offloaded.split('/')[1]}/`);
+  assert.match(await tools.ls.execute({ path: '/chats/' }), /^Nothing stored/);
+  const found = await tools.grep.execute({ pattern: 'alpha line 7:' });
+  assert.equal(found, `${offloaded}:8: ${big('alpha').split('\n')[7]}`);
+  // Asked by its path, the state still reads.
+  assert.match(await tools.read_file.execute({ path: '/chats/c1/state.json' }), /^1\t\{/);
+});
+
 test('binary and URL values survive the wasm boundary untouched', async () => {
   const bytes = new Uint8Array([0, 1, 2, 255]);
   const url = new URL('https://example.com/a.png');
@@ -103,10 +119,15 @@ test('an unknown model is said on the console once per name; a given window or a
     await createCompactor({ model: 'my-warned-local-model' });
     await createCompactor({ model: 'my-other-local-model', contextWindow: 32_000 });
     await createCompactor({ model: 'gpt-4o' });
+    await createCompactor({ model: 'gpt4o' });
   } finally {
     console.warn = warn;
   }
-  assert.deepEqual(warnings, ['context-compactor: unknown model "my-warned-local-model": planned against a 8,192-token window. Give its contextWindow (and maxOutputTokens), or a name the registry knows (modelInfo).']);
+  assert.deepEqual(warnings, [
+    'context-compactor: unknown model "my-warned-local-model": planned against a 8,192-token window. Give its contextWindow (and maxOutputTokens), or a name the registry knows (modelInfo).',
+    // A misspelling: the names it likely meant.
+    'context-compactor: unknown model "gpt4o": planned against a 8,192-token window. Did you mean "gpt-4o"? Give its contextWindow (and maxOutputTokens), or a name the registry knows (modelInfo).',
+  ]);
 });
 
 test('unknown models get a conservative window and a note; registry models resolve', async () => {

@@ -245,6 +245,20 @@ def test_compact_runs_on_demand_with_instructions() -> None:
     assert any(e["strategy"] == "summarize" and e["status"] == "applied" for e in result.events)
 
 
+def test_the_recovery_tools_ls_and_grep_leave_the_state_and_its_leases_out() -> None:
+    store = MemoryStore()
+    compactor = Compactor(model="gpt-4o", context_window=16_000, store=store, state_path="/chats/c1/state.json")
+    [event] = [e for e in compactor.manage(slice_conversation(huge_tool_result(20_000))).events if e["strategy"] == "offload"]
+    store.write("/chats/c1/state.json.summaries/ahead-ab.json", '{"summary": "worker-3 processed item 3"}')
+    assert "worker-3 processed item 3" in (store.read("/chats/c1/state.json") or "")
+    tools = compactor.tools()
+    assert tools["ls"](path="/") == "/" + event["path"].split("/")[1] + "/"
+    found = tools["grep"](pattern="worker-3 processed item 3")
+    assert found.splitlines()[0].startswith(event["path"] + ":4: "), found
+    assert not any(line.startswith("/chats/") for line in found.splitlines())
+    assert tools["read_file"](path="/chats/c1/state.json").startswith("1\t{")
+
+
 def test_state_round_trips_and_plans_are_deterministic(tmp_path) -> None:
     store = LocalStore(tmp_path)
     first = Compactor(context_window=8_000, store=store, state_path="/state/c.json")
@@ -552,7 +566,9 @@ def test_an_unknown_model_is_logged_once_per_name(caplog: pytest.LogCaptureFixtu
         Compactor(model="my-warned-local-model-py")
         Compactor(model="my-other-local-model-py", context_window=32_000)
         Compactor(model="gpt-4o")
+        Compactor(model="claud-sonet-4")
     warnings = [r.getMessage() for r in caplog.records if r.name == "context_compactor"]
     assert warnings == [
-        'unknown model "my-warned-local-model-py": planned against a 8,192-token window. Give its context_window (and max_output_tokens), or a name the registry knows (model_info).'
+        'unknown model "my-warned-local-model-py": planned against a 8,192-token window. Give its context_window (and max_output_tokens), or a name the registry knows (model_info).',
+        'unknown model "claud-sonet-4": planned against a 8,192-token window. Did you mean "claude-sonnet-4"? Give its context_window (and max_output_tokens), or a name the registry knows (model_info).',
     ]

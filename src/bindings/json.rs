@@ -1774,6 +1774,7 @@ mod tests {
                 "write" => r#"{"type":"done"}"#.into(),
                 "conversation" => r#"{"type":"conversation","conversation":"aaaaaaaa"}"#.into(),
                 "save" => save_over(&stored, request),
+                "resync" => r#"{"type":"done"}"#.into(),
                 other => panic!("unexpected {other}"),
             }
         };
@@ -1797,15 +1798,21 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains(r#""revision":7"#));
-        // One another request beat is a conflict at once, naming the path.
-        *stored.borrow_mut() = Some(first.replace(r#""revision":6"#, r#""revision":9"#));
+        // One another request beat takes that request's state, writes nothing over it, and
+        // asks for the conversation again (the rebuilt core holds none).
+        let beaten = first.replace(r#""revision":6"#, r#""revision":9"#);
+        *stored.borrow_mut() = Some(beaten.clone());
         let (kinds, done) = drive(&mut held, r#"{"save":true}"#, store);
+        assert_eq!(kinds, ["conversation", "save", "resync"]);
+        assert_eq!((done.get("conflict"), done.get("stateError")), (None, None));
+        assert_eq!(stored.borrow().as_deref(), Some(beaten.as_str()));
+        let (kinds, _) = drive(&mut held, r#"{"save":true}"#, store);
         assert_eq!(kinds, ["conversation", "save"]);
-        assert_eq!(done["conflict"]["attempts"].as_u64(), Some(1));
-        assert!(done["conflict"]["message"]
-            .as_str()
+        assert!(stored
+            .borrow()
+            .as_deref()
             .unwrap()
-            .contains("/s.json"));
+            .contains(r#""revision":10"#));
         // A state path whose read fails, or holds no state: kept as unread (said on the
         // result), the save made only over nothing.
         for answer in [

@@ -42,6 +42,24 @@ export class OpfsStore implements FileStore {
     }
   }
 
+  /**
+   * Writes `text` at `path` only while it holds `expected` (`null`: nothing), under a Web Lock
+   * named by the store and the path (`navigator.locks`: every tab and worker of the origin), so
+   * two tabs saving one chat's state cannot both win. Where the browser has no Web Locks, the
+   * compare and the write are not atomic (as a store without `writeIf`).
+   */
+  async writeIf(path: string, expected: string | null, text: string): Promise<boolean> {
+    if (typeof text !== 'string') throw new TypeError(`writeIf(${path}): text must be a string`);
+    checkPath(path);
+    const compareAndWrite = async (): Promise<boolean> => {
+      if ((await this.read(path)) !== expected) return false;
+      await this.write(path, text);
+      return true;
+    };
+    const locks = (globalThis.navigator as { locks?: LockManager } | undefined)?.locks;
+    return locks ? locks.request(`context-compactor:opfs:${this.#root.name}:${path}`, compareAndWrite) : compareAndWrite();
+  }
+
   async list(prefix: string): Promise<string[]> {
     prefix = checkPrefix(prefix);
     const out: string[] = [];
@@ -122,6 +140,25 @@ export class IndexedDbStore implements FileStore {
     const tx = this.#db.transaction(FILES, 'readwrite', { durability: 'strict' });
     tx.objectStore(FILES).put(text, path);
     await committed(tx);
+  }
+
+  /** Writes `text` at `path` only while it holds `expected` (`null`: nothing): the read, the
+   * compare and the write in one `readwrite` transaction, atomic between tabs and workers. */
+  async writeIf(path: string, expected: string | null, text: string): Promise<boolean> {
+    if (typeof text !== 'string') throw new TypeError(`writeIf(${path}): text must be a string`);
+    checkPath(path);
+    const tx = this.#db.transaction(FILES, 'readwrite', { durability: 'strict' });
+    const files = tx.objectStore(FILES);
+    let written = false;
+    const get = files.get(path);
+    get.onsuccess = () => {
+      const held = typeof get.result === 'string' ? get.result : null;
+      if (held !== expected) return;
+      files.put(text, path);
+      written = true;
+    };
+    await committed(tx);
+    return written;
   }
 
   async list(prefix: string): Promise<string[]> {

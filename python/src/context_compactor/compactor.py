@@ -421,7 +421,9 @@ class Compactor:
             return await self._run_async(self._recover(messages, error, info, attempt))
 
     def save_state(self, path: Optional[str] = None) -> None:
-        """Writes the state to the store; ``load_state(store, path)`` reads it back."""
+        """Writes the state to the store; ``load_state(store, path)`` reads it back. At
+        ``state_path`` the save is conditional: when another compactor saved there since this
+        one last read or saved, this one takes that state and writes nothing over it."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
         if path != self._state_path:
             return run_sync(self._copy_state(path))
@@ -451,7 +453,7 @@ class Compactor:
     def tools(self, *, default_limit: int = 500) -> Dict[str, RecoveryTool]:
         """The recovery tools (``read_file``, ``grep``, ``ls``) over this compactor's store, a
         ``read_file`` page ending at 10 % of the model's window."""
-        return recovery_tools(self._io, default_limit=default_limit, context_window=int(self.model["contextWindow"]))
+        return recovery_tools(self._io, default_limit=default_limit, context_window=int(self.model["contextWindow"]), state_path=self._state_path)
 
     def system_prompt(self, base: str, *, memory: Optional[bool] = None) -> str:
         """``base`` with what the agent must know about context management: where offloaded
@@ -825,7 +827,7 @@ class Compactor:
 
     def _save_state(self, path: str) -> Steps[None]:
         # The core's call (``save``): conditional on what was last read or saved
-        # (``src/stored.rs`` ``Persist``); a save another compactor beat is a conflict.
+        # (``src/stored.rs`` ``Persist``); a save another compactor beat takes its state.
         done = yield from self._call(dumps({"save": True}), _Call([], self._input), "auto")
         if done.get("stateError") is not None:
             raise CompactorError("store_failed", str(done["stateError"]), {"path": path, "op": "write"})
@@ -972,10 +974,12 @@ def _warn_once(plan: Mapping[str, Any]) -> None:
         if note.get("type") != "unknown-model" or note["name"] in _warned:
             continue
         _warned.add(note["name"])
+        meant = " or ".join(f'"{name}"' for name in note.get("didYouMean", []))
         _log.warning(
-            'unknown model "%s": planned against a %s-token window. Give its context_window (and max_output_tokens), or a name the registry knows (model_info).',
+            'unknown model "%s": planned against a %s-token window.%s Give its context_window (and max_output_tokens), or a name the registry knows (model_info).',
             note["name"],
             f"{note['assumedWindow']:,}",
+            f" Did you mean {meant}?" if meant else "",
         )
 
 

@@ -73,6 +73,7 @@ def _options(
     max_matches: int = MAX_MATCHES,
     max_page_chars: Optional[float] = None,
     context_window: Optional[int] = None,
+    state_path: Optional[str] = None,
 ) -> Dict[str, Any]:
     options: Dict[str, Any] = {"defaultLimit": default_limit, "maxLineChars": max_line_chars, "maxMatches": max_matches}
     # ``math.inf`` is no page limit; NaN and -inf, which JSON cannot say, are refused here; the
@@ -83,6 +84,8 @@ def _options(
         options["maxPageChars"] = max_page_chars
     if context_window is not None:
         options["contextWindow"] = context_window
+    if state_path is not None:
+        options["statePath"] = state_path
     return options
 
 
@@ -141,11 +144,14 @@ def recovery_tools(
     default_limit: int = DEFAULT_LIMIT,
     max_page_chars: Optional[float] = None,
     context_window: Optional[int] = None,
+    state_path: Optional[str] = None,
 ) -> Dict[str, RecoveryTool]:
     """``read_file``, ``grep`` and ``ls`` over ``store``, with the core's descriptions and JSON
     schemas. A ``read_file`` page ends before ``max_page_chars`` characters, or, given the
-    model's ``context_window``, at 10 % of it (``Compactor.tools()`` passes its own)."""
-    options = _options(default_limit=default_limit, max_page_chars=max_page_chars, context_window=context_window)
+    model's ``context_window``, at 10 % of it. ``ls`` and ``grep`` leave the compactor's state
+    at ``state_path`` (default ``/state/compactor.json``) and its summary leases out
+    (``Compactor.tools()`` passes its own window and state path)."""
+    options = _options(default_limit=default_limit, max_page_chars=max_page_chars, context_window=context_window, state_path=state_path)
     specs = json.loads(core().call("recovery-tool-specs", json.dumps(options)))
 
     def bind(name: str) -> RecoveryTool:
