@@ -255,9 +255,10 @@ impl CallRun {
 
     /// A call that only saves the state at the compactor's state path, asked by the app (a
     /// host's `saveState()`): even when nothing changed since the last save. A save another
-    /// request beat takes that request's state (no rerun: there is no call to run again; each
-    /// call saved its own work) and asks the host for its conversation again; a store that
-    /// refused it while holding what it expected is a conflict at once. Its result has no
+    /// request beat for this conversation or a later turn takes that request's state (no rerun:
+    /// there is no call to run again) and asks the host for its conversation again; one over an
+    /// earlier turn's or a deleted state saves again; one over another branch's, or one a store
+    /// refused while holding what it expected, is a conflict at once. Its result has no
     /// conversation (`dry`); `state_error` is a save that failed.
     pub fn save_state() -> Self {
         CallRun {
@@ -791,6 +792,13 @@ impl CallRun {
                         self.stage = Stage::Start;
                         let resync = self.ask(Own::Resync, Request::Resync { rerun: true });
                         self.queue(resync);
+                    }
+                    Ok(Refused::Again) => {
+                        let state = core.compactor().state_json();
+                        self.first = false;
+                        if let Some(save) = self.save(core, &state) {
+                            self.queue(save);
+                        }
                     }
                     Ok(Refused::Answer) => self.over(core, None, None),
                     Ok(Refused::Conflict {

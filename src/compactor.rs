@@ -274,7 +274,7 @@ impl Overflow {
 const TIMELINE_LIMIT: usize = 100;
 /// 2: the compaction record. A build that knows only version 1 refuses a version-2 state rather
 /// than drop its record silently.
-const STATE_VERSION: u32 = 2;
+pub(crate) const STATE_VERSION: u32 = 2;
 
 /// How full the window is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

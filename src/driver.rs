@@ -589,8 +589,10 @@ impl Compactor {
     /// Saves the state at the path it is kept at ([`Compactor::load`]) now, for the conversation
     /// `messages` (the last call's): even when nothing changed since the last save (a host that
     /// saves after the turn keeps the last step's calibration sample). A save another process
-    /// beat takes that process's state (nothing is written over it); one the store refused while
-    /// it held what the save expected is [`crate::Error::StateConflict`]; one the store failed,
+    /// beat for this conversation or a later turn of it takes that process's state (nothing is
+    /// written over it), one over an earlier turn's or a deleted state saves again, one over
+    /// another branch's or one the store refused while it held what the save expected is
+    /// [`crate::Error::StateConflict`]; one the store failed,
     /// or did not answer within an async host's deadline, [`crate::Error::StoreFailed`]. No kept
     /// state: nothing to do.
     pub fn save_state(&mut self, messages: &[Message], host: &mut dyn Host) -> Result<()> {

@@ -403,9 +403,17 @@ pub fn nearest(name: &str, n: usize) -> Vec<&'static str> {
 /// bytes): it is in the wasm core, where [`nearest`], the CLI's, is not.
 pub fn suggestions(name: &str, n: usize) -> Vec<&'static str> {
     let bare = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    let digits = |s: &str| s.bytes().filter(u8::is_ascii_digit).collect::<Vec<u8>>();
+    let given = digits(&bare);
     let mut best = (334, Vec::new());
     for entry in REGISTRY {
         let prefix = entry.prefix.as_bytes();
+        // A misspelling keeps the start and the version: `llama2` is no `llama3`, `mistral` no
+        // `magistral`.
+        if prefix.get(..2) != bare.as_bytes().get(..2) || !given.starts_with(&digits(entry.prefix))
+        {
+            continue;
+        }
         let relative = prefix_distance(prefix, bare.as_bytes()) * 1_000 / prefix.len().max(1);
         if relative < best.0 {
             best = (relative, Vec::new());
@@ -516,9 +524,24 @@ mod tests {
         assert_eq!(nearest("gpt4o", 1), ["gpt-4o"]);
         assert_eq!(suggestions("gpt4o", 1), ["gpt-4o"]);
         assert_eq!(suggestions("claud-sonet-4", 1), ["claude-sonnet-4"]);
-        // Another model altogether: nothing to suggest.
+        // Another model altogether (a local model, another version): nothing to suggest.
         assert!(suggestions("my-local-finetune", 3).is_empty());
         assert!(suggestions("acme-chat-large", 3).is_empty());
+        for other in [
+            "mistral",
+            "mistral:7b",
+            "mixtral:8x7b",
+            "llama2",
+            "gemma2",
+            "gemma:7b",
+        ] {
+            assert!(
+                suggestions(other, 3).is_empty(),
+                "{other}: {:?}",
+                suggestions(other, 3)
+            );
+        }
+        assert_eq!(suggestions("gpt4o-mini-2024-07-18", 1), ["gpt-4o-mini"]);
         assert_eq!(nearest("openai/GPT4o-mini", 1), ["gpt-4o-mini"]);
         assert_eq!(nearest("claud-sonet-4", 1), ["claude-sonnet-4"]);
         assert_eq!(nearest("lama-3.1-8b", 1), ["llama-3.1"]);

@@ -63,6 +63,18 @@ impl Stored {
                 message: format!("{path} in the store is not a saved compactor state"),
             });
         };
+        // A newer build's state is refused before it is taken as a base: a save conditional on
+        // it would write this build's older state over it.
+        let version = record.get("version").and_then(Value::as_u64).unwrap_or(0);
+        if version > u64::from(crate::compactor::STATE_VERSION) {
+            return Err(Error::InvalidConfig {
+                field: "state.version".into(),
+                message: format!(
+                    "{path} holds a state of version {version}, newer than this build ({}): update the package",
+                    crate::compactor::STATE_VERSION
+                ),
+            });
+        }
         let revision = record
             .get("revision")
             .and_then(Value::as_u64)
@@ -188,6 +200,13 @@ impl Rounds {
         }
     }
 
+    /// One more save of an explicit save's (its state newer than the stored one), while fewer
+    /// than [`STATE_ATTEMPTS`] were made.
+    fn again(&mut self) -> bool {
+        self.round += 1;
+        self.round <= STATE_ATTEMPTS
+    }
+
     /// The save of this round over `base_text` (what the call last read or saved) was refused,
     /// and the store holds `current_text` instead, saved for `current_conversation`; the call's
     /// conversation hashes to `conversation`.
@@ -280,6 +299,9 @@ pub enum Refused {
     },
     /// Answer unsaved.
     Answer,
+    /// An explicit save's: save again, over what the store holds now (the base of the next
+    /// save), the compactor's state as it is.
+    Again,
     /// The typed `state_conflict` error: its message, refusals and the stored revision.
     Conflict {
         /// The error's message.
@@ -406,21 +428,36 @@ impl Persist {
         let mut current = Stored::parse(current, &self.path)?;
         if pending.explicit {
             let path = &self.path;
-            if current.text == self.base.text {
-                return Ok(Refused::Conflict {
-                    message: format!("the store refused to save the state at {path} though it still held the state the save was conditional on"),
+            let conflict = |message: String, revision| {
+                Ok(Refused::Conflict {
+                    message,
                     attempts: 1,
-                    revision: current.revision,
-                });
+                    revision,
+                })
+            };
+            if current.text == self.base.text {
+                return conflict(format!("the store refused to save the state at {path} though it still held the state the save was conditional on"), current.revision);
             }
-            // Another request of the conversation saved since (a double submit, two tabs): each
-            // call saves its own work, so what an explicit save adds (a calibration sample
-            // taken since) gives way, and the compactor takes the stored state, the base of its
-            // next save.
-            let state = current.state.take();
-            self.base = current;
-            self.unread = None;
-            return Ok(Refused::Rerun { state });
+            return match branch(&current.conversation, &pending.conversation) {
+                // Saved for this conversation or a later turn of it (a double submit, a second
+                // tab, a retry): that state covers this one's conversation, so what an explicit
+                // save adds (a calibration sample taken since) gives way, and the compactor
+                // takes the stored state, the base of its next save.
+                Branch::Same | Branch::Stale => {
+                    let state = current.state.take();
+                    self.base = current;
+                    self.unread = None;
+                    Ok(Refused::Rerun { state })
+                }
+                // An earlier turn, or nothing (the state was deleted or expired): this one's is
+                // newer, and is saved over it (a few times at most, then a conflict).
+                Branch::Ahead if self.rounds.again() => {
+                    self.base = current;
+                    Ok(Refused::Again)
+                }
+                Branch::Ahead => conflict(format!("the state at {path} kept changing under this compactor's saves"), current.revision),
+                Branch::Diverged => conflict(format!("the state at {path} changed since this compactor last read or saved it: another request saved it for another branch of the conversation"), current.revision),
+            };
         }
         let verdict = self.rounds.refused(
             &self.path,
@@ -475,15 +512,18 @@ mod tests {
     #[test]
     fn parse_strips_the_host_fields_and_next_text_adds_them() {
         let s = Stored::parse(
-            Some(r#"{"version":3,"revision":4,"conversation":"0000aaaa","stats":{"n":1}}"#),
+            Some(r#"{"version":2,"n":3,"revision":4,"conversation":"0000aaaa","stats":{"n":1}}"#),
             "/s",
         )
         .unwrap();
-        assert_eq!(s.state.as_deref(), Some(r#"{"version":3,"stats":{"n":1}}"#));
+        assert_eq!(
+            s.state.as_deref(),
+            Some(r#"{"version":2,"n":3,"stats":{"n":1}}"#)
+        );
         assert_eq!((s.revision, s.conversation.as_str()), (4, "0000aaaa"));
         assert_eq!(
-            next_text(r#"{"version":3}"#, s.revision, "0000aaaa1111bbbb").unwrap(),
-            r#"{"version":3,"revision":5,"conversation":"0000aaaa1111bbbb"}"#
+            next_text(r#"{"version":2,"n":3}"#, s.revision, "0000aaaa1111bbbb").unwrap(),
+            r#"{"version":2,"n":3,"revision":5,"conversation":"0000aaaa1111bbbb"}"#
         );
         let none = Stored::parse(None, "/s").unwrap();
         assert_eq!((none.text, none.revision), (None, 0));
@@ -628,50 +668,52 @@ mod tests {
             None
         );
         let second = p
-            .request(r#"{"version":3}"#, "aabb", false, true)
+            .request(r#"{"version":2,"n":3}"#, "aabb", false, true)
             .unwrap()
             .unwrap();
         assert_eq!(second.expected.as_deref(), Some(first.text.as_str()));
         assert!(second.text.contains(r#""revision":2"#));
         // Another request of the same branch saved first: run again on its state.
-        let theirs = r#"{"version":9,"revision":2,"conversation":"aabb"}"#;
+        let theirs = r#"{"version":2,"n":9,"revision":2,"conversation":"aabb"}"#;
         assert_eq!(
             p.refused(Some(theirs)).unwrap(),
             Refused::Rerun {
-                state: Some(r#"{"version":9}"#.into())
+                state: Some(r#"{"version":2,"n":9}"#.into())
             }
         );
-        p.rebuilt(r#"{"version":9}"#);
+        p.rebuilt(r#"{"version":2,"n":9}"#);
         assert_eq!(
-            p.request(r#"{"version":9}"#, "aabb", false, false).unwrap(),
+            p.request(r#"{"version":2,"n":9}"#, "aabb", false, false)
+                .unwrap(),
             None
         );
         let third = p
-            .request(r#"{"version":10}"#, "aabb", false, false)
+            .request(r#"{"version":2,"n":10}"#, "aabb", false, false)
             .unwrap()
             .unwrap();
         assert_eq!(third.expected.as_deref(), Some(theirs));
         assert!(third.text.contains(r#""revision":3"#));
         // An earlier turn than the stored one saves nothing.
         assert_eq!(
-            p.request(r#"{"version":11}"#, "aa", false, true).unwrap(),
+            p.request(r#"{"version":2,"n":11}"#, "aa", false, true)
+                .unwrap(),
             None
         );
         // An explicit save that another request's beat takes that state (the base of the next
         // save); one the store refused over the very text it holds is a conflict, naming the
         // path.
-        p.request(r#"{"version":12}"#, "aabb", true, true)
+        p.request(r#"{"version":2,"n":12}"#, "aabb", true, true)
             .unwrap()
             .unwrap();
-        let stored = r#"{"version":13,"revision":7,"conversation":"aabb"}"#;
+        let stored = r#"{"version":2,"n":13,"revision":7,"conversation":"aabb"}"#;
         assert_eq!(
             p.refused(Some(stored)).unwrap(),
             Refused::Rerun {
-                state: Some(r#"{"version":13}"#.into())
+                state: Some(r#"{"version":2,"n":13}"#.into())
             }
         );
         let next = p
-            .request(r#"{"version":14}"#, "aabb", true, true)
+            .request(r#"{"version":2,"n":14}"#, "aabb", true, true)
             .unwrap()
             .unwrap();
         assert_eq!(next.expected.as_deref(), Some(stored));
@@ -686,9 +728,35 @@ mod tests {
             message.contains("refused to save the state at /s"),
             "{message}"
         );
-        // An outcome with no save under way, and a current text that is no state: typed errors.
+        // An explicit save whose state is newer than the stored one (saved for an earlier turn,
+        // or deleted since) saves again over it, a few times at most; one over another branch
+        // is a conflict.
+        let mut explicit = |current: Option<&str>, first: bool| {
+            p.request(r#"{"version":2,"n":15}"#, "aabbcc", true, first)
+                .unwrap()
+                .unwrap();
+            p.refused(current).unwrap()
+        };
+        let earlier = r#"{"version":2,"n":16,"revision":8,"conversation":"aabb"}"#;
+        assert_eq!(explicit(Some(earlier), true), Refused::Again);
+        assert_eq!(explicit(None, false), Refused::Again);
+        let another =
+            |n: u32| format!(r#"{{"version":2,"n":{n},"revision":8,"conversation":"aabb"}}"#);
+        for n in 0..STATE_ATTEMPTS - 3 {
+            assert_eq!(explicit(Some(&another(20 + n)), false), Refused::Again);
+        }
+        assert!(
+            matches!(explicit(Some(&another(30)), false), Refused::Conflict { message, .. } if message.contains("kept changing"))
+        );
+        let other = r#"{"version":2,"n":17,"revision":9,"conversation":"aadd"}"#;
+        assert!(
+            matches!(explicit(Some(other), true), Refused::Conflict { message, .. } if message.contains("another branch"))
+        );
+        // An outcome with no save under way, a current text that is no state and one a newer
+        // build saved (taken as a base, this build's older state would be saved over it): typed
+        // errors.
         assert!(p.refused(None).is_err());
-        p.request(r#"{"version":14}"#, "aabb", false, true)
+        p.request(r#"{"version":2,"n":14}"#, "aabb", false, true)
             .unwrap()
             .unwrap();
         assert!(p
@@ -696,6 +764,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("/s in the store is not a saved compactor state"));
+        p.request(r#"{"version":2,"n":14}"#, "aabb", false, true)
+            .unwrap()
+            .unwrap();
+        let newer = p
+            .refused(Some(
+                r#"{"version":99,"revision":12,"conversation":"aabb"}"#,
+            ))
+            .unwrap_err();
+        assert!(
+            matches!(&newer, Error::InvalidConfig { field, message } if field == "state.version" && message.contains("version 99, newer than this build")),
+            "{newer:?}"
+        );
+        assert_eq!(p.base.revision, 8, "the base is still the one before");
     }
 
     #[test]

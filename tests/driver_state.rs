@@ -533,6 +533,12 @@ fn an_explicit_save_saves_now_a_lost_one_takes_the_stored_state_and_a_failed_one
     assert_eq!(revision(&store), 3);
     compactor.save_state(&reads(2), &mut store).unwrap();
     assert_eq!(revision(&store), 4);
+    // The state deleted (expired) since: saved again, the compactor's own.
+    store.files.remove(STATE);
+    compactor.save_state(&reads(2), &mut store).unwrap();
+    assert_eq!(revision(&store), 1);
+    let saved = Stored::parse(store.files.get(STATE).map(String::as_str), STATE).unwrap();
+    assert_eq!(saved.state, Some(compactor.state_json()));
     // A store that is down: the save's typed error, in the store's words.
     store.down = true;
     match other.save_state(&reads(2), &mut store) {

@@ -1037,8 +1037,10 @@ export class Compactor {
 
   /** Writes the state (stats, calibration, the compaction record) to the store;
    * `loadState(store, path)` reads it back. At `statePath` the save is conditional: when
-   * another compactor saved there since this one last read or saved, this one takes that state
-   * and writes nothing over it (docs/API.md, "Many instances, one conversation"). */
+   * another compactor saved there since for this conversation or a later turn of it, this one
+   * takes that state and writes nothing over it; over an earlier turn's or a deleted state it
+   * saves; over another branch's it throws `state_conflict` (docs/API.md, "Many instances, one
+   * conversation"). */
   async saveState(path: string = this.#statePath ?? DEFAULT_STATE_PATH): Promise<void> {
     if (checkPath(path) !== this.#statePath) {
       return Promise.resolve(this.#io.write(path, JSON.stringify(this.state()))).catch((error: unknown) => {
@@ -1047,7 +1049,7 @@ export class Compactor {
       });
     }
     // The core's call (`save`): conditional on what was last read or saved (src/stored.rs
-    // `Persist`); a save another compactor beat takes its state.
+    // `Persist`): what one another compactor beat does is the core's.
     await this.#enqueue(async () => {
       const done = await this.#call(stringify({ save: true }), { messages: [], refs: new Map(), input: this.#input }, new Map(), { trigger: 'auto' });
       if (done.stateError !== undefined) throw new CompactorError('store_failed', done.stateError, { path, op: 'write' });

@@ -78,7 +78,7 @@ test('recovery tool limits that are not whole numbers >= 1 are invalid_config na
   const store = new MemoryStore();
   for (const [option, value] of [['defaultLimit', 0], ['maxLineChars', 0], ['maxMatches', 0], ['maxPageChars', 0], ['maxPageChars', -1], ['maxPageChars', 0.5], ['defaultLimit', -1], ['defaultLimit', 2.5]]) {
     const tools = recoveryTools(store, { [option]: value });
-    assert.throws(() => tools.read_file.description, (e) => e.code === 'invalid_config' && e.message.includes(option) && e.message.includes('whole number >= 1'), `${option}: ${value}`);
+    assert.throws(() => tools.read_file.description, (e) => e.code === 'invalid_config' && e.message.includes(option) && e.message.includes('whole number from 1'), `${option}: ${value}`);
   }
   for (const value of [NaN, -Infinity]) assert.throws(() => recoveryTools(store, { maxPageChars: value }), (e) => e.code === 'invalid_config' && /maxPageChars/.test(e.message), String(value));
   // No page limit at all is fine, and so is 1; a fraction (10 % of a window) is its whole part.

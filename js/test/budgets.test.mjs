@@ -23,10 +23,11 @@ test('shipped sizes stay within budget (gzip -9)', () => {
   // (shared message parts, the seen cache's fingerprints and order: +3.2 kB, for 0.54x -> 0.41x
   // of one countTokens on bench/stateless); 386.4 kB since 2026-12-03's user reports (a summary
   // asked ahead kept through tier 2's edits of its span, a state error saying both the read and
-  // the save), when the budget, left with 0.1 kB, was set 6 kB above it again; 393.1 kB since
-  // 2026-12-04's user reports (the recovery tools leave the state out, a UIMessage is named as
-  // one, an unknown model's likely meant names, an explicit save that lost takes the stored
-  // state: +1.6 kB), the budget 6 kB above it again.
+  // the save), when the budget, left with 0.1 kB, was set 6 kB above it again; 391.5 kB after
+  // 2026-12-04's first reports (AI SDK 6, more overflow texts, Grok models, actions-failed), and
+  // 393.7 kB since that day's second (the recovery tools leave the state out, a UIMessage is
+  // named as one, an unknown model's likely meant names, an explicit save that lost takes the
+  // stored state: +2.2 kB), the budget set at 399 kB.
   assert.ok(core < 399_000, `core wasm ${kB(core)} (budget 399 kB)`);
   // The counting-only module of `context-compactor/tokens` (feature `counter`): 135 kB here
   // (130 by the gzip CLI); the issue's 200 kB for a module without ranks, less the JS (7 kB)

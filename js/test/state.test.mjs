@@ -165,6 +165,13 @@ test('the core says when a save is due: a call that changed the state saves once
   const after = await compactor.manage([...first.messages, ...turn('c9', 'q')]);
   assert.equal(after.stateError, undefined);
   assert.equal(JSON.parse(await store.read(PATH)).revision, 6);
+  // A state deleted (or expired) since: the explicit save writes this one's again, nothing lost.
+  const mine = compactor.state();
+  await store.delete(PATH);
+  await compactor.saveState();
+  const { revision: ___, conversation: ____, ...again } = JSON.parse(await store.read(PATH));
+  assert.deepEqual(again, mine);
+  assert.deepEqual(compactor.state(), mine);
 });
 
 test('saveState() is a call of the core: a compactor given its state reads the path first, saves over it, and a failing store is a typed store_failed naming the path', async () => {

@@ -257,6 +257,13 @@ def test_the_recovery_tools_ls_and_grep_leave_the_state_and_its_leases_out() -> 
     assert found.splitlines()[0].startswith(event["path"] + ":4: "), found
     assert not any(line.startswith("/chats/") for line in found.splitlines())
     assert tools["read_file"](path="/chats/c1/state.json").startswith("1\t{")
+    # The standalone functions leave the default state path out, or the one they are given.
+    from context_compactor import ls
+
+    store.write("/state/compactor.json", "{}")
+    assert ls(store, "/state/").startswith("Nothing stored")
+    assert ls(store, "/state/", state_path="/chats/c1/state.json") == "/state/compactor.json"
+    assert ls(store, "/chats/c1/", state_path="/chats/c1/state.json").startswith("Nothing stored")
 
 
 def test_state_round_trips_and_plans_are_deterministic(tmp_path) -> None:
@@ -531,7 +538,7 @@ def test_options_in_snake_case_at_every_depth_and_errors_in_the_names_python_spe
 def test_recovery_tool_limits_below_one_are_invalid_config(option: Dict[str, int]) -> None:
     from context_compactor import InvalidConfigError, MemoryStore, recovery_tools
 
-    with pytest.raises(InvalidConfigError, match="whole number >= 1"):
+    with pytest.raises(InvalidConfigError, match="whole number from 1"):
         recovery_tools(MemoryStore(), **option)
 
 

@@ -163,15 +163,13 @@ def test_an_explicit_save_is_for_the_last_calls_conversation() -> None:
     saved = stored(store)
     assert saved["revision"] == before + 1
     assert len(saved["conversation"]) == 8 * len(START)
-    # A request on another branch saved since: an explicit save takes its state (writes
-    # nothing over it), and the next save is conditional on it.
+    # A request on another branch saved since: an explicit save over it is a state_conflict
+    # (one on a later turn of this conversation would make this save take its state).
     Compactor(context_window=32_000, store=store, state_path=PATH, store_timeout=120).manage([START[0], *turn("c9", "z")])
     theirs = stored(store)
-    compactor.save_state()
+    with pytest.raises(CompactorError, match="another branch of the conversation"):
+        compactor.save_state()
     assert stored(store) == theirs
-    assert compactor.state() == {k: v for k, v in theirs.items() if k not in ("revision", "conversation")}
-    compactor.save_state()
-    assert stored(store)["revision"] == theirs["revision"] + 1
 
 
 def test_save_state_is_a_call_of_the_core_as_in_npm() -> None:
@@ -230,6 +228,11 @@ def test_the_core_says_when_a_save_is_due_as_in_npm() -> None:
     assert stored(store)["revision"] == 4
     compactor.save_state()
     assert stored(store)["revision"] == 5
+    # A state deleted (or expired) since: the explicit save writes this one's again.
+    mine = compactor.state()
+    store.delete(PATH)
+    compactor.save_state()
+    assert {k: v for k, v in stored(store).items() if k not in ("revision", "conversation")} == mine == compactor.state()
 
 
 def test_a_lost_save_runs_the_call_again_without_asking_the_summarizer_twice() -> None:

@@ -1293,7 +1293,7 @@ fn recovery_options(options_json: &str) -> Result<crate::recovery::RecoveryOptio
     if let Some(page) = value.get_mut("maxPageChars") {
         if let Some(chars) = page
             .as_f64()
-            .filter(|c| c.is_finite() && *c >= 1.0 && page.as_u64().is_none())
+            .filter(|c| (1.0..=f64::from(u32::MAX)).contains(c) && page.as_u64().is_none())
         {
             *page = serde_json::Value::from(chars.floor() as u64);
         }
@@ -1306,9 +1306,22 @@ fn recovery_options(options_json: &str) -> Result<crate::recovery::RecoveryOptio
         if count && !v.is_null() && v.as_u64().is_none_or(|n| n == 0 || n > u64::from(u32::MAX)) {
             return Err(Error::InvalidConfig {
                 field: key.clone(),
-                message: format!("expected a whole number >= 1, got {v}"),
+                message: format!("expected a whole number from 1 to {}, got {v}", u32::MAX),
             });
         }
+    }
+    if let Some(path) = value.get("statePath") {
+        let invalid = |message: String| Error::InvalidConfig {
+            field: "statePath".into(),
+            message,
+        };
+        let path = path
+            .as_str()
+            .ok_or_else(|| invalid(format!("expected a store path, got {path}")))?;
+        crate::stored::check_state_path(path).map_err(|e| match e {
+            Error::InvalidConfig { message, .. } => invalid(message),
+            other => other,
+        })?;
     }
     parse("recovery tool options", &value.to_string())
 }
@@ -2111,9 +2124,15 @@ mod tests {
                 .max_page_chars,
             Some(12800)
         );
-        for options in [r#"{"maxPageChars": 0.5}"#, r#"{"maxPageChars": -3.5}"#] {
+        for options in [
+            r#"{"maxPageChars": 0.5}"#,
+            r#"{"maxPageChars": -3.5}"#,
+            r#"{"maxPageChars": 1e300}"#,
+            r#"{"statePath": "state.json"}"#,
+            r#"{"statePath": null}"#,
+        ] {
             assert!(
-                matches!(recovery_options(options), Err(Error::InvalidConfig { field, .. }) if field == "maxPageChars"),
+                matches!(recovery_options(options), Err(Error::InvalidConfig { field, message }) if options.contains(field.as_str()) && !message.contains("18446744073709551615")),
                 "{options}"
             );
         }

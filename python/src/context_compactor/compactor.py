@@ -423,7 +423,9 @@ class Compactor:
     def save_state(self, path: Optional[str] = None) -> None:
         """Writes the state to the store; ``load_state(store, path)`` reads it back. At
         ``state_path`` the save is conditional: when another compactor saved there since this
-        one last read or saved, this one takes that state and writes nothing over it."""
+        one last read or saved for this conversation or a later turn of it, this one takes that
+        state and writes nothing over it; over an earlier turn's or a deleted state it saves;
+        over another branch's it raises ``state_conflict``."""
         path = check_path(path or self._state_path or DEFAULT_STATE_PATH)
         if path != self._state_path:
             return run_sync(self._copy_state(path))
@@ -827,7 +829,7 @@ class Compactor:
 
     def _save_state(self, path: str) -> Steps[None]:
         # The core's call (``save``): conditional on what was last read or saved
-        # (``src/stored.rs`` ``Persist``); a save another compactor beat takes its state.
+        # (``src/stored.rs`` ``Persist``): what one another compactor beat does is the core's.
         done = yield from self._call(dumps({"save": True}), _Call([], self._input), "auto")
         if done.get("stateError") is not None:
             raise CompactorError("store_failed", str(done["stateError"]), {"path": path, "op": "write"})

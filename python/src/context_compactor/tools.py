@@ -110,14 +110,18 @@ def grep(
     *,
     max_matches: int = MAX_MATCHES,
     max_line_chars: int = MAX_LINE_CHARS,
+    state_path: Optional[str] = None,
 ) -> str:
-    """Lines containing the literal ``pattern`` in stored files under ``path``."""
-    return _run(store, "grep", {"pattern": pattern, "path": path}, _options(max_matches=max_matches, max_line_chars=max_line_chars))
+    """Lines containing the literal ``pattern`` in stored files under ``path``; the
+    compactor's state at ``state_path`` (default ``/state/compactor.json``) and its summary
+    leases are left out."""
+    return _run(store, "grep", {"pattern": pattern, "path": path}, _options(max_matches=max_matches, max_line_chars=max_line_chars, state_path=state_path))
 
 
-def ls(store: FileStore, path: str = "/") -> str:
-    """Stored files and directories directly under ``path``."""
-    return _run(store, "ls", {"path": path}, _options())
+def ls(store: FileStore, path: str = "/", *, state_path: Optional[str] = None) -> str:
+    """Stored files and directories directly under ``path``; the compactor's state at
+    ``state_path`` (default ``/state/compactor.json``) and its summary leases are left out."""
+    return _run(store, "ls", {"path": path}, _options(state_path=state_path))
 
 
 @dataclass(frozen=True)
