@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const EXAMPLES = {
   'ai-sdk-agent': ['node', ['examples/ai-sdk-agent/index.mjs']],
-  loop: ['node', ['--test', 'examples/loop/']],
+  loop: ['node', ['--test', 'examples/loop/loop.test.mjs']],
   deno: ['node', ['examples/deno/test.mjs']],
   'cloudflare-worker': ['node', ['examples/cloudflare-worker/test.mjs']],
   'serverless-route': ['node', ['examples/serverless-route/test.mjs']],
