@@ -46,6 +46,9 @@ pub struct Compactor {
     /// The last summary asked ahead failed: the call that reaches the lossy tier summarizes
     /// itself rather than ask again (until a summary is applied).
     ahead_failed: bool,
+    /// An unknown model's likely meant names (its note's `didYouMean`), found once: the note is
+    /// on every plan.
+    did_you_mean: Vec<String>,
 }
 
 /// Everything a compactor learns over a session, as plain data. Persist it (edge workers are
@@ -320,6 +323,14 @@ impl Compactor {
         counter.file_tokens = config.file_tokens;
         let tools_raw = counter.tools(&config.tools);
         let pricing = config.cache.pricing(&model);
+        let did_you_mean = if model.matched.is_none() && config.context_window.is_none() {
+            crate::models::suggestions(&model.name, 3)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut compactor = Self {
             config,
             model,
@@ -331,6 +342,7 @@ impl Compactor {
             persist_later: None,
             making: None,
             ahead_failed: false,
+            did_you_mean,
         };
         compactor.set_state(state)?;
         Ok(compactor)
@@ -866,10 +878,7 @@ impl Compactor {
             notes.push(Note::UnknownModel {
                 name: self.model.name.clone(),
                 assumed_window: self.window(),
-                did_you_mean: crate::models::suggestions(&self.model.name, 3)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect(),
+                did_you_mean: self.did_you_mean.clone(),
             });
         }
         if let Some(idle_seconds) = expired {

@@ -464,6 +464,9 @@ impl AheadRead {
     }
 }
 
+/// What follows a state path in the paths of its summary leases: `<statePath>.summaries/`.
+pub const LEASES_DIR: &str = ".summaries/";
+
 /// Where the lease of the summary request `prompt` lives beside the state at `state_path`:
 /// named by a 64-bit hash of the prompt (two racing requests of one turn plan the same prompt).
 /// FNV-1a over the prompt's UTF-16 code units, twice with two bases, as the npm package
@@ -473,12 +476,12 @@ pub fn lease_path(state_path: &str, prompt: &str) -> String {
     let len = units().count() as u32;
     let a = fnv1a(units(), 0x811c_9dc5);
     let b = fnv1a(units(), 0x0100_0193 ^ len);
-    format!("{state_path}.summaries/{a:08x}{b:08x}.json")
+    format!("{state_path}{LEASES_DIR}{a:08x}{b:08x}.json")
 }
 
 /// Where a summary asked ahead of need under `key` waits beside the state at `state_path`.
 pub fn ahead_path(state_path: &str, key: &str) -> String {
-    format!("{state_path}.summaries/ahead-{key}.json")
+    format!("{state_path}{LEASES_DIR}ahead-{key}.json")
 }
 
 fn fnv1a(units: impl Iterator<Item = u16>, basis: u32) -> u32 {

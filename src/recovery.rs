@@ -69,7 +69,7 @@ impl RecoveryOptions {
     /// `path` is the compactor's own (its state, a summary lease): not shown by `ls` or `grep`.
     fn hides(&self, path: &str) -> bool {
         path.strip_prefix(self.state_path.as_str())
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(".summaries/"))
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(crate::lease::LEASES_DIR))
     }
 }
 
