@@ -16,7 +16,9 @@ export interface FileStore {
   /** Optional: writes `text` only while `path` still holds `expected` (null: nothing there) and
    * says whether it did. `statePath` saves go through it when present (compare-and-set: two
    * requests of one conversation cannot both save over the same state); without it they read,
-   * compare and write. Atomic in MemoryStore and UnstorageStore over Redis. */
+   * compare and write. Atomic in MemoryStore, UnstorageStore over Redis, DurableObjectStore,
+   * KvStore.r2, IndexedDbStore, OpfsStore (under a Web Lock) and the file-system stores (a lock
+   * file). */
   writeIf?(path: string, expected: string | null, text: string): MaybePromise<boolean>;
 }
 

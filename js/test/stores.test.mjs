@@ -109,6 +109,39 @@ test('KvStore over Cloudflare KV and R2: the contract, pages, and per-session ke
   assert.ok([...r2.data.keys()].every((k) => k.startsWith('agent/')));
 });
 
+test('KvStore.writeIf: there when the backend has putIf (R2 has), with the prefixed key; absent on KV', async () => {
+  assert.equal(KvStore.cloudflareKv(fakeKv()).writeIf, undefined, 'KV has no conditional put: saves read, compare and write');
+  const data = new Map();
+  const calls = [];
+  const backend = {
+    get: (key) => data.get(key) ?? null,
+    put: (key, value) => void data.set(key, value),
+    delete: (key) => void data.delete(key),
+    keys: (prefix) => [...data.keys()].filter((k) => k.startsWith(prefix)),
+    putIf: (key, expected, value) => {
+      calls.push(key);
+      if ((data.get(key) ?? null) !== expected) return false;
+      data.set(key, value);
+      return true;
+    },
+  };
+  const store = new KvStore(backend, { prefix: 'sessions/x' });
+  assert.equal(await store.writeIf('/state/s.json', null, 'v1'), true);
+  assert.equal(await store.writeIf('/state/s.json', null, 'v2'), false);
+  assert.equal(await store.writeIf('/state/s.json', 'v1', 'v3'), true);
+  assert.equal(await store.read('/state/s.json'), 'v3');
+  assert.deepEqual(calls, ['sessions/x/state/s.json', 'sessions/x/state/s.json', 'sessions/x/state/s.json']);
+  await assert.rejects(() => store.writeIf('/../escape', null, 'x'), (e) => e.code === 'invalid_path');
+  await assert.rejects(() => store.writeIf('/a', null, 42), TypeError);
+  // R2 (a stand-in without etags: compared, then put): refuses a stale or present text.
+  const r2 = KvStore.r2(fakeR2(), { prefix: 'agent' });
+  assert.equal(await r2.writeIf('/s', null, 'a'), true);
+  assert.equal(await r2.writeIf('/s', null, 'b'), false);
+  assert.equal(await r2.writeIf('/s', 'stale', 'b'), false);
+  assert.equal(await r2.writeIf('/s', 'a', 'b'), true);
+  assert.equal(await r2.read('/s'), 'b');
+});
+
 test('CompositeStore routes /memories/ to its own store and lists across both', async () => {
   const session = new MemoryStore();
   const memories = new MemoryStore();

@@ -12,6 +12,10 @@ export interface KeyValueBackend {
   delete(key: string): MaybePromise<unknown>;
   /** Every key starting with `prefix` (all pages). */
   keys(prefix: string): MaybePromise<string[]>;
+  /** Optional: writes `value` only if `key` holds `expected` (`null`: only if absent), atomically,
+   * and says whether it did. With it the store has `writeIf` (a `statePath` save's
+   * compare-and-set); without it the save reads, compares and writes. */
+  putIf?(key: string, expected: string | null, value: string): MaybePromise<boolean>;
 }
 
 /** Cloudflare Workers KV, structurally (`env.MY_KV`). */
@@ -24,8 +28,9 @@ export interface CloudflareKvNamespace {
 
 /** Cloudflare R2, structurally (`env.MY_BUCKET`). */
 export interface R2BucketLike {
-  get(key: string): Promise<{ text(): Promise<string> } | null>;
-  put(key: string, value: string): Promise<unknown>;
+  get(key: string): Promise<{ text(): Promise<string>; etag?: string } | null>;
+  /** With `onlyIf`, R2 answers `null` when the condition fails (nothing written). */
+  put(key: string, value: string, options?: { onlyIf?: { etagMatches?: string; etagDoesNotMatch?: string } }): Promise<unknown>;
   delete(key: string): Promise<void>;
   list(options: { prefix?: string; cursor?: string; limit?: number }): Promise<{ objects: { key: string }[]; truncated: boolean; cursor?: string }>;
 }
@@ -45,10 +50,19 @@ export interface KvStoreOptions {
 export class KvStore implements FileStore {
   readonly #backend: KeyValueBackend;
   readonly #prefix: string;
+  /** Present when the backend has `putIf` (`KvStore.r2` has). */
+  readonly writeIf?: (path: string, expected: string | null, text: string) => Promise<boolean>;
 
   constructor(backend: KeyValueBackend, options: KvStoreOptions = {}) {
     this.#backend = backend;
     this.#prefix = (options.prefix ?? '').replace(/\/+$/, '');
+    const putIf = backend.putIf;
+    if (typeof putIf === 'function') {
+      this.writeIf = async (path, expected, text) => {
+        if (typeof text !== 'string') throw new TypeError(`writeIf(${path}): text must be a string`);
+        return (await putIf.call(backend, this.#prefix + checkPath(path), expected, text)) === true;
+      };
+    }
   }
 
   /** A store over a Cloudflare KV namespace. */
@@ -73,12 +87,21 @@ export class KvStore implements FileStore {
     );
   }
 
-  /** A store over a Cloudflare R2 bucket. */
+  /** A store over a Cloudflare R2 bucket. Its `writeIf` is atomic: the text is compared, then
+   * put on the condition that the object is still the one read (R2's `onlyIf` on its etag, or
+   * `etagDoesNotMatch: '*'` for an absent one). */
   static r2(bucket: R2BucketLike, options: KvStoreOptions = {}): KvStore {
     return new KvStore(
       {
         get: async (key) => (await bucket.get(key))?.text() ?? null,
         put: (key, value) => bucket.put(key, value),
+        putIf: async (key, expected, value) => {
+          const current = await bucket.get(key);
+          if (expected === null ? current !== null : current === null || (await current.text()) !== expected) return false;
+          // An object without an etag (a stand-in, not R2): compared, not conditional.
+          const onlyIf = current === null ? { etagDoesNotMatch: '*' } : current.etag === undefined ? undefined : { etagMatches: current.etag };
+          return (await bucket.put(key, value, onlyIf ? { onlyIf } : undefined)) !== null;
+        },
         delete: (key) => bucket.delete(key),
         keys: async (prefix) => {
           const keys: string[] = [];

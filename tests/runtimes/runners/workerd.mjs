@@ -57,6 +57,8 @@ try {
   const tokensOnly = await runWorker('runners/bundled/tokens-worker.mjs', fixtureInfo);
   // A Durable Object holding the store (context-compactor/stores/durable-object).
   const durable = await runWorker('runners/bundled/do-worker.mjs', fixtureInfo, { durableObjects: { CONVERSATION: 'Conversation' } });
+  // A store over an R2 bucket (KvStore.r2), its writeIf atomic by R2's conditional put.
+  const r2 = await runWorker('runners/bundled/r2-worker.mjs', fixtureInfo, { r2Buckets: ['BUCKET'] });
   // A Cloudflare Agent (AIChatAgent, SQLite-backed) wired with context-compactor/cloudflare.
   const chat = await runWorker('runners/bundled/chat-agent-worker.mjs', fixtureInfo, {
     compatibilityDate: '2026-01-01',
@@ -74,12 +76,14 @@ try {
     sizeLimit: { plan: 'Workers Free', bytes: 3e6 },
     wasmCheck: "bundle (named imports) keeps the core, counting-only module and o200k_base's data, and the worker's own imports (cl100k_base, qwen3, deepseek_v3, the tokenizer compiler), as separate CompiledWasm modules, and no other .wasm",
     runtime: `workerd (miniflare ${await pkgVersion('miniflare')})`,
-    timings: { bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs, tokensOnlyMs: tokensOnly.bundleMs + tokensOnly.fetchMs, durableObjectMs: durable.bundleMs + durable.fetchMs, chatAgentMs: chat.bundleMs + chat.fetchMs },
+    timings: { bundleMs: main.bundleMs, fetchMs: main.fetchMs, probeMs: probe.bundleMs + probe.fetchMs, tokensOnlyMs: tokensOnly.bundleMs + tokensOnly.fetchMs, durableObjectMs: durable.bundleMs + durable.fetchMs, r2Ms: r2.bundleMs + r2.fetchMs, chatAgentMs: chat.bundleMs + chat.fetchMs },
   });
   const backgroundChecks = background.answers.flatMap((a) => a?.checks ?? []);
   report.checks.push(...backgroundChecks, { name: 'background summary, ctx.waitUntil: every check ran', ok: backgroundChecks.length === 3, detail: `${backgroundChecks.length} checks` });
   const durableChecks = durable.json?.checks ?? [];
   report.checks.push(...durableChecks, { name: 'Durable Object store: every check ran', ok: durableChecks.length >= 8, detail: `${durableChecks.length} checks` });
+  const r2Checks = r2.json?.checks ?? [];
+  report.checks.push(...r2Checks, { name: 'R2 store: every check ran', ok: r2Checks.length >= 10, detail: `${r2Checks.length} checks` });
   const chatChecks = chat.json?.checks ?? [];
   report.checks.push(...chatChecks, { name: 'Cloudflare Agents: every check ran', ok: chatChecks.length >= 10, detail: `${chatChecks.length} checks; ${JSON.stringify(chat.json?.figures ?? {})}` }, {
     // The worker as wrangler uploads it (not minified): agents, @cloudflare/ai-chat, ai, the package's entries and its .wasm.
