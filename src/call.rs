@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::compactor::{Compactor, Overflow, PlanOptions};
+use crate::compactor::{Compactor, Overflow, PlanOptions, TriggerKind};
 use crate::error::{Error, Result};
 use crate::lease::{lease_path, LeaseIo, LeaseOptions, LeaseRun, Leased};
 use crate::message::Message;
@@ -163,6 +163,8 @@ enum Own {
     Background,
     Conversation,
     Save,
+    /// The state at the path, read before the call's first summary (see [`CallRun::fresh`]).
+    Fresh,
 }
 
 /// A session request whose answer a call keeps (see [`CallRun::made_before`]).
@@ -221,6 +223,10 @@ pub struct CallRun {
     /// A lease's requests out (its store calls, sleeps and the summary itself) → the session's
     /// summary request they are for.
     lease_out: HashMap<u64, u64>,
+    /// The state was read before a summary (once a call): the session's requests held back
+    /// meanwhile.
+    fresh: bool,
+    stashed: Vec<Io>,
 }
 
 impl CallRun {
@@ -250,6 +256,8 @@ impl CallRun {
             wall: 0.0,
             leases: HashMap::new(),
             lease_out: HashMap::new(),
+            fresh: false,
+            stashed: Vec::new(),
         }
     }
 
@@ -404,29 +412,11 @@ impl CallRun {
                     match session.poll(core)? {
                         Poll::Wait => return Ok(CallPoll::Wait),
                         Poll::Io(ios) => {
-                            // A request an earlier round of this call made (a rerun after a
-                            // lost save) is answered as it was then, without the host.
-                            let mut left = Vec::with_capacity(ios.len());
-                            let mut leased = Vec::new();
-                            for io in ios {
-                                match made_before(
-                                    &mut self.written,
-                                    &mut self.summaries,
-                                    &mut self.out,
-                                    &io,
-                                ) {
-                                    Some(reply) => session.handle(core, io.id, reply)?,
-                                    None => match lease_of(&self.lease, self.wall, core, &io) {
-                                        Some(lease) => leased.push((io, lease)),
-                                        None => left.push(io),
-                                    },
-                                }
+                            if let Some(read) = self.fresh(core, &ios) {
+                                self.stashed = ios;
+                                return Ok(read);
                             }
-                            for (io, lease) in leased {
-                                let id = io.id;
-                                self.leases.insert(id, (lease, io));
-                                left.extend(self.lease_step(core, id)?);
-                            }
+                            let left = self.dispatch(core, ios)?;
                             if !left.is_empty() {
                                 return Ok(CallPoll::Io(left));
                             }
@@ -596,6 +586,71 @@ impl CallRun {
         let reply = lease.reply().expect("a lease over");
         self.answer_session(core, summary, reply)?;
         Ok(Vec::new())
+    }
+
+    /// The session's requests `ios` as the host gets them: one an earlier round of this call
+    /// made (a rerun after a lost save) is answered as it was then, without the host; a summary
+    /// with a lease goes through its lease.
+    fn dispatch<C: CallCore>(&mut self, core: &mut C, ios: Vec<Io>) -> Result<Vec<Io>> {
+        let session = self.session.as_mut().expect("a session");
+        let mut left = Vec::with_capacity(ios.len());
+        let mut leased = Vec::new();
+        for io in ios {
+            match made_before(&mut self.written, &mut self.summaries, &mut self.out, &io) {
+                Some(reply) => session.handle(core, io.id, reply)?,
+                None => match lease_of(&self.lease, self.wall, core, &io) {
+                    Some(lease) => leased.push((io, lease)),
+                    None => left.push(io),
+                },
+            }
+        }
+        for (io, lease) in leased {
+            let id = io.id;
+            self.leases.insert(id, (lease, io));
+            left.extend(self.lease_step(core, id)?);
+        }
+        Ok(left)
+    }
+
+    /// Before the call's first summary (a paid model call), with a state path: a read of the
+    /// state there, so that a long-lived compactor another instance saved after does not pay
+    /// for a summary of its own older state's (another instance may have made it), or `None`.
+    /// Once a call, and only between batches (nothing of the session's out); not for a manual
+    /// compaction, which summarizes what it is given whatever was saved since.
+    fn fresh<C: CallCore>(&mut self, core: &mut C, ios: &[Io]) -> Option<CallPoll> {
+        if self.fresh
+            || self.explicit
+            || self.call.trigger == TriggerKind::Manual
+            || !self.out.is_empty()
+            || !self.leases.is_empty()
+            || !ios
+                .iter()
+                .any(|io| matches!(io.request, Request::Summarize { .. }))
+        {
+            return None;
+        }
+        self.fresh = true;
+        let path = core.compactor().persist()?.path().to_owned();
+        let read = Request::Read {
+            path,
+            timeout_ms: None,
+        };
+        Some(self.ask(Own::Fresh, read))
+    }
+
+    /// The call runs again on `state` (the stored one), built again without a conversation:
+    /// once the host handed it in, its recorded edits replay.
+    fn rerun<C: CallCore>(&mut self, core: &mut C, state: Option<&str>) -> Result<()> {
+        core.rebuild(state)?;
+        self.session = None;
+        self.done = None;
+        self.partial = true;
+        self.first = false;
+        self.calibrated = false;
+        self.stage = Stage::Start;
+        let resync = self.ask(Own::Resync, Request::Resync { rerun: true });
+        self.queue(resync);
+        Ok(())
     }
 
     /// A request of the call's own.
@@ -780,19 +835,7 @@ impl CallRun {
                         self.queue(resync);
                         self.over(core, None, None);
                     }
-                    Ok(Refused::Rerun { state }) => {
-                        // Built again on the stored state, which holds no conversation: the
-                        // call runs again once the host handed it in (its recorded edits
-                        // replay).
-                        core.rebuild(state.as_deref())?;
-                        self.done = None;
-                        self.partial = true;
-                        self.first = false;
-                        self.calibrated = false;
-                        self.stage = Stage::Start;
-                        let resync = self.ask(Own::Resync, Request::Resync { rerun: true });
-                        self.queue(resync);
-                    }
+                    Ok(Refused::Rerun { state }) => self.rerun(core, state.as_deref())?,
                     Ok(Refused::Again) => {
                         let state = core.compactor().state_json();
                         self.first = false;
@@ -828,6 +871,30 @@ impl CallRun {
                 }
             }
             (Own::Save, _) => return Err(mismatch("saved, refused or failed")),
+            (Own::Fresh, reply) => {
+                self.own = None;
+                let stashed = std::mem::take(&mut self.stashed);
+                let current = match reply {
+                    Reply::Read { text } => text,
+                    // Unreadable: the call goes on as it would have (its save reads again).
+                    Reply::Failed { .. } => None,
+                    _ => return Err(mismatch("read or failed")),
+                };
+                let newer = core
+                    .compactor()
+                    .persist()
+                    .and_then(|p| p.newer(current.as_deref()));
+                match newer {
+                    // Another instance saved since: the call runs again on its state, as after
+                    // a lost save (nothing was summarized yet; what was written is not written
+                    // again).
+                    Some(state) => self.rerun(core, state.as_deref())?,
+                    None => {
+                        let left = self.dispatch(core, stashed)?;
+                        self.next.extend(left);
+                    }
+                }
+            }
         }
         Ok(())
     }

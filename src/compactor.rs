@@ -494,7 +494,11 @@ impl Compactor {
         let window = overflow.map_or(self.window(), |o| {
             o.budget_window(self.window(), tokens_before)
         });
-        let thresholds = (self.offload_threshold(), self.user_offload_threshold());
+        let thresholds = (
+            self.offload_threshold(),
+            self.offload_cap(),
+            self.user_offload_threshold(),
+        );
         // Nothing up to the latest provider compaction item changes (the provider no longer
         // reads it), and no pin.
         let provider_item = provider::latest_item(messages);
@@ -502,12 +506,11 @@ impl Compactor {
             provider_item.is_some_and(|c| m <= c)
                 || crate::tiers::pinned::edit_pinned(messages, m, p, &self.config.history)
         };
-        let mut actions: Vec<Action> =
-            apart::offload(messages, &self.config.offload, thresholds, &tokens)
-                .into_iter()
-                .filter(|e| !untouchable(e.message_index, e.part_index))
-                .map(Action::Offload)
-                .collect();
+        let mut actions: Vec<Action> = apart::offload(messages, &self.config, thresholds, &tokens)
+            .into_iter()
+            .filter(|e| !untouchable(e.message_index, e.part_index))
+            .map(Action::Offload)
+            .collect();
         // Predict from raw counts and scale once: scaling each action's saving separately would
         // round differently from counting the result.
         let mut predicted_raw = raw_before.saturating_sub(
@@ -1950,7 +1953,7 @@ fn resolve_model(config: &Config) -> ModelInfo {
 /// the planner as one function (42 kB of wasm) took 60-140 ms of a 2-core machine's time during
 /// every fresh process's first plan (`node --trace-wasm-compilation-times`).
 mod apart {
-    use crate::config::{CompactionConfig, OffloadConfig};
+    use crate::config::{CompactionConfig, Config};
     use crate::edit::Tokens;
     use crate::memo::Memo;
     use crate::message::Message;
@@ -1960,11 +1963,20 @@ mod apart {
     #[inline(never)]
     pub(super) fn offload(
         messages: &[Message],
-        config: &OffloadConfig,
-        thresholds: (u32, u32),
+        config: &Config,
+        thresholds: (u32, u32, u32),
         tokens: &dyn Tokens,
     ) -> Vec<StoreEdit> {
-        offload::plan(messages, config, thresholds, tokens)
+        let areas = offload::StoreAreas {
+            prefixes: [
+                &config.offload.path_prefix,
+                &config.offload.user_path_prefix,
+                &config.compaction.path_prefix,
+                &config.history.path_prefix,
+            ],
+            path_fields: &config.compaction.path_fields,
+        };
+        offload::plan(messages, &config.offload, &areas, thresholds, tokens)
     }
 
     #[inline(never)]

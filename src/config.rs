@@ -78,8 +78,12 @@ pub struct OffloadConfig {
     /// Preview lines longer than this many characters are cut (a 1 MB single-line JSON would
     /// otherwise make a 1 MB preview). 200.
     pub preview_line_chars: usize,
-    /// Tools whose results are never offloaded: the recovery tools themselves (their output is
-    /// already paged from the store) and small bookkeeping tools (seed 002).
+    /// Tools whose results are not offloaded at `thresholdTokens`: the recovery tools themselves
+    /// (their output is already paged from the store), small bookkeeping tools (seed 002) and
+    /// file readers, whose output is the file the agent works on. Such a result is still
+    /// offloaded over `maxWindowFraction` of the window, so that one read cannot fill it; a
+    /// call of a recovery tool's name (`read_file`, `grep`, `ls`) that reads the store (its path
+    /// is the root or under the compactor's directories, or it names none) never is.
     pub excluded_tools: Vec<String>,
     /// Directory for offloaded results (seed 002: `/large_tool_results/`; the spec names
     /// `/tool_outputs/`).

@@ -577,7 +577,7 @@ pub enum Note {
     },
     /// Some actions failed as they were carried out (the store refused a write, ...): the
     /// conversation keeps their content (nothing leaves it unstored), and it is over the
-    /// target the plan reached. Added to the call's plan after the fact (a `manage`/`compact` call's, not
+    /// target and over what the plan would have left. Added to the call's plan after the fact (a `manage`/`compact` call's, not
     /// [`crate::Compactor::apply`]'s, whose events say it); the next call plans them again.
     ActionsFailed {
         /// The actions that failed.

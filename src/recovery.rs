@@ -27,6 +27,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The recovery tools' names. An app's own tool may have one of them (`read_file` most often):
+/// its results are offloaded as any tool's unless its call reads the store (tier 1).
+pub const TOOL_NAMES: [&str; 3] = ["read_file", "grep", "ls"];
 /// Lines `read_file` returns when no `limit` is given.
 pub const DEFAULT_LIMIT: usize = 500;
 /// A line over this many characters wraps onto the next line numbers.
@@ -46,7 +49,7 @@ pub struct RecoveryOptions {
     /// `grep` stops after this many matching lines. Default 100.
     pub max_matches: usize,
     /// A `read_file` page ends before it passes this many characters (at least one line is
-    /// shown), so that one page cannot fill a small window. Default: none; a compactor's tools
+    /// shown), so that one page cannot fill a small window; `grep` stops its matches there too. Default: none; a compactor's tools
     /// use [`page_chars_for_window`] (see `context_window`).
     pub max_page_chars: Option<usize>,
     /// The window of the model the tools serve: without `max_page_chars`, a page ends at
@@ -276,13 +279,21 @@ impl ToolRun {
                             continue;
                         }
                         last = Some(at);
-                        if matches.len() == options.max_matches {
+                        let line = format!("{file}:{}: {}", at + 1, numbered[at]);
+                        // At most `max_matches` lines, and no more characters than a
+                        // `read_file` page (the first match is always shown).
+                        let over_page = options.page_limit().is_some_and(|max| {
+                            let used: usize =
+                                matches.iter().map(|m| m.encode_utf16().count() + 1).sum();
+                            !matches.is_empty() && used + line.encode_utf16().count() > max
+                        });
+                        if matches.len() == options.max_matches || over_page {
                             return self.finish(format!(
                                 "{}\n… more matches: narrow the path or the pattern",
                                 matches.join("\n")
                             ));
                         }
-                        matches.push(format!("{file}:{}: {}", at + 1, numbered[at]));
+                        matches.push(line);
                     }
                 }
                 grep_next(pattern, path, files, next + 1, matches)
@@ -677,6 +688,22 @@ mod tests {
         };
         assert!(run("grep", json!({"pattern": "needle"}), &files, &two)
             .ends_with("… more matches: narrow the path or the pattern"));
+        // A page's characters bound grep's answer as they bound read_file's (the first match is
+        // always shown): a Python user's grep answered 26,050 tokens into a 16k window.
+        let paged = RecoveryOptions {
+            max_page_chars: Some(70),
+            ..RecoveryOptions::default()
+        };
+        assert_eq!(
+            run("grep", json!({"pattern": "needle"}), &files, &paged),
+            "/tool_outputs/a.txt:1: x needle\n/tool_outputs/a.txt:3: needle z\n… more matches: narrow the path or the pattern"
+        );
+        let tiny = RecoveryOptions {
+            max_page_chars: Some(1),
+            ..RecoveryOptions::default()
+        };
+        assert!(run("grep", json!({"pattern": "needle"}), &files, &tiny)
+            .starts_with("/tool_outputs/a.txt:1: x needle\n… more matches"));
         assert_eq!(
             run("grep", json!({"pattern": "q\"x"}), &files, &o),
             "No match for \"q\\\"x\" under /."

@@ -774,10 +774,15 @@ fn failed_note(applied: &crate::Applied, plan: &Plan) -> Option<crate::Note> {
         })
         .collect();
     let target = plan.trigger.target;
-    // Only a miss the failures made: a plan that reached the target as planned (a call that
-    // only offloads, below tier 2, is not aiming at it; one that could not reach it has its
-    // `target-not-met` note).
-    if failed.is_empty() || plan.tokens_after > target || applied.tokens_after <= target {
+    // Only a miss the failures made: over the target a plan reached, or (a call that only
+    // offloads, below tier 2, is not aiming at the target) over where tier 2 fires and over
+    // what the plan would have left: a failed offload can leave a call far over the window.
+    // One that could not reach the target has its `target-not-met` note.
+    let missed = (plan.trigger.tier2 || plan.trigger.manual)
+        && plan.tokens_after <= target
+        && applied.tokens_after > target;
+    let left_over = applied.tokens_after > plan.trigger.compact_at.max(plan.tokens_after);
+    if failed.is_empty() || !(missed || left_over) {
         return None;
     }
     let first = failed[0];

@@ -400,6 +400,26 @@ impl Persist {
             .is_some_and(|p| current == Some(p.text.as_str()))
     }
 
+    /// What the store holds at the path now (`current`), read before a call pays for a summary:
+    /// a state another instance saved since this compactor last read or saved (a later
+    /// revision than the base) is the base from now on, and its state (`Some`) what the
+    /// compactor is built on again, whose record may hold the summary already. Nothing there, a
+    /// text that is not a state this build reads, or no later revision: `None`, the call goes
+    /// on (its save compares again).
+    pub fn newer(&mut self, current: Option<&str>) -> Option<Option<String>> {
+        if current.is_none() || current == self.base.text.as_deref() {
+            return None;
+        }
+        let mut stored = Stored::parse(current, &self.path).ok()?;
+        if stored.revision <= self.base.revision {
+            return None;
+        }
+        let state = stored.state.take();
+        self.base = stored;
+        self.unread = None;
+        Some(state)
+    }
+
     /// The requested save landed: it is the base of the next.
     pub fn written(&mut self) {
         if let Some(pending) = self.pending.take() {

@@ -176,6 +176,73 @@ fn excluded_tools_and_small_results_stay() {
     );
 }
 
+/// An excluded tool's result is kept whole (an app's `read_file` reads the file the agent works
+/// on) unless it is over `offload.maxWindowFraction` of the window: then it is offloaded as any
+/// tool's, so that one read cannot fill the window. A call of a recovery tool's name that reads
+/// the store (its path under the compactor's directories or the root, or none) never is: a page
+/// of it would be offloaded again. A user's report: a `read_file` tool of 30-60 kB outputs was
+/// never offloaded, and 15 of 150 prompts went over a 16k window.
+#[test]
+fn an_excluded_tools_result_is_offloaded_only_past_its_share_of_the_window() {
+    let calls = [
+        ("read_file", json!({"path": "src/big.rs"}), true),
+        ("read_file", json!({"file_path": "/workspace/big.rs"}), true),
+        ("grep", json!({"pattern": "x", "path": "src/"}), true),
+        ("glob", json!({"pattern": "**"}), true),
+        ("search", json!({"q": "x"}), true),
+        (
+            "read_file",
+            json!({"path": "/tool_outputs/search_1.txt"}),
+            false,
+        ),
+        (
+            "read_file",
+            json!({"file_path": "/conversation_history/c.json"}),
+            false,
+        ),
+        (
+            "read_file",
+            json!({"path": "/user_messages/u.txt", "offset": 500}),
+            false,
+        ),
+        ("grep", json!({"pattern": "x"}), false),
+        ("ls", json!({"path": "/"}), false),
+        ("read_file", json!({}), false),
+    ];
+    // About 14,000 tokens: over the 2,000-token threshold everywhere, over a quarter of a
+    // 40,000-token window, within a quarter of a 200,000-token one.
+    let output = big("line", 2_000);
+    for (window_tokens, past_share) in [(40_000, true), (200_000, false)] {
+        for (name, input, offloadable) in &calls {
+            let messages = parse_messages(
+                &json!([
+                    {"role": "user", "content": "go"},
+                    {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": name, "input": input}]},
+                    {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": name, "output": {"type": "text", "value": output}}]},
+                ])
+                .to_string(),
+            )
+            .unwrap();
+            let plan = Compactor::new(window(window_tokens))
+                .unwrap()
+                .plan(&messages)
+                .unwrap();
+            let offloads = plan
+                .actions
+                .iter()
+                .filter(|a| a.strategy() == Strategy::Offload)
+                .count();
+            let excluded = *name != "search";
+            let expected = *offloadable && (past_share || !excluded);
+            assert_eq!(
+                offloads,
+                usize::from(expected),
+                "{name} {input} in {window_tokens}"
+            );
+        }
+    }
+}
+
 #[test]
 fn estimated_families_calibrate_from_observed_usage() {
     let messages = conversation(&["hello there".repeat(50)]);

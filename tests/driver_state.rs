@@ -574,3 +574,43 @@ fn a_state_path_that_is_not_a_store_path_is_refused_before_anything_is_read() {
         "nothing was read or written"
     );
 }
+
+/// Two long-lived compactors of one conversation (two server instances behind a load balancer)
+/// take its turns in turn. Each plans on the state it last saved, a turn behind the other's: it
+/// reads the stored state before it pays for a summary, and takes the other's, whose record
+/// already holds the summary. A user's report: 37 summaries where one compactor asks 14.
+#[test]
+fn long_lived_compactors_taking_turns_ask_no_more_summaries_than_one() {
+    let turns = 150;
+    let mut alone_store = Store::default();
+    let mut alone = Compactor::new(small()).unwrap();
+    let mut expected = Vec::new();
+    for turn in 1..=turns {
+        expected.push(
+            alone
+                .manage(growing(turn), &mut alone_store)
+                .unwrap()
+                .messages,
+        );
+    }
+    assert!(
+        alone_store.summaries >= 3,
+        "{} summaries",
+        alone_store.summaries
+    );
+
+    let mut store = Store::default();
+    let mut a = Compactor::load(small(), STATE, &mut store).unwrap();
+    let mut b = Compactor::load(small(), STATE, &mut store).unwrap();
+    for turn in 1..=turns {
+        let instance = if turn % 2 == 1 { &mut a } else { &mut b };
+        let managed = instance.manage(growing(turn), &mut store).unwrap();
+        assert_eq!(managed.state_error, None, "turn {turn}");
+        assert_eq!(
+            managed.messages,
+            expected[turn - 1],
+            "turn {turn}: the same prompt"
+        );
+    }
+    assert_eq!(store.summaries, alone_store.summaries, "summaries asked");
+}

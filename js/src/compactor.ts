@@ -41,7 +41,11 @@ export interface OffloadOptions {
   previewTailLines?: number;
   /** Preview lines are cut at this many characters. Default 200. */
   previewLineChars?: number;
-  /** Tools never offloaded. Default: write_todos, list_skills, read_file, grep, ls, glob. */
+  /** Tools not offloaded at `thresholdTokens`. Default: write_todos, list_skills, read_file,
+   * grep, ls, glob. Their results are still offloaded over `maxWindowFraction` of the window (an
+   * app's `read_file` of a huge file cannot fill it), except a recovery tool's read of the store
+   * (a call of `read_file`, `grep` or `ls` whose path is `/` or under the compactor's
+   * directories, or names none), never offloaded. */
   excludedTools?: string[];
   /** Store directory for offloaded results. Default `/tool_outputs/`. */
   pathPrefix?: string;

@@ -9,14 +9,50 @@ use crate::edit::{
 use crate::message::{Content, Message, Part, Role, ToolOutput};
 use crate::plan::{Replace, StoreEdit};
 
-/// Finds every tool result over `threshold` and every user text over `user_threshold`.
+/// Where the compactor writes in the store, and the input fields that name a file: a call of a
+/// recovery tool's name ([`crate::recovery::TOOL_NAMES`]) reads the store when its path is there.
+pub(crate) struct StoreAreas<'a> {
+    /// The directories the compactor writes (offloads, user texts, transcripts).
+    pub prefixes: [&'a str; 4],
+    /// Input fields that name a file (`compaction.pathFields`).
+    pub path_fields: &'a [String],
+}
+
+impl StoreAreas<'_> {
+    /// Whether the call `input` of a tool named as a recovery tool reads the store: its path is
+    /// the root or under one of the compactor's directories, or it names none (a `grep` or `ls`
+    /// of the whole store, or an output offloaded as its tool returns, whose input is not known).
+    /// A path elsewhere (`src/main.rs`) is the app's own tool of that name, reading its files.
+    fn read_by(&self, input: Option<&serde_json::Value>) -> bool {
+        match input.and_then(|i| crate::tiers::file_argument(i, self.path_fields)) {
+            None => true,
+            Some(path) => path == "/" || self.prefixes.iter().any(|p| path.starts_with(p)),
+        }
+    }
+}
+
+/// Finds every tool result over `threshold` and every user text over `user_threshold`; an
+/// excluded tool's result only over `cap` (`offload.maxWindowFraction` of the window).
 pub(crate) fn plan(
     messages: &[Message],
     config: &OffloadConfig,
-    (threshold, user_threshold): (u32, u32),
+    areas: &StoreAreas,
+    (tool_threshold, cap, user_threshold): (u32, u32, u32),
     tokens: &dyn Tokens,
 ) -> Vec<StoreEdit> {
     let mut actions = Vec::new();
+    // Each call's input by its id, for the results of tools named as the recovery tools.
+    let inputs: std::collections::HashMap<&str, &serde_json::Value> = messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.parts())
+        .filter_map(|p| match p {
+            Part::ToolCall(c) if crate::recovery::TOOL_NAMES.contains(&c.tool_name.as_str()) => {
+                Some((c.tool_call_id.as_str(), &c.input))
+            }
+            _ => None,
+        })
+        .collect();
     for (message_index, message) in messages.iter().enumerate() {
         if message.role == Role::User && user_threshold > 0 {
             actions.extend(user_texts(
@@ -35,9 +71,21 @@ pub(crate) fn plan(
             let Part::ToolResult(result) = part else {
                 continue;
             };
-            if config.excluded_tools.iter().any(|t| t == &result.tool_name) {
-                continue;
-            }
+            // An excluded tool's result stays while it is within `offload.maxWindowFraction` of
+            // the window (`cap`): an app's `read_file` is a paged reader of the file the agent
+            // works on, kept whole while it cannot fill the window. A recovery tool's read of
+            // the store stays whatever its size (a page of it offloaded would be read, and
+            // offloaded, again).
+            let threshold = if config.excluded_tools.iter().any(|t| t == &result.tool_name) {
+                if crate::recovery::TOOL_NAMES.contains(&result.tool_name.as_str())
+                    && areas.read_by(inputs.get(result.tool_call_id.as_str()).copied())
+                {
+                    continue;
+                }
+                cap
+            } else {
+                tool_threshold
+            };
             if matches!(
                 result.output,
                 ToolOutput::ExecutionDenied { .. } | ToolOutput::Unknown(_)
