@@ -564,6 +564,35 @@ impl CallRun {
         session.handle(core, id, reply)
     }
 
+    /// The call is dropped before it is done (the host's task was cancelled: a client that
+    /// went away): the store writes that release the summary leases it holds (each as a failed
+    /// summary releases it), for the host to carry out; their outcomes need not be handed back.
+    /// Without them the conversation's next request would wait out each lease (the
+    /// summarizer's timeout and a margin). The run is over: poll it no more.
+    pub fn abandon(&mut self) -> Vec<Io> {
+        let mut releases = Vec::new();
+        for (lease, _) in self.leases.values_mut() {
+            if lease.poll() != LeaseIo::Summarize {
+                continue;
+            }
+            let dropped = Reply::Failed {
+                error: "the call was dropped".into(),
+            };
+            lease.handle(dropped, self.wall);
+            if let Some(request) = lease.poll().request() {
+                releases.push(Io {
+                    id: self.next_id,
+                    request,
+                });
+                self.next_id += 1;
+            }
+        }
+        self.leases.clear();
+        self.lease_out.clear();
+        self.stage = Stage::Finished;
+        releases
+    }
+
     /// What the lease of the session's summary request `summary` asks next: its store call or
     /// sleep (an id of the call's own), the summary request itself, or nothing once over (the
     /// session then has its reply).

@@ -99,6 +99,66 @@ pub struct SpanRecord {
     pub keep: Vec<u32>,
     /// The transcript that holds the span verbatim.
     pub transcript_path: String,
+    /// The edits inside the span, dropped from the record when it was recorded: each edited
+    /// part's fingerprint → the original's, so that the span is still recognised in a history
+    /// that holds those parts as edited (a host that hands back an earlier call's compacted
+    /// conversation: LangChain's state, after a recovery whose prompt went only to the model).
+    #[serde(default, skip_serializing_if = "Aliases::is_empty")]
+    pub aliases: Aliases,
+}
+
+/// Edited part fingerprints and their originals, (after, origin) pairs; user texts apart
+/// (looked up only when user texts were offloaded). Serialized as 32 hex digits a pair, one
+/// string each: a span over hundreds of masked results stays a few kilobytes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Aliases {
+    /// Tool calls' and results' parts.
+    #[serde(with = "pairs", skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<(Fingerprint, Fingerprint)>,
+    /// User texts (an offloaded paste).
+    #[serde(with = "pairs", skip_serializing_if = "Vec::is_empty")]
+    pub texts: Vec<(Fingerprint, Fingerprint)>,
+}
+
+impl Aliases {
+    /// No alias.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty() && self.texts.is_empty()
+    }
+}
+
+/// (after, origin) pairs as one string of 32 hex digits a pair.
+mod pairs {
+    use super::Fingerprint;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::borrow::Cow;
+
+    pub fn serialize<S: Serializer>(
+        pairs: &[(Fingerprint, Fingerprint)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut text = String::with_capacity(pairs.len() * 32);
+        for (after, origin) in pairs {
+            text.push_str(&format!("{:016x}{:016x}", after.0, origin.0));
+        }
+        s.serialize_str(&text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<(Fingerprint, Fingerprint)>, D::Error> {
+        let text = Cow::<str>::deserialize(d)?;
+        let bad = || serde::de::Error::custom("aliases: not pairs of 16-digit hex fingerprints");
+        if text.len() % 32 != 0 || !text.is_ascii() {
+            return Err(bad());
+        }
+        let hex = |i: usize| u64::from_str_radix(&text[i..i + 16], 16).map_err(|_| bad());
+        (0..text.len())
+            .step_by(32)
+            .map(|i| Ok((Fingerprint(hex(i)?), Fingerprint(hex(i + 16)?))))
+            .collect()
+    }
 }
 
 /// A 64-bit fingerprint, serialized as 16 hex digits (JSON numbers lose bits past 2^53).
@@ -419,18 +479,36 @@ impl Record {
                 }
             }
         }
+        let mut aliases = Aliases::default();
         self.edits.retain(|e| {
-            if e.tool_call_id.is_empty() {
-                !texts.contains(&e.after) && !texts.contains(&e.before)
+            let (dropped, list) = if e.tool_call_id.is_empty() {
+                let inside = texts.contains(&e.after) || texts.contains(&e.before);
+                (inside, &mut aliases.texts)
             } else {
-                !ids.contains(e.tool_call_id.as_str())
+                (ids.contains(e.tool_call_id.as_str()), &mut aliases.parts)
+            };
+            if dropped {
+                list.push((e.after, e.origin));
             }
+            !dropped
         });
         let mut q = 0;
-        self.spans.retain(|_| {
+        self.spans.retain_mut(|span| {
             q += 1;
-            !absorbed.contains(&(q - 1))
+            if !absorbed.contains(&(q - 1)) {
+                return true;
+            }
+            let earlier = std::mem::take(&mut span.aliases);
+            aliases.parts.extend(earlier.parts);
+            aliases.texts.extend(earlier.texts);
+            false
         });
+        // The oldest first past the bound (as edits are).
+        for list in [&mut aliases.parts, &mut aliases.texts] {
+            if list.len() > MAX_EDITS {
+                list.drain(..list.len() - MAX_EDITS);
+            }
+        }
         let keep = keep.iter().map(|&k| position[k as usize]).collect();
         let output = Fingerprint(index.canonical_message(&insert));
         self.spans.push(SpanRecord {
@@ -442,6 +520,7 @@ impl Record {
             output,
             keep,
             transcript_path,
+            aliases,
         });
         if self.spans.len() > MAX_SPANS {
             let excess = self.spans.len() - MAX_SPANS;
@@ -470,6 +549,9 @@ struct Index {
     by_before: HashMap<Fingerprint, usize>,
     /// A fingerprint after an edit → the part's original fingerprint.
     origin_of: HashMap<Fingerprint, Fingerprint>,
+    /// Some span holds the edits inside it ([`SpanRecord::aliases`]): any tool part may be one
+    /// (its call id is no longer among the edits').
+    aliased: bool,
 }
 
 impl Index {
@@ -479,6 +561,7 @@ impl Index {
             ids: HashSet::with_capacity(record.edits.len()),
             by_before: HashMap::with_capacity(record.edits.len()),
             origin_of: HashMap::with_capacity(record.edits.len()),
+            aliased: false,
         };
         for (r, edit) in record.edits.iter().enumerate() {
             if let Replace::Text { .. } | Replace::FileText { .. } = &edit.replace {
@@ -487,6 +570,13 @@ impl Index {
             index.ids.insert(edit.tool_call_id.clone());
             index.by_before.insert(edit.before, r);
             index.origin_of.insert(edit.after, edit.origin);
+        }
+        for span in &record.spans {
+            index.aliased |= !span.aliases.parts.is_empty();
+            index.user_texts |= !span.aliases.texts.is_empty();
+            for (after, origin) in span.aliases.parts.iter().chain(&span.aliases.texts) {
+                index.origin_of.entry(*after).or_insert(*origin);
+            }
         }
         index
     }
@@ -514,7 +604,9 @@ impl Index {
                 for (part, &fingerprint) in parts.iter().zip(prints) {
                     let mut fingerprint = fingerprint;
                     let user_text = self.user_texts && matches!(part, Part::Text(_));
-                    if user_text || tool_call_id(part).is_some_and(|id| self.ids.contains(id)) {
+                    let tool =
+                        tool_call_id(part).is_some_and(|id| self.aliased || self.ids.contains(id));
+                    if user_text || tool {
                         if let Some(origin) = self.origin_of.get(&Fingerprint(fingerprint)) {
                             fingerprint = origin.0;
                         }
@@ -857,6 +949,23 @@ mod tests {
             index.canonical_message(&a[0]),
             index.canonical_message(&c[0])
         );
+    }
+
+    #[test]
+    fn aliases_round_trip_as_one_hex_string_and_a_bad_one_is_an_error() {
+        let aliases = Aliases {
+            parts: vec![(Fingerprint(1), Fingerprint(u64::MAX))],
+            texts: Vec::new(),
+        };
+        let json = serde_json::to_string(&aliases).unwrap();
+        assert_eq!(json, r#"{"parts":"0000000000000001ffffffffffffffff"}"#);
+        assert_eq!(serde_json::from_str::<Aliases>(&json).unwrap(), aliases);
+        for bad in [
+            r#"{"parts":"00"}"#,
+            r#"{"parts":"zz00000000000001ffffffffffffffff"}"#,
+        ] {
+            assert!(serde_json::from_str::<Aliases>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -297,3 +297,63 @@ fn a_recovery_whose_store_failed_says_so_not_that_nothing_is_left() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A host that hands back an earlier call's compacted conversation (LangChain's agent state,
+/// which the middleware's `before_model` updates) while a recovery's prompt goes only to the
+/// model: the recovery's summary, over results an earlier call masked, replays onto that
+/// compacted conversation. It did not (the masks' edits left the record with the span), and a
+/// Python user's agent was refused again at the next step and summarized twice.
+#[test]
+fn a_recoverys_summary_over_masked_results_replays_onto_the_compacted_history() {
+    use context_compactor::{parse_overflow, OverflowReport, State};
+    // An agent's lookups of about 1,500 tokens each, one after another.
+    let mut values = vec![json!({"role": "user", "content": "Look them all up."})];
+    for i in 0..24 {
+        let id = format!("c{i}");
+        let output: String = (0..60)
+            .map(|j| format!("{i}:{j} lorem ipsum dolor sit amet lorem ipsum dolor sit amet\n"))
+            .collect();
+        values.push(json!({"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": id, "toolName": "lookup", "input": {"i": i}}]}));
+        values.push(json!({"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": id, "toolName": "lookup", "output": {"type": "text", "value": output}}]}));
+    }
+    let raw = parse_messages(&Value::Array(values).to_string()).unwrap();
+    // The state the host keeps: the compacted conversation (masks, no summary), in a window
+    // where tier 2 masks results and nothing is summarized.
+    let (config, mut c, kept, mut app) = (16_000..120_000)
+        .step_by(2_000)
+        .find_map(|window| {
+            let config = Config {
+                model: Some("claude-sonnet-4-5".into()),
+                context_window: Some(window),
+                ..Config::default()
+            };
+            let mut c = Compactor::new(config.clone()).unwrap();
+            let mut app = App::default();
+            let compacted = c.manage(raw.clone(), &mut app).unwrap();
+            let record = &c.state().record;
+            let masked = record.edits.len() > 1 && record.spans.is_empty();
+            masked.then_some((config, c, compacted.messages, app))
+        })
+        .expect("a window where tier 2 masks and nothing is summarized");
+    let ours = c.count(&kept);
+    let text = format!("prompt is too long: {} tokens > 24000 maximum", ours * 2);
+    let report = OverflowReport::from(&parse_overflow(&[text], Some(400)).unwrap());
+    let recovered = c.recover(kept.clone(), &report, 1, &mut app).unwrap();
+    assert!(recovered
+        .events
+        .iter()
+        .any(|e| e.strategy == context_compactor::Strategy::Summarize));
+    // The next call gets the host's state (the compacted conversation): a long-lived compactor
+    // and one built from the saved state both replay the summary onto it.
+    let state = State::from_json(&c.state_json()).unwrap();
+    let mut fresh = Compactor::with_state(config, state).unwrap();
+    for (who, plan) in [
+        ("long-lived", c.plan(&kept).unwrap()),
+        ("from the state", fresh.plan(&kept).unwrap()),
+    ] {
+        assert_eq!(plan.replayed.spans, 1, "{who}");
+        assert_eq!(plan.tokens_before, recovered.tokens_after, "{who}");
+    }
+}

@@ -125,3 +125,43 @@ def test_a_failing_summarizer_releases_the_lease() -> None:
     second = Compactor(context_window=8_000, store=store, state_path=PATH, summarize=lambda r: "## Session Intent\nSecond try.").compact(CHAT)
     assert "Second try." in second.messages[0]["content"]
     assert len(calls) == 1
+
+
+def test_a_request_cancelled_during_its_summary_releases_the_lease_for_the_retry() -> None:
+    """A client that went away (an ASGI server cancels the request's task) mid-summary: the
+    summarizer's own call is cancelled with it and the lease released, so the retry summarizes
+    at once. A user's retry waited out the lease, 127 s, before."""
+    store = MemoryStore()
+    started: List[float] = []
+    finished: List[float] = []
+
+    async def summarize(request: Dict[str, Any]) -> str:
+        started.append(time.monotonic())
+        await asyncio.sleep(2)
+        finished.append(time.monotonic())
+        return "## Session Intent\nThe summary."
+
+    async def main() -> float:
+        first = Compactor(context_window=8_000, store=store, state_path=PATH, summarize=summarize, background=False)
+        task = asyncio.ensure_future(first.acompact(CHAT))
+        while not started:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        leases = store.list(f"{PATH}.summaries/")
+        assert len(leases) == 1
+        assert json.loads(store.read(leases[0]) or "{}").get("until") == 0, "released"
+        retry = Compactor(context_window=8_000, store=store, state_path=PATH, summarize=summarize, background=False)
+        since = time.monotonic()
+        result = await retry.acompact(CHAT)
+        assert "The summary." in result.messages[0]["content"]
+        # The first one's summarizer call was cancelled with its request.
+        await asyncio.sleep(0.1)
+        assert len(finished) == 1
+        return time.monotonic() - since
+
+    took = asyncio.run(main())
+    assert took < 5, f"the retry took {took:.1f} s"

@@ -874,6 +874,17 @@ impl HeldCompactor {
         handled
     }
 
+    /// Ends the call under way before it is done (the host's task was cancelled): the store
+    /// writes that release its summary leases, as JSON `[{id, request}]` (see
+    /// [`CallRun::abandon`]). The held conversation is left as it was before the call; nothing
+    /// is saved.
+    #[cfg_attr(not(feature = "component"), allow(dead_code))]
+    pub(crate) fn session_abandon(&mut self) -> String {
+        let releases = self.run.as_mut().map(CallRun::abandon).unwrap_or_default();
+        self.session_end();
+        to_json(&releases)
+    }
+
     /// Starts tier 1 on a tool's output at the moment it returns (`crate::OffloadRun`):
     /// `output_json` is the output, a text one when `text`. Returns the run's id, for
     /// [`HeldCompactor::offload_poll`] and [`HeldCompactor::offload_handle`].
@@ -1872,15 +1883,76 @@ mod tests {
         serde_json::Value::from(chat).to_string()
     }
 
-    #[test]
-    fn a_leased_call_asks_for_its_summary_lease_in_the_calls_words() {
-        let chat = sky_chat();
-        let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
+    /// A compactor holding the sky chat with its state at `/s.json`, and the options of a
+    /// manual call whose summaries are leased by `me` (wall clock 1000).
+    fn leased_sky() -> (HeldCompactor, &'static str) {
+        let mut held =
+            HeldCompactor::new(r#"{"model":"gpt-4o","contextWindow":16000}"#, None).unwrap();
+        held.persist_at("/s.json", None, true, None).unwrap();
+        held.sync(0, &sky_chat()).unwrap();
         let options =
             r#"{"trigger":"manual","lease":{"owner":"me","summarizeTimeoutMs":1000,"wall":1000}}"#;
-        let mut held = HeldCompactor::new(config, None).unwrap();
-        held.persist_at("/s.json", None, true, None).unwrap();
-        held.sync(0, &chat).unwrap();
+        (held, options)
+    }
+
+    /// A call dropped while its summary is out under a lease (a cancelled task: a client that
+    /// went away) says the write that releases the lease; a Python user's retry waited out the
+    /// lease, 127 s, without it. Nothing else is written, and the compactor takes a new call.
+    #[test]
+    fn an_abandoned_call_releases_the_summary_lease_it_holds() {
+        let (mut held, options) = leased_sky();
+        // Nothing under way: nothing to release.
+        assert_eq!(held.session_abandon(), "[]");
+        held.session_start(Some(options)).unwrap();
+        let mut lease = None;
+        'summary: loop {
+            let step: serde_json::Value =
+                serde_json::from_str(&held.session_poll(false).unwrap()).unwrap();
+            for io in step["ios"].as_array().expect("requests before the summary") {
+                let request = &io["request"];
+                let reply = match request["type"].as_str().unwrap() {
+                    "summarize" => break 'summary,
+                    "ask" => serde_json::json!({"type": "decision"}),
+                    "write" => serde_json::json!({"type": "done"}),
+                    "read" => serde_json::json!({"type": "read", "text": null}),
+                    "save" => {
+                        lease = Some(request["text"].as_str().unwrap().to_owned());
+                        serde_json::json!({"type": "saved"})
+                    }
+                    other => panic!("unexpected {other}"),
+                };
+                let mut reply = reply;
+                reply["now"] = serde_json::json!(2000);
+                held.session_handle(io["id"].as_u64().unwrap(), &reply.to_string())
+                    .unwrap();
+            }
+        }
+        let lease = lease.expect("the lease taken");
+        let releases: serde_json::Value = serde_json::from_str(&held.session_abandon()).unwrap();
+        let releases = releases.as_array().unwrap();
+        assert_eq!(releases.len(), 1, "{releases:?}");
+        let release = &releases[0]["request"];
+        assert_eq!(release["type"], "save");
+        assert!(release["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("/s.json.summaries/"));
+        assert_eq!(release["expected"].as_str(), Some(lease.as_str()));
+        assert_ne!(release["text"].as_str(), Some(lease.as_str()));
+        assert!(held.session_poll(false).is_err(), "the call is over");
+        assert_eq!(held.session_abandon(), "[]");
+        // The compactor takes the next call.
+        let (kinds, _) = drive(&mut held, r#"{"trigger":"auto"}"#, |_, _| {
+            r#"{"type":"done","now":3000}"#.to_owned()
+        });
+        assert!(!kinds.contains(&"summarize".to_owned()), "{kinds:?}");
+    }
+
+    #[test]
+    fn a_leased_call_asks_for_its_summary_lease_in_the_calls_words() {
+        let (mut held, options) = leased_sky();
+        let chat = sky_chat();
+        let config = r#"{"model":"gpt-4o","contextWindow":16000}"#;
         let leases = std::cell::RefCell::new(Vec::new());
         let (kinds, done) = drive(&mut held, options, |_, request| {
             let reply = match request["type"].as_str().unwrap() {

@@ -938,7 +938,28 @@ class Compactor:
     async def _run_async(self, steps: Steps[T]) -> T:
         # The core calls inside the run are synchronous; the thread lock keeps a sync call from
         # another thread out of them while this run awaits an effect.
-        return await drive_async(steps, self._lock)
+        try:
+            return await drive_async(steps, self._lock)
+        except asyncio.CancelledError:
+            await self._abandon()
+            raise
+
+    async def _abandon(self) -> None:
+        """A call cancelled before it was done (a client that went away): the core ends it and
+        says the store writes that release its summary leases, carried out here (each within
+        ``store_timeout``; a failure is ignored), so that the conversation's next request does
+        not wait out a lease. Nothing is saved, and the next call syncs its messages anew."""
+        with self._lock:
+            self._held = _Held()
+            try:
+                releases = json.loads(self._core.call("session-abandon"))
+            except CompactorError:
+                return
+        for release in releases:
+            try:
+                await drive_async(store_request(self._io, release["request"]), self._lock)
+            except Exception:
+                pass
 
 
 def _drive(

@@ -286,6 +286,10 @@ async def _background(steps: Steps[T]) -> T:
             if effect[0] == "sleep":
                 await asyncio.sleep(effect[1])
                 continue
+            acall = _async_form(effect)
+            if acall is not None:
+                value = await _within(acall(effect[2]), effect)
+                continue
             if _blocking_callback(effect):
                 value = await _callback_async(effect)
                 continue
@@ -370,6 +374,13 @@ def _at_once(effects: List[Tuple[Any, ...]]) -> List[Tuple[Any, Optional[BaseExc
     return out
 
 
+def _async_form(effect: Tuple[Any, ...]) -> Optional[Callable[[Any], Awaitable[Any]]]:
+    """A summarizer or hook that has an async form beside its sync one (``acall``, as the
+    LangChain middleware's model summarizer): what the async API awaits."""
+    acall = getattr(effect[1], "acall", None) if effect[0] in ("summarize", "ask") else None
+    return acall if inspect.iscoroutinefunction(acall) else None
+
+
 def _blocking_callback(effect: Tuple[Any, ...]) -> bool:
     """Whether ``effect`` calls a synchronous summarizer or ``on_pre_compact`` hook: one that
     may block, and so runs on a thread of its own within ``summarize_timeout`` (``_threads``). A
@@ -414,7 +425,11 @@ async def _within(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
     if timeout is None:
         return await awaitable
     task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait({task}, timeout=timeout)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()  # the caller's cancel is the summarizer's too (a paid call, else left on)
+        raise
     if not done:
         task.cancel()
         raise _timed_out(effect)
@@ -478,10 +493,13 @@ async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:
             await asyncio.sleep(effect[1])
             continue
         try:
+            acall = _async_form(effect)
             if effect[0] == "all":
                 # At once (the writes of a plan, as npm's Promise.all): each run's own steps
                 # still go one at a time under the lock.
                 value = list(await asyncio.gather(*(drive_async(run, lock) for run in effect[1])))
+            elif acall is not None:
+                value = await _within(acall(effect[2]), effect)
             elif _blocking_callback(effect):
                 value = await _callback_async(effect)
             else:

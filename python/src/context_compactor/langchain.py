@@ -683,45 +683,75 @@ def _same_model(a: Any, b: Any) -> bool:
 _Continued = Callable[[Dict[str, Any]], Optional[Tuple[_AgentCall, List[BaseMessage]]]]
 
 
-def _summarizer(model: Any, continued: Optional[_Continued] = None) -> Callable[[Dict[str, Any]], Any]:
-    """A summarizer asking a LangChain chat model (async: ``amanage`` awaits it, ``manage``
-    runs it on a private event loop). ``continued(continuation)``: the continuation's messages
-    as the agent's model gets them (the middleware's), sent first when ``model`` is the agent's
-    own."""
-
-    async def summarize(request: Dict[str, Any]) -> str:
-        text = await _continued(model, request, continued)
-        if text is not None:
-            return text
-        answer = await model.ainvoke([SystemMessage(content=request["system"]), HumanMessage(content=request["prompt"])])
-        content = answer.content
-        return _joined(content)
-
-    return summarize
+def _summarizer(model: Any, continued: Optional[_Continued] = None) -> "_ModelSummarizer":
+    """A summarizer asking a LangChain chat model. ``continued(continuation)``: the
+    continuation's messages as the agent's model gets them (the middleware's), sent first when
+    ``model`` is the agent's own."""
+    return _ModelSummarizer(model, continued)
 
 
-async def _continued(model: Any, request: Dict[str, Any], continued: Optional[_Continued]) -> Optional[str]:
-    """The summary from the continuation (``None``: not offered, no agent call yet, not the
-    agent's model, or answered with a tool call, no text or an error: the plain request
-    follows)."""
-    continuation = request.get("continuation")
-    if continued is None or not isinstance(continuation, dict) or not isinstance(continuation.get("messages"), list):
-        return None
-    try:
-        made = continued(continuation)
-        if made is None or not _same_model(model, made[0].model):
+class _ModelSummarizer:
+    """Called by the sync API (``model.invoke``, on the summarizer's own thread: a sync agent in
+    Jupyter, or in an async web handler, never needs an event loop of its own) and awaited by
+    the async one (``acall``: ``model.ainvoke``)."""
+
+    def __init__(self, model: Any, continued: Optional[_Continued]) -> None:
+        self._model = model
+        self._continued = continued
+
+    def __call__(self, request: Dict[str, Any]) -> str:
+        asked = self._continuation(request)
+        if asked is not None:
+            text = self._answered(lambda: asked[0].invoke(asked[1]))
+            if text is not None:
+                return text
+        return _joined(self._model.invoke(_plain(request)).content)
+
+    async def acall(self, request: Dict[str, Any]) -> str:
+        asked = self._continuation(request)
+        if asked is not None:
+            try:
+                answer = await asked[0].ainvoke(asked[1])
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                answer = None
+            text = self._answered(lambda: answer)
+            if text is not None:
+                return text
+        return _joined((await self._model.ainvoke(_plain(request))).content)
+
+    def _continuation(self, request: Dict[str, Any]) -> Optional[Tuple[Any, List[BaseMessage]]]:
+        """The model (with the agent's tools) and messages of the continuation, or ``None``: not
+        offered, no agent call yet, or not the agent's model (the plain request follows)."""
+        continuation = request.get("continuation")
+        if self._continued is None or not isinstance(continuation, dict) or not isinstance(continuation.get("messages"), list):
             return None
-        call, messages = made
-        bound = model.bind_tools(call.tools) if call.tools else model
-        answer = await bound.ainvoke(messages)
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        return None
-    if getattr(answer, "tool_calls", None):
-        return None
-    text = _joined(answer.content)
-    return text if text.strip() else None
+        try:
+            made = self._continued(continuation)
+            if made is None or not _same_model(self._model, made[0].model):
+                return None
+            call, messages = made
+            return (self._model.bind_tools(call.tools) if call.tools else self._model), messages
+        except Exception:
+            return None
+
+    @staticmethod
+    def _answered(answer: Callable[[], Any]) -> Optional[str]:
+        """The continuation's summary, or ``None``: an error, a tool call or no text."""
+        try:
+            message = answer()
+        except Exception:
+            return None
+        if message is None or getattr(message, "tool_calls", None):
+            return None
+        text = _joined(message.content)
+        return text if text.strip() else None
+
+
+def _plain(request: Dict[str, Any]) -> List[BaseMessage]:
+    """The plain summary request: its system prompt and prompt."""
+    return [SystemMessage(content=request["system"]), HumanMessage(content=request["prompt"])]
 
 
 def recovery_langchain_tools(source: Union[Compactor, FileStore]) -> List[StructuredTool]:

@@ -290,6 +290,10 @@ impl api::GuestCompactor for ComponentCompactor {
             .map_err(error)
     }
 
+    fn session_abandon(&self) -> String {
+        self.0.borrow_mut().session_abandon()
+    }
+
     fn offload_start(
         &self,
         tool_name: String,
