@@ -55,6 +55,45 @@ pub struct SummaryLease {
 /// a failed write leaves its content in the conversation, a failed summary falls back to the
 /// plan's heuristic summary (the event says so). A blocking call cannot be cut short, so each
 /// call bounds itself (a client timeout); an [`AsyncHost`] can give the driver a timer instead.
+///
+/// The whole loop: a store (here a map), a summarizer (here a stand-in for the app's LLM call)
+/// and `manage` before each model call. With [`Compactor::load`] the state is kept in the
+/// store too (then give `read` and `write_if`); `examples/rust-native` is a full agent.
+///
+/// ```
+/// use std::collections::HashMap;
+/// use context_compactor::{parse_messages, Compactor, Config, Host, Summarize};
+///
+/// struct App { store: HashMap<String, String> }
+/// impl Host for App {
+///     fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
+///         self.store.insert(path.to_owned(), content.to_owned());
+///         Ok(())
+///     }
+///     fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
+///         // Send summary.request (system, messages, maxTokens) to the app's LLM.
+///         Ok(format!("## Session Intent\n(summary of {} characters)", summary.request.prompt.len()))
+///     }
+/// }
+///
+/// let huge: String = (0..30_000).map(|i| format!("result line {i}\n")).collect();
+/// let messages = parse_messages(&serde_json::json!([
+///     {"role": "user", "content": "find it"},
+///     {"role": "assistant", "content": [
+///         {"type": "tool-call", "toolCallId": "c1", "toolName": "search", "input": {"q": "it"}}]},
+///     {"role": "tool", "content": [
+///         {"type": "tool-result", "toolCallId": "c1", "toolName": "search",
+///          "output": {"type": "text", "value": huge}}]},
+/// ]).to_string())?;
+///
+/// let mut compactor = Compactor::new(Config { model: Some("gpt-4o".into()), ..Config::default() })?;
+/// let mut app = App { store: HashMap::new() };
+/// let managed = compactor.manage(messages, &mut app)?;
+/// assert_eq!(managed.events.len(), 1);                       // one offload, applied
+/// assert!(app.store.values().any(|stored| *stored == huge)); // nothing lost
+/// assert!(compactor.plan(&managed.messages)?.is_empty());    // idempotent
+/// # Ok::<(), context_compactor::Error>(())
+/// ```
 pub trait Host {
     /// Stores `content` at `path`.
     fn write(&mut self, path: &str, content: &str) -> std::result::Result<(), String>;
@@ -227,17 +266,18 @@ pub trait AsyncHost {
     /// [`AsyncHost::store_timeout_ms`] fails as a failing call does (a write's content stays in
     /// the conversation, a state's save is said on the result), and a summary not made within
     /// [`AsyncHost::summarize_timeout_ms`] falls back to the heuristic one: never a hang. The
-    /// default has none (the host's calls bound themselves).
+    /// default is a timer of the crate's own (one thread for every deadline, started at the
+    /// first, that wakes the driver's future from any executor); on WebAssembly, which has no
+    /// threads, none: there the host's calls bound themselves or the host gives one.
     fn timer(&self, ms: u64) -> Option<Timer> {
-        let _ = ms;
-        None
+        default_timer(ms)
     }
-    /// How long a store call may take, in ms, when the host gives a [`AsyncHost::timer`]: by
+    /// How long a store call may take, in ms, while there is an [`AsyncHost::timer`]: by
     /// default every host's ([`crate::HOST_DEFAULTS`], 10 s).
     fn store_timeout_ms(&self) -> u64 {
         crate::HOST_DEFAULTS.store_timeout_ms
     }
-    /// How long the summarizer may take, in ms, when the host gives a [`AsyncHost::timer`]: by
+    /// How long the summarizer may take, in ms, while there is an [`AsyncHost::timer`]: by
     /// default every host's ([`crate::HOST_DEFAULTS`], 120 s).
     fn summarize_timeout_ms(&self) -> u64 {
         crate::HOST_DEFAULTS.summarize_timeout_ms
@@ -247,6 +287,136 @@ pub trait AsyncHost {
 /// A deadline's timer ([`AsyncHost::timer`]): completes when the time is up. `Send`, so that the
 /// driver's futures can go to a multi-threaded runtime (`tokio::spawn`) with a host whose own are.
 pub type Timer = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+#[cfg(target_family = "wasm")]
+fn default_timer(_ms: u64) -> Option<Timer> {
+    None
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn default_timer(ms: u64) -> Option<Timer> {
+    Some(Box::pin(timers::Deadline::after(ms)))
+}
+
+/// The crate's own timer ([`AsyncHost::timer`]'s default): one thread keeps the deadlines in
+/// order and wakes each future when its time is up, so it works under any executor (tokio,
+/// async-std, smol, `futures::executor`). Written here rather than taken from a runtime: the
+/// crate depends on none, and an app's runtime's timer is the better one where it has one.
+#[cfg(not(target_family = "wasm"))]
+mod timers {
+    use std::cmp::Reverse;
+    use std::collections::{BinaryHeap, HashMap};
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+    use std::task::{Context, Poll, Waker};
+    use std::time::{Duration, Instant};
+
+    /// A deadline's state: whether it passed, and the waker of the future waiting for it.
+    #[derive(Default)]
+    struct Shared {
+        done: bool,
+        waker: Option<Waker>,
+    }
+
+    /// The deadlines, earliest first (by time, then by the order made), and their states.
+    #[derive(Default)]
+    struct Due {
+        order: BinaryHeap<Reverse<(Instant, u64)>>,
+        states: HashMap<u64, Arc<Mutex<Shared>>>,
+        made: u64,
+    }
+
+    struct Wheel {
+        due: Mutex<Due>,
+        changed: Condvar,
+    }
+
+    fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+        mutex.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wheel() -> &'static Wheel {
+        static WHEEL: OnceLock<Wheel> = OnceLock::new();
+        static STARTED: std::sync::Once = std::sync::Once::new();
+        let wheel = WHEEL.get_or_init(|| Wheel {
+            due: Mutex::new(Due::default()),
+            changed: Condvar::new(),
+        });
+        STARTED.call_once(|| {
+            std::thread::Builder::new()
+                .name("context-compactor timer".into())
+                .spawn(run)
+                .expect("a thread for the driver's timer");
+        });
+        wheel
+    }
+
+    /// The timer thread: wakes each deadline's future when its time is up.
+    fn run() {
+        let wheel = wheel();
+        let mut due = locked(&wheel.due);
+        loop {
+            let now = Instant::now();
+            while let Some(&Reverse((at, id))) = due.order.peek() {
+                if at > now {
+                    break;
+                }
+                due.order.pop();
+                if let Some(shared) = due.states.remove(&id) {
+                    let mut shared = locked(&shared);
+                    shared.done = true;
+                    if let Some(waker) = shared.waker.take() {
+                        waker.wake();
+                    }
+                }
+            }
+            due = match due.order.peek() {
+                Some(&Reverse((at, _))) => {
+                    let wait = at.saturating_duration_since(now);
+                    let (guard, _) = wheel
+                        .changed
+                        .wait_timeout(due, wait)
+                        .unwrap_or_else(|e| e.into_inner());
+                    guard
+                }
+                None => wheel.changed.wait(due).unwrap_or_else(|e| e.into_inner()),
+            };
+        }
+    }
+
+    /// A future that completes `ms` after it was made.
+    pub struct Deadline(Arc<Mutex<Shared>>);
+
+    impl Deadline {
+        pub fn after(ms: u64) -> Deadline {
+            let shared = Arc::new(Mutex::new(Shared::default()));
+            let at = Instant::now() + Duration::from_millis(ms);
+            let wheel = wheel();
+            {
+                let mut due = locked(&wheel.due);
+                let id = due.made;
+                due.made += 1;
+                due.order.push(Reverse((at, id)));
+                due.states.insert(id, shared.clone());
+            }
+            wheel.changed.notify_one();
+            Deadline(shared)
+        }
+    }
+
+    impl Future for Deadline {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            let mut shared = locked(&self.0);
+            if shared.done {
+                return Poll::Ready(());
+            }
+            shared.waker = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
 
 /// `work`, or a failure in words once `timer` completes first (no timer: `work` alone).
 async fn within<T>(
@@ -345,6 +515,10 @@ impl AsyncHost for Blocking<'_> {
     }
     fn wall_ms(&mut self) -> f64 {
         self.0.wall_ms()
+    }
+    /// None: a blocking host's calls are done when they return (they bound themselves).
+    fn timer(&self, _ms: u64) -> Option<Timer> {
+        None
     }
 }
 

@@ -14,40 +14,7 @@
 //! [`Compactor::manage`] and [`Compactor::compact`] drive a session against a [`Host`] for
 //! native Rust callers (blocking, one request at a time).
 //!
-//! ```
-//! use std::collections::HashMap;
-//! use context_compactor::{parse_messages, Compactor, Config, Host, Summarize};
-//!
-//! struct App { store: HashMap<String, String> }
-//! impl Host for App {
-//!     fn write(&mut self, path: &str, content: &str) -> Result<(), String> {
-//!         self.store.insert(path.to_owned(), content.to_owned());
-//!         Ok(())
-//!     }
-//!     fn summarize(&mut self, summary: &Summarize) -> Result<String, String> {
-//!         // Send summary.request (system, messages, maxTokens) to the app's LLM.
-//!         Ok(format!("## Session Intent\n(summary of {} characters)", summary.request.prompt.len()))
-//!     }
-//! }
-//!
-//! let huge: String = (0..30_000).map(|i| format!("result line {i}\n")).collect();
-//! let messages = parse_messages(&serde_json::json!([
-//!     {"role": "user", "content": "find it"},
-//!     {"role": "assistant", "content": [
-//!         {"type": "tool-call", "toolCallId": "c1", "toolName": "search", "input": {"q": "it"}}]},
-//!     {"role": "tool", "content": [
-//!         {"type": "tool-result", "toolCallId": "c1", "toolName": "search",
-//!          "output": {"type": "text", "value": huge}}]},
-//! ]).to_string())?;
-//!
-//! let mut compactor = Compactor::new(Config { model: Some("gpt-4o".into()), ..Config::default() })?;
-//! let mut app = App { store: HashMap::new() };
-//! let managed = compactor.manage(messages, &mut app)?;
-//! assert_eq!(managed.events.len(), 1);                       // one offload, applied
-//! assert!(app.store.values().any(|stored| *stored == huge)); // nothing lost
-//! assert!(compactor.plan(&managed.messages)?.is_empty());    // idempotent
-//! # Ok::<(), context_compactor::Error>(())
-//! ```
+//! The example is [`Host`]'s.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -267,3 +267,58 @@ fn the_async_drivers_futures_are_send_for_a_send_host() {
     let mut c = gpt4o(16_000, |_| {});
     send(&c.compact_async(Vec::new(), None, &mut host));
 }
+
+/// The same stalls with no timer of the host's: the crate's own (`AsyncHost::timer`'s default)
+/// cuts them at the host's deadlines, in real time. A native user's async store that never
+/// answered hung `manage_async` before (the default had no timer).
+struct StalledNoTimer;
+
+impl AsyncHost for StalledNoTimer {
+    fn write(&mut self, path: &str, _: &str) -> impl Future<Output = Result<(), String>> {
+        let stalls = path.starts_with("/tool_outputs/");
+        async move {
+            if stalls {
+                std::future::pending::<()>().await;
+            }
+            Ok(())
+        }
+    }
+    fn summarize(&mut self, _: &Summarize) -> impl Future<Output = Result<String, String>> {
+        std::future::pending()
+    }
+    fn store_timeout_ms(&self) -> u64 {
+        200
+    }
+    fn summarize_timeout_ms(&self) -> u64 {
+        300
+    }
+}
+
+#[test]
+fn without_a_timer_of_the_hosts_the_crates_own_bounds_a_store_and_a_summarizer_that_never_answer() {
+    let mut compactor = gpt4o(16_000, |_| {});
+    let started = std::time::Instant::now();
+    let (got, _) = block_on(compactor.manage_async(long(), &mut StalledNoTimer));
+    let took = started.elapsed();
+    let got = got.expect("the call answers");
+    let errors: Vec<&str> = got
+        .events
+        .iter()
+        .filter_map(|e| e.error.as_deref())
+        .collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("no answer from the store within 200 ms")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("no answer from the summarizer within 300 ms")),
+        "{errors:?}"
+    );
+    assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
+    // Generous: a loaded 2-core machine; the point is that it ends.
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}
