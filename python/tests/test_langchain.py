@@ -451,6 +451,23 @@ def test_the_agents_own_model_summarizes_from_its_cached_prompt(refuse: bool) ->
         assert any("from the cache" in m.content for p in agent_steps(model) for m in p if isinstance(m, HumanMessage))
 
 
+def test_a_sync_agent_inside_a_running_event_loop_summarizes_with_its_summary_model() -> None:
+    """``agent.invoke`` where an event loop runs (a Jupyter cell, a sync call in an async web
+    handler): the middleware's summarizer asks the model with ``invoke``. It used to be async
+    only, and the first summary raised ``AsyncInLoop`` (a user's notebook agent died there)."""
+    model = CachingAgentModel(prompts=[], bound=[], refuse=False)
+    results: List[Any] = []
+    middleware = CompactorMiddleware(model="claude-sonnet-4-5", context_window=WINDOW, store=MemoryStore(), summary_model=model, background=False, on_result=results.append)
+    agent = create_agent(model, tools=[fetch_page], system_prompt="You read reports.", middleware=[middleware])
+
+    async def cell() -> Any:
+        return agent.invoke({"messages": [HumanMessage(content="Read the report.")]}, {"recursion_limit": 100})
+
+    asyncio.run(cell())
+    summaries = [e for r in results for e in r.events if e["strategy"] == "summarize"]
+    assert summaries and all(e["status"] == "applied" for e in summaries), summaries
+
+
 def agent_steps(model: CachingAgentModel) -> List[List[BaseMessage]]:
     """The agent's own calls (not the summary requests)."""
     return [p for p in model.prompts if not (isinstance(p[-1], HumanMessage) and "Summarize messages" in str(p[-1].content)) and not (isinstance(p[0], SystemMessage) and "You summarize" in str(p[0].content))]
