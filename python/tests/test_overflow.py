@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from context_compactor import Compactor, CompactorError, is_overflow_error, parse_overflow
+from context_compactor import InvalidConfigError, Compactor, CompactorError, is_overflow_error, parse_overflow
 
 from conftest import assert_paired, chat
 
@@ -96,6 +96,12 @@ def test_recover_compacts_below_the_provider_limit_and_says_so() -> None:
     assert refused.value.code == "context_overflow" and refused.value.details["provider"] == "anthropic"
     assert refused.value.__cause__ is error
     assert asyncio.run(Compactor(context_window=64_000).arecover(messages, error)).events
+    # The provider's text instead of its exception: a typed error naming the call (a user got
+    # "exception causes must derive from BaseException").
+    with pytest.raises(InvalidConfigError, match=r"^recover: error must be the exception"):
+        compactor.recover(messages, "prompt is too long")  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError, match=r"^arecover: error must be"):
+        asyncio.run(compactor.arecover(messages, None))  # type: ignore[arg-type]
 
 
 def test_the_langchain_middleware_retries_a_refused_model_call_once() -> None:

@@ -399,6 +399,24 @@ def test_the_async_store_through_amanage(admin: "redis.Redis", server: Server) -
     assert RedisStore(server.client(), prefix="async:").read(event["path"]) == output
 
 
+def test_the_async_store_from_sync_code_keeps_its_connections_on_one_loop(admin: "redis.Redis", server: Server) -> None:
+    """A sync ``manage`` (and the recovery tools) over ``AsyncRedisStore``, as a sync LangChain
+    agent uses it: every awaited call runs on the one loop of the sync API. A loop per call left
+    redis.asyncio's pool on a closed one: offloads said "Event loop is closed" though their keys
+    had landed, and ``ls`` answered the model the same."""
+    store = AsyncRedisStore(redis.asyncio.Redis(port=server.port), prefix="sync-async:")
+    compactor = Compactor(model="gpt-4o", context_window=16_000, store=store, state_path="/state/c.json")
+    outputs = [huge_tool_result(40_000 + 5_000 * i) for i in range(3)]
+    for output in outputs:
+        result = compactor.manage(slice_conversation(output))
+        [event] = result.events
+        assert event["status"] == "applied", event
+        assert admin.get(f"sync-async:{event['path']}") == output.encode("utf-8")
+    listed = compactor.tools()["ls"](path="/tool_outputs/")
+    assert "Error" not in listed and len(listed.splitlines()) == 3, listed
+    assert admin.get("sync-async:/state/c.json") is not None
+
+
 def test_a_refused_write_out_of_memory_is_a_typed_error_and_the_offload_fails() -> None:
     small = Server("--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
     try:

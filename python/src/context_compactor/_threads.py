@@ -1,5 +1,5 @@
 """A blocking call bounded in time: a store's call (``TimedStore``) or a synchronous summarizer
-(``summarize_timeout``). It runs on a daemon thread of its own, in the caller's ``contextvars``
+(``summarize_timeout``); and the one event loop the sync API awaits on (``run_awaited``). It runs on a daemon thread of its own, in the caller's ``contextvars``
 context (a framework's store or tracing reads them): a call that stalls keeps only its own
 thread, never holds the process at exit, and nothing queues behind it (a shared pool would
 fill up with stalled calls)."""
@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Coroutine, Dict, Optional, Tuple, TypeVar
+
+T = TypeVar("T")
 
 
 def call_within(seconds: float, name: str, fn: Callable[..., Any], *args: Any) -> Tuple[bool, Any]:
@@ -64,3 +66,29 @@ async def call_within_async(seconds: float, name: str, fn: Callable[..., Any], *
     if not done:
         return False, None
     return True, future.result()
+
+
+_bridge: "Optional[asyncio.AbstractEventLoop]" = None
+_bridge_lock = threading.Lock()
+
+
+def bridge_loop() -> "asyncio.AbstractEventLoop":
+    """The one event loop on which the sync API awaits (an async store's or summarizer's
+    awaitable, a summary made in the background of ``manage``), on a daemon thread of its own,
+    started at the first use. One loop, not one per call: an async client's connections are
+    bound to the loop they were opened on (redis.asyncio's pool), and a loop per call left them
+    on a closed one ("Event loop is closed", for writes that had landed)."""
+    global _bridge
+    with _bridge_lock:
+        if _bridge is None or _bridge.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="context-compactor event loop", daemon=True).start()
+            _bridge = loop
+        return _bridge
+
+
+def run_awaited(coroutine: "Coroutine[Any, Any, T]") -> "T":
+    """``coroutine`` run to its end on :func:`bridge_loop`, this thread waiting (not one that
+    runs an event loop itself: it would wait on its own loop's work)."""
+    return asyncio.run_coroutine_threadsafe(coroutine, bridge_loop()).result()
+

@@ -406,7 +406,7 @@ class Compactor:
         overflow is raised again unchanged; an overflow with nothing left to compact is a
         ``CompactorError`` with code ``context_overflow``. The LangChain middleware calls this
         for you."""
-        info = parse_overflow(error)
+        info = _overflow_of(error, "recover")
         if info is None:
             raise error
         with self._gate.sync("recover"), self._lock:
@@ -414,7 +414,7 @@ class Compactor:
 
     async def arecover(self, messages: Sequence[Message], error: BaseException, *, attempt: int = 1) -> ManageResult:
         """``recover`` for async code."""
-        info = parse_overflow(error)
+        info = _overflow_of(error, "arecover")
         if info is None:
             raise error
         async with self._gate.entered("arecover"):
@@ -983,6 +983,19 @@ def _drive(
             handle(io["id"], dumps({**reply, "now": wall()}))
         if between is not None:
             between()
+
+
+def _overflow_of(error: Any, what: str) -> Any:
+    """``error``'s overflow (``parse_overflow``), or None; what is not an exception is a
+    typed error naming the call (``raise`` would say only that causes derive from
+    BaseException)."""
+    if not isinstance(error, BaseException):
+        raise InvalidConfigError(
+            "invalid_config",
+            f"{what}: error must be the exception the provider's call raised, got {type(error).__name__}",
+            {"field": "error"},
+        )
+    return parse_overflow(error)
 
 
 #: Model names already warned about in this process.

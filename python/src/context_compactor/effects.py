@@ -18,7 +18,7 @@ import time
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, FrozenSet, Generator, Iterator, List, Optional, Tuple, TypeVar, cast
 
-from ._threads import call_within, call_within_async
+from ._threads import call_within, call_within_async, run_awaited
 from .codec import well_formed
 from .errors import CompactorError, InvalidConfigError
 from .stores import FileStore, TimedStore
@@ -259,9 +259,10 @@ def perform(effect: Tuple[Any, ...]) -> Any:
 
 
 def _background_thread(steps: Steps[None]) -> threading.Thread:
-    """A run in the background of a sync call: ``_background`` on a daemon thread's own event
-    loop."""
-    thread = threading.Thread(target=lambda: asyncio.run(_background(steps)), name="context-compactor summary", daemon=True)
+    """A run in the background of a sync call: ``_background`` on the sync API's event loop
+    (``run_awaited``: an async store's connections stay on one loop), watched by a daemon
+    thread that ``settled()`` joins."""
+    thread = threading.Thread(target=lambda: run_awaited(_background(steps)), name="context-compactor summary", daemon=True)
     thread.start()
     return thread
 
@@ -459,8 +460,9 @@ async def _callback_async(effect: Tuple[Any, ...]) -> Any:
 
 
 def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
-    """An async store or summarizer called from the sync API: run it on a private event loop,
-    unless this thread is already running one (then the caller must use the async API)."""
+    """An async store or summarizer called from the sync API: awaited on the sync API's event
+    loop (``run_awaited``), unless this thread is already running one (then the caller must use
+    the async API)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -473,7 +475,7 @@ def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
             f"an async {_EFFECT_NAMES.get(effect[0], 'store')} inside a running event loop: use amanage/acompact",
             {"field": "summarize" if effect[0] == "summarize" else "on_pre_compact" if effect[0] == "ask" else "store"},
         )
-    return asyncio.run(_within(awaitable, effect))
+    return run_awaited(_within(awaitable, effect))
 
 
 async def drive_async(steps: Steps[T], lock: threading.RLock) -> T:

@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple, Type, cast, runtime_checkable
 
-from ._threads import call_within
+from ._threads import call_within, run_awaited
 from .errors import CompactorError, InvalidConfigError, InvalidPathError
 
 #: Longest path a store accepts (characters; generous for content hashes).
@@ -771,7 +771,7 @@ def load_agents_md(store: FileStore, path: str = AGENTS_MD_PATH) -> Optional[str
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            text = asyncio.run(_maybe(text))
+            text = run_awaited(_maybe(text))
         else:
             if inspect.iscoroutine(text):
                 text.close()
