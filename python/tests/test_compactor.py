@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from context_compactor import Compactor, InvalidMessageError, LocalStore, MemoryStore, count_tokens, read_file, recovery_tools
+from context_compactor import Compactor, InvalidConfigError, InvalidMessageError, LocalStore, MemoryStore, count_tokens, read_file, recovery_tools
 
 from conftest import assert_paired, chat, coding_session
 
@@ -154,6 +154,25 @@ def test_tier_3_async_summarizers_through_amanage() -> None:
     assert 0 < request["maxTokens"] <= 800
     assert "Chat about many things." in result.messages[1]["content"]
     assert next(e for e in result.events if e["strategy"] == "summarize")["status"] == "applied"
+
+
+def test_an_async_summarizer_from_sync_code_awaits_on_its_own_loop_or_says_why_it_cannot() -> None:
+    """Sync ``manage`` over an async summarizer: awaited on the sync API's own event loop; inside
+    a running loop (which a sync call cannot wait on) a typed error saying what to use."""
+    messages = chat(30)
+
+    async def summarize(request: Dict[str, Any]) -> str:
+        await asyncio.sleep(0)
+        return "## Session Intent\nChat about many things."
+
+    result = Compactor(context_window=8_000, summarize=summarize, background=False).manage(messages)
+    assert next(e for e in result.events if e["strategy"] == "summarize")["status"] == "applied"
+
+    async def cell() -> None:
+        Compactor(context_window=8_000, summarize=summarize, background=False).manage(messages)
+
+    with pytest.raises(InvalidConfigError, match=r"async summarizer called from sync code inside a running event loop.*amanage/acompact \(a LangChain agent: ainvoke"):
+        asyncio.run(cell())
 
 
 def test_an_async_summarizer_that_never_answers_times_out_into_the_fallback() -> None:

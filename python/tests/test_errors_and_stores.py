@@ -251,6 +251,9 @@ def test_an_option_given_in_both_spellings_is_refused_not_won_by_the_last() -> N
         Compactor(model="gpt-4o", offload={"threshold_tokens": 100, "thresholdTokens": 90_000})
     with pytest.raises(InvalidConfigError, match=r"'context_window' and 'contextWindow'"):
         Compactor({"context_window": 8_000}, contextWindow=16_000)
+    # The same spelling in config and as a keyword, too (the keyword used to win silently).
+    with pytest.raises(InvalidConfigError, match=r"'context_window' and 'context_window' are the same option \(contextWindow\), given twice"):
+        Compactor({"context_window": 8_000}, context_window=16_000)
     assert Compactor(model="gpt-4o", offload={"threshold_tokens": 100}).model["contextWindow"] > 0
 
 

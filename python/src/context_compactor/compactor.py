@@ -1229,12 +1229,12 @@ def _option_value(key: str, value: Any, given: Dict[str, str], path: str = "") -
 
 
 def _once(keys: Any, path: str) -> None:
-    """Refuses an option given twice, once in each spelling (``threshold_tokens`` and
-    ``thresholdTokens``): one would silently win."""
+    """Refuses an option given twice: in each spelling (``threshold_tokens`` and
+    ``thresholdTokens``), or in ``config`` and as a keyword: one would silently win."""
     seen: Dict[str, str] = {}
-    for key in keys:
+    for i, key in enumerate(keys):
         other = seen.setdefault(_camel(str(key)), str(key))
-        if other != key:
+        if len(seen) <= i:
             field = f"{path}.{_camel(str(key))}" if path else _camel(str(key))
             raise InvalidConfigError("invalid_config", f"{other!r} and {key!r} are the same option ({field}), given twice", {"field": field})
 

@@ -472,7 +472,7 @@ def _await_blocking(awaitable: Awaitable[Any], effect: Tuple[Any, ...]) -> Any:
             awaitable.close()
         raise AsyncInLoop(
             "invalid_config",
-            f"an async {_EFFECT_NAMES.get(effect[0], 'store')} inside a running event loop: use amanage/acompact",
+            f"an async {_EFFECT_NAMES.get(effect[0], 'store')} called from sync code inside a running event loop, which it cannot wait on: use amanage/acompact (a LangChain agent: ainvoke/astream), or a sync {_EFFECT_NAMES.get(effect[0], 'store')}",
             {"field": "summarize" if effect[0] == "summarize" else "on_pre_compact" if effect[0] == "ask" else "store"},
         )
     return run_awaited(_within(awaitable, effect))
