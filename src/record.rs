@@ -23,9 +23,13 @@
 //! ## Size
 //!
 //! The record holds only what the live conversation needs: when a span is recorded, the edits
-//! inside it are dropped (the span's hash already names the original content), and a rolling
-//! summary's span absorbs the span of the summary it rolls up, so one summary record stands for
-//! every earlier one. A summary (at most `history.summaryMaxTokens`, 2,000 tokens by default)
+//! inside it are dropped (the span's hash already names the original content; only each edited
+//! part's fingerprint and its original's stay, as the span's `aliases`), and a rolling
+//! summary's span absorbs the span of the summary it rolls up (only that summary's
+//! fingerprint and the hash and length of its span stay, as `rolls`), so one summary record
+//! stands for every earlier one. The aliases and rolls let a span be found in a history as an
+//! earlier call left it (edited, or holding the earlier summary), not only raw: a host may hand
+//! one back (LangChain's agent state, after a recovery whose prompt went only to the model). A summary (at most `history.summaryMaxTokens`, 2,000 tokens by default)
 //! is kept in the state itself rather than in the store: replay must stay sans-IO and
 //! synchronous, and a state read is already one store read. Past [`MAX_EDITS`] edits or
 //! [`MAX_SPANS`] spans the oldest are dropped; a history that still holds their parts is then
@@ -105,6 +109,25 @@ pub struct SpanRecord {
     /// conversation: LangChain's state, after a recovery whose prompt went only to the model).
     #[serde(default, skip_serializing_if = "Aliases::is_empty")]
     pub aliases: Aliases,
+    /// The earlier spans this one rolled up (absorbed): each summary's fingerprint, and the
+    /// span it stands for, so that a history holding that summary (an earlier call's compacted
+    /// conversation) is still recognised as the start of this span.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rolls: Vec<Rolled>,
+}
+
+/// An earlier span a rolling summary absorbed ([`SpanRecord::rolls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rolled {
+    /// Canonical fingerprint of its summary or notice.
+    pub output: Fingerprint,
+    /// Sketch of its first message.
+    pub first: Fingerprint,
+    /// Messages it stands for.
+    pub len: u32,
+    /// Polynomial hash of their canonical fingerprints.
+    pub hash: Fingerprint,
 }
 
 /// Edited part fingerprints and their originals, (after, origin) pairs; user texts apart
@@ -289,50 +312,84 @@ impl Record {
                 );
             }
         }
+        // The summaries that later ones rolled up: a given message that is one stands for the
+        // messages it summarized (an earlier call's compacted conversation).
+        let rolled: HashMap<u64, Rolled> = self
+            .spans
+            .iter()
+            .flat_map(|s| &s.rolls)
+            .map(|r| (r.output.0, *r))
+            .collect();
         let mut spans = 0;
         for (r, span) in self.spans.iter().enumerate() {
-            let len = span.len as usize;
-            if len == 0 || len > items.len() {
+            let len = span.len as u64;
+            if len == 0 {
                 continue;
             }
             if given_outputs.contains(&span.output.0) {
                 continue;
             }
-            let found = (0..=items.len() - len).find(|&start| {
-                let first = match items[start] {
+            // An item's canonical fingerprint, or the hash and length of the span a rolled-up
+            // summary stands for.
+            let mut element = |item: Item| -> (u64, u64, Option<u64>) {
+                match item {
                     Item::Given(i) => {
-                        *sketches[i].get_or_insert_with(|| sketch(&messages[i])) == span.first.0
-                            || *edited_sketches[i].get_or_insert_with(|| {
-                                edited(&messages[i], i, &part_edits, &self.edits)
-                                    .map(|m| sketch(&m))
-                            }) == Some(span.first.0)
+                        let c = *canonical[i].get_or_insert_with(|| {
+                            index.canonical_with(&messages[i], &prints(i, &messages[i]))
+                        });
+                        match rolled.get(&c) {
+                            Some(roll) => (roll.hash.0, u64::from(roll.len), Some(roll.first.0)),
+                            None => (c, 1, None),
+                        }
                     }
-                    Item::Inserted(q) => sketch(&self.spans[q].insert) == span.first.0,
-                };
-                first && {
-                    let mut hash = 0;
-                    for item in &items[start..start + len] {
-                        let fingerprint = match *item {
-                            Item::Given(i) => *canonical[i].get_or_insert_with(|| {
-                                index.canonical_with(&messages[i], &prints(i, &messages[i]))
-                            }),
-                            Item::Inserted(q) => self.spans[q].output.0,
-                        };
-                        hash = poly_push(hash, fingerprint);
-                    }
-                    hash == span.hash.0
+                    Item::Inserted(q) => (self.spans[q].output.0, 1, None),
                 }
+            };
+            let found = (0..items.len()).find_map(|start| {
+                let rolled_first = match rolled.is_empty() {
+                    true => None,
+                    false => element(items[start]).2,
+                };
+                let first = rolled_first == Some(span.first.0)
+                    || match items[start] {
+                        Item::Given(i) => {
+                            *sketches[i].get_or_insert_with(|| sketch(&messages[i])) == span.first.0
+                                || *edited_sketches[i].get_or_insert_with(|| {
+                                    edited(&messages[i], i, &part_edits, &self.edits)
+                                        .map(|m| sketch(&m))
+                                }) == Some(span.first.0)
+                        }
+                        Item::Inserted(q) => sketch(&self.spans[q].insert) == span.first.0,
+                    };
+                if !first {
+                    return None;
+                }
+                let (mut hash, mut covered, mut end) = (0u64, 0u64, start);
+                while covered < len && end < items.len() {
+                    let (fingerprint, weight, _) = element(items[end]);
+                    hash = if weight == 1 {
+                        poly_push(hash, fingerprint)
+                    } else {
+                        poly_concat(hash, fingerprint, weight)
+                    };
+                    covered += weight;
+                    end += 1;
+                }
+                (covered == len && hash == span.hash.0).then_some((start, end))
             });
-            let Some(start) = found else { continue };
-            let kept: Vec<Item> = span
-                .keep
-                .iter()
-                .filter_map(|&k| items.get(start + k as usize).copied())
-                .collect();
-            items.splice(
-                start..start + len,
-                std::iter::once(Item::Inserted(r)).chain(kept),
-            );
+            let Some((start, end)) = found else { continue };
+            // The kept messages, by their place in the span as recorded (a rolled-up summary
+            // counts as the messages it stands for).
+            let mut kept = Vec::new();
+            let mut offset = 0u64;
+            for &item in &items[start..end] {
+                let weight = element(item).1;
+                if weight == 1 && span.keep.contains(&(offset as u32)) {
+                    kept.push(item);
+                }
+                offset += weight;
+            }
+            items.splice(start..end, std::iter::once(Item::Inserted(r)).chain(kept));
             spans += 1;
         }
         let mut alive = vec![false; messages.len()];
@@ -480,6 +537,7 @@ impl Record {
             }
         }
         let mut aliases = Aliases::default();
+        let mut rolls = Vec::new();
         self.edits.retain(|e| {
             let (dropped, list) = if e.tool_call_id.is_empty() {
                 let inside = texts.contains(&e.after) || texts.contains(&e.before);
@@ -501,8 +559,18 @@ impl Record {
             let earlier = std::mem::take(&mut span.aliases);
             aliases.parts.extend(earlier.parts);
             aliases.texts.extend(earlier.texts);
+            rolls.append(&mut span.rolls);
+            rolls.push(Rolled {
+                output: span.output,
+                first: span.first,
+                len: span.len,
+                hash: span.hash,
+            });
             false
         });
+        if rolls.len() > MAX_SPANS {
+            rolls.drain(..rolls.len() - MAX_SPANS);
+        }
         // The oldest first past the bound (as edits are).
         for list in [&mut aliases.parts, &mut aliases.texts] {
             if list.len() > MAX_EDITS {
@@ -521,6 +589,7 @@ impl Record {
             keep,
             transcript_path,
             aliases,
+            rolls,
         });
         if self.spans.len() > MAX_SPANS {
             let excess = self.spans.len() - MAX_SPANS;

@@ -298,6 +298,22 @@ fn a_recovery_whose_store_failed_says_so_not_that_nothing_is_left() {
     }
 }
 
+/// Calls `from..to` of a lookup tool, each result about 1,500 tokens, as JSON messages.
+fn lookups(from: usize, to: usize) -> Vec<Value> {
+    let mut values = Vec::new();
+    for i in from..to {
+        let id = format!("c{i}");
+        let output: String = (0..60)
+            .map(|j| format!("{i}:{j} lorem ipsum dolor sit amet lorem ipsum dolor sit amet\n"))
+            .collect();
+        values.push(json!({"role": "assistant", "content": [
+            {"type": "tool-call", "toolCallId": id, "toolName": "lookup", "input": {"i": i}}]}));
+        values.push(json!({"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": id, "toolName": "lookup", "output": {"type": "text", "value": output}}]}));
+    }
+    values
+}
+
 /// A host that hands back an earlier call's compacted conversation (LangChain's agent state,
 /// which the middleware's `before_model` updates) while a recovery's prompt goes only to the
 /// model: the recovery's summary, over results an earlier call masked, replays onto that
@@ -308,16 +324,7 @@ fn a_recoverys_summary_over_masked_results_replays_onto_the_compacted_history() 
     use context_compactor::{parse_overflow, OverflowReport, State};
     // An agent's lookups of about 1,500 tokens each, one after another.
     let mut values = vec![json!({"role": "user", "content": "Look them all up."})];
-    for i in 0..24 {
-        let id = format!("c{i}");
-        let output: String = (0..60)
-            .map(|j| format!("{i}:{j} lorem ipsum dolor sit amet lorem ipsum dolor sit amet\n"))
-            .collect();
-        values.push(json!({"role": "assistant", "content": [
-            {"type": "tool-call", "toolCallId": id, "toolName": "lookup", "input": {"i": i}}]}));
-        values.push(json!({"role": "tool", "content": [
-            {"type": "tool-result", "toolCallId": id, "toolName": "lookup", "output": {"type": "text", "value": output}}]}));
-    }
+    values.extend(lookups(0, 24));
     let raw = parse_messages(&Value::Array(values).to_string()).unwrap();
     // The state the host keeps: the compacted conversation (masks, no summary), in a window
     // where tier 2 masks results and nothing is summarized.
@@ -352,6 +359,51 @@ fn a_recoverys_summary_over_masked_results_replays_onto_the_compacted_history() 
     for (who, plan) in [
         ("long-lived", c.plan(&kept).unwrap()),
         ("from the state", fresh.plan(&kept).unwrap()),
+    ] {
+        assert_eq!(plan.replayed.spans, 1, "{who}");
+        assert_eq!(plan.tokens_before, recovered.tokens_after, "{who}");
+    }
+}
+
+/// The same host with a summary already in its state (the middleware's earlier compaction): a
+/// recovery's summary rolls it up (its span absorbs the earlier one), and still replays onto
+/// the state that holds the earlier summary.
+#[test]
+fn a_recoverys_rolling_summary_replays_onto_a_history_holding_the_summary_it_rolled_up() {
+    use context_compactor::{parse_overflow, OverflowReport, State};
+    let config = Config {
+        model: Some("gpt-4o".into()),
+        context_window: Some(32_000),
+        ..Config::default()
+    };
+    let mut c = Compactor::new(config.clone()).unwrap();
+    let mut app = App::default();
+    let mut values = vec![json!({"role": "user", "content": "Look them all up."})];
+    values.extend(lookups(0, 24));
+    let raw = parse_messages(&Value::Array(values).to_string()).unwrap();
+    // The host's state after a compaction that summarized.
+    let state = c.compact(raw, None, &mut app).unwrap().messages;
+    assert_eq!(c.state().record.spans.len(), 1);
+    let grown: Vec<Message> = state
+        .into_iter()
+        .chain(parse_messages(&Value::Array(lookups(24, 40)).to_string()).unwrap())
+        .collect();
+    let ours = c.count(&grown);
+    let text = format!("prompt is too long: {} tokens > 32000 maximum", ours * 3);
+    let report = OverflowReport::from(&parse_overflow(&[text], Some(400)).unwrap());
+    let recovered = c.recover(grown.clone(), &report, 1, &mut app).unwrap();
+    let record = &c.state().record;
+    assert_eq!(
+        record.spans.len(),
+        1,
+        "the recovery's summary rolled the first one up"
+    );
+    assert!(!record.spans[0].rolls.is_empty());
+    let state = State::from_json(&c.state_json()).unwrap();
+    let mut fresh = Compactor::with_state(config, state).unwrap();
+    for (who, plan) in [
+        ("long-lived", c.plan(&grown).unwrap()),
+        ("from the state", fresh.plan(&grown).unwrap()),
     ] {
         assert_eq!(plan.replayed.spans, 1, "{who}");
         assert_eq!(plan.tokens_before, recovered.tokens_after, "{who}");
