@@ -27,8 +27,11 @@ test('shipped sizes stay within budget (gzip -9)', () => {
   // 2026-12-04's first reports (AI SDK 6, more overflow texts, Grok models, actions-failed), and
   // 393.7 kB since that day's second (the recovery tools leave the state out, a UIMessage is
   // named as one, an unknown model's likely meant names, an explicit save that lost takes the
-  // stored state: +2.2 kB), the budget set at 399 kB.
-  assert.ok(core < 399_000, `core wasm ${kB(core)} (budget 399 kB)`);
+  // stored state: +2.2 kB), the budget set at 399 kB; 399.7 kB after the third (a span that
+  // replays onto a history an earlier call edited or summarized: its aliases and rolls; the
+  // stored state read before a paid summary; grep bounded by a page; an excluded tool
+  // offloaded past its share of the window: +5.8 kB), the budget set at 405 kB.
+  assert.ok(core < 405_000, `core wasm ${kB(core)} (budget 405 kB)`);
   // The counting-only module of `context-compactor/tokens` (feature `counter`): 135 kB here
   // (130 by the gzip CLI); the issue's 200 kB for a module without ranks, less the JS (7 kB)
   // and a margin.
