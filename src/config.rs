@@ -83,7 +83,7 @@ pub struct OffloadConfig {
     /// file readers, whose output is the file the agent works on. Such a result is still
     /// offloaded over `maxWindowFraction` of the window, so that one read cannot fill it; a
     /// call of a recovery tool's name (`read_file`, `grep`, `ls`) that reads the store (its path
-    /// is the root or under the compactor's directories, or it names none) never is.
+    /// is the root or under the compactor's directories, or a `read_file` that names none) never is.
     pub excluded_tools: Vec<String>,
     /// Directory for offloaded results (seed 002: `/large_tool_results/`; the spec names
     /// `/tool_outputs/`).

@@ -358,6 +358,7 @@ mod timers {
         let mut due = locked(&wheel.due);
         loop {
             let now = Instant::now();
+            let mut wake = Vec::new();
             while let Some(&Reverse((at, id))) = due.order.peek() {
                 if at > now {
                     break;
@@ -366,10 +367,15 @@ mod timers {
                 if let Some(shared) = due.states.remove(&id) {
                     let mut shared = locked(&shared);
                     shared.done = true;
-                    if let Some(waker) = shared.waker.take() {
-                        waker.wake();
-                    }
+                    wake.extend(shared.waker.take());
                 }
+            }
+            if !wake.is_empty() {
+                // Woken with no lock held: an executor may poll at once, and make a deadline.
+                drop(due);
+                wake.into_iter().for_each(Waker::wake);
+                due = locked(&wheel.due);
+                continue;
             }
             due = match due.order.peek() {
                 Some(&Reverse((at, _))) => {
@@ -385,23 +391,33 @@ mod timers {
         }
     }
 
-    /// A future that completes `ms` after it was made.
-    pub struct Deadline(Arc<Mutex<Shared>>);
+    /// A future that completes `ms` after it was made; dropped before, it is forgotten (its
+    /// waker with it: the work it bounded finished first, the usual case).
+    pub struct Deadline(Arc<Mutex<Shared>>, u64);
+
+    impl Drop for Deadline {
+        fn drop(&mut self) {
+            if !locked(&self.0).done {
+                locked(&wheel().due).states.remove(&self.1);
+            }
+        }
+    }
 
     impl Deadline {
         pub fn after(ms: u64) -> Deadline {
             let shared = Arc::new(Mutex::new(Shared::default()));
             let at = Instant::now() + Duration::from_millis(ms);
             let wheel = wheel();
-            {
+            let id = {
                 let mut due = locked(&wheel.due);
                 let id = due.made;
                 due.made += 1;
                 due.order.push(Reverse((at, id)));
                 due.states.insert(id, shared.clone());
-            }
+                id
+            };
             wheel.changed.notify_one();
-            Deadline(shared)
+            Deadline(shared, id)
         }
     }
 

@@ -314,12 +314,7 @@ impl Record {
         }
         // The summaries that later ones rolled up: a given message that is one stands for the
         // messages it summarized (an earlier call's compacted conversation).
-        let rolled: HashMap<u64, Rolled> = self
-            .spans
-            .iter()
-            .flat_map(|s| &s.rolls)
-            .map(|r| (r.output.0, *r))
-            .collect();
+        let rolled = self.rolled();
         let mut spans = 0;
         for (r, span) in self.spans.iter().enumerate() {
             let len = span.len as u64;
@@ -463,6 +458,15 @@ impl Record {
         }
     }
 
+    /// The summaries the spans rolled up, by their fingerprint ([`SpanRecord::rolls`]).
+    fn rolled(&self) -> HashMap<u64, Rolled> {
+        self.spans
+            .iter()
+            .flat_map(|s| &s.rolls)
+            .map(|r| (r.output.0, *r))
+            .collect()
+    }
+
     /// Records a lossy step: `span` (as planned, before it was replaced) became `insert`
     /// followed by the span's messages at `keep`. A span that contains the output of an earlier
     /// span record (a rolling summary) absorbs that record.
@@ -479,6 +483,10 @@ impl Record {
         }
         let index = Index::new(self);
         let mut absorbed: HashSet<usize> = HashSet::new();
+        // Summaries earlier spans already rolled up (as replay reads them: `rolls`), and those
+        // this span removes (kept in its own `rolls`).
+        let rolled = self.rolled();
+        let mut rolls: Vec<Rolled> = Vec::new();
         let mut first = None;
         let (mut hash, mut len) = (0u64, 0u64);
         // Where each message of `span` lands in the expanded span (for `keep`).
@@ -493,15 +501,26 @@ impl Record {
                     && self.spans[q].keep.is_empty()
                     && self.spans[q].output.0 == fingerprint
             });
-            match earlier {
-                Some(q) => {
+            let roll = rolled
+                .get(&fingerprint)
+                .filter(|_| earlier.is_none() && !keep.contains(&(i as u32)));
+            match (earlier, roll) {
+                (Some(q), _) => {
                     let s = &self.spans[q];
                     first.get_or_insert(s.first.0);
                     hash = poly_concat(hash, s.hash.0, u64::from(s.len));
                     len += u64::from(s.len);
                     absorbed.insert(q);
                 }
-                None => {
+                // A summary a later one rolled up (a history as an earlier call left it): it
+                // stands for its span, as replay reads it.
+                (None, Some(roll)) => {
+                    first.get_or_insert(roll.first.0);
+                    hash = poly_concat(hash, roll.hash.0, u64::from(roll.len));
+                    len += u64::from(roll.len);
+                    rolls.push(*roll);
+                }
+                (None, None) => {
                     first.get_or_insert_with(|| sketch(message));
                     hash = poly_push(hash, fingerprint);
                     len += 1;
@@ -537,7 +556,6 @@ impl Record {
             }
         }
         let mut aliases = Aliases::default();
-        let mut rolls = Vec::new();
         self.edits.retain(|e| {
             let (dropped, list) = if e.tool_call_id.is_empty() {
                 let inside = texts.contains(&e.after) || texts.contains(&e.before);
@@ -1035,6 +1053,53 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<Aliases>(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A span recorded over a summary a later one already rolled up (another branch that
+    /// still holds it) counts it as the span it stands for, as replay does, and so replays onto
+    /// the history it was planned on (from a review: it counted it as one message, and never
+    /// replayed).
+    #[test]
+    fn a_span_recorded_over_a_rolled_up_summary_replays_onto_its_history() {
+        let m = messages(serde_json::json!([
+            {"role": "user", "content": "m0 first question"},
+            {"role": "assistant", "content": "m1 answer"},
+            {"role": "user", "content": "m2 second"},
+            {"role": "assistant", "content": "m3 another answer"},
+            {"role": "user", "content": "m2 diverged"},
+            {"role": "assistant", "content": "m5 tail"},
+            {"role": "user", "content": "S1 summary of m0 m1"},
+            {"role": "user", "content": "S2 summary of S1 m2 m3"},
+            {"role": "user", "content": "T summary of S1 and the diverged m2"},
+        ]));
+        let (s1, s2, t) = (m[6].clone(), m[7].clone(), m[8].clone());
+        let mut record = Record::default();
+        record.push_span(
+            Strategy::Summarize,
+            &m[0..2],
+            s1.clone(),
+            vec![],
+            "t1".into(),
+        );
+        let rolling = [s1.clone(), m[2].clone(), m[3].clone()];
+        record.push_span(Strategy::Summarize, &rolling, s2, vec![], "t2".into());
+        assert_eq!((record.spans.len(), record.spans[0].rolls.len()), (1, 1));
+        // Another branch: it holds S1, then diverges; the rolling summary is not its.
+        let branch = vec![s1, m[4].clone(), m[5].clone()];
+        assert_eq!(record.replay(&branch).1.spans, 0);
+        record.push_span(
+            Strategy::Summarize,
+            &branch[0..2],
+            t.clone(),
+            vec![],
+            "t3".into(),
+        );
+        let (out, replayed) = record.replay(&branch);
+        assert_eq!(replayed.spans, 1);
+        assert_eq!(out.to_vec(), vec![t, m[5].clone()]);
+        // And the raw history of that branch.
+        let raw = vec![m[0].clone(), m[1].clone(), m[4].clone(), m[5].clone()];
+        assert_eq!(record.replay(&raw).0.len(), 2);
     }
 
     #[test]

@@ -205,8 +205,16 @@ fn an_excluded_tools_result_is_offloaded_only_past_its_share_of_the_window() {
             json!({"path": "/user_messages/u.txt", "offset": 500}),
             false,
         ),
-        ("grep", json!({"pattern": "x"}), false),
+        (
+            "grep",
+            json!({"pattern": "x", "path": "/tool_outputs/search_"}),
+            false,
+        ),
+        ("ls", json!({"path": "/tool_outputs"}), false),
         ("ls", json!({"path": "/"}), false),
+        // A grep without a path may be the app's over its disk (the compactor's own is bounded
+        // by a page).
+        ("grep", json!({"pattern": "x"}), true),
         ("read_file", json!({}), false),
     ];
     // About 14,000 tokens: over the 2,000-token threshold everywhere, over a quarter of a

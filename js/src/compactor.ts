@@ -45,7 +45,7 @@ export interface OffloadOptions {
    * grep, ls, glob. Their results are still offloaded over `maxWindowFraction` of the window (an
    * app's `read_file` of a huge file cannot fill it), except a recovery tool's read of the store
    * (a call of `read_file`, `grep` or `ls` whose path is `/` or under the compactor's
-   * directories, or names none), never offloaded. */
+   * directories, or a `read_file` naming none), never offloaded. */
   excludedTools?: string[];
   /** Store directory for offloaded results. Default `/tool_outputs/`. */
   pathPrefix?: string;

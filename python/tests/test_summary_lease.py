@@ -165,3 +165,60 @@ def test_a_request_cancelled_during_its_summary_releases_the_lease_for_the_retry
 
     took = asyncio.run(main())
     assert took < 5, f"the retry took {took:.1f} s"
+
+
+class SlowAsyncStore:
+    """An async store over a MemoryStore whose every call awaits first (a network store)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    async def read(self, path: str) -> Any:
+        await asyncio.sleep(0.005)
+        return self.store.read(path)
+
+    async def write(self, path: str, text: str) -> None:
+        await asyncio.sleep(0.005)
+        self.store.write(path, text)
+
+    async def write_if(self, path: str, expected: Any, text: str) -> bool:
+        await asyncio.sleep(0.005)
+        return self.store.write_if(path, expected, text)
+
+    async def list(self, prefix: str) -> Any:
+        await asyncio.sleep(0.005)
+        return self.store.list(prefix)
+
+    async def delete(self, path: str) -> None:
+        await asyncio.sleep(0.005)
+        self.store.delete(path)
+
+
+def test_a_lease_is_released_though_the_cancel_is_repeated_at_every_await() -> None:
+    """A framework's cancel scope (anyio's: Starlette's on a client that went away) cancels the
+    task again at every await: the lease's release runs shielded in a task of its own, over an
+    async store, and lands anyway (a review: its first await was cancelled, nothing released)."""
+    memory = MemoryStore()
+    started: List[float] = []
+
+    async def summarize(request: Dict[str, Any]) -> str:
+        started.append(time.monotonic())
+        await asyncio.sleep(5)
+        return "## Session Intent\nThe summary."
+
+    async def main() -> None:
+        compactor = Compactor(context_window=8_000, store=SlowAsyncStore(memory), state_path=PATH, summarize=summarize, background=False, store_timeout=None)
+        task = asyncio.ensure_future(compactor.acompact(CHAT))
+        while not started:
+            await asyncio.sleep(0.01)
+        while not task.done():  # as a cancel scope does: again at every checkpoint
+            task.cancel()
+            await asyncio.sleep(0.001)
+        for _ in range(200):
+            leases = memory.list(f"{PATH}.summaries/")
+            if leases and json.loads(memory.read(leases[0]) or "{}").get("until") == 0:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"not released: {[memory.read(p) for p in memory.list(f'{PATH}.summaries/')]}")
+
+    asyncio.run(main())

@@ -19,14 +19,25 @@ pub(crate) struct StoreAreas<'a> {
 }
 
 impl StoreAreas<'_> {
-    /// Whether the call `input` of a tool named as a recovery tool reads the store: its path is
-    /// the root or under one of the compactor's directories, or it names none (a `grep` or `ls`
-    /// of the whole store, or an output offloaded as its tool returns, whose input is not known).
-    /// A path elsewhere (`src/main.rs`) is the app's own tool of that name, reading its files.
-    fn read_by(&self, input: Option<&serde_json::Value>) -> bool {
-        match input.and_then(|i| crate::tiers::file_argument(i, self.path_fields)) {
-            None => true,
-            Some(path) => path == "/" || self.prefixes.iter().any(|p| path.starts_with(p)),
+    /// Whether the call `input` of `tool`, named as a recovery tool, reads the store: its path
+    /// (the recovery tools' `path`, or a field that names a file) is the root or in one of the
+    /// compactor's directories; or, for `read_file`, it names none (an output offloaded as its
+    /// tool returns, whose input is not known). Only a page of `read_file` could come back
+    /// whole and be offloaded again; a `grep` or `ls` without a path may be the app's own over
+    /// its disk, and the compactor's own are bounded by a page. A path elsewhere
+    /// (`src/main.rs`) is the app's own tool of that name, reading its files.
+    fn read_by(&self, tool: &str, input: Option<&serde_json::Value>) -> bool {
+        let path = input.and_then(|i| {
+            i.get("path")
+                .and_then(serde_json::Value::as_str)
+                .or_else(|| crate::tiers::file_argument(i, self.path_fields))
+        });
+        match path {
+            None => tool == "read_file",
+            Some(path) => {
+                let dir = format!("{}/", path.trim_end_matches('/'));
+                dir == "/" || self.prefixes.iter().any(|p| dir.starts_with(p))
+            }
         }
     }
 }
@@ -78,7 +89,10 @@ pub(crate) fn plan(
             // offloaded, again).
             let threshold = if config.excluded_tools.iter().any(|t| t == &result.tool_name) {
                 if crate::recovery::TOOL_NAMES.contains(&result.tool_name.as_str())
-                    && areas.read_by(inputs.get(result.tool_call_id.as_str()).copied())
+                    && areas.read_by(
+                        &result.tool_name,
+                        inputs.get(result.tool_call_id.as_str()).copied(),
+                    )
                 {
                     continue;
                 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 from typing import Any, Callable, Coroutine, Dict, Optional, Tuple, TypeVar
 
@@ -69,6 +70,7 @@ async def call_within_async(seconds: float, name: str, fn: Callable[..., Any], *
 
 
 _bridge: "Optional[asyncio.AbstractEventLoop]" = None
+_bridge_pid = 0
 _bridge_lock = threading.Lock()
 
 
@@ -78,17 +80,23 @@ def bridge_loop() -> "asyncio.AbstractEventLoop":
     started at the first use. One loop, not one per call: an async client's connections are
     bound to the loop they were opened on (redis.asyncio's pool), and a loop per call left them
     on a closed one ("Event loop is closed", for writes that had landed)."""
-    global _bridge
+    global _bridge, _bridge_pid
     with _bridge_lock:
-        if _bridge is None or _bridge.is_closed():
+        # A forked child (a prefork server's worker) has the loop but not its thread: a new one.
+        if _bridge is None or _bridge.is_closed() or _bridge_pid != os.getpid():
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="context-compactor event loop", daemon=True).start()
-            _bridge = loop
+            _bridge, _bridge_pid = loop, os.getpid()
         return _bridge
 
 
 def run_awaited(coroutine: "Coroutine[Any, Any, T]") -> "T":
     """``coroutine`` run to its end on :func:`bridge_loop`, this thread waiting (not one that
     runs an event loop itself: it would wait on its own loop's work)."""
-    return asyncio.run_coroutine_threadsafe(coroutine, bridge_loop()).result()
+    future = asyncio.run_coroutine_threadsafe(coroutine, bridge_loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()  # interrupted (KeyboardInterrupt): the awaited call with it
+        raise
 

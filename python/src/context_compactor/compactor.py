@@ -317,6 +317,8 @@ class Compactor:
         self._ahead_runs: Dict[str, Any] = {}
         self._ahead_done: Dict[str, Optional[str]] = {}
         self._ahead_lock = threading.Lock()
+        #: Lease releases of cancelled calls, under way (``_abandon``).
+        self._releases: set["asyncio.Future[None]"] = set()
         self._input: Sequence[Message] = []
         # The core's notes on the configuration alone (an empty conversation's plan), told once.
         _warn_once(json.loads(self._core.call("plan", "[]", None)))
@@ -946,20 +948,36 @@ class Compactor:
 
     async def _abandon(self) -> None:
         """A call cancelled before it was done (a client that went away): the core ends it and
-        says the store writes that release its summary leases, carried out here (each within
-        ``store_timeout``; a failure is ignored), so that the conversation's next request does
-        not wait out a lease. Nothing is saved, and the next call syncs its messages anew."""
+        says the store writes that release its summary leases, carried out here so that the
+        conversation's next request does not wait out a lease. They run in a task of their own,
+        shielded (a framework's cancel scope cancels every await of the cancelled task again:
+        anyio's, Starlette's), each within ``store_timeout`` (or the lease's time when the store
+        is unbounded); a failure is ignored. Nothing is saved, and the next call syncs its
+        messages anew."""
         with self._lock:
             self._held = _Held()
             try:
                 releases = json.loads(self._core.call("session-abandon"))
             except CompactorError:
                 return
-        for release in releases:
-            try:
-                await drive_async(store_request(self._io, release["request"]), self._lock)
-            except Exception:
-                pass
+        if not releases:
+            return
+        bound = self._summarize_timeout + 5
+
+        async def release_all() -> None:
+            for release in releases:
+                try:
+                    await asyncio.wait_for(drive_async(store_request(self._io, release["request"]), self._lock), bound)
+                except BaseException:
+                    pass
+
+        task = asyncio.ensure_future(release_all())
+        self._releases.add(task)  # held until done: the loop keeps only weak references
+        task.add_done_callback(self._releases.discard)
+        try:
+            await asyncio.shield(task)
+        except BaseException:
+            pass  # cancelled again: the releases go on in their task
 
 
 def _drive(
