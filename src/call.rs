@@ -565,21 +565,16 @@ impl CallRun {
     }
 
     /// The call is dropped before it is done (the host's task was cancelled: a client that
-    /// went away): the store writes that release the summary leases it holds (each as a failed
-    /// summary releases it), for the host to carry out; their outcomes need not be handed back.
+    /// went away): the store writes that release the summary leases it holds or is taking (each
+    /// as a failed summary releases it), for the host to carry out; their outcomes need not be
+    /// handed back.
     /// Without them the conversation's next request would wait out each lease (the
     /// summarizer's timeout and a margin). The run is over: poll it no more.
     pub fn abandon(&mut self) -> Vec<Io> {
         let mut releases = Vec::new();
         for (lease, _) in self.leases.values_mut() {
-            if lease.poll() != LeaseIo::Summarize {
-                continue;
-            }
-            let dropped = Reply::Failed {
-                error: "the call was dropped".into(),
-            };
-            lease.handle(dropped, self.wall);
-            if let Some(request) = lease.poll().request() {
+            // Held, or its take in flight (a take that never landed is refused, harmlessly).
+            if let Some(request) = lease.abandon().and_then(|io| io.request()) {
                 releases.push(Io {
                     id: self.next_id,
                     request,

@@ -285,6 +285,12 @@ impl Leased {
         run.handle(outcome, now);
     }
 
+    /// The request was dropped: the write that releases the lease it holds or may hold
+    /// ([`LeaseRun::abandon`]), or `None`.
+    pub fn abandon(&mut self) -> Option<LeaseIo> {
+        self.run.as_mut().and_then(LeaseRun::abandon)
+    }
+
     /// The summary as a reply to the summary request it stands for, once over: its text, or
     /// why there is none (the summarizer's words).
     pub fn reply(&self) -> Option<Reply> {
@@ -604,6 +610,30 @@ impl LeaseRun {
         }
     }
 
+    /// The request was dropped (its call abandoned): the write that releases the lease this
+    /// run holds or may hold (its take written, or in flight: a take that never landed is
+    /// refused, harmlessly), or `None`. The run is over after it.
+    pub fn abandon(&mut self) -> Option<LeaseIo> {
+        let mine = match std::mem::replace(&mut self.step, Step::Read) {
+            Step::Take { mine, .. } | Step::Summarize { mine: Some(mine) } => mine,
+            Step::Release { mine, .. } => mine,
+            _ => {
+                self.step = Step::Done {
+                    text: None,
+                    shared: false,
+                };
+                return None;
+            }
+        };
+        self.step = Step::Release { mine, text: None };
+        let release = self.poll();
+        self.step = Step::Done {
+            text: None,
+            shared: false,
+        };
+        Some(release)
+    }
+
     /// The outcome of the IO [`LeaseRun::poll`] asked for, at `now`. An outcome of another kind
     /// than asked (a host bug) ends the run as a direct summary would: it never hangs.
     pub fn handle(&mut self, outcome: LeaseOutcome, now: f64) {
@@ -806,6 +836,43 @@ mod tests {
             }
         );
         assert_eq!(run.result(), Some((Some("S"), false)));
+    }
+
+    /// A dropped request releases the lease it holds, and the one whose take is in flight (the
+    /// write may land after the drop: a review); one that only read or waits has none.
+    #[test]
+    fn an_abandoned_run_releases_the_lease_it_holds_or_is_taking() {
+        let released = |expected: &str| LeaseIo::WriteIf {
+            path: "/l".into(),
+            expected: Some(expected.into()),
+            text: r#"{"owner":"me","until":0}"#.into(),
+            timeout_ms: 500.0,
+        };
+        // Its take in flight.
+        let mut run = LeaseRun::new("/l", "me", 1_000.0, options());
+        run.handle(LeaseOutcome::Read(None), 1_001.0);
+        assert!(matches!(
+            run.poll(),
+            LeaseIo::WriteIf { expected: None, .. }
+        ));
+        assert_eq!(
+            run.abandon(),
+            Some(released(r#"{"owner":"me","until":2001}"#))
+        );
+        assert!(matches!(run.poll(), LeaseIo::Done { text: None, .. }));
+        // Summarizing under it.
+        let mut run = LeaseRun::new("/l", "me", 1_000.0, options());
+        run.handle(LeaseOutcome::Read(None), 1_001.0);
+        run.handle(LeaseOutcome::Written(true), 1_002.0);
+        assert_eq!(run.poll(), LeaseIo::Summarize);
+        assert_eq!(
+            run.abandon(),
+            Some(released(r#"{"owner":"me","until":2001}"#))
+        );
+        // Only reading: nothing to release.
+        let mut run = LeaseRun::new("/l", "me", 1_000.0, options());
+        assert_eq!(run.abandon(), None);
+        assert!(matches!(run.poll(), LeaseIo::Done { text: None, .. }));
     }
 
     #[test]
