@@ -271,20 +271,15 @@ fn the_async_drivers_futures_are_send_for_a_send_host() {
 /// The same stalls with no timer of the host's: the crate's own (`AsyncHost::timer`'s default)
 /// cuts them at the host's deadlines, in real time. A native user's async store that never
 /// answered hung `manage_async` before (the default had no timer).
-struct StalledNoTimer;
+#[derive(Default)]
+struct StalledNoTimer(Stalled);
 
 impl AsyncHost for StalledNoTimer {
-    fn write(&mut self, path: &str, _: &str) -> impl Future<Output = Result<(), String>> {
-        let stalls = path.starts_with("/tool_outputs/");
-        async move {
-            if stalls {
-                std::future::pending::<()>().await;
-            }
-            Ok(())
-        }
+    fn write(&mut self, path: &str, content: &str) -> impl Future<Output = Result<(), String>> {
+        self.0.write(path, content)
     }
-    fn summarize(&mut self, _: &Summarize) -> impl Future<Output = Result<String, String>> {
-        std::future::pending()
+    fn summarize(&mut self, summary: &Summarize) -> impl Future<Output = Result<String, String>> {
+        self.0.summarize(summary)
     }
     fn store_timeout_ms(&self) -> u64 {
         200
@@ -298,7 +293,7 @@ impl AsyncHost for StalledNoTimer {
 fn without_a_timer_of_the_hosts_the_crates_own_bounds_a_store_and_a_summarizer_that_never_answer() {
     let mut compactor = gpt4o(16_000, |_| {});
     let started = std::time::Instant::now();
-    let (got, _) = block_on(compactor.manage_async(long(), &mut StalledNoTimer));
+    let (got, _) = block_on(compactor.manage_async(long(), &mut StalledNoTimer::default()));
     let took = started.elapsed();
     let got = got.expect("the call answers");
     let errors: Vec<&str> = got
